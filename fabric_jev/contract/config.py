@@ -1,0 +1,151 @@
+"""Host configuration: defaults, ceilings and clamping (contract §7)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import ConfigError
+from .program import ProgramLimits, describe_validation_error
+
+MIB = 1024 * 1024
+
+# key: (default, ceiling, lowest, highest)
+_LIMIT_RANGES: dict[str, tuple[int, int, int, int]] = {
+    "timeoutMs": (60_000, 900_000, 100, 86_400_000),
+    "maxEvaluations": (100, 1_000, 1, 100_000),
+    "maxToolCalls": (1_000, 10_000, 1, 1_000_000),
+    "maxTokens": (100_000, 1_000_000, 1, 100_000_000),
+}
+_SCALAR_RANGES: dict[str, tuple[int, int]] = {
+    "maxConcurrentRuns": (1, 16),
+    "maxRetainedRuns": (1, 256),
+    "requestTimeoutMs": (100, 120_000),
+    "maxRequestBytes": (1_024, 1_048_576),
+    "memoryLimitBytes": (1 * MIB, 64 * MIB),
+    "warmWorkers": (0, 16),
+}
+
+
+def clamp_number(value: Any, lo: int, hi: int, key: str) -> int:
+    """Floor a finite number and clamp it into [lo, hi]."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{key} must be a finite number")
+    return min(max(math.floor(value), lo), hi)
+
+
+class LimitSet(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeoutMs: int
+    maxEvaluations: int
+    maxToolCalls: int
+    maxTokens: int
+
+
+def _limit_set(raw: Any, which: int, label: str) -> LimitSet:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"{label} must be an object")
+    unknown = set(raw) - set(_LIMIT_RANGES)
+    if unknown:
+        raise ValueError(f"{label} has unknown keys: {', '.join(sorted(unknown))}")
+    values = {}
+    for key, spec in _LIMIT_RANGES.items():
+        lo, hi = spec[2], spec[3]
+        values[key] = clamp_number(raw.get(key, spec[which]), lo, hi, f"{label}.{key}")
+    return LimitSet(**values)
+
+
+class HostConfig(BaseModel):
+    """Everything a host keeps; every number is floored and clamped into range.
+
+    ``ceilings.timeoutMs`` is the contract's ``maxDurationMs``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    defaults: LimitSet = Field(default_factory=lambda: _limit_set({}, 0, "defaults"))
+    ceilings: LimitSet = Field(default_factory=lambda: _limit_set({}, 1, "ceilings"))
+    maxConcurrentRuns: int = 4
+    maxRetainedRuns: int = 64
+    requestTimeoutMs: int = 15_000
+    maxRequestBytes: int = 131_072
+    memoryLimitBytes: int = 64 * MIB
+    warmWorkers: int = 2
+    model: str = Field(default="jev-latest", min_length=1, max_length=128)
+    autoApprovalThreshold: float = 0.5
+    evaluator: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("defaults", mode="before")
+    @classmethod
+    def _defaults(cls, v: Any) -> LimitSet:
+        return v if isinstance(v, LimitSet) else _limit_set(v, 0, "defaults")
+
+    @field_validator("ceilings", mode="before")
+    @classmethod
+    def _ceilings(cls, v: Any) -> LimitSet:
+        return v if isinstance(v, LimitSet) else _limit_set(v, 1, "ceilings")
+
+    @field_validator(*_SCALAR_RANGES, mode="before")
+    @classmethod
+    def _scalar(cls, v: Any, info: Any) -> int:
+        lo, hi = _SCALAR_RANGES[info.field_name]
+        return clamp_number(v, lo, hi, info.field_name)
+
+    @field_validator("autoApprovalThreshold", mode="before")
+    @classmethod
+    def _threshold(cls, v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise ValueError("autoApprovalThreshold must be a finite number")
+        return min(max(float(v), 0.0), 1.0)
+
+    @classmethod
+    def load(cls, path: str | Path) -> HostConfig:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid JSON: {exc.msg} "
+                              f"(line {exc.lineno})") from None
+        return cls.parse(data)
+
+    @classmethod
+    def parse(cls, data: Any) -> HostConfig:
+        if not isinstance(data, dict):
+            raise ConfigError("Invalid fabric-jev config: expected a JSON object")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(describe_validation_error("Invalid fabric-jev config", exc)) from None
+
+    def effective_limits(self, requested: ProgramLimits | None) -> EffectiveLimits:
+        """A program's limits: its own request or the default, min() the ceiling."""
+        req = requested or ProgramLimits()
+
+        def pick(key: str) -> int:
+            asked = getattr(req, key)
+            value = getattr(self.defaults, key) if asked is None else asked
+            return min(value, getattr(self.ceilings, key))
+
+        return EffectiveLimits(
+            timeout_ms=pick("timeoutMs"),
+            max_evaluations=pick("maxEvaluations"),
+            max_tool_calls=pick("maxToolCalls"),
+            max_tokens=pick("maxTokens"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EffectiveLimits:
+    timeout_ms: int
+    max_evaluations: int
+    max_tool_calls: int
+    max_tokens: int

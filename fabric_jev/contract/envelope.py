@@ -1,0 +1,73 @@
+"""Run states and the envelope every run call returns (contract §2)."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class RunState(str, enum.Enum):
+    """Lifecycle of a run. Only RUNNING is not terminal."""
+
+    #: Launched and not yet finished; the guest may be executing or awaiting.
+    RUNNING = "running"
+    #: The code returned and its output matched outputSchema (not "goal achieved").
+    COMPLETED = "completed"
+    #: A budget failure, a guest error, or output that broke its schema or cap.
+    FAILED = "failed"
+    #: Stopped by `stop`, by the caller of a foreground run, or by host close.
+    CANCELLED = "cancelled"
+    #: The run's deadline passed, or a CPU slice overran and the worker was killed.
+    TIMED_OUT = "timed_out"
+
+    @property
+    def terminal(self) -> bool:
+        return self is not RunState.RUNNING
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ProgressEvent(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    sequence: int
+    at: str
+    value: Any
+
+
+class Envelope(BaseModel):
+    """A snapshot of one run. Serialize with `to_json()` for the wire shape."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    state: RunState
+    background: bool
+    startedAt: str
+    endedAt: str | None = None
+    result: Any = None
+    error: str | None = None
+    evaluations: int = 0
+    toolCalls: int = 0
+    usage: Usage = Usage()
+    events: tuple[ProgressEvent, ...] = ()
+    nextSequence: int = 1
+    logs: tuple[str, ...] = ()
+    observation: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        for key in ("endedAt", "error", "observation"):
+            if data[key] is None:
+                del data[key]
+        if self.state is not RunState.COMPLETED:
+            data.pop("result", None)
+        return data

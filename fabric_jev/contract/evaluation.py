@@ -1,0 +1,266 @@
+"""jev.evaluate requests and answers (contract §5). Pure validation, no I/O.
+
+An answer is rebuilt from validated fields only, so nothing an upstream adds
+(extra keys, debug fields) ever reaches a program; a score's legend is taken
+from the request, not from the response.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import AnswerInvalid, RequestInvalid
+
+QuestionType = Literal["noul", "choice", "score"]
+MAX_QUESTIONS = 128
+MAX_DEPTH = 32
+MAX_NODES = 100_000
+MAX_RESPONSE_BYTES = 1 << 20
+PROBABILITY_TOLERANCE = 0.02
+MODEL_ID = re.compile(r"^[A-Za-z0-9~][A-Za-z0-9~._/:-]{0,127}$")
+_FREE_TEXT = "choice, score and noul only — not free-text generation"
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    id: str
+    type: QuestionType
+    instructions: Any
+    criteria: Any  # dict for choice/noul, list for score, None when absent
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationRequest:
+    state: Any
+    questions: tuple[Question, ...]
+    model: str | None = None
+
+    def to_wire(self, model: str) -> dict[str, Any]:
+        questions: dict[str, Any] = {}
+        for q in self.questions:
+            body: dict[str, Any] = {"type": q.type, "instructions": q.instructions}
+            if q.criteria is not None:
+                body["criteria"] = q.criteria
+            questions[q.id] = body
+        return {"state": self.state, "questions": questions, "model": model}
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    answers: dict[str, dict[str, Any]]
+    usage: EvaluationUsage = field(default_factory=EvaluationUsage)
+    model: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "answers": self.answers,
+            "usage": {"input_tokens": self.usage.input_tokens,
+                      "output_tokens": self.usage.output_tokens},
+            "model": self.model,
+        }
+
+
+def _is_text(v: Any) -> bool:
+    return isinstance(v, str | list | dict)
+
+
+def _measure(value: Any) -> tuple[int, int]:
+    """(nodes, depth) of a JSON value, refusing non-finite numbers and non-JSON types."""
+    nodes = 0
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            raise RequestInvalid(f"jev.evaluate request has more than {MAX_NODES} JSON nodes")
+        if depth > MAX_DEPTH:
+            raise RequestInvalid(f"jev.evaluate request is nested deeper than {MAX_DEPTH} levels")
+        deepest = max(deepest, depth)
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    raise RequestInvalid("jev.evaluate request has a non-string object key")
+                stack.append((x, depth + 1))
+        elif isinstance(v, list | tuple):
+            stack.extend((x, depth + 1) for x in v)
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise RequestInvalid("jev.evaluate request is not finite JSON (NaN or Infinity)")
+        elif not (v is None or isinstance(v, bool | int | str)):
+            raise RequestInvalid(f"jev.evaluate request is not JSON ({type(v).__name__})")
+    return nodes, deepest
+
+
+def _question(qid: Any, raw: Any) -> Question:
+    if not isinstance(qid, str) or not 1 <= len(qid) <= 128:
+        raise RequestInvalid("jev.evaluate question ids must be 1-128 characters")
+    where = f"question {qid!r}"
+    if not isinstance(raw, dict):
+        raise RequestInvalid(f"{where} must be an object {{type, instructions, criteria?}}")
+    extra = set(raw) - {"type", "instructions", "criteria"}
+    if extra:
+        raise RequestInvalid(f"{where} has unknown keys: {', '.join(sorted(extra))}")
+    qtype = raw.get("type")
+    if qtype not in ("noul", "choice", "score"):
+        raise RequestInvalid(f"{where} has type {qtype!r}: {_FREE_TEXT}")
+    if "instructions" not in raw or not _is_text(raw["instructions"]):
+        raise RequestInvalid(f"{where} needs instructions (a string, array or object)")
+    criteria = raw.get("criteria")
+    if qtype == "choice":
+        if not isinstance(criteria, dict) or not 1 <= len(criteria) <= 255:
+            raise RequestInvalid(f"{where}: choice criteria must be an object of 1-255 options")
+        for name, desc in criteria.items():
+            if not 1 <= len(name) <= 256:
+                raise RequestInvalid(f"{where}: option names must be 1-256 characters")
+            if desc is not None and not _is_text(desc):
+                raise RequestInvalid(f"{where}: option {name!r} needs a description or null")
+    elif qtype == "score":
+        if not isinstance(criteria, list) or not 2 <= len(criteria) <= 10:
+            raise RequestInvalid(f"{where}: score criteria must be an array of 2-10 levels")
+        if not all(_is_text(level) for level in criteria):
+            raise RequestInvalid(f"{where}: every score level needs a description")
+    elif criteria is not None:
+        if not isinstance(criteria, dict) or set(criteria) - {"true", "false"}:
+            raise RequestInvalid(f"{where}: noul criteria may only have 'true' and 'false' keys")
+        if not all(v is None or _is_text(v) for v in criteria.values()):
+            raise RequestInvalid(f"{where}: noul criteria values must be descriptions or null")
+    return Question(id=qid, type=qtype, instructions=raw["instructions"], criteria=criteria)
+
+
+def validate_request(raw: Any, *, max_bytes: int = 131_072) -> EvaluationRequest:
+    """Check a jev.evaluate request against every rule of contract §5."""
+    if not isinstance(raw, dict):
+        raise RequestInvalid("jev.evaluate expects an object {state, questions, model?}")
+    extra = set(raw) - {"state", "questions", "model"}
+    if extra:
+        raise RequestInvalid(f"jev.evaluate request has unknown keys: {', '.join(sorted(extra))}")
+    if "state" not in raw or not _is_text(raw["state"]):
+        raise RequestInvalid("jev.evaluate state must be a string, array or object")
+    _measure(raw)
+    size = len(json.dumps(raw, separators=(",", ":"), ensure_ascii=False)
+               .encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise RequestInvalid(f"jev.evaluate request exceeds {max_bytes} bytes")
+    questions = raw.get("questions")
+    if not isinstance(questions, dict) or not 1 <= len(questions) <= MAX_QUESTIONS:
+        raise RequestInvalid(f"jev.evaluate needs 1-{MAX_QUESTIONS} questions keyed by id")
+    model = raw.get("model")
+    if model is not None and (not isinstance(model, str) or not MODEL_ID.match(model)):
+        raise RequestInvalid("jev.evaluate model must be a model id of 1-128 characters")
+    return EvaluationRequest(
+        state=raw["state"],
+        questions=tuple(_question(qid, q) for qid, q in questions.items()),
+        model=model,
+    )
+
+
+def _probability(v: Any, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise AnswerInvalid(f"{where} is not a finite number")
+    if not 0.0 <= v <= 1.0:
+        raise AnswerInvalid(f"{where} is outside [0, 1]")
+    return float(v)
+
+
+def _distribution(raw: Any, keys: list[str], where: str) -> dict[str, float]:
+    if not isinstance(raw, dict) or set(raw) != set(keys):
+        raise AnswerInvalid(f"{where} probabilities must have exactly the keys {keys[:8]}")
+    probs = {k: _probability(raw[k], f"{where} probability {k!r}") for k in keys}
+    total = sum(probs.values())
+    if abs(total - 1.0) > PROBABILITY_TOLERANCE:
+        raise AnswerInvalid(f"{where} probabilities sum to {total:.3f}, not 1 ± 0.02")
+    return probs
+
+
+def _answer(q: Question, raw: Any) -> dict[str, Any]:
+    where = f"answer to {q.id!r}"
+    if not isinstance(raw, dict):
+        raise AnswerInvalid(f"{where} is not an object")
+    if raw.get("type", q.type) != q.type:
+        raise AnswerInvalid(f"{where} has type {raw.get('type')!r}, expected {q.type!r}")
+    if q.type == "noul":
+        return {"type": "noul", "noul": _probability(raw.get("noul"), f"{where} noul")}
+    if q.type == "choice":
+        options = list(q.criteria)
+        choice = raw.get("choice")
+        if choice not in q.criteria:
+            raise AnswerInvalid(f"{where}: choice is not one of the options")
+        return {
+            "type": "choice",
+            "choice": choice,
+            "probabilities": _distribution(raw.get("probabilities"), options, where),
+            "confidence": _probability(raw.get("confidence"), f"{where} confidence"),
+        }
+    levels = q.criteria
+    keys = [str(i) for i in range(len(levels))]
+    score = raw.get("score")
+    if (isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score)
+            or not 0 <= score <= len(levels) - 1):
+        raise AnswerInvalid(f"{where}: score is not a finite number in [0, {len(levels) - 1}]")
+    return {
+        "type": "score",
+        "score": float(score),
+        "legend": dict(zip(keys, levels, strict=True)),
+        "probabilities": _distribution(raw.get("probabilities"), keys, where),
+        "confidence": _probability(raw.get("confidence"), f"{where} confidence"),
+    }
+
+
+def _count(v: Any, where: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise AnswerInvalid(f"{where} is not a non-negative integer")
+    return v
+
+
+def validate_answers(request: EvaluationRequest, body: Any) -> Evaluation:
+    """Check an upstream response and rebuild the evaluation from validated fields."""
+    if not isinstance(body, dict):
+        raise AnswerInvalid("evaluator response is not a JSON object")
+    answers = body.get("answers")
+    if not isinstance(answers, dict):
+        raise AnswerInvalid("evaluator response has no answers object")
+    wanted = {q.id for q in request.questions}
+    missing = wanted - set(answers)
+    if missing:
+        raise AnswerInvalid(f"evaluator response is missing answers for {sorted(missing)[:8]}")
+    extra = set(answers) - wanted
+    if extra:
+        raise AnswerInvalid(f"evaluator response has answers nobody asked for: {sorted(extra)[:8]}")
+    rebuilt = {q.id: _answer(q, answers[q.id]) for q in request.questions}
+    usage_raw = body.get("usage")
+    if not isinstance(usage_raw, dict):
+        raise AnswerInvalid("evaluator response has no usage")
+    usage = EvaluationUsage(
+        input_tokens=_count(usage_raw.get("input_tokens"), "usage.input_tokens"),
+        output_tokens=_count(usage_raw.get("output_tokens"), "usage.output_tokens"),
+    )
+    model = body.get("model", "")
+    if not isinstance(model, str) or len(model) > 128:
+        raise AnswerInvalid("evaluator response model is not a string of at most 128 characters")
+    return Evaluation(answers=rebuilt, usage=usage, model=model)
+
+
+def parse_response_bytes(request: EvaluationRequest, raw: bytes) -> Evaluation:
+    """Parse and validate a raw response body (≤ 1 MiB, finite JSON)."""
+    if len(raw) > MAX_RESPONSE_BYTES:
+        raise AnswerInvalid("evaluator response exceeds 1 MiB")
+
+    def refuse_constant(name: str) -> Any:
+        raise AnswerInvalid(f"evaluator response is not finite JSON ({name})")
+
+    try:
+        body = json.loads(raw.decode("utf-8"), parse_constant=refuse_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise AnswerInvalid("evaluator response is not JSON") from None
+    return validate_answers(request, body)

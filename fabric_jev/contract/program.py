@@ -1,0 +1,97 @@
+"""The program artifact (contract §1) and its parsing into typed form."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import ProgramInvalid
+from .schema_subset import check_schema
+
+REF_PATTERN = re.compile(r"^[a-z][a-z0-9_-]*\.[a-zA-Z0-9_.$-]+$")
+MAX_CODE_CHARS = 65_536
+MAX_REFS = 64
+#: The only `jev.*` refs a program may declare; the rest are lifecycle calls.
+JEV_PROGRAM_REFS = frozenset({"jev.evaluate", "jev.advise"})
+
+
+class ProgramLimits(BaseModel):
+    """Per-program limits; each is clamped to the host's ceiling at launch."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    timeoutMs: int | None = Field(default=None, ge=1)
+    maxEvaluations: int | None = Field(default=None, ge=0)
+    maxToolCalls: int | None = Field(default=None, ge=1)
+    maxTokens: int | None = Field(default=None, ge=1)
+
+
+class Program(BaseModel):
+    """A judgment program: code, schemas, declared capabilities and limits."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    name: str = Field(min_length=1, max_length=128)
+    code: str = Field(min_length=1, max_length=MAX_CODE_CHARS)
+    inputSchema: dict[str, Any]
+    outputSchema: dict[str, Any]
+    requires: tuple[str, ...] = Field(default=(), max_length=MAX_REFS)
+    limits: ProgramLimits | None = None
+
+    @field_validator("requires", mode="before")
+    @classmethod
+    def _list_to_tuple(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("requires")
+    @classmethod
+    def _check_refs(cls, refs: tuple[str, ...]) -> tuple[str, ...]:
+        seen: set[str] = set()
+        for ref in refs:
+            if not 3 <= len(ref) <= 256:
+                raise ValueError(f"ref {ref[:64]!r} must be 3-256 characters")
+            if not REF_PATTERN.match(ref):
+                raise ValueError(
+                    f"ref {ref!r} must look like 'connector.capability' "
+                    f"(pattern {REF_PATTERN.pattern})"
+                )
+            if ref in seen:
+                raise ValueError(f"ref {ref!r} is listed twice")
+            seen.add(ref)
+        return refs
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def describe_validation_error(prefix: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False)[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "(root)"
+        parts.append(f"{where}: {err['msg']}")
+    more = exc.error_count() - len(parts)
+    if more > 0:
+        parts.append(f"and {more} more")
+    return f"{prefix}: " + "; ".join(parts)
+
+
+def parse_program(data: Program | Any) -> Program:
+    """Validate a program (a `Program` or its JSON form) and both its schemas.
+
+    Raises `ProgramInvalid` for the artifact and `SchemaInvalid` for a schema
+    outside the supported subset.
+    """
+    if isinstance(data, Program):
+        program = data
+    else:
+        if not isinstance(data, dict):
+            raise ProgramInvalid("Invalid Jev program: expected a JSON object")
+        try:
+            program = Program.model_validate(data)
+        except ValidationError as exc:
+            raise ProgramInvalid(describe_validation_error("Invalid Jev program", exc)) from None
+    check_schema(program.inputSchema, "inputSchema")
+    check_schema(program.outputSchema, "outputSchema")
+    return program

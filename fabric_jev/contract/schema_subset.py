@@ -1,0 +1,100 @@
+"""The JSON Schema subset accepted for inputSchema/outputSchema (contract §4).
+
+Anything outside the subset is refused, never silently trusted: a schema that
+used `pattern` or `$ref` would otherwise validate less than its author meant.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from ..errors import SchemaInvalid
+
+MAX_SCHEMA_BYTES = 16_384
+MAX_SCHEMA_NODES = 128
+MAX_SCHEMA_DEPTH = 12
+
+JSON_TYPES = frozenset({"null", "boolean", "object", "array", "number", "string", "integer"})
+_SCHEMA_MAP = "properties"
+_SCHEMA_ONE = ("items",)
+_SCHEMA_LIST = ("anyOf", "oneOf", "allOf")
+_NUMBERS = ("minimum", "maximum")
+_COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
+_TEXT = ("description", "title")
+ALLOWED_KEYWORDS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "items", "enum", "const",
+     *_SCHEMA_LIST, *_NUMBERS, *_COUNTS, *_TEXT}
+)
+_SUBSET_NOTE = (
+    "fabric-jev accepts only the JSON Schema subset: " + ", ".join(sorted(ALLOWED_KEYWORDS))
+)
+
+
+class _Walk:
+    def __init__(self, side: str) -> None:
+        self.side = side
+        self.nodes = 0
+
+    def fail(self, path: str, message: str) -> SchemaInvalid:
+        return SchemaInvalid(f"{self.side} at {path}: {message}")
+
+    def schema(self, node: Any, path: str, depth: int) -> None:
+        if not isinstance(node, dict):
+            raise self.fail(path, "a schema must be a JSON object")
+        self.nodes += 1
+        if self.nodes > MAX_SCHEMA_NODES:
+            raise SchemaInvalid(f"{self.side} has more than {MAX_SCHEMA_NODES} schema nodes")
+        if depth > MAX_SCHEMA_DEPTH:
+            raise SchemaInvalid(f"{self.side} is nested deeper than {MAX_SCHEMA_DEPTH} levels")
+        for key, value in node.items():
+            where = f"{path}.{key}"
+            if key not in ALLOWED_KEYWORDS:
+                raise self.fail(path, f"keyword {key!r} is not supported; {_SUBSET_NOTE}")
+            if key == "type":
+                if not isinstance(value, str) or value not in JSON_TYPES:
+                    raise self.fail(where, "type must be one of " + ", ".join(sorted(JSON_TYPES))
+                                    + " (a single string)")
+            elif key == _SCHEMA_MAP:
+                if not isinstance(value, dict):
+                    raise self.fail(where, "properties must be an object of schemas")
+                for name, sub in value.items():
+                    self.schema(sub, f"{where}.{name}", depth + 1)
+            elif key == "required":
+                if (not isinstance(value, list) or not all(isinstance(v, str) for v in value)
+                        or len(set(value)) != len(value)):
+                    raise self.fail(where, "required must be an array of unique strings")
+            elif key == "additionalProperties":
+                if not isinstance(value, bool):
+                    self.schema(value, where, depth + 1)
+            elif key in _SCHEMA_ONE:
+                self.schema(value, where, depth + 1)
+            elif key in _SCHEMA_LIST:
+                if not isinstance(value, list) or not 1 <= len(value) <= 16:
+                    raise self.fail(where, f"{key} must be an array of 1-16 schemas")
+                for i, sub in enumerate(value):
+                    self.schema(sub, f"{where}[{i}]", depth + 1)
+            elif key == "enum":
+                if not isinstance(value, list) or not 1 <= len(value) <= 256:
+                    raise self.fail(where, "enum must be an array of 1-256 values")
+            elif key in _NUMBERS:
+                if (isinstance(value, bool) or not isinstance(value, int | float)
+                        or not math.isfinite(value)):
+                    raise self.fail(where, f"{key} must be a finite number")
+            elif key in _COUNTS:
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise self.fail(where, f"{key} must be a non-negative integer")
+            elif key in _TEXT and not isinstance(value, str):
+                raise self.fail(where, f"{key} must be a string")
+
+
+def check_schema(schema: Any, side: str) -> None:
+    """Raise `SchemaInvalid` unless `schema` is inside the supported subset."""
+    try:
+        text = json.dumps(schema, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        raise SchemaInvalid(f"{side} is not finite JSON") from None
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_SCHEMA_BYTES:
+        raise SchemaInvalid(f"{side} exceeds {MAX_SCHEMA_BYTES} bytes")
+    _Walk(side).schema(schema, "$", 1)

@@ -1,0 +1,75 @@
+"""Values that cross the host boundary: finite JSON, size caps, schema checks."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import lru_cache
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+MAX_VALUE_BYTES = 32_768
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+class ValueRejected(ValueError):
+    """A value is not finite JSON, too large, or off its schema (message says which side)."""
+
+
+def json_bytes(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+
+
+def normalize_json(value: Any, side: str) -> Any:
+    """Return `value` as plain finite JSON, or raise `ValueRejected`.
+
+    Tuples become lists; lone UTF-16 surrogates (which a guest string may hold
+    but UTF-8 cannot) become U+FFFD so envelopes can always be printed.
+    """
+
+    def walk(v: Any, path: str, depth: int) -> Any:
+        if depth > 256:
+            raise ValueRejected(f"{side} is nested too deeply")
+        if v is None or isinstance(v, bool):
+            return v
+        if isinstance(v, int):
+            return v
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                raise ValueRejected(f"{side} is not finite JSON: {v!r} at {path}")
+            return v
+        if isinstance(v, str):
+            return _LONE_SURROGATE.sub("\ufffd", v) if _LONE_SURROGATE.search(v) else v
+        if isinstance(v, list | tuple):
+            return [walk(x, f"{path}[{i}]", depth + 1) for i, x in enumerate(v)]
+        if isinstance(v, dict):
+            out = {}
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    raise ValueRejected(f"{side} is not JSON: object key {k!r} at {path}")
+                out[walk(k, path, depth)] = walk(x, f"{path}.{k}", depth + 1)
+            return out
+        raise ValueRejected(f"{side} is not JSON: {type(v).__name__} at {path}")
+
+    return walk(value, "$", 0)
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_text: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(schema_text))
+
+
+def check_value(value: Any, schema: dict[str, Any], side: str,
+                max_bytes: int = MAX_VALUE_BYTES) -> Any:
+    """Normalize `value`, enforce the byte cap, and validate it against `schema`."""
+    value = normalize_json(value, side)
+    if json_bytes(value) > max_bytes:
+        raise ValueRejected(f"{side} exceeds {max_bytes} bytes")
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    error = next(iter(validator.iter_errors(value)), None)
+    if error is not None:
+        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.path)
+        raise ValueRejected(f"{side} does not match its declared schema: {error.message} at {where}")
+    return value

@@ -1,0 +1,103 @@
+"""The exception tree. Every error fabric-jev raises derives from JevError.
+
+    JevError
+    ├── LaunchRejected            a run was not created (contract §2)
+    │   ├── HostClosed
+    │   ├── ConcurrencyLimitReached
+    │   ├── ProgramInvalid        malformed program, arguments or observe options
+    │   ├── SchemaInvalid         a schema outside the supported subset
+    │   ├── InputInvalid          input not finite JSON, too large, or off-schema
+    │   ├── CapabilityError       bad, recursive or missing refs
+    │   └── CompileError          the code does not compile
+    ├── UnknownRun                unknown or expired run id
+    ├── ConfigError               an invalid host configuration
+    ├── SandboxUnavailable        worker processes cannot be started
+    └── EvaluationError           jev.evaluate failed (see evaluators)
+        ├── RequestInvalid        the request breaks contract §5
+        ├── AnswerInvalid         the upstream answer breaks contract §5
+        ├── UpstreamError         HTTP status, timeout, transport (no bodies)
+        └── CredentialError       a key could not be found or produced
+
+Messages never carry credentials, response bodies or host stack traces.
+"""
+
+from __future__ import annotations
+
+MAX_ERROR_CHARS = 2000
+
+
+def clip_error(message: str) -> str:
+    """Error strings that reach an envelope are cut to 2,000 characters."""
+    return message if len(message) <= MAX_ERROR_CHARS else message[: MAX_ERROR_CHARS - 1] + "…"
+
+
+class JevError(Exception):
+    """Base class of every fabric-jev error."""
+
+
+class LaunchRejected(JevError):
+    """The run was not launched; nothing was created."""
+
+
+class HostClosed(LaunchRejected):
+    pass
+
+
+class ConcurrencyLimitReached(LaunchRejected):
+    pass
+
+
+class ProgramInvalid(LaunchRejected):
+    pass
+
+
+class SchemaInvalid(LaunchRejected):
+    pass
+
+
+class InputInvalid(LaunchRejected):
+    pass
+
+
+class CapabilityError(LaunchRejected):
+    pass
+
+
+class CompileError(LaunchRejected):
+    pass
+
+
+class UnknownRun(JevError):
+    def __init__(self, run_id: str = "") -> None:
+        super().__init__("Unknown or expired Jev run ID")
+        self.run_id = run_id
+
+
+class ConfigError(JevError):
+    pass
+
+
+class SandboxUnavailable(JevError):
+    pass
+
+
+class EvaluationError(JevError):
+    pass
+
+
+class RequestInvalid(EvaluationError):
+    pass
+
+
+class AnswerInvalid(EvaluationError):
+    pass
+
+
+class UpstreamError(EvaluationError):
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class CredentialError(EvaluationError):
+    pass

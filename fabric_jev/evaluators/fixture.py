@@ -1,0 +1,96 @@
+"""Deterministic answers from a JSON file, for tests, examples and offline demos.
+
+Format (docs/evaluators.md)::
+
+    {
+      "model": "fixture",                              # optional
+      "usage": {"input_tokens": 0, "output_tokens": 0},  # optional, per request
+      "answers": {"<question id>": <answer>},          # default answer per id
+      "rules": [                                       # optional, first match wins
+        {"question": "<id>", "stateContains": "<text>", "answer": <answer>}
+      ]
+    }
+
+An answer is the wire form (``{"noul": 0.9}``, ``{"choice": "a",
+"probabilities": {...}, "confidence": 0.8}``, ``{"score": 1.5,
+"probabilities": {...}, "confidence": 0.7}``) or a shorthand: ``{"choice":
+"a"}`` or ``{"score": 2}`` expand to a one-hot distribution with confidence 1.
+Every answer goes through the same validation as an upstream answer.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
+from ..errors import AnswerInvalid, ConfigError
+
+
+class FixtureEvaluator:
+    def __init__(self, data: dict[str, Any]) -> None:
+        if not isinstance(data, dict) or not isinstance(data.get("answers", {}), dict):
+            raise ConfigError("fixture must be an object with an 'answers' object")
+        self._data = data
+        self.calls = 0
+        self.requests: list[EvaluationRequest] = []
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> FixtureEvaluator:
+        try:
+            return cls(json.loads(Path(path).read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cannot read fixture {path}: {exc}") from None
+
+    def _pick(self, q: Question, state_text: str) -> Any:
+        for rule in self._data.get("rules", ()):
+            if rule.get("question", q.id) != q.id:
+                continue
+            needle = rule.get("stateContains")
+            if needle is not None and needle not in state_text:
+                continue
+            return rule["answer"]
+        if q.id in self._data.get("answers", {}):
+            return self._data["answers"][q.id]
+        raise AnswerInvalid(f"fixture has no answer for question {q.id!r}")
+
+    @staticmethod
+    def _expand(q: Question, answer: Any) -> Any:
+        if not isinstance(answer, dict):
+            return answer
+        answer = {"type": q.type, **answer}
+        if q.type == "choice" and "probabilities" not in answer and isinstance(q.criteria, dict):
+            answer["probabilities"] = {k: 1.0 if k == answer.get("choice") else 0.0
+                                       for k in q.criteria}
+            answer.setdefault("confidence", 1.0)
+        if q.type == "score" and "probabilities" not in answer and isinstance(q.criteria, list):
+            level = answer.get("score")
+            answer["probabilities"] = {str(i): 1.0 if i == level else 0.0
+                                       for i in range(len(q.criteria))}
+            answer.setdefault("confidence", 1.0)
+        return answer
+
+    async def evaluate(
+        self, request: EvaluationRequest, *, timeout: float, cancel: anyio.Event | None = None
+    ) -> Evaluation:
+        self.calls += 1
+        self.requests.append(request)
+        await anyio.lowlevel.checkpoint()
+        state_text = json.dumps(request.state, ensure_ascii=False)
+        body = {
+            "model": self._data.get("model", "fixture"),
+            "answers": {q.id: self._expand(q, self._pick(q, state_text))
+                        for q in request.questions},
+            "usage": self._data.get("usage", {"input_tokens": 0, "output_tokens": 0}),
+        }
+        return validate_answers(request, body)
+
+    def status(self) -> dict[str, Any]:
+        return {"route": "fixture", "model": self._data.get("model", "fixture"),
+                "credentials": {"configured": True, "source": "missing", "verified": False}}
+
+    async def aclose(self) -> None:
+        return None

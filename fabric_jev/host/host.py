@@ -1,0 +1,539 @@
+"""JevHost: launch, drive, inspect and stop judgment programs (contract §2)."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+
+from ..contract.config import HostConfig
+from ..contract.envelope import Envelope, RunState
+from ..contract.evaluation import validate_request
+from ..contract.program import JEV_PROGRAM_REFS, Program, parse_program
+from ..contract.values import ValueRejected, check_value, json_bytes, normalize_json
+from ..errors import (
+    CapabilityError,
+    CompileError,
+    ConcurrencyLimitReached,
+    EvaluationError,
+    HostClosed,
+    InputInvalid,
+    JevError,
+    ProgramInvalid,
+    SandboxUnavailable,
+    UnknownRun,
+    clip_error,
+)
+from ..evaluators.base import Evaluator
+from ..sandbox.connection import WorkerConnection, WorkerGone
+from ..sandbox.pool import Worker, WorkerPool
+from .registry import CallContext, CapabilityRegistry
+from .ring import utc_now
+from .run import Outcome, RunRecord
+
+SLICE_MS = 100
+#: The kernel's profiling timer kills a worker whose slice overran by this much.
+HARD_SLICE_MS = 250
+STACK_BYTES = 256 * 1024
+EMIT_MAX_BYTES = 4_096
+LOAD_TIMEOUT_S = 10.0
+DEADLINE_EXCEEDED = "Jev deadline exceeded"
+SLICE_OVERRUN = (
+    f"Jev program ran for more than {SLICE_MS} ms without awaiting and was stopped; "
+    "await inside long loops (for example `await program.sleep(0)`)"
+)
+_CALL_KINDS = frozenset({"sleep", "emit", "evaluate", "tool", "nextEvent", "advise"})
+
+
+def _memory_message(limit: int) -> str:
+    return f"Jev program exceeded its memory limit ({limit // (1024 * 1024)} MiB)"
+
+
+class JevHost:
+    """Runs judgment programs in sandboxed QuickJS workers.
+
+    Use as an async context manager::
+
+        async with JevHost() as host:
+            envelope = await host.run(program, input)
+
+    Runs belong to this object: they are not durable across restarts, and
+    `close()` cancels every running one.
+    """
+
+    def __init__(
+        self,
+        config: HostConfig | None = None,
+        *,
+        evaluator: Evaluator | None = None,
+        capabilities: CapabilityRegistry | None = None,
+    ) -> None:
+        self.config = config or HostConfig()
+        self.evaluator = evaluator
+        self.capabilities = capabilities or CapabilityRegistry()
+        self._runs: OrderedDict[str, RunRecord] = OrderedDict()
+        self._active = 0
+        self._closed = False
+        self._entered = False
+        self._stack = AsyncExitStack()
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._pool: WorkerPool | None = None
+        self.observers: Any = None  # set by fabric_jev.host.observers when bound
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> JevHost:
+        if self._entered:
+            raise RuntimeError("a JevHost can be entered only once")
+        self._entered = True
+        try:
+            self._pool = await self._stack.enter_async_context(
+                WorkerPool(warm=self.config.warmWorkers))
+            self._tg = await self._stack.enter_async_context(anyio.create_task_group())
+        except BaseException:
+            await self._stack.aclose()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Cancel every running run, wait for them, clear history. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            for record in list(self._runs.values()):
+                self._request_cancel(record)
+            for record in list(self._runs.values()):
+                await record.done.wait()
+            self._runs.clear()
+            if self.evaluator is not None:
+                await self.evaluator.aclose()
+        await self._stack.aclose()
+
+    # ------------------------------------------------------------------ public API
+
+    async def run(self, program: Program | dict[str, Any], input: Any = None) -> Envelope:
+        """Launch in the foreground and wait for the terminal envelope.
+
+        Cancelling the caller cancels the run (and still waits for it to end).
+        """
+        record = await self._launch(program, input, background=False, observe=None)
+        try:
+            await record.done.wait()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                self._request_cancel(record)
+                await record.done.wait()
+            raise
+        return record.envelope()
+
+    async def spawn(
+        self,
+        program: Program | dict[str, Any],
+        input: Any = None,
+        *,
+        observe: dict[str, Any] | None = None,
+    ) -> Envelope:
+        """Launch in the background; returns the `running` envelope before the first tick."""
+        record = await self._launch(program, input, background=True, observe=observe)
+        return record.envelope()
+
+    def status(self, id: str | None = None, after: int = 0) -> Any:
+        """A run's envelope with events after `after`, or host status without an id."""
+        if id is None:
+            return self.host_status()
+        return self._get(id).envelope(after)
+
+    def host_status(self) -> dict[str, Any]:
+        ev = self.evaluator.status() if self.evaluator is not None else {
+            "route": "none", "model": self.config.model,
+            "credentials": {"configured": False, "source": "missing", "verified": False}}
+        return {
+            "credentials": ev.get("credentials"),
+            "model": ev.get("model", self.config.model),
+            "route": ev.get("route"),
+            "runs": [
+                {"id": r.id, "name": r.program.name, "state": r.state.value,
+                 "background": r.background, "startedAt": r.started_at}
+                for r in self._runs.values()
+            ],
+        }
+
+    async def wait(self, id: str) -> Envelope:
+        """Wait for a run to be terminal. Cancelling the wait leaves the run running."""
+        record = self._get(id)
+        await record.done.wait()
+        return record.envelope()
+
+    join = wait
+
+    async def stop(self, id: str) -> Envelope:
+        """Cancel a run and wait until it is terminal. Idempotent."""
+        record = self._get(id)
+        self._request_cancel(record)
+        with anyio.CancelScope(shield=True):
+            await record.done.wait()
+        return record.envelope()
+
+    # ------------------------------------------------------------------ launch
+
+    def _get(self, id: str) -> RunRecord:
+        record = self._runs.get(id) if isinstance(id, str) else None
+        if record is None:
+            raise UnknownRun(str(id))
+        return record
+
+    @staticmethod
+    def _request_cancel(record: RunRecord) -> None:
+        record.cancel_requested = True
+        if record.scope is not None:
+            record.scope.cancel()
+
+    def _check_refs(self, program: Program, observe: dict[str, Any] | None) -> None:
+        for ref in program.requires:
+            if ref.startswith("jev."):
+                if ref not in JEV_PROGRAM_REFS:
+                    raise CapabilityError(
+                        f"{ref} is a Jev lifecycle call; programs may require only "
+                        "jev.evaluate and jev.advise (recursive lifecycle calls are not allowed)")
+                if ref == "jev.advise" and observe is None:
+                    raise CapabilityError("jev.advise needs spawn with observe")
+            elif ref not in self.capabilities:
+                raise CapabilityError(f"Missing capability for Jev program: {ref}")
+
+    async def _launch(
+        self, raw: Program | dict[str, Any], input: Any, *, background: bool,
+        observe: dict[str, Any] | None,
+    ) -> RunRecord:
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        if self._closed or self._tg is None or self._pool is None:
+            raise HostClosed("Jev host is closed" if self._closed else "Jev host is not started; "
+                             "use `async with JevHost() as host`")
+        program = parse_program(raw)
+        if observe is not None and not background:
+            raise ProgramInvalid("observe is only available with spawn, not run")
+        try:
+            value = check_value(input, program.inputSchema, "input")
+        except ValueRejected as exc:
+            raise InputInvalid(str(exc)) from None
+        self._check_refs(program, observe)
+        observer = None
+        if observe is not None:
+            if self.observers is None:
+                raise ProgramInvalid("observe needs a main session bound to this host")
+            observer = self.observers.create(observe, program)
+        if self._active >= self.config.maxConcurrentRuns:
+            raise ConcurrencyLimitReached(
+                f"Jev concurrent-run limit reached ({self.config.maxConcurrentRuns})")
+        self._active += 1
+        worker: Worker | None = None
+        try:
+            worker = await self._pool.acquire()
+            await self._load(worker, program, value)
+        except BaseException:
+            self._active -= 1
+            if worker is not None:
+                worker.close()
+            if observer is not None:
+                observer.cancel()
+            raise
+        record = RunRecord(program=program, limits=self.config.effective_limits(program.limits),
+                           background=background, input=value)
+        record.observation = observer
+        if observer is not None:
+            observer.attach(record)
+        self._runs[record.id] = record
+        self._prune()
+        self._tg.start_soon(self._drive, record, worker)
+        return record
+
+    async def _load(self, worker: Worker, program: Program, value: Any) -> None:
+        conn = worker.connection
+        conn.send(b"L", json.dumps({
+            "code": program.code,
+            "input": json.dumps(value),
+            "sliceMs": SLICE_MS,
+            "hardSliceMs": HARD_SLICE_MS,
+            "memoryBytes": self.config.memoryLimitBytes,
+            "stackBytes": STACK_BYTES,
+        }).encode())
+        try:
+            with anyio.fail_after(LOAD_TIMEOUT_S):
+                frames = await conn.receive()
+        except WorkerGone:
+            code = await worker.exit_code(1.0)
+            if code == -signal.SIGPROF:
+                raise CompileError("Jev program did not compile within its CPU slice") from None
+            raise SandboxUnavailable(f"the sandbox worker died while loading (exit {code})") \
+                from None
+        except TimeoutError:
+            raise SandboxUnavailable("the sandbox worker did not answer while loading") from None
+        tag, payload = frames[0]
+        if tag == b"E":
+            raise CompileError(clip_error("Jev program does not compile: " +
+                                          payload.decode("utf-8", "replace")))
+        if tag != b"R":
+            raise SandboxUnavailable("the sandbox worker answered the load out of protocol")
+
+    def _prune(self) -> None:
+        """Drop the oldest terminal runs beyond maxRetainedRuns (running ones are kept)."""
+        excess = len(self._runs) - self.config.maxRetainedRuns
+        if excess <= 0:
+            return
+        for rid in [rid for rid, r in self._runs.items() if r.state.terminal][:excess]:
+            del self._runs[rid]
+
+    # ------------------------------------------------------------------ driving a run
+
+    async def _drive(self, record: RunRecord, worker: Worker) -> None:
+        outcome = Outcome("cancelled")
+        try:
+            with anyio.CancelScope() as scope:
+                record.scope = scope
+                if record.cancel_requested:
+                    scope.cancel()
+                with anyio.move_on_after(record.limits.timeout_ms / 1000) as deadline:
+                    async with anyio.create_task_group() as calls:
+                        calls.start_soon(worker.connection.flusher)
+                        worker.connection.send(b"G", b"")
+                        outcome = await self._pump(record, worker, calls)
+                        calls.cancel_scope.cancel()
+                if deadline.cancelled_caught:
+                    outcome = Outcome("timeout", error=DEADLINE_EXCEEDED)
+        except Exception as exc:  # a host bug must still end the run, not the host
+            outcome = Outcome("error", error=f"Jev host error: {type(exc).__name__}: {exc}")
+        finally:
+            worker.close()
+            if record.observation is not None:
+                record.observation.cancel()
+            self._finish(record, outcome)
+            self._active -= 1
+            self._prune()
+            record.done.set()
+
+    def _finish(self, record: RunRecord, outcome: Outcome) -> None:
+        """Apply the terminal precedence of contract §2."""
+        if record.budget.failure is not None:
+            state, error, result = RunState.FAILED, record.budget.failure, None
+        elif outcome.kind == "timeout":
+            state, error, result = RunState.TIMED_OUT, outcome.error, None
+        elif outcome.kind == "cancelled" or record.cancel_requested:
+            state, error, result = RunState.CANCELLED, None, None
+        elif outcome.kind == "error":
+            state, error, result = RunState.FAILED, outcome.error, None
+        else:
+            state, error, result = RunState.COMPLETED, None, outcome.result
+        record.state = state
+        record.error = clip_error(error) if error is not None else None
+        record.result = result
+        record.ended_at = utc_now()
+
+    async def _pump(self, record: RunRecord, worker: Worker,
+                    calls: anyio.abc.TaskGroup) -> Outcome:
+        conn = worker.connection
+        while True:
+            try:
+                frames = await conn.receive()
+            except WorkerGone:
+                return await self._worker_exit(worker)
+            for tag, payload in frames:
+                if tag == b"O":
+                    out = json.loads(payload)
+                    if out["l"]:
+                        record.logs.extend(out["l"])
+                    for call_id, kind, args in out["c"]:
+                        self._dispatch(record, conn, calls, call_id, kind, args)
+                    if out["d"] is not None:
+                        return self._output(record, *out["d"])
+                elif tag == b"F":
+                    kind, message = json.loads(payload)
+                    return self._fatal(kind, message)
+
+    async def _worker_exit(self, worker: Worker) -> Outcome:
+        code = await worker.exit_code(1.0)
+        if code == -signal.SIGPROF:
+            return Outcome("timeout", error=SLICE_OVERRUN)
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+            return Outcome("error", error=f"Jev sandbox worker was killed by {name}")
+        return Outcome("error", error=f"Jev sandbox worker exited unexpectedly (code {code})")
+
+    def _fatal(self, kind: str, message: str) -> Outcome:
+        if kind == "slice":
+            return Outcome("timeout", error=SLICE_OVERRUN)
+        if kind == "memory":
+            return Outcome("error", error=_memory_message(self.config.memoryLimitBytes))
+        if kind == "stack":
+            return Outcome("error", error="Jev program exceeded its stack limit "
+                           "(maximum call stack size); check for unbounded recursion")
+        return Outcome("error", error=message or "Jev program failed")
+
+    def _output(self, record: RunRecord, ok: bool, value: Any) -> Outcome:
+        if not ok:
+            text = str(value)
+            if "out of memory" in text:
+                text = _memory_message(self.config.memoryLimitBytes)
+            return Outcome("error", error=text)
+        try:
+            result = check_value(value, record.program.outputSchema, "output")
+        except ValueRejected as exc:
+            return Outcome("error", error=str(exc))
+        return Outcome("completed", result=result)
+
+    # ------------------------------------------------------------------ host calls
+
+    def _dispatch(self, record: RunRecord, conn: WorkerConnection, calls: anyio.abc.TaskGroup,
+                  call_id: int, kind: str, args: Any) -> None:
+        def reply(ok: bool, text: str) -> None:
+            conn.send(b"S", b"%d %d " % (call_id, ok) + text.encode("utf-8", "surrogatepass"))
+
+        if kind not in _CALL_KINDS:
+            reply(False, f"unknown host call {kind!r}")
+            return
+        denied = record.budget.begin_call()
+        if denied is not None:
+            reply(False, denied)
+            return
+        if kind == "emit":
+            self._emit(record, args, reply)
+        elif kind == "sleep":
+            calls.start_soon(self._sleep, record, args, reply)
+        elif kind == "evaluate":
+            self._start_evaluation(record, args, reply, calls)
+        elif kind == "tool":
+            self._start_tool(record, args, reply, calls)
+        elif kind == "nextEvent":
+            if record.observation is None:
+                reply(False, "program.nextEvent needs spawn with observe")
+                return
+            calls.start_soon(self._guarded, record.observation.next_event(), reply)
+        elif kind == "advise":
+            if "jev.advise" not in record.program.requires:
+                reply(False, "Capability not granted to Jev program: jev.advise")
+                return
+            assert record.observation is not None  # launch requires observe for jev.advise
+            calls.start_soon(self._guarded, record.observation.advise(args), reply)
+
+    @staticmethod
+    async def _guarded(awaitable: Any, reply: Callable[[bool, str], None]) -> None:
+        try:
+            value = await awaitable
+        except JevError as exc:
+            reply(False, clip_error(str(exc)))
+            return
+        reply(True, json.dumps(value))
+
+    def _emit(self, record: RunRecord, value: Any,
+              reply: Callable[[bool, str], None]) -> None:
+        try:
+            value = normalize_json(value, "program.emit value")
+        except ValueRejected as exc:
+            reply(False, str(exc))
+            return
+        if json_bytes(value) > EMIT_MAX_BYTES:
+            reply(False, f"program.emit value exceeds {EMIT_MAX_BYTES} bytes")
+            return
+        record.ring.append(value)
+        reply(True, "null")
+
+    @staticmethod
+    async def _sleep(record: RunRecord, ms: Any, reply: Callable[[bool, str], None]) -> None:
+        if (isinstance(ms, bool) or not isinstance(ms, int | float)
+                or not 0 <= ms <= record.limits.timeout_ms):
+            reply(False, "Invalid program.sleep duration")
+            return
+        await anyio.sleep(ms / 1000)
+        reply(True, "null")
+
+    def _start_evaluation(self, record: RunRecord, args: Any,
+                          reply: Callable[[bool, str], None], calls: anyio.abc.TaskGroup) -> None:
+        if "jev.evaluate" not in record.program.requires:
+            reply(False, "Capability not granted to Jev program: jev.evaluate")
+            return
+        try:
+            request = validate_request(args, max_bytes=self.config.maxRequestBytes)
+        except EvaluationError as exc:
+            reply(False, str(exc))
+            return
+        if self.evaluator is None:
+            reply(False, "No Jev evaluator is configured on this host")
+            return
+        denied = record.budget.begin_evaluation()
+        if denied is not None:
+            reply(False, denied)
+            return
+        calls.start_soon(self._evaluate, record, request, reply)
+
+    async def _evaluate(self, record: RunRecord, request: Any,
+                        reply: Callable[[bool, str], None]) -> None:
+        assert self.evaluator is not None
+        try:
+            evaluation = await self.evaluator.evaluate(
+                request, timeout=self.config.requestTimeoutMs / 1000)
+        except EvaluationError as exc:
+            record.budget.end_evaluation()
+            reply(False, clip_error(str(exc)))
+            return
+        except Exception as exc:  # an evaluator bug: the run sees a clean error
+            record.budget.end_evaluation()
+            reply(False, f"jev.evaluate failed: {type(exc).__name__}")
+            return
+        denied = record.budget.end_evaluation(evaluation.usage.input_tokens,
+                                              evaluation.usage.output_tokens)
+        if denied is not None:
+            reply(False, denied)
+            return
+        reply(True, json.dumps(evaluation.to_json()))
+
+    def _start_tool(self, record: RunRecord, args: Any,
+                    reply: Callable[[bool, str], None], calls: anyio.abc.TaskGroup) -> None:
+        if not isinstance(args, dict) or not isinstance(args.get("ref"), str) \
+                or set(args) - {"ref", "args"}:
+            reply(False, "tools.call expects {ref, args?}")
+            return
+        ref = args["ref"]
+        if ref not in record.program.requires:
+            reply(False, f"Capability not granted to Jev program: {ref}")
+            return
+        if ref == "jev.evaluate":
+            # The budget already counted this host call once; evaluate is the same path.
+            self._start_evaluation(record, args.get("args"), reply, calls)
+            return
+        handler = self.capabilities.get(ref)
+        if handler is None:
+            reply(False, f"Capability not granted to Jev program: {ref}")
+            return
+        ctx = CallContext(run_id=record.id, run_name=record.program.name, ref=ref)
+        calls.start_soon(self._tool, handler, args.get("args"), ctx, reply)
+
+    @staticmethod
+    async def _tool(handler: Any, args: Any, ctx: CallContext,
+                    reply: Callable[[bool, str], None]) -> None:
+        try:
+            value = normalize_json(await handler(args, ctx), f"{ctx.ref} result")
+        except JevError as exc:
+            reply(False, clip_error(str(exc)))
+            return
+        except ValueRejected as exc:
+            reply(False, str(exc))
+            return
+        except Exception as exc:  # handler errors reach the guest as messages, not traces
+            reply(False, clip_error(f"{ctx.ref} failed: {exc}"))
+            return
+        reply(True, json.dumps(value))

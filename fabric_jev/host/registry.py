@@ -1,0 +1,49 @@
+"""Capabilities: exact refs mapped to async handlers."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..contract.program import REF_PATTERN
+from ..errors import CapabilityError
+
+CapabilityHandler = Callable[[Any, "CallContext"], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """What a handler learns about its caller: the run, never the guest."""
+
+    run_id: str
+    run_name: str
+    ref: str
+
+
+class CapabilityRegistry:
+    """Maps exact refs (``connector.capability``) to handlers. No wildcards."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, CapabilityHandler] = {}
+
+    def register(self, ref: str, handler: CapabilityHandler) -> None:
+        if not REF_PATTERN.match(ref) or not 3 <= len(ref) <= 256:
+            raise CapabilityError(f"invalid capability ref {ref!r}")
+        if ref.startswith("jev."):
+            raise CapabilityError(f"the jev.* namespace is reserved for the host: {ref}")
+        if ref in self._handlers:
+            raise CapabilityError(f"capability {ref} is already registered")
+        self._handlers[ref] = handler
+
+    def unregister(self, ref: str) -> None:
+        self._handlers.pop(ref, None)
+
+    def get(self, ref: str) -> CapabilityHandler | None:
+        return self._handlers.get(ref)
+
+    def __contains__(self, ref: object) -> bool:
+        return ref in self._handlers
+
+    def refs(self) -> list[str]:
+        return sorted(self._handlers)

@@ -1,0 +1,62 @@
+"""Bounded per-run records: the progress ring and the log buffer."""
+
+from __future__ import annotations
+
+from collections import deque
+from datetime import UTC, datetime
+from typing import Any
+
+from ..contract.envelope import ProgressEvent
+
+RING_CAPACITY = 64
+LOG_CHAR_CAP = 4_096
+LOG_TRUNCATED = "[logs truncated]"
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class ProgressRing:
+    """Keeps the newest 64 events; sequences start at 1 and never repeat."""
+
+    def __init__(self, capacity: int = RING_CAPACITY) -> None:
+        self._events: deque[ProgressEvent] = deque(maxlen=capacity)
+        self.next_sequence = 1
+
+    def append(self, value: Any) -> ProgressEvent:
+        event = ProgressEvent(sequence=self.next_sequence, at=utc_now(), value=value)
+        self._events.append(event)
+        self.next_sequence += 1
+        return event
+
+    def after(self, sequence: int) -> tuple[ProgressEvent, ...]:
+        return tuple(e for e in self._events if e.sequence > sequence)
+
+
+class LogBuffer:
+    """4,096 characters of console output in all, then one marker and nothing more."""
+
+    def __init__(self, cap: int = LOG_CHAR_CAP) -> None:
+        self._cap = cap
+        self._used = 0
+        self.lines: list[str] = []
+        self.truncated = False
+
+    def extend(self, lines: list[Any]) -> None:
+        for line in lines:
+            if self.truncated:
+                return
+            if line == LOG_TRUNCATED:
+                self.lines.append(LOG_TRUNCATED)
+                self.truncated = True
+                return
+            text = str(line)
+            room = self._cap - self._used
+            if len(text) > room:
+                self.lines.append(text[:room])
+                self.lines.append(LOG_TRUNCATED)
+                self.truncated = True
+                return
+            self.lines.append(text)
+            self._used += len(text)

@@ -1,0 +1,244 @@
+"""A warm pool of guest worker processes forked by a zygote.
+
+The zygote is a small Python process that has already loaded the QuickJS C
+module; forking it costs a few milliseconds, far less than starting Python.
+Idle workers wait, context created, for a program. Every run gets a process
+of its own and the process is discarded afterwards, so nothing of one run can
+reach the next.
+
+Process hygiene: the zygote dies with its parent (PR_SET_PDEATHSIG) and
+workers die with the zygote, so neither can outlive a killed host. The host
+kills workers through a pidfd (no pid-reuse race) and learns exit codes from
+the zygote, which reaps them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections import OrderedDict, deque
+from contextlib import suppress
+from pathlib import Path
+from types import TracebackType
+
+import anyio
+import anyio.abc
+
+from ..errors import SandboxUnavailable
+from .connection import WorkerConnection
+from .js import runtime_js_path
+
+_WORKER_MAIN = Path(__file__).with_name("_worker_main.py")
+_EXIT_CODES_KEPT = 1024
+
+
+class Worker:
+    """One forked guest process, owned by a single run."""
+
+    def __init__(self, pid: int, sock: socket.socket, pool: WorkerPool) -> None:
+        self.pid = pid
+        self.connection = WorkerConnection(sock)
+        self._pool = pool
+        try:
+            self._pidfd: int | None = os.pidfd_open(pid)
+        except OSError:
+            self._pidfd = None  # already gone; the socket will say so
+        self.killed = False
+
+    def kill(self) -> None:
+        """SIGKILL the worker. Safe to call twice and after it has exited."""
+        self.killed = True
+        if self._pidfd is not None:
+            with suppress(ProcessLookupError, OSError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+    async def exit_code(self, timeout: float) -> int | None:
+        return await self._pool.exit_code(self.pid, timeout)
+
+    def close(self) -> None:
+        self.kill()
+        self.connection.close()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        self._pool.forget(self.pid)
+
+
+class WorkerPool:
+    """Keeps ``warm`` idle workers ready; used as an async context manager."""
+
+    def __init__(self, warm: int = 2) -> None:
+        self._warm = max(0, warm)
+        self._idle: deque[Worker] = deque()
+        self._requested = 0
+        self._waiters: deque[anyio.Event] = deque()
+        self._exits: OrderedDict[int, int] = OrderedDict()
+        self._exit_events: dict[int, anyio.Event] = {}
+        self._ctl: socket.socket | None = None
+        self._zygote: subprocess.Popen[bytes] | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._closing = False
+        self._broken: str | None = None
+
+    async def __aenter__(self) -> WorkerPool:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        try:
+            await self._start_zygote()
+        except BaseException:
+            self._tg.cancel_scope.cancel()
+            await self._tg.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _start_zygote(self) -> None:
+        host_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self._zygote = subprocess.Popen(
+                [sys.executable, "-s", str(_WORKER_MAIN), str(zygote_end.fileno()),
+                 str(runtime_js_path("prelude.js"))],
+                pass_fds=[zygote_end.fileno()],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                close_fds=True,
+            )
+        finally:
+            zygote_end.close()
+        host_end.setblocking(False)
+        self._ctl = host_end
+        with anyio.fail_after(30):
+            msg = await self._recv_ctl()
+        if msg is None or "ready" not in msg[0]:
+            raise SandboxUnavailable("the sandbox zygote did not start")
+        assert self._tg is not None
+        self._tg.start_soon(self._read_ctl)
+        self._request(self._warm)
+
+    async def _recv_ctl(self) -> tuple[dict[str, int], list[int]] | None:
+        assert self._ctl is not None
+        while True:
+            try:
+                data, fds, _, _ = socket.recv_fds(self._ctl, 4096, 4)
+            except BlockingIOError:
+                await anyio.wait_readable(self._ctl)
+                continue
+            except OSError:
+                return None
+            if not data:
+                return None
+            return json.loads(data), fds
+
+    async def _read_ctl(self) -> None:
+        while True:
+            got = await self._recv_ctl()
+            if got is None:
+                if not self._closing:
+                    self._broken = "the sandbox zygote exited unexpectedly"
+                    for waiter in self._waiters:
+                        waiter.set()
+                return
+            msg, fds = got
+            if "worker" in msg and fds:
+                self._requested = max(0, self._requested - 1)
+                worker = Worker(msg["worker"], socket.socket(fileno=fds[0]), self)
+                self._idle.append(worker)
+                if self._waiters:
+                    self._waiters.popleft().set()
+            elif "exit" in msg:
+                self._exits[msg["exit"]] = msg["code"]
+                while len(self._exits) > _EXIT_CODES_KEPT:
+                    self._exits.popitem(last=False)
+                event = self._exit_events.pop(msg["exit"], None)
+                if event is not None:
+                    event.set()
+
+    def _request(self, count: int) -> None:
+        if count <= 0 or self._ctl is None:
+            return
+        self._requested += count
+        with suppress(OSError):
+            self._ctl.send(json.dumps({"fork": count}).encode())
+
+    async def acquire(self) -> Worker:
+        """Take an idle worker (forking one if none is ready) and top the pool up."""
+        while True:
+            if self._closing:
+                raise SandboxUnavailable("the sandbox pool is closed")
+            if self._broken is not None:
+                raise SandboxUnavailable(self._broken)
+            if self._idle:
+                worker = self._idle.popleft()
+                self._request(self._warm + len(self._waiters) - len(self._idle) - self._requested)
+                return worker
+            event = anyio.Event()
+            self._waiters.append(event)
+            self._request(len(self._waiters) - self._requested)
+            try:
+                await event.wait()
+            finally:
+                with suppress(ValueError):
+                    self._waiters.remove(event)
+
+    async def exit_code(self, pid: int, timeout: float) -> int | None:
+        if pid not in self._exits:
+            event = self._exit_events.setdefault(pid, anyio.Event())
+            with anyio.move_on_after(timeout):
+                await event.wait()
+        return self._exits.get(pid)
+
+    def forget(self, pid: int) -> None:
+        self._exits.pop(pid, None)
+        self._exit_events.pop(pid, None)
+
+    @property
+    def idle_count(self) -> int:
+        return len(self._idle)
+
+    async def aclose(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        for waiter in self._waiters:
+            waiter.set()
+        while self._idle:
+            self._idle.popleft().close()
+        # Stop the control reader before its fd is closed and its number reused.
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+            await self._tg.__aexit__(None, None, None)
+            self._tg = None
+        if self._ctl is not None:
+            self._ctl.close()
+        zygote = self._zygote
+        if zygote is not None:
+            with suppress(ProcessLookupError):
+                zygote.kill()
+            with anyio.CancelScope(shield=True):
+                await _reap(zygote)
+
+
+async def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Wait for a child without a helper thread: its pidfd turns readable on exit."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except OSError:
+        proc.wait()
+        return
+    try:
+        with anyio.move_on_after(5):
+            await anyio.wait_readable(fd)
+    finally:
+        os.close(fd)
+    proc.wait()

@@ -1,0 +1,265 @@
+// The guest side of the bridge. Evaluated once per worker before any program
+// code exists; it returns a single dispatcher function that only the worker's
+// Python loop holds. Nothing here is reachable from guest code: the guest sees
+// only the frozen `program`, `jev`, `tools`, `console` objects and the timer
+// functions installed on globalThis.
+//
+// Every built-in we rely on is captured now, before guest code can patch
+// prototypes, and host-bound data is built as text (strings have no setters),
+// so a guest that rewrites Array.prototype or Promise.prototype.then cannot
+// hijack the bridge.
+(function () {
+  "use strict";
+  const G = globalThis;
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+  const PromiseCtor = Promise;
+  const promiseThen = Promise.prototype.then;
+  const ErrorCtor = Error;
+  const apply = Reflect.apply;
+  const freeze = Object.freeze;
+  const defineProperty = Object.defineProperty;
+  const create = Object.create;
+  const StringCtor = String;
+  const NumberCtor = Number;
+  const numberIsFinite = Number.isFinite;
+  const mathFloor = Math.floor;
+  const mathMin = Math.min;
+  // Concatenation can leave a "rope" string that cannot cross into Python;
+  // slicing it yields a flat copy.
+  const stringSlice = String.prototype.slice;
+  const AsyncFunction = (async function () {}).constructor;
+
+  const LIMITS = { outputChars: 32768, emitChars: 4096, argsChars: 1048576, logChars: 4096, timers: 128 };
+
+  let main = null;
+  let nextCallId = 1;
+  const pending = create(null);
+  let calls = "";
+  let logs = "";
+  let timerReqs = "";
+  let timerClears = "";
+  let done = "null";
+  let finished = false;
+  let logUsed = 0;
+  let logCut = false;
+  const timers = create(null);
+  let timerCount = 0;
+  let nextTimerId = 1;
+  let timerFault = null;
+
+  // Serialise a guest value for the host. Non-finite numbers and BigInt are
+  // refused here, with the place named, rather than silently turned into null.
+  function toText(value, what, maxChars) {
+    if (value === undefined) {
+      throw new ErrorCtor(what + " is undefined; use null for no value");
+    }
+    let text;
+    try {
+      text = stringify(value, function (key, v) {
+        if (typeof v === "number" && !numberIsFinite(v)) {
+          throw new ErrorCtor(what + " is not finite JSON (NaN or Infinity)");
+        }
+        return v;
+      });
+    } catch (e) {
+      throw new ErrorCtor(what + " is not serialisable as JSON: " + describe(e));
+    }
+    if (text === undefined) {
+      throw new ErrorCtor(what + " is not serialisable as JSON");
+    }
+    // UTF-8 never has fewer bytes than UTF-16 code units: this early refusal
+    // only spares a large transfer; the host measures exact bytes.
+    if (text.length > maxChars) {
+      throw new ErrorCtor(what + " exceeds " + maxChars + " bytes");
+    }
+    return text;
+  }
+
+  function describe(e) {
+    try {
+      if (e instanceof ErrorCtor) {
+        const name = StringCtor(e.name);
+        const message = StringCtor(e.message);
+        return message ? name + ": " + message : name;
+      }
+      if (typeof e === "string") return e;
+      const t = stringify(e);
+      return t === undefined ? StringCtor(e) : t;
+    } catch (_) {
+      return "unprintable thrown value";
+    }
+  }
+
+  function hostCall(kind, args, maxChars) {
+    if (finished) {
+      return apply(PromiseCtor.reject, PromiseCtor, [new ErrorCtor("Jev program has finished")]);
+    }
+    let text;
+    try {
+      text = toText(args === undefined ? null : args, kind + " argument", maxChars);
+    } catch (e) {
+      return apply(PromiseCtor.reject, PromiseCtor, [e]);
+    }
+    const id = nextCallId++;
+    calls += (calls ? "," : "") + "[" + id + "," + stringify(kind) + "," + text + "]";
+    return new PromiseCtor(function (resolve, reject) {
+      pending[id] = { resolve: resolve, reject: reject };
+    });
+  }
+
+  function pushLog(level, args) {
+    if (logCut) return;
+    let line = level === "log" ? "" : "[" + level + "] ";
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i];
+      let piece;
+      if (typeof a === "string") piece = a;
+      else {
+        try {
+          piece = stringify(a);
+          if (piece === undefined) piece = StringCtor(a);
+        } catch (_) {
+          piece = describe(a);
+        }
+      }
+      line += (i ? " " : "") + piece;
+    }
+    const room = LIMITS.logChars - logUsed;
+    if (line.length > room) {
+      line = line.slice(0, room);
+      logCut = true;
+    }
+    logUsed += line.length;
+    logs += (logs ? "," : "") + stringify(line);
+    if (logCut) logs += "," + stringify("[logs truncated]");
+  }
+
+  function addTimer(fn, ms, args, repeat) {
+    if (typeof fn !== "function") throw new ErrorCtor("Timer callback must be a function");
+    if (timerCount >= LIMITS.timers) throw new ErrorCtor("Guest pending timer limit exceeded");
+    let delay = NumberCtor(ms);
+    if (!(delay >= 0)) delay = 0;
+    delay = mathMin(mathFloor(delay), 2147483647);
+    const id = nextTimerId++;
+    timers[id] = { fn: fn, args: args, repeat: repeat, delay: delay };
+    timerCount++;
+    timerReqs += (timerReqs ? "," : "") + "[" + id + "," + delay + "]";
+    return id;
+  }
+
+  function clearTimer(id) {
+    const key = NumberCtor(id);
+    if (timers[key] !== undefined) {
+      delete timers[key];
+      timerCount--;
+      timerClears += (timerClears ? "," : "") + key;
+    }
+  }
+
+  function restArgs(argsObj, from) {
+    const out = [];
+    for (let i = from; i < argsObj.length; i++) defineProperty(out, i - from, { value: argsObj[i], writable: true, enumerable: true, configurable: true });
+    return out;
+  }
+
+  function finish(ok, value) {
+    if (finished) return;
+    finished = true;
+    let text;
+    if (ok) {
+      try {
+        text = "[true," + toText(value, "output", LIMITS.outputChars) + "]";
+      } catch (e) {
+        text = "[false," + stringify(describe(e)) + "]";
+      }
+    } else {
+      text = "[false," + stringify(describe(value)) + "]";
+    }
+    done = text;
+  }
+
+  const program = freeze({
+    sleep: function sleep(ms) {
+      if (typeof ms !== "number" || !numberIsFinite(ms) || ms < 0) {
+        return apply(PromiseCtor.reject, PromiseCtor, [new ErrorCtor("Invalid program.sleep duration")]);
+      }
+      return hostCall("sleep", ms, 64);
+    },
+    emit: function emit(value) { return hostCall("emit", value, LIMITS.emitChars); },
+    nextEvent: function nextEvent() { return hostCall("nextEvent", null, 64); },
+    advise: function advise(advice) { return hostCall("advise", advice, LIMITS.emitChars); },
+  });
+  const jev = freeze({
+    evaluate: function evaluate(request) { return hostCall("evaluate", request, LIMITS.argsChars); },
+  });
+  const tools = freeze({
+    call: function call(request) { return hostCall("tool", request, LIMITS.argsChars); },
+  });
+  const console = freeze({
+    log: function log() { pushLog("log", arguments); },
+    info: function info() { pushLog("info", arguments); },
+    warn: function warn() { pushLog("warn", arguments); },
+    error: function error() { pushLog("error", arguments); },
+    debug: function debug() { pushLog("debug", arguments); },
+  });
+
+  function install(name, value) {
+    defineProperty(G, name, { value: value, writable: false, enumerable: false, configurable: false });
+  }
+  install("program", program);
+  install("jev", jev);
+  install("tools", tools);
+  install("console", console);
+  install("setTimeout", function setTimeout(fn, ms) { return addTimer(fn, ms, restArgs(arguments, 2), false); });
+  install("setInterval", function setInterval(fn, ms) { return addTimer(fn, ms, restArgs(arguments, 2), true); });
+  install("clearTimeout", function clearTimeout(id) { clearTimer(id); });
+  install("clearInterval", function clearInterval(id) { clearTimer(id); });
+
+  // The worker's only handle on the guest.
+  return function bridge(op, a, b, c) {
+    if (op === "drain") {
+      const out = '{"c":[' + calls + '],"l":[' + logs + '],"t":[' + timerReqs + '],"x":[' +
+        timerClears + '],"d":' + done + ',"f":' + (timerFault === null ? "null" : stringify(timerFault)) + "}";
+      calls = ""; logs = ""; timerReqs = ""; timerClears = "";
+      return apply(stringSlice, out, [0]);
+    }
+    if (op === "settle") {
+      const entry = pending[a];
+      if (entry === undefined) return;
+      delete pending[a];
+      if (b) entry.resolve(parse(c));
+      else entry.reject(new ErrorCtor(c));
+      return;
+    }
+    if (op === "timer") {
+      const t = timers[a];
+      if (t === undefined || finished) return;
+      if (t.repeat) timerReqs += (timerReqs ? "," : "") + "[" + a + "," + t.delay + "]";
+      else { delete timers[a]; timerCount--; }
+      try {
+        apply(t.fn, undefined, t.args);
+      } catch (e) {
+        timerFault = "Uncaught exception in a timer callback: " + describe(e);
+      }
+      return;
+    }
+    if (op === "load") {
+      main = new AsyncFunction(a);
+      const value = parse(b);
+      defineProperty(G, "input", { value: value, writable: true, enumerable: false, configurable: true });
+      return;
+    }
+    if (op === "go") {
+      let p;
+      try {
+        p = main();
+      } catch (e) {
+        finish(false, e);
+        return;
+      }
+      apply(promiseThen, p, [function (v) { finish(true, v); }, function (e) { finish(false, e); }]);
+      return;
+    }
+  };
+})()
