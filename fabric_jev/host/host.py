@@ -15,7 +15,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from ..contract.config import HostConfig
-from ..contract.envelope import Envelope, RunState
+from ..contract.envelope import Envelope, ProgressEvent, RunState
 from ..contract.evaluation import validate_request
 from ..contract.program import JEV_PROGRAM_REFS, Program, parse_program
 from ..contract.values import ValueRejected, check_value, json_bytes, normalize_json
@@ -128,12 +128,20 @@ class JevHost:
 
     # ------------------------------------------------------------------ public API
 
-    async def run(self, program: Program | dict[str, Any], input: Any = None) -> Envelope:
+    async def run(
+        self,
+        program: Program | dict[str, Any],
+        input: Any = None,
+        *,
+        on_event: Callable[[ProgressEvent], None] | None = None,
+    ) -> Envelope:
         """Launch in the foreground and wait for the terminal envelope.
 
+        `on_event` is called with each progress event as it is emitted.
         Cancelling the caller cancels the run (and still waits for it to end).
         """
         record = await self._launch(program, input, background=False, observe=None)
+        record.ring.listener = on_event
         try:
             await record.done.wait()
         except BaseException:
@@ -256,6 +264,7 @@ class JevHost:
         record = RunRecord(program=program, limits=self.config.effective_limits(program.limits),
                            background=background, input=value)
         record.observation = observer
+        record.worker_pid = worker.pid
         if observer is not None:
             observer.attach(record)
         self._runs[record.id] = record

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,11 +24,14 @@ class ProgressRing:
     def __init__(self, capacity: int = RING_CAPACITY) -> None:
         self._events: deque[ProgressEvent] = deque(maxlen=capacity)
         self.next_sequence = 1
+        self.listener: Callable[[ProgressEvent], None] | None = None
 
     def append(self, value: Any) -> ProgressEvent:
         event = ProgressEvent(sequence=self.next_sequence, at=utc_now(), value=value)
         self._events.append(event)
         self.next_sequence += 1
+        if self.listener is not None:
+            self.listener(event)
         return event
 
     def after(self, sequence: int) -> tuple[ProgressEvent, ...]:

@@ -41,6 +41,7 @@ class RunRecord:
     done: anyio.Event = field(default_factory=anyio.Event)
     scope: anyio.CancelScope | None = None
     cancel_requested: bool = False
+    worker_pid: int = 0  # diagnostics only; the guest never learns it
     observation: Any = None  # an Observer when spawned with observe (host/observers)
     budget: RunBudget = field(init=False)
 

@@ -1,0 +1,1 @@
+"""`fabric-jev bench`: placeholder replaced below."""

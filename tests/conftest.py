@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from fabric_jev import FixtureEvaluator, HostConfig, JevHost
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def program(code: str, **extra: Any) -> dict[str, Any]:
+    """A minimal valid program around `code`."""
+    base: dict[str, Any] = {"name": "test", "code": code, "inputSchema": {}, "outputSchema": {}}
+    base.update(extra)
+    return base
+
+
+@pytest.fixture
+def fixture_evaluator() -> FixtureEvaluator:
+    return FixtureEvaluator({
+        "answers": {"q": {"noul": 0.75}},
+        "usage": {"input_tokens": 10, "output_tokens": 2},
+    })
+
+
+@pytest.fixture
+async def host(fixture_evaluator: FixtureEvaluator) -> AsyncIterator[JevHost]:
+    async with JevHost(HostConfig(maxConcurrentRuns=16), evaluator=fixture_evaluator) as h:
+        yield h
+
+
+def open_fds() -> set[int]:
+    return {int(n) for n in os.listdir("/proc/self/fd")}
+
+
+def child_pids() -> set[int]:
+    """Direct and indirect children of this process that are still alive."""
+    me = os.getpid()
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            parents[int(entry)] = int(fields[1])
+    found: set[int] = set()
+    frontier = {me}
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found
+        found |= frontier
+    return found
