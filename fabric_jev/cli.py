@@ -93,10 +93,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _unwrap(exc: BaseException) -> BaseException:
+    """A task group wraps errors in groups; report the single error inside."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        code: int = anyio.run(args.handler, args)
+        try:
+            code: int = anyio.run(args.handler, args)
+        except BaseExceptionGroup as group:
+            raise _unwrap(group) from None
     except LaunchRejected as exc:
         sys.stderr.write(f"fabric-jev: launch rejected: {exc}\n")
         return EXIT_REJECTED

@@ -252,7 +252,7 @@ class JevHost:
         self._active += 1
         worker: Worker | None = None
         try:
-            worker = await self._pool.acquire()
+            worker = await self._acquire_worker()
             await self._load(worker, program, value)
         except BaseException:
             self._active -= 1
@@ -271,6 +271,10 @@ class JevHost:
         self._prune()
         self._tg.start_soon(self._drive, record, worker)
         return record
+
+    async def _acquire_worker(self) -> Worker:
+        assert self._pool is not None
+        return await self._pool.acquire()
 
     async def _load(self, worker: Worker, program: Program, value: Any) -> None:
         conn = worker.connection

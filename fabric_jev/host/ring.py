@@ -27,7 +27,9 @@ class ProgressRing:
         self.listener: Callable[[ProgressEvent], None] | None = None
 
     def append(self, value: Any) -> ProgressEvent:
-        event = ProgressEvent(sequence=self.next_sequence, at=utc_now(), value=value)
+        # Values were validated at the boundary; skip pydantic's second pass.
+        event = ProgressEvent.model_construct(sequence=self.next_sequence, at=utc_now(),
+                                              value=value)
         self._events.append(event)
         self.next_sequence += 1
         if self.listener is not None:

@@ -7,6 +7,7 @@ a flusher task. Reads hand back every complete frame a chunk carried.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 
@@ -14,6 +15,13 @@ import anyio
 
 _HEADER = struct.Struct(">I")
 _READ_CHUNK = 1 << 18
+
+
+def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # another anyio backend (trio)
+        return None
 
 
 class WorkerGone(Exception):
@@ -28,6 +36,12 @@ class WorkerConnection:
         self._outbox = bytearray()
         self._flush_wanted = anyio.Event()
         self._closed = False
+        self._eof = False
+        # On asyncio, one reader callback stays registered for the connection's
+        # life and pulls data as it arrives; registering a reader per wait (as
+        # anyio.wait_readable does) costs more than the rest of a host call.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiter: asyncio.Future[None] | None = None
 
     def fileno(self) -> int:
         return self._sock.fileno()
@@ -80,24 +94,56 @@ class WorkerConnection:
             del buf[:start]
         return frames
 
+    def _pull(self) -> None:
+        """Read everything available without blocking; note end-of-file."""
+        while not self._eof:
+            try:
+                chunk = self._sock.recv(_READ_CHUNK)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._eof = True
+                return
+            self._inbox += chunk
+            if len(chunk) < _READ_CHUNK:
+                return  # drained; another recv would only say EAGAIN
+
+    def _on_readable(self) -> None:
+        self._pull()
+        if self._eof and self._loop is not None:
+            self._loop.remove_reader(self._sock.fileno())
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
     async def receive(self) -> list[tuple[bytes, bytes]]:
         """Wait for at least one complete frame and return all that arrived."""
         while True:
             frames = self._complete_frames()
             if frames:
                 return frames
-            try:
-                chunk = self._sock.recv(_READ_CHUNK)
-            except BlockingIOError:
-                await anyio.wait_readable(self._sock)
-                continue
-            except OSError as exc:
-                raise WorkerGone from exc
-            if not chunk:
+            if self._eof or self._closed:
                 raise WorkerGone
-            self._inbox += chunk
+            if self._loop is None:
+                self._loop = _asyncio_loop()
+                if self._loop is not None:
+                    self._loop.add_reader(self._sock.fileno(), self._on_readable)
+            if self._loop is not None:
+                # The registered reader pulls data as it arrives: just wait for it.
+                self._waiter = self._loop.create_future()
+                try:
+                    await self._waiter
+                finally:
+                    self._waiter = None
+            else:
+                await anyio.wait_readable(self._sock)
+                self._pull()
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            if self._loop is not None and not self._eof:
+                self._loop.remove_reader(self._sock.fileno())
             self._sock.close()

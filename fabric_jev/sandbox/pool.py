@@ -153,6 +153,11 @@ class WorkerPool:
             if "worker" in msg and fds:
                 self._requested = max(0, self._requested - 1)
                 worker = Worker(msg["worker"], socket.socket(fileno=fds[0]), self)
+                for extra in fds[1:]:
+                    os.close(extra)
+                if self._closing:
+                    worker.close()
+                    continue
                 self._idle.append(worker)
                 if self._waiters:
                     self._waiters.popleft().set()
@@ -219,6 +224,8 @@ class WorkerPool:
             self._tg.cancel_scope.cancel()
             await self._tg.__aexit__(None, None, None)
             self._tg = None
+        while self._idle:  # any that arrived while the reader was stopping
+            self._idle.popleft().close()
         if self._ctl is not None:
             self._ctl.close()
         zygote = self._zygote
