@@ -59,18 +59,17 @@ async def _cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"[{event.sequence}] {json.dumps(event.value, ensure_ascii=False)}\n")
         sys.stderr.flush()
 
-    async with JevHost(config, evaluator=evaluator) as host:
-        async with anyio.create_task_group() as tg:
-            async def stop_on_signal() -> None:
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for _ in signals:
-                        for run in host.status()["runs"]:
-                            tg.start_soon(host.stop, run["id"])
-                        return
+    async with JevHost(config, evaluator=evaluator) as host, anyio.create_task_group() as tg:
+        async def stop_on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    for run in host.status()["runs"]:
+                        tg.start_soon(host.stop, run["id"])
+                    return
 
-            tg.start_soon(stop_on_signal)
-            envelope = await host.run(program, value, on_event=show)
-            tg.cancel_scope.cancel()
+        tg.start_soon(stop_on_signal)
+        envelope = await host.run(program, value, on_event=show)
+        tg.cancel_scope.cancel()
     _print_json(envelope.to_json())
     return EXIT_OK if envelope.state is RunState.COMPLETED else EXIT_NOT_COMPLETED
 

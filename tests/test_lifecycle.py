@@ -240,13 +240,13 @@ async def test_tool_call_budget_and_rethrow(host: JevHost) -> None:
 
 
 async def test_caught_budget_error_and_retry_still_fails(host: JevHost) -> None:
-    env = await host.run(program(f"""
-      const req = {{state: 'x', questions: {{q: {{type: 'noul', instructions: 'Yes?'}}}}}};
+    env = await host.run(program("""
+      const req = {state: 'x', questions: {q: {type: 'noul', instructions: 'Yes?'}}};
       let caught = 0;
-      for (let i = 0; i < 3; i++) {{
-        try {{ await jev.evaluate(req); }} catch (e) {{ caught++; }}
-      }}
-      try {{ await program.sleep(1); }} catch (e) {{ caught++; }}
+      for (let i = 0; i < 3; i++) {
+        try { await jev.evaluate(req); } catch (e) { caught++; }
+      }
+      try { await program.sleep(1); } catch (e) { caught++; }
       return caught;
     """, requires=["jev.evaluate"], limits={"maxEvaluations": 1}), None)
     assert env.state is RunState.FAILED

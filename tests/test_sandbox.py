@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+
 import anyio
 import pytest
 

@@ -9,8 +9,22 @@ from .schema_subset import check_schema
 from .values import ValueRejected, check_value, normalize_json
 
 __all__ = [
-    "EffectiveLimits", "Envelope", "Evaluation", "EvaluationRequest", "HostConfig",
-    "ProgressEvent", "Program", "ProgramLimits", "RunBudget", "RunState", "Usage",
-    "ValueRejected", "check_schema", "check_value", "normalize_json", "parse_program",
-    "validate_answers", "validate_request",
+    "EffectiveLimits",
+    "Envelope",
+    "Evaluation",
+    "EvaluationRequest",
+    "HostConfig",
+    "Program",
+    "ProgramLimits",
+    "ProgressEvent",
+    "RunBudget",
+    "RunState",
+    "Usage",
+    "ValueRejected",
+    "check_schema",
+    "check_value",
+    "normalize_json",
+    "parse_program",
+    "validate_answers",
+    "validate_request",
 ]

@@ -132,8 +132,9 @@ class HostConfig(BaseModel):
 
         def pick(key: str) -> int:
             asked = getattr(req, key)
-            value = getattr(self.defaults, key) if asked is None else asked
-            return min(value, getattr(self.ceilings, key))
+            value: int = getattr(self.defaults, key) if asked is None else asked
+            ceiling: int = getattr(self.ceilings, key)
+            return min(value, ceiling)
 
         return EffectiveLimits(
             timeout_ms=pick("timeoutMs"),

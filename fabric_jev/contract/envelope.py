@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 
-class RunState(str, enum.Enum):
+class RunState(enum.StrEnum):
     """Lifecycle of a run. Only RUNNING is not terminal."""
 
     #: Launched and not yet finished; the guest may be executing or awaiting.

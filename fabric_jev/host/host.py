@@ -342,6 +342,7 @@ class JevHost:
 
     def _finish(self, record: RunRecord, outcome: Outcome) -> None:
         """Apply the terminal precedence of contract §2."""
+        error: str | None
         if record.budget.failure is not None:
             state, error, result = RunState.FAILED, record.budget.failure, None
         elif outcome.kind == "timeout":

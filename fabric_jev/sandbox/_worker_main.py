@@ -21,6 +21,7 @@ Protocol with the host:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import heapq
 import json
@@ -183,7 +184,7 @@ def _worker(sock: socket.socket, prelude: str) -> None:
             text = _message(exc)
             if "interrupted" in text:
                 _fatal(chan, "slice", "")
-            elif "out of memory" in text or exc.__class__.__name__ == "JSException" and not text:
+            elif "out of memory" in text or (exc.__class__.__name__ == "JSException" and not text):
                 _fatal(chan, "memory", text)
             elif exc.__class__.__name__ == "StackOverflow":
                 _fatal(chan, "stack", text)
@@ -235,10 +236,8 @@ def _message(exc: BaseException) -> str:
 
 
 def _fatal(chan: _Channel, kind: str, message: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         chan.send(b"F", json.dumps([kind, message]).encode())
-    except OSError:
-        pass
 
 
 def _zygote(ctl_fd: int, prelude_path: str) -> None:
@@ -282,7 +281,7 @@ def _zygote(ctl_fd: int, prelude_path: str) -> None:
             host_end.close()
 
     while True:
-        readable, _, _ = select.select([ctl, wake_r], [], [], 1.0)
+        readable, _, _ = select.select([ctl.fileno(), wake_r], [], [], 1.0)
         if wake_r in readable:
             try:
                 while os.read(wake_r, 512):
@@ -300,7 +299,7 @@ def _zygote(ctl_fd: int, prelude_path: str) -> None:
                 ctl.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
             except OSError:
                 os._exit(0)
-        if ctl in readable:
+        if ctl.fileno() in readable:
             try:
                 data = ctl.recv(65536)
             except OSError:
