@@ -1,0 +1,51 @@
+"""Score an evaluator on a labeled question set (used by the benchmark and the tests)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..contract.evaluation import validate_request
+
+
+def load_labeled_set(path: str | Path) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = json.loads(Path(path).read_text(encoding="utf-8"))["items"]
+    return items
+
+
+def is_correct(answer: dict[str, Any], label: Any) -> bool:
+    kind = answer["type"]
+    if kind == "noul":
+        return (answer["noul"] >= 0.5) == bool(label)
+    if kind == "choice":
+        return bool(answer["choice"] == label)
+    return bool(round(answer["score"]) == label)
+
+
+def accuracy(answer_fn: Any, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """`answer_fn(request) -> Evaluation`; returns right/total per question type."""
+    out: dict[str, list[int]] = {"noul": [0, 0], "choice": [0, 0], "score": [0, 0]}
+    for item in items:
+        request = validate_request({"state": item["state"], "questions": {"q": item["question"]}})
+        answer = answer_fn(request).answers["q"]
+        tally = out[answer["type"]]
+        tally[0] += is_correct(answer, item["label"])
+        tally[1] += 1
+    right = sum(v[0] for v in out.values())
+    total = sum(v[1] for v in out.values())
+    return {"right": right, "total": total, **{k: f"{v[0]}/{v[1]}" for k, v in out.items()}}
+
+
+def first_option_baseline(items: list[dict[str, Any]]) -> int:
+    """How many a trivial answerer gets: noul always yes, choice the first option, score level 0."""
+    right = 0
+    for item in items:
+        q, label = item["question"], item["label"]
+        if q["type"] == "noul":
+            right += label is True
+        elif q["type"] == "choice":
+            right += next(iter(q["criteria"])) == label
+        else:
+            right += label == 0
+    return right

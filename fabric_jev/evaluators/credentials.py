@@ -1,0 +1,231 @@
+"""Where a route's key comes from: the auth store, the environment, a command.
+
+The key stays in the host process. It is never put in a guest value, a
+request body, an envelope, a log or an error message; the command's output is
+never echoed, even when it is rejected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ..errors import ConfigError, CredentialError
+from .routes import Route
+
+COMMAND_TIMEOUT_S = 5.0
+COMMAND_MAX_BYTES = 16_384
+COMMAND_MAX_ARGS = 16
+
+
+def default_auth_path() -> Path:
+    home = os.environ.get("FABRIC_JEV_HOME")
+    if home:
+        return Path(home) / "auth.json"
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "fabric-jev" / "auth.json"
+
+
+class AuthStore:
+    """A private JSON file of keys by login name (mode 0600, folder 0700)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or default_auth_path()
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, json.JSONDecodeError):
+            raise CredentialError(f"the auth store {self.path} is unreadable") from None
+        return data if isinstance(data, dict) else {}
+
+    def get(self, name: str) -> str | None:
+        entry = self._read().get(name)
+        key = entry.get("key") if isinstance(entry, dict) else None
+        return key if isinstance(key, str) and key else None
+
+    def has(self, name: str) -> bool:
+        try:
+            return self.get(name) is not None
+        except CredentialError:
+            return False
+
+    def set(self, name: str, key: str) -> None:
+        key = key.strip()
+        if not key or "\n" in key:
+            raise CredentialError("a key must be one non-empty line")
+        data = self._read()
+        data[name] = {"type": "api_key", "key": key}
+        self._write(data)
+
+    def remove(self, name: str) -> bool:
+        data = self._read()
+        if name not in data:
+            return False
+        del data[name]
+        self._write(data)
+        return True
+
+    def _write(self, data: dict[str, Any]) -> None:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Written whole to a private temporary file, then renamed: never a
+        # half-written store, never a moment with looser permissions.
+        fd, tmp = tempfile.mkstemp(prefix=".auth-", dir=self.path.parent)
+        try:
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=2)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+def check_command(argv: Any) -> tuple[str, ...]:
+    if (not isinstance(argv, list | tuple) or not 1 <= len(argv) <= COMMAND_MAX_ARGS
+            or not all(isinstance(a, str) and a for a in argv)):
+        raise ConfigError(f"credentialCommand must be an argv list of 1-{COMMAND_MAX_ARGS} "
+                          "non-empty strings (no shell)")
+    return tuple(argv)
+
+
+async def run_credential_command(argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_S) -> str:
+    """Run the command in its own process group; return its single trimmed line."""
+    try:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        raise CredentialError("credential command could not be started") from None
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    out = bytearray()
+    failure: str | None = None
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                failure = f"credential command timed out after {timeout:g} s"
+                break
+            with anyio.move_on_after(left):
+                await anyio.wait_readable(fd)
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            out += chunk
+            if len(out) > COMMAND_MAX_BYTES:
+                failure = f"credential command printed more than {COMMAND_MAX_BYTES} bytes"
+                break
+        if failure is None:
+            with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+                await _wait_exit(proc)
+            if proc.returncode is None:
+                failure = f"credential command timed out after {timeout:g} s"
+            elif proc.returncode != 0:
+                failure = f"credential command failed (exit {proc.returncode})"
+    finally:
+        # Whatever it started goes too: the whole group is killed, then reaped.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.stdout.close()
+        with anyio.CancelScope(shield=True):
+            await _wait_exit(proc)
+    if failure is not None:
+        raise CredentialError(failure)
+    try:
+        text = out.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise CredentialError("credential command output is not UTF-8 text") from None
+    if not text:
+        raise CredentialError("credential command printed nothing")
+    if "\n" in text or "\r" in text:
+        raise CredentialError("credential command printed more than one line")
+    return text
+
+
+async def _wait_exit(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except OSError:
+        proc.wait()
+        return
+    try:
+        await anyio.wait_readable(pidfd)
+    finally:
+        os.close(pidfd)
+    proc.wait()
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialStatus:
+    configured: bool
+    source: str  # store | environment | command | missing
+
+    def to_json(self) -> dict[str, Any]:
+        return {"configured": self.configured, "source": self.source, "verified": False}
+
+
+class CredentialResolver:
+    """Looks a route's key up in order: auth store, environment, command (cached)."""
+
+    def __init__(self, route: Route, *, store: AuthStore | None = None,
+                 command: Sequence[str] | None = None,
+                 environ: Mapping[str, str] | None = None) -> None:
+        self.route = route
+        self.store = store or AuthStore()
+        self.command = check_command(list(command)) if command else None
+        self._environ = environ
+        self._cached: str | None = None
+
+    def _env(self) -> Mapping[str, str]:
+        return os.environ if self._environ is None else self._environ
+
+    def status(self) -> CredentialStatus:
+        """Presence only: never runs the command, never touches the network."""
+        if self.store.has(self.route.store_key):
+            return CredentialStatus(True, "store")
+        if any(self._env().get(k) for k in self.route.env_keys):
+            return CredentialStatus(True, "environment")
+        if self.command:
+            return CredentialStatus(True, "command")
+        return CredentialStatus(False, "missing")
+
+    async def key(self) -> str:
+        key = self.store.get(self.route.store_key)
+        if key:
+            return key
+        for name in self.route.env_keys:
+            value = self._env().get(name, "").strip()
+            if value:
+                return value
+        if self.command:
+            if self._cached is None:
+                self._cached = await run_credential_command(self.command)
+            return self._cached
+        raise CredentialError(
+            f"no credentials for the {self.route.name} route: run `fabric-jev login "
+            f"{self.route.store_key}`, set {' or '.join(self.route.env_keys)}, "
+            "or configure credentialCommand")
+
+    def reload(self) -> None:
+        self._cached = None

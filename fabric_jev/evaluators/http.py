@@ -1,0 +1,96 @@
+"""jev.evaluate over HTTP: TypeSafe, OpenRouter and Vercel AI Gateway.
+
+One `httpx.AsyncClient` per evaluator keeps connections alive across calls.
+Redirects are refused, retries are never made, the body of an error response
+is never read, and a 200 body is streamed with a 1 MiB cap.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import httpx
+
+from ..contract.evaluation import MAX_RESPONSE_BYTES, Evaluation, EvaluationRequest, parse_response_bytes
+from ..errors import AnswerInvalid, EvaluationError, UpstreamError
+from .base import with_cancel
+from .credentials import CredentialResolver
+from .routes import Route, endpoint
+
+RATE_LIMITED = frozenset({429, 529})
+
+
+def status_error(status: int) -> UpstreamError:
+    if status in RATE_LIMITED:
+        return UpstreamError(f"Jev upstream rate limited (HTTP {status}); back off before retrying",
+                             status=status)
+    if 300 <= status < 400:
+        return UpstreamError(f"Jev upstream answered with a redirect (HTTP {status}); "
+                             "redirects are refused", status=status)
+    return UpstreamError(f"Jev upstream returned HTTP {status}", status=status)
+
+
+class HttpEvaluator:
+    """An Evaluator for one route. Close it (or the host) to release connections."""
+
+    def __init__(
+        self,
+        route: Route,
+        *,
+        model: str = "jev-latest",
+        credentials: CredentialResolver | None = None,
+        base_urls: Mapping[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.route = route
+        self.model = model
+        route.model_id(model)  # refuse a model this route does not serve, at configuration time
+        self.url = endpoint(route, base_urls, environ)
+        self.credentials = credentials or CredentialResolver(route, environ=environ)
+        self._client = client or httpx.AsyncClient(
+            follow_redirects=False,
+            timeout=None,  # the caller's timeout covers the whole call, lookup included
+            limits=httpx.Limits(max_keepalive_connections=8, max_connections=16),
+            trust_env=False,
+        )
+        self.requests = 0
+
+    async def evaluate(
+        self, request: EvaluationRequest, *, timeout: float, cancel: anyio.Event | None = None
+    ) -> Evaluation:
+        evaluation: Evaluation = await with_cancel(cancel, timeout, self._evaluate(request))
+        return evaluation
+
+    async def _evaluate(self, request: EvaluationRequest) -> Evaluation:
+        model = self.route.model_id(request.model or self.model)
+        key = await self.credentials.key()
+        body = json.dumps(request.to_wire(model), ensure_ascii=False).encode("utf-8")
+        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
+                   "Accept": "application/json"}
+        self.requests += 1
+        try:
+            async with self._client.stream("POST", self.url, content=body, headers=headers) as resp:
+                if resp.status_code != 200:
+                    raise status_error(resp.status_code)
+                raw = bytearray()
+                async for chunk in resp.aiter_bytes():
+                    raw += chunk
+                    if len(raw) > MAX_RESPONSE_BYTES:
+                        raise AnswerInvalid("evaluator response exceeds 1 MiB")
+        except EvaluationError:
+            raise
+        except httpx.HTTPError as exc:
+            # The exception text can name the URL but never the key or a body.
+            raise UpstreamError(f"Jev upstream unreachable ({type(exc).__name__})") from None
+        return parse_response_bytes(request, bytes(raw))
+
+    def status(self) -> dict[str, Any]:
+        return {"route": self.route.name, "model": self.model,
+                "credentials": self.credentials.status().to_json()}
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

@@ -1,0 +1,208 @@
+"""The embedded offline evaluator: a HEURISTIC, not a decision model.
+
+No decision model ships its weights on the package index, so this evaluator
+turns sentence-embedding similarity (all-MiniLM-L6-v2, see minilm.py) into
+Jev-shaped answers. Its confidence is NOT calibrated and its accuracy is
+modest (docs/evaluators.md has the measured figures); it exists so programs
+run offline, in CI and on a fresh machine. Every answer it gives names it:
+the model is ``fabric-jev-local-minilm (heuristic, uncalibrated)``.
+
+How answers are formed (all per question, independent of the question id,
+of the other questions and of their order):
+
+* the state is rendered to text and split into sentences; evidence for a
+  hypothesis is the best of the whole-text and per-sentence similarities;
+* noul: a "yes" hypothesis (the `true` criterion, or the question turned
+  declarative) is compared with a "no" hypothesis (the `false` criterion),
+  or, without one, with a fixed similarity threshold;
+* choice: a softmax over the options' evidence;
+* score: an ordinal position from the level evidence and the first→last
+  axis, spread over the levels so that score is the expectation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import numpy as np
+
+from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
+from .base import with_cancel
+from .minilm import MiniLM, shared_model
+
+MODEL_NAME = "fabric-jev-local-minilm (heuristic, uncalibrated)"
+# Chosen by hand on the labeled set in tests/data/local_eval_set.json.
+NOUL_CENTER = 0.38
+NOUL_WIDTH = 0.06
+PAIR_TEMPERATURE = 0.04
+CHOICE_TEMPERATURE = 0.03
+SCORE_TEMPERATURE = 0.03
+SCORE_SPREAD = 0.6
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+_AUX = re.compile(r"^(does|do|did|is|are|was|were|has|have|had|can|could|will|would|should|"
+                  r"may|might|must)\s+", re.IGNORECASE)
+
+
+def render(value: Any) -> str:
+    """Text for a state, an instruction or a description (strings stay as they are)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(render(v) for v in value)
+    if isinstance(value, dict):
+        return "\n".join(f"{k}: {render(v)}" for k, v in value.items())
+    return json.dumps(value)
+
+
+def declarative(question: str) -> str:
+    """'Does the text ask for a refund?' → 'the text ask for a refund'."""
+    text = question.strip().rstrip("?").strip()
+    return _AUX.sub("", text, count=1) or text
+
+
+def _softmax(xs: list[float], temperature: float) -> list[float]:
+    m = max(xs)
+    es = [math.exp((x - m) / temperature) for x in xs]
+    total = sum(es)
+    return [e / total for e in es]
+
+
+def choice_confidence(probs: list[float]) -> float:
+    n = len(probs)
+    return 1.0 if n <= 1 else max(0.0, (max(probs) - 1 / n) / (1 - 1 / n))
+
+
+def score_confidence(probs: list[float]) -> float:
+    """1 − (spread around the mode ÷ the spread of a uniform distribution)."""
+    n = len(probs)
+    if n <= 1:
+        return 1.0
+    mode = max(range(n), key=lambda i: probs[i])
+    spread = sum(p * abs(i - mode) for i, p in enumerate(probs))
+    uniform = sum(abs(i - (n - 1) / 2) for i in range(n)) / n
+    return max(0.0, min(1.0, 1 - spread / uniform))
+
+
+class LocalEvaluator:
+    """Answers offline from sentence embeddings. Heuristic; uncalibrated confidence."""
+
+    def __init__(self, model: MiniLM | None = None, *, cache_size: int = 4096) -> None:
+        self._model = model
+        self._cache: OrderedDict[str, np.ndarray[Any, Any]] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()  # one answer at a time: the cache is shared
+        self.calls = 0
+
+    # ------------------------------------------------------------------ embeddings
+
+    def _vec(self, text: str) -> np.ndarray[Any, Any]:
+        text = text.strip() or "(empty)"
+        hit = self._cache.get(text)
+        if hit is not None:
+            self._cache.move_to_end(text)
+            return hit
+        if self._model is None:
+            self._model = shared_model()
+        vec = self._model.encode_one(text)
+        self._cache[text] = vec
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return vec
+
+    def _evidence(self, pieces: list[np.ndarray[Any, Any]], hypothesis: str) -> float:
+        h = self._vec(hypothesis)
+        return max(float(p @ h) for p in pieces)
+
+    def _state_pieces(self, state_text: str) -> list[np.ndarray[Any, Any]]:
+        sentences = [s for s in _SENTENCE.split(state_text) if len(s.strip()) > 2]
+        texts = [state_text, *sentences] if len(sentences) > 1 else [state_text]
+        return [self._vec(t) for t in texts[:33]]
+
+    # ------------------------------------------------------------------ answers
+
+    def _noul(self, pieces: list[np.ndarray[Any, Any]], q: Question) -> dict[str, Any]:
+        criteria = q.criteria or {}
+        question = render(q.instructions)
+        yes_text = render(criteria.get("true")) or declarative(question)
+        if not yes_text:
+            return {"noul": 0.5}
+        yes = self._evidence(pieces, yes_text)
+        no_text = render(criteria.get("false"))
+        if no_text:
+            p = _softmax([yes, self._evidence(pieces, no_text)], PAIR_TEMPERATURE)[0]
+        else:
+            p = 1 / (1 + math.exp(-(yes - NOUL_CENTER) / NOUL_WIDTH))
+        return {"noul": min(1.0, max(0.0, p))}
+
+    def _choice(self, pieces: list[np.ndarray[Any, Any]], q: Question) -> dict[str, Any]:
+        names = list(q.criteria)
+        sims = []
+        for name in names:
+            desc = render(q.criteria[name])
+            sims.append(self._evidence(pieces, f"{name}: {desc}" if desc else name))
+        probs = _softmax(sims, CHOICE_TEMPERATURE)
+        best = max(range(len(names)), key=lambda i: probs[i])
+        return {"choice": names[best], "probabilities": dict(zip(names, probs, strict=True)),
+                "confidence": choice_confidence(probs)}
+
+    def _score(self, pieces: list[np.ndarray[Any, Any]], q: Question) -> dict[str, Any]:
+        levels = [render(level) for level in q.criteria]
+        n = len(levels)
+        sims = [self._evidence(pieces, level) for level in levels]
+        by_level = _softmax(sims, SCORE_TEMPERATURE)
+        from_levels = sum(i * p for i, p in enumerate(by_level))
+        # The ordinal axis: how much closer the state is to the top level than the bottom one.
+        axis = (n - 1) / (1 + math.exp(-(sims[-1] - sims[0]) / SCORE_TEMPERATURE))
+        position = (from_levels + axis) / 2
+        weights = [math.exp(-((i - position) ** 2) / (2 * SCORE_SPREAD ** 2)) for i in range(n)]
+        total = sum(weights)
+        probs = [w / total for w in weights]
+        score = sum(i * p for i, p in enumerate(probs))
+        return {"score": min(float(n - 1), max(0.0, score)),
+                "probabilities": {str(i): p for i, p in enumerate(probs)},
+                "confidence": score_confidence(probs)}
+
+    def answer_sync(self, request: EvaluationRequest) -> Evaluation:
+        with self._lock:
+            return self._answer(request)
+
+    def _answer(self, request: EvaluationRequest) -> Evaluation:
+        pieces = self._state_pieces(render(request.state))
+        answers: dict[str, Any] = {}
+        for q in request.questions:
+            if q.type == "noul":
+                answers[q.id] = {"type": "noul", **self._noul(pieces, q)}
+            elif q.type == "choice":
+                answers[q.id] = {"type": "choice", **self._choice(pieces, q)}
+            else:
+                answers[q.id] = {"type": "score", **self._score(pieces, q)}
+        tokens_in = sum(len(render(x)) for x in (request.state,)) // 4 + sum(
+            len(render(q.instructions)) // 4 + len(render(q.criteria)) // 4 for q in request.questions)
+        body = {"model": MODEL_NAME, "answers": answers,
+                "usage": {"input_tokens": tokens_in, "output_tokens": 0}}
+        return validate_answers(request, body)
+
+    async def evaluate(
+        self, request: EvaluationRequest, *, timeout: float, cancel: anyio.Event | None = None
+    ) -> Evaluation:
+        self.calls += 1
+        evaluation: Evaluation = await with_cancel(
+            cancel, timeout, anyio.to_thread.run_sync(self.answer_sync, request))
+        return evaluation
+
+    def status(self) -> dict[str, Any]:
+        return {"route": "local", "model": MODEL_NAME,
+                "credentials": {"configured": False, "source": "missing", "verified": False}}
+
+    async def aclose(self) -> None:
+        return None
+
