@@ -42,7 +42,9 @@ class EvaluationRequest:
     def to_wire(self, model: str) -> dict[str, Any]:
         questions: dict[str, Any] = {}
         for q in self.questions:
-            body: dict[str, Any] = {"type": q.type, "instructions": q.instructions}
+            body: dict[str, Any] = {"type": q.type}
+            if q.instructions is not None:
+                body["instructions"] = q.instructions
             if q.criteria is not None:
                 body["criteria"] = q.criteria
             questions[q.id] = body
@@ -102,7 +104,7 @@ def _measure(value: Any) -> tuple[int, int]:
     return nodes, deepest
 
 
-def _question(qid: Any, raw: Any) -> Question:
+def _question(qid: Any, raw: Any, wire: bool = False) -> Question:
     if not isinstance(qid, str) or not 1 <= len(qid) <= 128:
         raise RequestInvalid("jev.evaluate question ids must be 1-128 characters")
     where = f"question {qid!r}"
@@ -114,7 +116,10 @@ def _question(qid: Any, raw: Any) -> Question:
     qtype = raw.get("type")
     if qtype not in ("noul", "choice", "score"):
         raise RequestInvalid(f"{where} has type {qtype!r}: {_FREE_TEXT}")
-    if "instructions" not in raw or not _is_text(raw["instructions"]):
+    instructions = raw.get("instructions")
+    # On the wire a noul may rely on its criteria alone (spec: noul.no-instructions).
+    optional = wire and qtype == "noul" and instructions is None
+    if not optional and not _is_text(instructions):
         raise RequestInvalid(f"{where} needs instructions (a string, array or object)")
     criteria = raw.get("criteria")
     if qtype == "choice":
@@ -135,15 +140,21 @@ def _question(qid: Any, raw: Any) -> Question:
             raise RequestInvalid(f"{where}: noul criteria may only have 'true' and 'false' keys")
         if not all(v is None or _is_text(v) for v in criteria.values()):
             raise RequestInvalid(f"{where}: noul criteria values must be descriptions or null")
-    return Question(id=qid, type=qtype, instructions=raw["instructions"], criteria=criteria)
+    return Question(id=qid, type=qtype, instructions=instructions, criteria=criteria)
 
 
-def validate_request(raw: Any, *, max_bytes: int = 131_072) -> EvaluationRequest:
-    """Check a jev.evaluate request against every rule of contract §5."""
+def validate_request(raw: Any, *, max_bytes: int = 131_072, wire: bool = False) -> EvaluationRequest:
+    """Check a jev.evaluate request against every rule of contract §5.
+
+    ``wire=True`` is the server's reading of the same request: unknown top-level
+    fields are ignored and a noul may omit instructions, as the wire spec asks.
+    """
     if not isinstance(raw, dict):
         raise RequestInvalid("jev.evaluate expects an object {state, questions, model?}")
     extra = set(raw) - {"state", "questions", "model"}
-    if extra:
+    if extra and wire:
+        raw = {k: v for k, v in raw.items() if k not in extra}
+    elif extra:
         raise RequestInvalid(f"jev.evaluate request has unknown keys: {', '.join(sorted(extra))}")
     if "state" not in raw or not _is_text(raw["state"]):
         raise RequestInvalid("jev.evaluate state must be a string, array or object")
@@ -160,7 +171,7 @@ def validate_request(raw: Any, *, max_bytes: int = 131_072) -> EvaluationRequest
         raise RequestInvalid("jev.evaluate model must be a model id of 1-128 characters")
     return EvaluationRequest(
         state=raw["state"],
-        questions=tuple(_question(qid, q) for qid, q in questions.items()),
+        questions=tuple(_question(qid, q, wire) for qid, q in questions.items()),
         model=model,
     )
 

@@ -90,7 +90,7 @@ class FixtureEvaluator:
 
     def status(self) -> dict[str, Any]:
         return {"route": "fixture", "model": self._data.get("model", "fixture"),
-                "credentials": {"configured": True, "source": "missing", "verified": False}}
+                "credentials": {"configured": False, "source": "missing", "verified": False}}
 
     async def aclose(self) -> None:
         return None

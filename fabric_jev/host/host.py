@@ -77,7 +77,12 @@ class JevHost:
         capabilities: CapabilityRegistry | None = None,
     ) -> None:
         self.config = config or HostConfig()
-        self.evaluator = evaluator
+        if evaluator is None:
+            # No evaluator given: the configured route, else the offline local evaluator.
+            from ..evaluators.select import build_evaluator
+
+            evaluator = build_evaluator(None, self.config)
+        self.evaluator: Evaluator = evaluator
         self.capabilities = capabilities or CapabilityRegistry()
         self._runs: OrderedDict[str, RunRecord] = OrderedDict()
         self._active = 0
@@ -122,8 +127,7 @@ class JevHost:
             for record in list(self._runs.values()):
                 await record.done.wait()
             self._runs.clear()
-            if self.evaluator is not None:
-                await self.evaluator.aclose()
+            await self.evaluator.aclose()
         await self._stack.aclose()
 
     # ------------------------------------------------------------------ public API
@@ -169,9 +173,7 @@ class JevHost:
         return self._get(id).envelope(after)
 
     def host_status(self) -> dict[str, Any]:
-        ev = self.evaluator.status() if self.evaluator is not None else {
-            "route": "none", "model": self.config.model,
-            "credentials": {"configured": False, "source": "missing", "verified": False}}
+        ev = self.evaluator.status()
         return {
             "credentials": ev.get("credentials"),
             "model": ev.get("model", self.config.model),
@@ -485,9 +487,6 @@ class JevHost:
         except EvaluationError as exc:
             reply(False, str(exc))
             return
-        if self.evaluator is None:
-            reply(False, "No Jev evaluator is configured on this host")
-            return
         denied = record.budget.begin_evaluation()
         if denied is not None:
             reply(False, denied)
@@ -496,7 +495,6 @@ class JevHost:
 
     async def _evaluate(self, record: RunRecord, request: Any,
                         reply: Callable[[bool, str], None]) -> None:
-        assert self.evaluator is not None
         try:
             evaluation = await self.evaluator.evaluate(
                 request, timeout=self.config.requestTimeoutMs / 1000)
