@@ -33,7 +33,11 @@ async def _cmd_evaluate(args: argparse.Namespace) -> int:
 
     config = _config(args)
     try:
-        text = sys.stdin.read() if args.request == "-" else open(args.request, encoding="utf-8").read()
+        if args.request == "-":
+            text = sys.stdin.read()
+        else:
+            with open(args.request, encoding="utf-8") as f:
+                text = f.read()
         raw = json.loads(text)
     except (OSError, json.JSONDecodeError) as exc:
         sys.stderr.write(f"fabric-jev: cannot read request {args.request}: {exc}\n")

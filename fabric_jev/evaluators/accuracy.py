@@ -17,7 +17,7 @@ def load_labeled_set(path: str | Path) -> list[dict[str, Any]]:
 def is_correct(answer: dict[str, Any], label: Any) -> bool:
     kind = answer["type"]
     if kind == "noul":
-        return (answer["noul"] >= 0.5) == bool(label)
+        return bool((answer["noul"] >= 0.5) == bool(label))
     if kind == "choice":
         return bool(answer["choice"] == label)
     return bool(round(answer["score"]) == label)

@@ -193,7 +193,7 @@ class CredentialResolver:
                  environ: Mapping[str, str] | None = None) -> None:
         self.route = route
         self.store = store or AuthStore()
-        self.command = check_command(list(command)) if command else None
+        self.command = check_command(command) if command is not None else None
         self._environ = environ
         self._cached: str | None = None
 

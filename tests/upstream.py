@@ -1,0 +1,105 @@
+"""Real HTTP servers on loopback for evaluator tests.
+
+`mock(...)` runs the jevcompat reference server (with its fault modes).
+`Front` is a recording relay in front of it: it records every request as
+received (path, headers, body), can rewrite the model so route-specific ids
+reach the mock, and can answer on its own (redirect, stall, huge or failing
+body) to exercise what the mock cannot.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+from jevcompat.mock import MockConfig, make_server
+
+POLL = 0.01  # serve_forever's shutdown latency; the default 0.5 s adds up over a suite
+
+
+@contextmanager
+def mock(*faults: str, key: str | None = None, busy_every: int = 0) -> Iterator[str]:
+    server = make_server(MockConfig(key=key, faults=frozenset(faults), busy_every=busy_every))
+    thread = threading.Thread(target=server.serve_forever, args=(POLL,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Front:
+    upstream: str | None = None
+    #: answer(recorded) -> (status, headers, body) to answer without the upstream
+    answer: Callable[[Recorded], tuple[int, dict[str, str], bytes]] | None = None
+    #: rewrite(json_body) -> json_body for the mock (e.g. map route model ids back)
+    rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    #: tamper(json_response) -> json_response before it is returned
+    tamper: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    requests: list[Recorded] = field(default_factory=list)
+    release: threading.Event = field(default_factory=threading.Event)
+    url: str = ""
+
+
+@contextmanager
+def front(spec: Front) -> Iterator[Front]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            rec = Recorded("POST", self.path, {k.lower(): v for k, v in self.headers.items()},
+                           self.rfile.read(length))
+            spec.requests.append(rec)
+            if spec.answer is not None:
+                status, headers, body = spec.answer(rec)
+            else:
+                assert spec.upstream is not None
+                payload = json.loads(rec.body)
+                if spec.rewrite is not None:
+                    payload = spec.rewrite(payload)
+                resp = httpx.post(spec.upstream + "/v1/systemone", json=payload,
+                                  headers={"Authorization": rec.headers.get("authorization", "")})
+                status, body = resp.status_code, resp.content
+                headers = {"Content-Type": resp.headers.get("content-type", "application/json")}
+                if spec.tamper is not None and status == 200:
+                    body = json.dumps(spec.tamper(json.loads(body))).encode()
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(POLL,), daemon=True)
+    thread.start()
+    spec.url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        yield spec
+    finally:
+        spec.release.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
