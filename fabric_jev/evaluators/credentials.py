@@ -42,15 +42,29 @@ class AuthStore:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or default_auth_path()
+        # Parsed contents keyed by the file's identity, so a lookup per request
+        # costs one stat while `login` from another process is still seen.
+        self._cache: tuple[tuple[int, int, int], dict[str, Any]] | None = None
 
     def _read(self) -> dict[str, Any]:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return {}
+        except OSError:
+            raise CredentialError(f"the auth store {self.path} is unreadable") from None
+        signature = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if self._cache is not None and self._cache[0] == signature:
+            return dict(self._cache[1])
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {}
         except (OSError, json.JSONDecodeError):
             raise CredentialError(f"the auth store {self.path} is unreadable") from None
-        return data if isinstance(data, dict) else {}
+        data = data if isinstance(data, dict) else {}
+        self._cache = (signature, data)
+        return dict(data)
 
     def get(self, name: str) -> str | None:
         entry = self._read().get(name)

@@ -50,6 +50,7 @@ class HttpEvaluator:
         self.model = model
         route.model_id(model)  # refuse a model this route does not serve, at configuration time
         self.url = endpoint(route, base_urls, environ)
+        self._url = httpx.URL(self.url)  # parsed once, not per request
         self.credentials = credentials or CredentialResolver(route, environ=environ)
         self._client = client or httpx.AsyncClient(
             follow_redirects=False,
@@ -73,7 +74,7 @@ class HttpEvaluator:
                    "Accept": "application/json"}
         self.requests += 1
         try:
-            async with self._client.stream("POST", self.url, content=body, headers=headers) as resp:
+            async with self._client.stream("POST", self._url, content=body, headers=headers) as resp:
                 if resp.status_code != 200:
                     raise status_error(resp.status_code)
                 raw = bytearray()
