@@ -348,7 +348,7 @@ class _SdkClient:
         from typesafe_sdk import AsyncTypeSafeClient, Choice, Noul, Score
 
         q = _bench_questions()
-        self.questions = {
+        self.questions: dict[str, Any] = {
             "refund": Noul(instructions=q["refund"]["instructions"]),
             "team": Choice(instructions=q["team"]["instructions"], criteria=q["team"]["criteria"]),
             "anger": Score(instructions=q["anger"]["instructions"], criteria=q["anger"]["criteria"]),
