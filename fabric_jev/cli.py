@@ -60,6 +60,8 @@ async def _cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     async with JevHost(config, evaluator=evaluator) as host, anyio.create_task_group() as tg:
+        add_configured_connectors(host, config)
+
         async def stop_on_signal() -> None:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for _ in signals:
@@ -72,6 +74,19 @@ async def _cmd_run(args: argparse.Namespace) -> int:
         tg.cancel_scope.cancel()
     _print_json(envelope.to_json())
     return EXIT_OK if envelope.state is RunState.COMPLETED else EXIT_NOT_COMPLETED
+
+
+def add_configured_connectors(host: Any, config: HostConfig) -> None:
+    """Register the connectors named in the config's `connectors` section."""
+    for name, settings in config.connectors.items():
+        if name != "browser":
+            raise LaunchRejected(f"unknown connector {name!r} in config (known: browser)")
+        try:
+            from fabric_jev_browser import BrowserConnector
+        except ImportError:
+            raise LaunchRejected("the browser connector is not installed "
+                                 "(pip install -e connectors/browser)") from None
+        host.add_connector(BrowserConnector(settings))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -116,6 +116,17 @@ async def _cmd_logout(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _cmd_browser_launch(args: argparse.Namespace) -> int:
+    try:
+        from fabric_jev_browser.cli import launch_command
+    except ImportError:
+        sys.stderr.write("fabric-jev: the browser connector is not installed "
+                         "(pip install -e connectors/browser)\n")
+        return 2
+    code: int = await launch_command(width=args.width, height=args.height)
+    return code
+
+
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from .bench import add_bench_command
 
@@ -143,6 +154,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     lo = sub.add_parser("logout", help="remove a stored API key")
     lo.add_argument("name", choices=names)
     lo.set_defaults(handler=_cmd_logout)
+
+    br = sub.add_parser("browser", help="the browser connector")
+    br_sub = br.add_subparsers(dest="browser_command", required=True)
+    la = br_sub.add_parser("launch", help="start headless Chromium on 127.0.0.1; print its "
+                           "websocket URL first; run until Ctrl-C or SIGTERM")
+    la.add_argument("--width", type=int, default=1280)
+    la.add_argument("--height", type=int, default=800)
+    la.set_defaults(handler=_cmd_browser_launch)
 
     add_bench_command(sub)
 

@@ -59,3 +59,6 @@ def child_pids() -> set[int]:
         frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found
         found |= frontier
     return found
+
+
+from tests.browser_support import cdp, chromium, page, pages  # noqa: E402, F401  (shared fixtures)

@@ -82,6 +82,8 @@ class HostConfig(BaseModel):
     model: str = Field(default="jev-latest", min_length=1, max_length=128)
     autoApprovalThreshold: float = 0.5
     evaluator: dict[str, Any] = Field(default_factory=dict)
+    #: Connector settings by name, e.g. {"browser": {"wsUrl": ..., "allowedMethods": [...]}}.
+    connectors: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     @field_validator("defaults", mode="before")
     @classmethod

@@ -92,6 +92,7 @@ class JevHost:
         self._tg: anyio.abc.TaskGroup | None = None
         self._pool: WorkerPool | None = None
         self.observers: Any = None  # set by fabric_jev.host.observers when bound
+        self._connectors: list[Any] = []
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -127,6 +128,8 @@ class JevHost:
             for record in list(self._runs.values()):
                 await record.done.wait()
             self._runs.clear()
+            for connector in self._connectors:
+                await connector.aclose()
             await self.evaluator.aclose()
         await self._stack.aclose()
 
@@ -200,6 +203,14 @@ class JevHost:
         with anyio.CancelScope(shield=True):
             await record.done.wait()
         return record.envelope()
+
+    def add_connector(self, connector: Any) -> None:
+        """Register a connector's capabilities (see `fabric_jev.protocol`)."""
+        if self._closed:
+            raise HostClosed("Jev host is closed")
+        for ref, capability in connector.capabilities().items():
+            self.capabilities.register(ref, capability.handler)
+        self._connectors.append(connector)
 
     # ------------------------------------------------------------------ launch
 
@@ -337,6 +348,10 @@ class JevHost:
             worker.close()
             if record.observation is not None:
                 record.observation.cancel()
+            if self._connectors:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    for connector in self._connectors:
+                        await connector.run_ended(record.id)
             self._finish(record, outcome)
             self._active -= 1
             self._prune()

@@ -1,0 +1,175 @@
+"""Start Debian's Chromium headless on 127.0.0.1 with a throw-away profile.
+
+The browser runs in its own session (process group) so one killpg ends it
+and every helper it started; the profile folder also holds HOME and the XDG
+folders, so nothing (dconf, crash databases, NSS files) lands elsewhere.
+Closing kills the group, reaps it and deletes the folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+import anyio
+
+from .errors import LaunchError
+
+_LISTENING = re.compile(rb"DevTools listening on (ws://127\.0\.0\.1:\d+/devtools/browser/[\w-]+)\s")
+CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
+FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--no-default-browser-check", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+    "--remote-debugging-port=0",
+)
+
+
+def find_chromium() -> str:
+    # The Debian wrapper script's /dev/shm check misbehaves here: run the binary.
+    for path in CHROMIUM_CANDIDATES:
+        if os.access(path, os.X_OK):
+            return path
+    raise LaunchError("Chromium is not installed (Debian: apt-get install chromium)")
+
+
+class LaunchedBrowser:
+    def __init__(self, proc: subprocess.Popen[bytes], profile: Path, ws_url: str) -> None:
+        self.proc = proc
+        self.profile = profile
+        self.ws_url = ws_url
+        self._closed = False
+        self._drain_fd: int | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _start_draining(self) -> None:
+        # Chromium keeps writing to stderr; a full pipe would stall it. Discard
+        # it from the event loop as it comes (no thread).
+        assert self.proc.stderr is not None
+        fd = self.proc.stderr.fileno()
+        loop = asyncio.get_running_loop()
+
+        def drain() -> None:
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                loop.remove_reader(fd)
+                self._drain_fd = None
+
+        loop.add_reader(fd, drain)
+        self._drain_fd = fd
+
+    async def wait_exit(self) -> int:
+        """Wait until the browser exits by itself (a crash, or killed from outside)."""
+        await _wait_pid(self.proc)
+        return self.proc.returncode
+
+    async def aclose(self) -> None:
+        """Kill the whole process group, reap it, delete the profile. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            await _wait_pid(self.proc)
+            if self._drain_fd is not None:
+                with contextlib.suppress(Exception):
+                    asyncio.get_running_loop().remove_reader(self._drain_fd)
+            if self.proc.stderr is not None:
+                self.proc.stderr.close()
+            # Helpers in the group may outlive the main process for a moment.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            shutil.rmtree(self.profile, ignore_errors=True)
+
+
+async def _wait_pid(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except OSError:
+        proc.wait()
+        return
+    try:
+        await anyio.wait_readable(fd)
+    finally:
+        os.close(fd)
+    proc.wait()
+
+
+async def launch_chromium(*, executable: str | None = None, window: tuple[int, int] = (1280, 800),
+                          timeout: float = 30.0, extra_flags: tuple[str, ...] = ()) -> LaunchedBrowser:
+    """Start Chromium and return once its DevTools endpoint is listening."""
+    binary = executable or find_chromium()
+    profile = Path(tempfile.mkdtemp(prefix="fabric-jev-chromium-"))
+    env = {
+        **os.environ,
+        "HOME": str(profile),
+        "XDG_CONFIG_HOME": str(profile / "xdg-config"),
+        "XDG_CACHE_HOME": str(profile / "xdg-cache"),
+        "XDG_DATA_HOME": str(profile / "xdg-data"),
+    }
+    args = [binary, *FLAGS, f"--user-data-dir={profile / 'user-data'}",
+            f"--window-size={window[0]},{window[1]}", *extra_flags, "about:blank"]
+    try:
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, env=env, start_new_session=True)
+    except OSError as exc:
+        shutil.rmtree(profile, ignore_errors=True)
+        raise LaunchError(f"cannot start Chromium: {exc.strerror}") from None
+    browser = LaunchedBrowser(proc, profile, "")
+    try:
+        with anyio.fail_after(timeout):
+            browser.ws_url = await _until_listening(proc)
+        # DevToolsActivePort is written by another Chromium thread, possibly a
+        # moment after the line we read; when it is already there it must agree.
+        port_file = profile / "user-data" / "DevToolsActivePort"
+        if port_file.exists():
+            lines = port_file.read_text().split()
+            if lines and f":{int(lines[0])}/" not in browser.ws_url:
+                raise LaunchError("DevToolsActivePort disagrees with Chromium's own report")
+        browser._start_draining()
+    except BaseException as exc:
+        await browser.aclose()
+        if isinstance(exc, TimeoutError):
+            raise LaunchError(f"Chromium did not open DevTools within {timeout:g} s") from None
+        if isinstance(exc, OSError | ValueError | IndexError):
+            raise LaunchError("Chromium did not write a usable DevToolsActivePort") from None
+        raise
+    return browser
+
+
+async def _until_listening(proc: subprocess.Popen[bytes]) -> str:
+    """Read stderr until Chromium says 'DevTools listening on ws://...'; return that URL."""
+    assert proc.stderr is not None
+    fd = proc.stderr.fileno()
+    os.set_blocking(fd, False)
+    buf = b""
+    while True:
+        found = _LISTENING.search(buf)
+        if found:
+            return found.group(1).decode()
+        await anyio.wait_readable(fd)
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            continue
+        if not chunk:
+            raise LaunchError(f"Chromium exited during start-up (code {proc.wait()})")
+        buf = buf[-4096:] + chunk

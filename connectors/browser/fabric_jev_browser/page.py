@@ -1,0 +1,145 @@
+"""A thin page API over one CDP connection: one obvious way to do each thing."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from fabric_jev.protocol import runtime_js
+
+from .cdp import CDPConnection
+from .errors import BrowserError
+
+_SNAPSHOT: str | None = None
+
+
+class EvaluationFailed(BrowserError):
+    """The page threw while evaluating an expression."""
+
+
+def snapshot_script() -> str:
+    global _SNAPSHOT
+    if _SNAPSHOT is None:
+        _SNAPSHOT = runtime_js("snapshot.js").strip()
+    return _SNAPSHOT
+
+
+class Page:
+    """A page target attached with a flat session (every call names its sessionId)."""
+
+    def __init__(self, cdp: CDPConnection, target_id: str, session_id: str) -> None:
+        self.cdp = cdp
+        self.target_id = target_id
+        self.session_id = session_id
+
+    @classmethod
+    async def open(cls, cdp: CDPConnection, url: str = "about:blank", *,
+                   width: int = 1280, height: int = 800) -> Page:
+        """Create a new page target, attach to it and size its viewport."""
+        created = await cdp.call("Target.createTarget", {"url": "about:blank"})
+        page = await cls.attach(cdp, created["targetId"], width=width, height=height)
+        if url != "about:blank":
+            await page.navigate(url)
+        return page
+
+    @classmethod
+    async def attach(cls, cdp: CDPConnection, target_id: str, *, width: int = 1280,
+                     height: int = 800) -> Page:
+        attached = await cdp.call("Target.attachToTarget", {"targetId": target_id, "flatten": True})
+        page = cls(cdp, target_id, attached["sessionId"])
+        await page.call("Page.enable")
+        await page.call("Runtime.enable")
+        # The default headless viewport is 780×493: set one explicitly.
+        await page.call("Emulation.setDeviceMetricsOverride",
+                        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        return page
+
+    async def call(self, method: str, params: dict[str, Any] | None = None,
+                   **kw: Any) -> dict[str, Any]:
+        return await self.cdp.call(method, params, session_id=self.session_id, **kw)
+
+    async def navigate(self, url: str, *, wait_load: bool = True) -> None:
+        """Navigate and (by default) wait for the load event; errorText raises NavigationError."""
+        if not wait_load:
+            await self.call("Page.navigate", {"url": url})
+            return
+        loaded = _Waiter(self.cdp, "Page.loadEventFired", self.session_id)
+        try:
+            await self.call("Page.navigate", {"url": url})
+            await loaded.wait(self.cdp.timeout_ms)
+        finally:
+            loaded.remove()
+
+    async def evaluate(self, expression: str, *, await_promise: bool = False,
+                       timeout_ms: int | None = None) -> Any:
+        result = await self.call("Runtime.evaluate", {
+            "expression": expression, "returnByValue": True, "awaitPromise": await_promise},
+            timeout_ms=timeout_ms)
+        if "exceptionDetails" in result:
+            details = result["exceptionDetails"]
+            text = details.get("exception", {}).get("description") or details.get("text", "error")
+            raise EvaluationFailed(f"page evaluation failed: {str(text).splitlines()[0]}")
+        return result.get("result", {}).get("value")
+
+    async def snapshot(self, *, occlusion: bool = True, max_elements: int = 5000) -> dict[str, Any]:
+        """Run runtime_js/snapshot.js in the page (see docs/browser.md for the fields)."""
+        options = json.dumps({"occlusion": occlusion, "maxElements": max_elements})
+        value: dict[str, Any] = await self.evaluate(f"({snapshot_script()})({options})")
+        return value
+
+    async def click(self, target: dict[str, Any] | tuple[float, float]) -> None:
+        """Click the centre of a snapshot element (its viewport_bbox) or at (x, y)."""
+        if isinstance(target, dict):
+            box = target["viewport_bbox"]
+            x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        else:
+            x, y = target
+        await self.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+        for kind in ("mousePressed", "mouseReleased"):
+            await self.call("Input.dispatchMouseEvent",
+                            {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+
+    async def type(self, text: str, target: dict[str, Any] | None = None) -> None:
+        """Type text (into `target` first clicked, when given)."""
+        if target is not None:
+            await self.click(target)
+        await self.call("Input.insertText", {"text": text})
+
+    async def screenshot(self) -> bytes:
+        shot = await self.call("Page.captureScreenshot", {"format": "png"})
+        return base64.b64decode(shot["data"])
+
+    async def wait_for_event(self, method: str, *, timeout_ms: int | None = None,
+                             predicate: Any = None) -> dict[str, Any]:
+        return await self.cdp.wait_for(method, session_id=self.session_id, predicate=predicate,
+                                       timeout_ms=timeout_ms)
+
+    async def ax_tree(self) -> dict[str, Any]:
+        """The full accessibility tree, on demand (can be several MB)."""
+        return await self.call("Accessibility.getFullAXTree")
+
+    async def close(self) -> None:
+        await self.cdp.call("Target.closeTarget", {"targetId": self.target_id})
+
+
+class _Waiter:
+    """Registers before the action that triggers the event, so it cannot be missed."""
+
+    def __init__(self, cdp: CDPConnection, method: str, session_id: str) -> None:
+        import anyio
+
+        self._event = anyio.Event()
+        self.remove = cdp.on(method, lambda _msg: self._event.set(), session_id=session_id)
+        self._method = method
+
+    async def wait(self, timeout_ms: int) -> None:
+        import anyio
+
+        from .errors import CallTimeout
+
+        try:
+            with anyio.fail_after(timeout_ms / 1000):
+                await self._event.wait()
+        except TimeoutError:
+            raise CallTimeout(f"wait for {self._method}", timeout_ms) from None

@@ -1,0 +1,106 @@
+"""A real headless Chromium (through `fabric-jev browser launch`) and local pages on 127.0.0.1."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Launched:
+    ws_url: str
+    proc: subprocess.Popen[str]
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Launched]:
+    proc = subprocess.Popen([sys.executable, "-m", "fabric_jev.cli", "browser", "launch"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    if not url.startswith("ws://127.0.0.1:"):
+        proc.kill()
+        raise RuntimeError("chromium did not start: " + (proc.stderr.read() if proc.stderr else ""))
+    try:
+        yield Launched(url, proc)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+@dataclass
+class Pages:
+    """Serves registered HTML on 127.0.0.1; `url(path)` gives the full address."""
+
+    base: str = ""
+    content: dict[str, str] = field(default_factory=dict)
+
+    def add(self, path: str, html: str) -> str:
+        self.content[path] = html
+        return self.base + path
+
+
+@pytest.fixture(scope="session")
+def pages() -> Iterator[Pages]:
+    store = Pages()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = store.content.get(self.path.split("?")[0])
+            if body is None:
+                self.send_response(404)
+                self.end_headers()
+                return
+            raw = body.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
+    store.base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        yield store
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@pytest.fixture
+async def cdp(chromium: Launched) -> AsyncIterator[Any]:
+    from fabric_jev_browser import CDPConnection
+
+    conn = await CDPConnection.connect(chromium.ws_url)
+    try:
+        yield conn
+    finally:
+        await conn.aclose()
+
+
+@pytest.fixture
+async def page(cdp: Any) -> AsyncIterator[Any]:
+    from fabric_jev_browser import Page
+
+    p = await Page.open(cdp)
+    try:
+        yield p
+    finally:
+        await p.close()
