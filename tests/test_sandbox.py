@@ -63,7 +63,7 @@ async def test_memory_bomb_fails_with_a_memory_message(host: JevHost) -> None:
 async def test_array_memory_bomb_fails_too(host: JevHost) -> None:
     env = await host.run(program(
         "const a = []; for (let i = 0; ; i++) { a.push(new Array(1 << 16).fill(i));"
-        " if (i % 32 === 0) await program.sleep(0); }"), None)
+        " if (i % 4 === 0) await program.sleep(0); }"), None)
     assert env.state is RunState.FAILED
     assert env.error is not None and "memory limit" in env.error
 
