@@ -93,7 +93,7 @@
   }
 
   function textOf(el) {
-    return clip(el.innerText !== undefined && el.shadowRoot === null ? el.innerText : el.textContent || "", MAX_TEXT);
+    return clip(el.textContent || "", MAX_TEXT);
   }
 
   function byIds(el, attr) {
@@ -297,7 +297,7 @@
       const al = el.getAttribute("aria-level");
       level = al ? Number(al) : (/^H[1-6]$/.test(el.tagName) ? Number(el.tagName[1]) : 2);
     }
-    out.push({
+    out.push(compact({
       index: index++,
       role: role,
       explicit_role: r.explicit,
@@ -323,13 +323,25 @@
       in_shadow: el.getRootNode() !== doc,
       bbox: { x: Math.round(box.left + win.scrollX), y: Math.round(box.top + win.scrollY),
               width: Math.round(box.width), height: Math.round(box.height) },
-      viewport_bbox: { x: Math.round(box.left), y: Math.round(box.top),
-                       width: Math.round(box.width), height: Math.round(box.height) },
       visible: visible,
       in_viewport: inViewport,
       is_occluded: occluded,
       occluded_by: occludedBy,
-    });
+    }));
+  }
+
+  // Fields at their default (null, false, "") are left out to keep large pages
+  // cheap to transfer; the Python side restores them (see page.py DEFAULTS).
+  const FALSE_BY_DEFAULT = new Set(["explicit_role", "value_redacted", "value_clipped", "disabled",
+    "aria_disabled", "in_shadow", "visible", "in_viewport", "is_occluded"]);
+  function compact(record) {
+    const kept = {};
+    for (const key in record) {
+      const v = record[key];
+      if (v === null || v === "" || (v === false && FALSE_BY_DEFAULT.has(key))) continue;
+      kept[key] = v;
+    }
+    return kept;
   }
 
   visit(doc.documentElement || doc);

@@ -29,6 +29,11 @@ DEFAULT_TIMEOUT_MS = 10_000
 MAX_OUTSTANDING = 16
 
 
+def _expire(fut: asyncio.Future[dict[str, Any]], method: str, timeout_ms: int) -> None:
+    if not fut.done():
+        fut.set_exception(CallTimeout(method, timeout_ms))
+
+
 class CDPConnection:
     def __init__(self, ws: ClientConnection, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
                  max_outstanding: int = MAX_OUTSTANDING) -> None:
@@ -97,15 +102,24 @@ class CDPConnection:
         timeout_ms = self.timeout_ms if timeout_ms is None else timeout_ms
         if self._closed is not None:
             raise ConnectionLost(str(self._closed))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        if self._slots.locked():
+            # All slots busy: waiting for one counts against the call's timeout.
+            try:
+                with anyio.fail_after(timeout_ms / 1000):
+                    await self._slots.acquire()
+            except TimeoutError:
+                raise CallTimeout(method, timeout_ms) from None
+        else:
+            await self._slots.acquire()  # free: returns without suspending
         try:
-            with anyio.fail_after(timeout_ms / 1000):
-                async with self._slots:  # at most max_outstanding commands on the wire
-                    return await self._send(method, params, session_id)
-        except TimeoutError:
-            raise CallTimeout(method, timeout_ms) from None
+            return await self._send(method, params, session_id, deadline, timeout_ms)
+        finally:
+            self._slots.release()
 
-    async def _send(self, method: str, params: dict[str, Any] | None,
-                    session_id: str | None) -> dict[str, Any]:
+    async def _send(self, method: str, params: dict[str, Any] | None, session_id: str | None,
+                    deadline: float, timeout_ms: int) -> dict[str, Any]:
         if self._closed is not None:
             raise ConnectionLost(str(self._closed))
         call_id = self._next_id
@@ -113,8 +127,11 @@ class CDPConnection:
         message: dict[str, Any] = {"id": call_id, "method": method, "params": params or {}}
         if session_id is not None:
             message["sessionId"] = session_id
-        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._pending[call_id] = fut
+        # The deadline fails the reply future itself: cheaper than a cancel scope per call.
+        timer = loop.call_at(deadline, _expire, fut, method, timeout_ms)
         self.outstanding += 1
         self.peak_outstanding = max(self.peak_outstanding, self.outstanding)
         try:
@@ -123,6 +140,7 @@ class CDPConnection:
         except websockets.ConnectionClosed:
             raise ConnectionLost("the CDP connection dropped") from None
         finally:
+            timer.cancel()
             self.outstanding -= 1
             self._pending.pop(call_id, None)
         if "error" in reply:

@@ -12,6 +12,28 @@ from .cdp import CDPConnection
 from .errors import BrowserError
 
 _SNAPSHOT: str | None = None
+#: Element fields the page leaves out when they hold their default value.
+ELEMENT_DEFAULTS: dict[str, Any] = {
+    "role": "", "explicit_role": False, "tag": "", "name": "", "text": "", "value": None,
+    "value_redacted": False, "value_clipped": False, "input_type": None, "checked": None,
+    "aria_checked": None, "disabled": False, "aria_disabled": False, "disabled_source": None,
+    "expanded": None, "pressed": None, "selected": None, "level": None, "placeholder": None,
+    "testid": None, "id": None, "in_shadow": False, "visible": False, "in_viewport": False,
+    "is_occluded": False, "occluded_by": None,
+}
+
+
+def expand_snapshot(raw: dict[str, Any]) -> dict[str, Any]:
+    """Restore omitted defaults and add each element's viewport_bbox (bbox minus scroll)."""
+    sx, sy = raw["scroll"]["x"], raw["scroll"]["y"]
+    elements = []
+    for compact in raw["elements"]:
+        element = {**ELEMENT_DEFAULTS, "index": 0, **compact}
+        box = element["bbox"]
+        element["viewport_bbox"] = {"x": box["x"] - round(sx), "y": box["y"] - round(sy),
+                                    "width": box["width"], "height": box["height"]}
+        elements.append(element)
+    return {**raw, "elements": elements}
 
 
 class EvaluationFailed(BrowserError):
@@ -85,8 +107,10 @@ class Page:
     async def snapshot(self, *, occlusion: bool = True, max_elements: int = 5000) -> dict[str, Any]:
         """Run runtime_js/snapshot.js in the page (see docs/browser.md for the fields)."""
         options = json.dumps({"occlusion": occlusion, "maxElements": max_elements})
-        value: dict[str, Any] = await self.evaluate(f"({snapshot_script()})({options})")
-        return value
+        # One JSON string crosses the protocol far faster than thousands of
+        # objects serialised field by field by returnByValue.
+        text = await self.evaluate(f"JSON.stringify(({snapshot_script()})({options}))")
+        return expand_snapshot(json.loads(text))
 
     async def click(self, target: dict[str, Any] | tuple[float, float]) -> None:
         """Click the centre of a snapshot element (its viewport_bbox) or at (x, y)."""
