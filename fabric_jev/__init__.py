@@ -12,6 +12,7 @@ from .contract import (
     RunState,
     Usage,
 )
+from .contract.observe import ToolResult
 from .errors import (
     AnswerInvalid,
     CapabilityError,
@@ -32,11 +33,12 @@ from .errors import (
     UpstreamError,
 )
 from .evaluators import Evaluator, FixtureEvaluator
-from .host import CallContext, CapabilityRegistry, JevHost
+from .host import Advice, CallContext, CapabilityRegistry, JevHost, MainSession
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Advice",
     "AnswerInvalid",
     "CallContext",
     "CapabilityError",
@@ -57,6 +59,7 @@ __all__ = [
     "JevError",
     "JevHost",
     "LaunchRejected",
+    "MainSession",
     "Program",
     "ProgramInvalid",
     "ProgramLimits",
@@ -65,6 +68,7 @@ __all__ = [
     "RunState",
     "SandboxUnavailable",
     "SchemaInvalid",
+    "ToolResult",
     "UnknownRun",
     "UpstreamError",
     "Usage",

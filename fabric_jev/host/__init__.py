@@ -1,6 +1,8 @@
-"""The host: lifecycle, budgets, progress, capabilities."""
+"""The host: lifecycle, budgets, progress, capabilities, observers."""
 
 from .host import JevHost
+from .observers import Advice, AdviceLatch, MainSession, Observer
 from .registry import CallContext, CapabilityRegistry
 
-__all__ = ["CallContext", "CapabilityRegistry", "JevHost"]
+__all__ = ["Advice", "AdviceLatch", "CallContext", "CapabilityRegistry", "JevHost", "MainSession",
+           "Observer"]

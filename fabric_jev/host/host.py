@@ -188,6 +188,21 @@ class JevHost:
             ],
         }
 
+    async def progress(self, id: str, after: int = 0) -> Envelope:
+        """Wait until the run has an event with sequence > `after`, or is terminal."""
+        record = self._get(id)
+        while record.ring.next_sequence <= after + 1 and not record.state.terminal:
+            changed = record.ring.changed
+            async with anyio.create_task_group() as tg:
+                async def on_done() -> None:
+                    await record.done.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(on_done)
+                await changed.wait()
+                tg.cancel_scope.cancel()
+        return record.envelope(after)
+
     async def wait(self, id: str) -> Envelope:
         """Wait for a run to be terminal. Cancelling the wait leaves the run running."""
         record = self._get(id)
@@ -203,6 +218,10 @@ class JevHost:
         with anyio.CancelScope(shield=True):
             await record.done.wait()
         return record.envelope()
+
+    def bind_session(self, session: Any) -> None:
+        """Bind a `MainSession`: programs may then be spawned with `observe`."""
+        session.bind(self)
 
     def add_connector(self, connector: Any) -> None:
         """Register a connector's capabilities (see `fabric_jev.protocol`)."""
@@ -256,8 +275,12 @@ class JevHost:
         self._check_refs(program, observe)
         observer = None
         if observe is not None:
+            from ..contract.observe import parse_observe
+
+            parse_observe(observe)  # invalid options reject the launch even without a session
             if self.observers is None:
-                raise ProgramInvalid("observe needs a main session bound to this host")
+                raise ProgramInvalid("observe needs a Main session bound to this host "
+                                     "(host.bind_session)")
             observer = self.observers.create(observe, program)
         if self._active >= self.config.maxConcurrentRuns:
             raise ConcurrencyLimitReached(

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
+
 from ..contract.envelope import ProgressEvent
 
 RING_CAPACITY = 64
@@ -25,6 +27,7 @@ class ProgressRing:
         self._events: deque[ProgressEvent] = deque(maxlen=capacity)
         self.next_sequence = 1
         self.listener: Callable[[ProgressEvent], None] | None = None
+        self.changed = anyio.Event()  # replaced after each append
 
     def append(self, value: Any) -> ProgressEvent:
         # Values were validated at the boundary; skip pydantic's second pass.
@@ -34,6 +37,8 @@ class ProgressRing:
         self.next_sequence += 1
         if self.listener is not None:
             self.listener(event)
+        self.changed.set()
+        self.changed = anyio.Event()
         return event
 
     def after(self, sequence: int) -> tuple[ProgressEvent, ...]:

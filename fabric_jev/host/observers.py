@@ -1,0 +1,281 @@
+"""Observers of a Main agent session and their bounded advice (contract §8).
+
+An agent host (or a test) publishes its session's lifecycle into a
+`MainSession` bound to a `JevHost`. Programs spawned with `observe` receive a
+projected, redacted copy of each subscribed event through
+`program.nextEvent()`, and may send advice back with `program.advise()`,
+which is checked in a fixed order and delivered through the session's
+delivery callback at most once per external user input, across all
+observers.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..contract.observe import (
+    ADVICE_MAX_CHARS,
+    ObserveOptions,
+    SessionEvent,
+    ToolResult,
+    parse_observe,
+    project,
+)
+from ..contract.program import Program
+from ..errors import JevError
+from .ring import utc_now
+
+if TYPE_CHECKING:
+    from .host import JevHost
+    from .run import RunRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """One piece of advice for Main, as handed to the delivery callback."""
+
+    message: str
+    delivery: str  # "steer" | "followUp"
+    trigger_turn: bool
+    session_id: str
+    event_id: str
+    observer_id: str
+
+
+Deliver = Callable[[Advice], Awaitable[None]]
+
+
+class AdviceLatch:
+    """At most one delivery attempt across all observers per external user input."""
+
+    def __init__(self) -> None:
+        self.set = False
+
+    def reset(self) -> None:
+        self.set = False
+
+
+class Observer:
+    """One observing run's inbox and advice state."""
+
+    def __init__(self, session: MainSession, options: ObserveOptions) -> None:
+        self.session = session
+        self.options = options
+        self.record: RunRecord | None = None
+        self._queue: deque[tuple[dict[str, Any], float]] = deque()
+        self._waiting = False
+        self._wake = anyio.Event()
+        self._last: tuple[dict[str, Any], float] | None = None
+        self._advised: set[str] = set()
+        self.received = 0
+        self.consumed = 0
+        self.dropped = 0
+        self.attempts = 0
+        self.delivered = 0
+        self.suppressed = 0
+        self.cancelled = False
+
+    def attach(self, record: RunRecord) -> None:
+        self.record = record
+
+    # ------------------------------------------------------------------ inbox
+
+    def offer(self, event: SessionEvent, base: dict[str, Any], now: float) -> None:
+        if self.cancelled or event.kind not in self.options.events:
+            return
+        payload, truncated = project(event, self.options)
+        self.received += 1
+        if len(self._queue) >= self.options.queueSize:
+            self._queue.popleft()  # overflow drops the oldest
+            self.dropped += 1
+        self._queue.append(({**base, "payload": payload, "truncated": truncated}, now))
+        self._wake.set()
+
+    async def next_event(self) -> dict[str, Any]:
+        if self._waiting:
+            raise JevError("Only one program.nextEvent may be pending at a time")
+        self._waiting = True
+        try:
+            while True:
+                max_age = self.options.maxEventAgeMs / 1000
+                while self._queue:
+                    event, at = self._queue.popleft()
+                    if self.session.clock() - at > max_age:
+                        self.dropped += 1  # too old: discarded at dequeue
+                        continue
+                    self.consumed += 1
+                    self._last = (event, at)
+                    return event
+                self._wake = anyio.Event()
+                await self._wake.wait()
+        finally:
+            self._waiting = False
+
+    # ------------------------------------------------------------------ advice
+
+    async def advise(self, args: Any) -> dict[str, Any]:
+        if (not isinstance(args, dict) or set(args) != {"eventId", "message"}
+                or not isinstance(args["eventId"], str) or not isinstance(args["message"], str)
+                or not 1 <= len(args["message"]) <= ADVICE_MAX_CHARS):
+            raise JevError(f"program.advise expects {{eventId, message}} with a message of "
+                           f"1-{ADVICE_MAX_CHARS} characters")
+        event_id, message = args["eventId"], args["message"]
+        session = self.session
+        reason = self._suppression(event_id)
+        if reason is not None:
+            self.suppressed += 1
+            return {"delivered": False, "reason": reason}
+        # Set before delivering: a second observer answering the same input is refused.
+        session.latch.set = True
+        self.attempts += 1
+        self._advised.add(event_id)
+        options = self.options
+        advice = Advice(message=message, delivery=options.delivery or "steer",
+                        trigger_turn=options.triggerTurn, session_id=session.session_id,
+                        event_id=event_id, observer_id=self.record.id if self.record else "")
+        try:
+            await session.deliver(advice)
+        except Exception:  # a failed delivery is reported, never retried
+            self.suppressed += 1
+            return {"delivered": False, "reason": "delivery_failed"}
+        self.delivered += 1
+        return {"delivered": True}
+
+    def _suppression(self, event_id: str) -> str | None:
+        """The contract's check order; None means deliver."""
+        session = self.session
+        if self.options.delivery is None:
+            return "disabled"
+        if self._last is None or self._last[0]["id"] != event_id:
+            return "stale"  # not the last consumed event
+        event, at = self._last
+        if event["revision"] != session.revision:
+            return "stale"  # Main moved on (new input, compaction)
+        if session.clock() - at > self.options.maxEventAgeMs / 1000:
+            return "stale"  # too old
+        if event_id in self._advised:
+            return "duplicate"
+        if self.attempts >= self.options.maxAdvice:
+            return "budget"
+        if session.halted:
+            return "stale"  # Main halted
+        if session.latch.set:
+            return "feedback"
+        return None
+
+    def counts(self) -> dict[str, Any]:
+        return {"events": list(self.options.events), "received": self.received,
+                "consumed": self.consumed, "dropped": self.dropped, "queued": len(self._queue),
+                "adviceDelivered": self.delivered, "adviceSuppressed": self.suppressed}
+
+    def cancel(self) -> None:
+        """Stop receiving and discard the inbox (the run itself is stopped by the host)."""
+        self.cancelled = True
+        self._queue.clear()
+        self.session._observers.discard(self)
+
+
+class MainSession:
+    """The Main agent session as observers see it. Bind it with `host.bind_session`."""
+
+    def __init__(self, session_id: str | None = None, *, deliver: Deliver | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.session_id = session_id or str(uuid.uuid4())
+        self._deliver = deliver
+        self.clock = clock
+        self.revision = 0
+        self.turn_index = 0
+        self.sequence = 0
+        self.halted = False
+        self.latch = AdviceLatch()
+        self._observers: set[Observer] = set()
+        self._host: JevHost | None = None
+
+    # ------------------------------------------------------------------ binding
+
+    def bind(self, host: JevHost) -> None:
+        self._host = host
+        host.observers = self
+
+    def create(self, raw: Any, program: Program) -> Observer:
+        options = parse_observe(raw)
+        if self.halted:
+            raise JevError("the Main session has halted; observers are not restarted")
+        observer = Observer(self, options)
+        self._observers.add(observer)
+        return observer
+
+    async def deliver(self, advice: Advice) -> None:
+        if self._deliver is None:
+            raise JevError("no delivery callback")
+        await self._deliver(advice)
+
+    # ------------------------------------------------------------------ publishing
+
+    def _publish(self, event: SessionEvent) -> None:
+        self.sequence += 1
+        base = {"id": f"evt_{uuid.uuid4().hex[:16]}", "sequence": self.sequence, "event": event.kind,
+                "source": "main", "sessionId": self.session_id, "revision": self.revision,
+                "at": utc_now()}
+        now = self.clock()
+        for observer in list(self._observers):
+            observer.offer(event, base, now)
+
+    def user_input(self, text: str, *, automatic: bool = False) -> None:
+        """A new turn's input. Only real (not automatic/extension) input resets the latch."""
+        self.turn_index += 1
+        self.revision += 1
+        self.halted = False
+        if not automatic:
+            self.latch.reset()
+        self._publish(SessionEvent("input", self.turn_index, input_text=text, automatic=automatic))
+
+    def turn_end(self, assistant_text: list[str] | tuple[str, ...], *, stop_reason: str = "end_turn",
+                 tool_results: list[ToolResult] | tuple[ToolResult, ...] = ()) -> None:
+        self._publish(SessionEvent("turn_end", self.turn_index, assistant_text=tuple(assistant_text),
+                                   stop_reason=stop_reason, tool_results=tuple(tool_results)))
+
+    def tool_error(self, tool_name: str, text: str) -> None:
+        self._publish(SessionEvent("tool_error", self.turn_index, tool_name=tool_name,
+                                   tool_results=(ToolResult(tool_name, True, text),)))
+
+    def agent_end(self) -> None:
+        self._publish(SessionEvent("agent_end", self.turn_index))
+
+    def agent_settled(self) -> None:
+        self._publish(SessionEvent("agent_settled", self.turn_index))
+
+    def compaction(self) -> None:
+        """History was rewritten: advice about earlier events is stale."""
+        self.revision += 1
+
+    # ------------------------------------------------------------------ ending observers
+
+    def _cancel_all(self) -> None:
+        host = self._host
+        for observer in list(self._observers):
+            observer.cancel()
+            if host is not None and observer.record is not None:
+                host._request_cancel(observer.record)
+
+    def abort(self) -> None:
+        """Main aborted (Escape): every observer is cancelled; nothing restarts by itself."""
+        self.halted = True
+        self._cancel_all()
+
+    def navigate(self) -> None:
+        """Session navigation or switch: observers end, their inboxes are discarded."""
+        self.revision += 1
+        self._cancel_all()
+
+    def shutdown(self) -> None:
+        """Reload or shutdown of the agent host."""
+        self.halted = True
+        self._cancel_all()

@@ -1,0 +1,457 @@
+"""Observers and advice (contract §8): the session side directly, then through programs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from fabric_jev import (
+    FixtureEvaluator,
+    HostConfig,
+    JevError,
+    JevHost,
+    MainSession,
+    ProgramInvalid,
+    RunState,
+    ToolResult,
+)
+from fabric_jev.contract.observe import parse_observe
+from fabric_jev.host.observers import Advice, Observer
+from tests.conftest import program
+
+pytestmark = pytest.mark.anyio
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def session_with(deliveries: list[Advice], *, fail: bool = False) -> tuple[MainSession, Clock]:
+    clock = Clock()
+
+    async def deliver(advice: Advice) -> None:
+        if fail:
+            raise RuntimeError("transport down")
+        deliveries.append(advice)
+
+    return MainSession("s-1", deliver=deliver, clock=clock), clock
+
+
+def observer(session: MainSession, **options: Any) -> Observer:
+    raw = {"events": ["input", "turn_end", "tool_error", "agent_end", "agent_settled"], **options}
+    return session.create(raw, None)  # type: ignore[arg-type]
+
+
+async def consume(obs: Observer) -> dict[str, Any]:
+    with anyio.fail_after(1):
+        return await obs.next_event()
+
+
+# ---------------------------------------------------------------- options
+
+
+@pytest.mark.parametrize(("raw", "needle"), [
+    ({"events": []}, "events"),
+    ({"events": ["input", "input"]}, "unique"),
+    ({"events": ["typing"]}, "events"),
+    ({"events": ["input"], "include": ["thinking"]}, "include"),
+    ({"events": ["input"], "maxChars": 100}, "maxChars"),
+    ({"events": ["input"], "maxChars": 9000}, "maxChars"),
+    ({"events": ["input"], "queueSize": 0}, "queueSize"),
+    ({"events": ["input"], "queueSize": 33}, "queueSize"),
+    ({"events": ["input"], "maxEventAgeMs": 50}, "maxEventAgeMs"),
+    ({"events": ["input"], "maxAdvice": 17}, "maxAdvice"),
+    ({"events": ["input"], "delivery": "email"}, "delivery"),
+    ({"events": ["input"], "triggerTurn": True}, "triggerTurn needs a delivery"),
+    ({"events": ["input"], "bogus": 1}, "bogus"),
+])
+def test_observe_options_are_checked(raw: dict[str, Any], needle: str) -> None:
+    with pytest.raises(ProgramInvalid, match=needle):
+        parse_observe(raw)
+
+
+def test_observe_defaults() -> None:
+    o = parse_observe({"events": ["turn_end"]})
+    assert (o.include, o.maxChars, o.queueSize, o.maxEventAgeMs, o.delivery, o.triggerTurn,
+            o.maxAdvice) == ((), 4096, 8, 30000, None, False, 4)
+
+
+# ---------------------------------------------------------------- payloads
+
+
+async def test_event_shape_and_no_text_without_include() -> None:
+    session, _ = session_with([])
+    obs = observer(session)
+    session.user_input("hello there")
+    ev = await consume(obs)
+    assert set(ev) == {"id", "sequence", "event", "source", "sessionId", "revision", "at", "payload",
+                       "truncated"}
+    assert ev["event"] == "input" and ev["source"] == "main" and ev["sessionId"] == "s-1"
+    assert ev["payload"] == {"turnIndex": 1, "automatic": False} and ev["truncated"] is False
+
+
+async def test_each_include_on_each_event_kind() -> None:
+    session, _ = session_with([])
+    obs = observer(session, include=["inputText", "assistantText", "toolResults"])
+    session.user_input("run the tests")
+    session.turn_end(["Done.", "All good."], stop_reason="end_turn",
+                     tool_results=[ToolResult("bash", False, "3 passed")])
+    session.tool_error("bash", "exit 1")
+    session.agent_end()
+    session.agent_settled()
+    got = [await consume(obs) for _ in range(5)]
+    assert got[0]["payload"] == {"turnIndex": 1, "automatic": False, "inputText": "run the tests"}
+    assert got[1]["payload"] == {"turnIndex": 1, "stopReason": "end_turn", "toolResultCount": 1,
+                                 "assistantText": ["Done.", "All good."],
+                                 "toolResults": [{"toolName": "bash", "isError": False, "text": "3 passed"}]}
+    assert got[2]["payload"] == {"turnIndex": 1, "toolName": "bash", "isError": True,
+                                 "toolResults": [{"toolName": "bash", "isError": True, "text": "exit 1"}]}
+    assert got[3]["payload"] == {"turnIndex": 1} and got[4]["payload"] == {"turnIndex": 1}
+
+
+async def test_include_only_what_was_asked() -> None:
+    session, _ = session_with([])
+    obs = observer(session, include=["toolResults"])
+    session.user_input("secret plan")
+    session.turn_end(["prose"], tool_results=[ToolResult("t", False, "out")])
+    first, second = await consume(obs), await consume(obs)
+    assert "inputText" not in first["payload"]
+    assert "assistantText" not in second["payload"] and second["payload"]["toolResults"][0]["text"] == "out"
+
+
+async def test_block_and_result_caps_and_one_char_budget() -> None:
+    session, _ = session_with([])
+    obs = observer(session, include=["assistantText", "toolResults"], maxChars=300)
+    session.turn_end([f"block {i} " + "x" * 20 for i in range(40)],
+                     tool_results=[ToolResult("t", False, "y" * 50) for _ in range(20)])
+    ev = await consume(obs)
+    payload = ev["payload"]
+    texts = payload["assistantText"] + [r["text"] for r in payload["toolResults"]]
+    assert sum(len(t) for t in texts) == 300 and ev["truncated"] is True
+    assert len(payload["assistantText"]) <= 32 and len(payload["toolResults"]) <= 16
+    assert payload["toolResultCount"] == 20
+
+
+async def test_redaction_before_anything_leaves() -> None:
+    session, _ = session_with([])
+    obs = observer(session, include=["inputText", "toolResults"])
+    session.user_input("my key is sk-abcdefghijklmnopqrstuvwx and password=hunter2")
+    session.tool_error("http", "Authorization: Bearer abcdefghijklmnop\nok")
+    a, b = await consume(obs), await consume(obs)
+    assert "sk-abcdef" not in str(a) and "hunter2" not in str(a)
+    assert "[redacted: api key]" in a["payload"]["inputText"]
+    assert "abcdefghijklmnop" not in str(b) and b["payload"]["toolResults"][0]["text"].endswith("\nok")
+
+
+async def test_ordinary_text_is_not_redacted() -> None:
+    session, _ = session_with([])
+    obs = observer(session, include=["inputText"])
+    text = "The token budget ran out; the password check passed; basic tests OK."
+    session.user_input(text)
+    assert (await consume(obs))["payload"]["inputText"] == text
+
+
+# ---------------------------------------------------------------- queue
+
+
+async def test_overflow_drops_the_oldest() -> None:
+    session, _ = session_with([])
+    obs = observer(session, queueSize=2)
+    for i in range(5):
+        session.user_input(f"m{i}")
+    assert obs.counts() == {"events": ["input", "turn_end", "tool_error", "agent_end", "agent_settled"],
+                            "received": 5, "consumed": 0, "dropped": 3, "queued": 2,
+                            "adviceDelivered": 0, "adviceSuppressed": 0}
+    assert (await consume(obs))["sequence"] == 4
+
+
+async def test_old_events_are_discarded_at_dequeue() -> None:
+    session, clock = session_with([])
+    obs = observer(session, maxEventAgeMs=100)
+    session.user_input("old")
+    clock.now += 0.2
+    session.user_input("fresh")
+    ev = await consume(obs)
+    assert ev["payload"]["turnIndex"] == 2 and obs.dropped == 1 and obs.consumed == 1
+
+
+async def test_only_subscribed_events_and_no_replay() -> None:
+    session, _ = session_with([])
+    session.user_input("before the observer existed")
+    obs = session.create({"events": ["turn_end"]}, None)  # type: ignore[arg-type]
+    session.user_input("not subscribed")
+    session.turn_end(["t"])
+    assert obs.received == 1 and (await consume(obs))["event"] == "turn_end"
+
+
+async def test_second_pending_next_event_is_refused() -> None:
+    session, _ = session_with([])
+    obs = observer(session)
+    errors: list[str] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(obs.next_event)
+        await anyio.wait_all_tasks_blocked()
+        try:
+            await obs.next_event()
+        except JevError as exc:
+            errors.append(str(exc))
+        tg.cancel_scope.cancel()
+    assert errors == ["Only one program.nextEvent may be pending at a time"]
+
+
+# ---------------------------------------------------------------- advice
+
+
+async def turn(session: MainSession, obs: Observer, text: str = "go") -> dict[str, Any]:
+    session.user_input(text)
+    session.turn_end(["done"])
+    await consume(obs)
+    return await consume(obs)
+
+
+MSG = "Check the failing verification before claiming completion."
+
+
+async def test_delivered_advice_shape() -> None:
+    got: list[Advice] = []
+    session, _ = session_with(got)
+    obs = observer(session, delivery="followUp", triggerTurn=True)
+    ev = await turn(session, obs)
+    assert await obs.advise({"eventId": ev["id"], "message": MSG}) == {"delivered": True}
+    assert got == [Advice(MSG, "followUp", True, "s-1", ev["id"], "")]
+    assert obs.counts()["adviceDelivered"] == 1
+
+
+async def test_reason_disabled() -> None:
+    session, _ = session_with([])
+    obs = observer(session)
+    ev = await turn(session, obs)
+    assert await obs.advise({"eventId": ev["id"], "message": MSG}) == {"delivered": False, "reason": "disabled"}
+
+
+async def test_reason_stale_not_the_last_consumed() -> None:
+    session, _ = session_with([])
+    obs = observer(session, delivery="steer")
+    session.user_input("a")
+    first = await consume(obs)
+    session.turn_end(["x"])
+    await consume(obs)
+    assert (await obs.advise({"eventId": first["id"], "message": MSG}))["reason"] == "stale"
+
+
+async def test_reason_stale_revision_moved() -> None:
+    session, _ = session_with([])
+    obs = observer(session, delivery="steer")
+    ev = await turn(session, obs)
+    session.compaction()
+    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["reason"] == "stale"
+
+
+async def test_reason_stale_too_old() -> None:
+    session, clock = session_with([])
+    obs = observer(session, delivery="steer", maxEventAgeMs=1000)
+    ev = await turn(session, obs)
+    clock.now += 1.5
+    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["reason"] == "stale"
+
+
+async def test_reason_stale_main_halted() -> None:
+    session, _ = session_with([])
+    obs = observer(session, delivery="steer")
+    ev = await turn(session, obs)
+    session.halted = True  # what abort sets, before observers are torn down
+    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["reason"] == "stale"
+
+
+async def test_reason_duplicate() -> None:
+    got: list[Advice] = []
+    session, _ = session_with(got)
+    obs = observer(session, delivery="steer")
+    ev = await turn(session, obs)
+    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["delivered"] is True
+    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["reason"] == "duplicate"
+
+
+async def test_reason_budget() -> None:
+    got: list[Advice] = []
+    session, _ = session_with(got)
+    obs = observer(session, delivery="steer", maxAdvice=1)
+    first = await turn(session, obs, "one")
+    assert (await obs.advise({"eventId": first["id"], "message": MSG}))["delivered"] is True
+    second = await turn(session, obs, "two")
+    assert (await obs.advise({"eventId": second["id"], "message": MSG}))["reason"] == "budget"
+    assert len(got) == 1
+
+
+async def test_reason_feedback_and_automatic_input_keeps_the_latch() -> None:
+    got: list[Advice] = []
+    session, _ = session_with(got)
+    obs = observer(session, delivery="steer")
+    first = await turn(session, obs, "real input")
+    assert (await obs.advise({"eventId": first["id"], "message": MSG}))["delivered"] is True
+    session.user_input("continuation", automatic=True)
+    session.turn_end(["again"])
+    await consume(obs)
+    ev = await consume(obs)
+    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["reason"] == "feedback"
+    ev = await turn(session, obs, "real input again")
+    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["delivered"] is True
+    assert len(got) == 2
+
+
+async def test_reason_delivery_failed_is_not_retried() -> None:
+    session, _ = session_with([], fail=True)
+    obs = observer(session, delivery="steer")
+    ev = await turn(session, obs)
+    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["reason"] == "delivery_failed"
+    # The latch was set before delivering, and the attempt counted: no retry path.
+    assert session.latch.set and obs.attempts == 1
+    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["reason"] == "duplicate"
+
+
+async def test_two_observers_on_one_input_deliver_once() -> None:
+    got: list[Advice] = []
+    session, _ = session_with(got)
+    a, b = observer(session, delivery="steer"), observer(session, delivery="steer")
+    session.user_input("go")
+    session.turn_end(["done"])
+    ev_a = [await consume(a), await consume(a)][1]
+    ev_b = [await consume(b), await consume(b)][1]
+    results = [await a.advise({"eventId": ev_a["id"], "message": MSG}),
+               await b.advise({"eventId": ev_b["id"], "message": MSG})]
+    assert results == [{"delivered": True}, {"delivered": False, "reason": "feedback"}]
+    assert len(got) == 1
+
+
+@pytest.mark.parametrize("args", [None, {"eventId": "x"}, {"eventId": "x", "message": ""},
+                                  {"eventId": "x", "message": "m" * 2001}, {"eventId": 1, "message": "m"}])
+async def test_malformed_advice_is_an_error(args: Any) -> None:
+    session, _ = session_with([])
+    obs = observer(session, delivery="steer")
+    with pytest.raises(JevError, match="program.advise expects"):
+        await obs.advise(args)
+
+
+# ---------------------------------------------------------------- through programs
+
+ECHO = """
+for (;;) {
+  const ev = await program.nextEvent();
+  await program.emit({id: ev.id, event: ev.event, text: ev.payload.inputText ?? null});
+}
+"""
+
+
+async def test_programs_observe_and_abort_cancels_them() -> None:
+    session = MainSession("s-2")
+    async with JevHost(HostConfig(maxConcurrentRuns=4)) as host:
+        host.bind_session(session)
+        env = await host.spawn(program(ECHO, inputSchema={"type": "null"}), None,
+                               observe={"events": ["input"], "include": ["inputText"]})
+        session.user_input("first")
+        got = await host.progress(env.id, after=0)
+        assert got.events[0].value["text"] == "first"
+        assert got.observation == {"events": ["input"], "received": 1, "consumed": 1, "dropped": 0,
+                                   "queued": 0, "adviceDelivered": 0, "adviceSuppressed": 0}
+        session.abort()
+        done = await host.wait(env.id)
+        assert done.state is RunState.CANCELLED
+        session.user_input("after abort")  # nothing restarts, nothing is received
+        assert host.status(env.id).observation["received"] == 1
+
+
+async def test_navigation_and_shutdown_cancel_observers() -> None:
+    for end in ("navigate", "shutdown"):
+        session = MainSession()
+        async with JevHost() as host:
+            host.bind_session(session)
+            env = await host.spawn(program(ECHO), None, observe={"events": ["input"]})
+            getattr(session, end)()
+            assert (await host.wait(env.id)).state is RunState.CANCELLED
+
+
+async def test_next_event_without_observe_and_observe_without_session() -> None:
+    async with JevHost() as host:
+        env = await host.run(program("try { await program.nextEvent(); } catch (e) { return e.message; }"), None)
+        assert env.result == "program.nextEvent needs spawn with observe"
+        with pytest.raises(ProgramInvalid, match="bind_session"):
+            await host.spawn(program(ECHO), None, observe={"events": ["input"]})
+        with pytest.raises(ProgramInvalid, match="Invalid observe options"):
+            await host.spawn(program(ECHO), None, observe={"events": ["nope"]})
+
+
+# The verification-advisor observer of the Jev skill (seed 001), verbatim in substance.
+ADVISOR = """
+  for (let i = 0; i < 40; i++) {
+    const event = await program.nextEvent();
+    if (event.truncated) {
+      await program.emit({eventId:event.id, review:"truncated context"});
+      continue;
+    }
+    const result = await jev.evaluate({
+      state: {turn:event.payload},
+      questions: {
+        contradiction: {
+          type: "noul",
+          instructions: "Does assistantText claim completion while toolResults explicitly show an unresolved relevant failed check? Missing context alone is not evidence of failure.",
+        },
+      },
+    });
+    const probability = result.answers.contradiction.noul;
+    const advice = probability >= 0.9
+      ? await program.advise({eventId:event.id, message:"Check the reported failing verification before claiming completion."})
+      : null;
+    await program.emit({eventId:event.id, probability, advice});
+  }
+  return null;
+"""
+
+
+async def test_seed_verification_advisor_delivers_exactly_one_advice() -> None:
+    delivered: list[Advice] = []
+
+    async def deliver(advice: Advice) -> None:
+        delivered.append(advice)
+
+    session = MainSession("main", deliver=deliver)
+    fixture = FixtureEvaluator({"answers": {"contradiction": {"noul": 0.05}}, "rules": [
+        {"question": "contradiction", "stateContains": "FAILED", "answer": {"noul": 0.97}}]})
+    async with JevHost(evaluator=fixture) as host:
+        host.bind_session(session)
+        env = await host.spawn({
+            "name": "verification-advisor",
+            "inputSchema": {"type": "null"}, "outputSchema": {"type": "null"},
+            "requires": ["jev.evaluate", "jev.advise"],
+            "limits": {"timeoutMs": 600000, "maxEvaluations": 40, "maxToolCalls": 200, "maxTokens": 20000},
+            "code": ADVISOR,
+        }, None, observe={"events": ["turn_end"], "include": ["assistantText", "toolResults"],
+                          "maxChars": 4096, "queueSize": 8, "delivery": "steer", "triggerTurn": False,
+                          "maxAdvice": 2})
+        # Turn 1: honest report. Turn 2: claims success over a failing check. Turn 3: automatic
+        # continuation repeating the claim: the latch holds, so no second advice.
+        session.user_input("Fix the login bug")
+        session.turn_end(["I looked at the code."], tool_results=[ToolResult("pytest", False, "12 passed")])
+        first = await host.progress(env.id, after=0)
+        session.user_input("Is it done?")
+        session.turn_end(["All done, everything works!"],
+                         tool_results=[ToolResult("pytest", True, "1 FAILED test_login")])
+        second = await host.progress(env.id, after=1)
+        session.user_input("continue", automatic=True)
+        session.turn_end(["Done, it works."], tool_results=[ToolResult("pytest", True, "1 FAILED test_login")])
+        third = await host.progress(env.id, after=2)
+        status = host.status(env.id)
+        await host.stop(env.id)
+    assert first.events[0].value["advice"] is None
+    assert second.events[0].value["advice"] == {"delivered": True}
+    assert third.events[0].value["advice"] == {"delivered": False, "reason": "feedback"}
+    assert [a.message for a in delivered] == [
+        "Check the reported failing verification before claiming completion."]
+    assert delivered[0].delivery == "steer" and delivered[0].trigger_turn is False
+    assert status.observation["adviceDelivered"] == 1 and status.observation["adviceSuppressed"] == 1
+    assert fixture.calls == 3
