@@ -334,7 +334,7 @@ async def test_two_observers_on_one_input_deliver_once() -> None:
 async def test_malformed_advice_is_an_error(args: Any) -> None:
     session, _ = session_with([])
     obs = observer(session, delivery="steer")
-    with pytest.raises(JevError, match="program.advise expects"):
+    with pytest.raises(JevError, match=r"program\.advise expects"):
         await obs.advise(args)
 
 

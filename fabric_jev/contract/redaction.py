@@ -33,9 +33,11 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("bearer token", re.compile(r"(?i)\b(bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)")),
     ("basic credentials", re.compile(r"(?i)\b(basic\s+)([A-Za-z0-9+/]{8,}={0,2})")),
     ("url credentials", re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/:@]+:[^\s/@]+)@")),
-    ("github token", re.compile(r"()\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
+    ("github token", re.compile(
+        r"()\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
     ("slack token", re.compile(r"()\b(xox[abposr]-[A-Za-z0-9-]{10,})")),
-    ("api key", re.compile(r"()\b((?:sk|pk|rk)-[A-Za-z0-9_\-]{16,}|(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,})")),
+    ("api key", re.compile(
+        r"()\b((?:sk|pk|rk)-[A-Za-z0-9_\-]{16,}|(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,})")),
     ("secret assignment", re.compile(
         r"""(?i)(["']?[\w.-]*(?:password|passwd|secret|token|apikey|api_key|api-key|private_key|"""
         r"""privatekey|client_secret|clientsecret|access_key|cookie)["']?\s*[:=]\s*["']?)([^\s"',;}{]{3,})""")),
