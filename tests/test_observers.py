@@ -455,3 +455,17 @@ async def test_seed_verification_advisor_delivers_exactly_one_advice() -> None:
     assert delivered[0].delivery == "steer" and delivered[0].trigger_turn is False
     assert status.observation["adviceDelivered"] == 1 and status.observation["adviceSuppressed"] == 1
     assert fixture.calls == 3
+
+
+def test_the_documented_example_runs() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, str(root / "examples/observer-session/simulate.py")],
+                          capture_output=True, text=True, timeout=60, cwd=root)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines.count("advice (steer): Check the reported failing verification before claiming completion.") == 1
+    assert "observer state: cancelled" in lines

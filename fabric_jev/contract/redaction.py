@@ -32,14 +32,16 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("cookie header", re.compile(r"(?im)^(\s*(?:set-)?cookie\s*:\s*)(.+)$")),
     ("bearer token", re.compile(r"(?i)\b(bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)")),
     ("basic credentials", re.compile(r"(?i)\b(basic\s+)([A-Za-z0-9+/]{8,}={0,2})")),
-    ("url credentials", re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/:@]+:[^\s/@]+)@")),
+    # Scheme length is bounded for the same reason (schemes are short anyway).
+    ("url credentials", re.compile(r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]{0,30}://)([^\s/:@]{1,256}:[^\s/@]{1,256})@")),
     ("github token", re.compile(
         r"()\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
     ("slack token", re.compile(r"()\b(xox[abposr]-[A-Za-z0-9-]{10,})")),
     ("api key", re.compile(
         r"()\b((?:sk|pk|rk)-[A-Za-z0-9_\-]{16,}|(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,})")),
     ("secret assignment", re.compile(
-        r"""(?i)(["']?[\w.-]*(?:password|passwd|secret|token|apikey|api_key|api-key|private_key|"""
+        # The key prefix is bounded: an unbounded [\w.-]* backtracks quadratically on long words.
+        r"""(?i)(["']?(?<![\w.-])[\w.-]{0,40}?(?:password|passwd|secret|token|apikey|api_key|api-key|private_key|"""
         r"""privatekey|client_secret|clientsecret|access_key|cookie)["']?\s*[:=]\s*["']?)([^\s"',;}{]{3,})""")),
     ("base64 data", re.compile(r"()((?:[A-Za-z0-9+/]{4}){40,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)")),
 )

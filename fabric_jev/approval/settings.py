@@ -1,0 +1,73 @@
+"""Approval settings (model key, threshold), persisted in the host's settings file."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .classifier import check_threshold
+from .model_keys import DEFAULT_KEY, parse_model_key
+
+
+def settings_path() -> Path:
+    home = os.environ.get("FABRIC_JEV_HOME")
+    if home:
+        return Path(home) / "settings.json"
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "fabric-jev" / "settings.json"
+
+
+@dataclass(frozen=True)
+class ApprovalSettings:
+    model: str = DEFAULT_KEY
+    threshold: float = 0.5
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> ApprovalSettings:
+        data = _read(path or settings_path()).get("approvals", {})
+        if not isinstance(data, dict):
+            raise ConfigError("settings.approvals must be an object")
+        return cls.make(data.get("model", DEFAULT_KEY), data.get("threshold", 0.5))
+
+    @classmethod
+    def make(cls, model: Any, threshold: Any) -> ApprovalSettings:
+        key = parse_model_key(model).key  # legacy jev/<model> is normalised here
+        try:
+            value = check_threshold(threshold)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        return cls(key, value)
+
+    def save(self, path: Path | None = None) -> Path:
+        path = path or settings_path()
+        data = _read(path)
+        data["approvals"] = {"model": self.model, "threshold": self.threshold}
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=2)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return path
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, json.JSONDecodeError):
+        raise ConfigError(f"the settings file {path} is not readable JSON") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"the settings file {path} must hold an object")
+    return data
