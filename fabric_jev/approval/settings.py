@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._files import atomic_write
 from ..errors import ConfigError
 from .classifier import check_threshold
 from .model_keys import DEFAULT_KEY, parse_model_key
@@ -49,15 +48,7 @@ class ApprovalSettings:
         data = _read(path)
         data["approvals"] = {"model": self.model, "threshold": self.threshold}
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, indent=2)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write(path, json.dumps(data, indent=2))
         return path
 
 

@@ -14,16 +14,14 @@ replayed evaluation is validated again against the request, like any answer.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from .._files import atomic_write
 from ..contract.evaluation import Evaluation, EvaluationRequest, validate_answers
 from ..errors import AnswerInvalid, ConfigError
 from .base import Evaluator
@@ -78,15 +76,8 @@ class CassetteEvaluator:
 
     def _save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".cassette-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"version": 1, "entries": self._entries}, f, indent=1, ensure_ascii=False)
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write(self.path, json.dumps({"version": 1, "entries": self._entries}, indent=1,
+                                           ensure_ascii=False))
 
     def status(self) -> dict[str, Any]:
         inner = self._inner.status() if self._inner is not None else {}

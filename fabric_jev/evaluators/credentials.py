@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any
 
 import anyio
 
+from .._files import atomic_write
 from ..errors import ConfigError, CredentialError
 from .routes import Route
 
@@ -95,18 +95,7 @@ class AuthStore:
 
     def _write(self, data: dict[str, Any]) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # Written whole to a private temporary file, then renamed: never a
-        # half-written store, never a moment with looser permissions.
-        fd, tmp = tempfile.mkstemp(prefix=".auth-", dir=self.path.parent)
-        try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, indent=2)
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write(self.path, json.dumps(data, indent=2), mode=0o600)
 
 
 def check_command(argv: Any) -> tuple[str, ...]:

@@ -1,0 +1,51 @@
+"""Smart assertions over page snapshots: queries, predicates, eventually, reasons, diffs."""
+
+from .check import (
+    REASONS,
+    AssertionFailed,
+    Attempt,
+    Check,
+    CheckResult,
+    EscalationPolicy,
+    SnapshotSource,
+    VisionFallback,
+    VisionProvider,
+    check,
+)
+from .diff import SnapshotDiff
+from .nearest import Near, nearest
+from .predicates import (
+    Outcome,
+    Predicate,
+    all_of,
+    any_of,
+    element_count,
+    exists,
+    is_checked,
+    is_collapsed,
+    is_disabled,
+    is_enabled,
+    is_expanded,
+    is_mixed,
+    is_pressed,
+    is_selected,
+    is_unchecked,
+    not_,
+    not_exists,
+    url_contains,
+    url_matches,
+    value_contains,
+    value_equals,
+)
+from .query import Condition, Query, QuerySyntaxError, where
+from .snapshot import Confidence, Element, Snapshot, confidence
+
+__all__ = [
+    "REASONS", "AssertionFailed", "Attempt", "Check", "CheckResult", "Condition", "Confidence",
+    "Element", "EscalationPolicy", "Near", "Outcome", "Predicate", "Query", "QuerySyntaxError",
+    "Snapshot", "SnapshotDiff", "SnapshotSource", "VisionFallback", "VisionProvider", "all_of",
+    "any_of", "check", "confidence", "element_count", "exists", "is_checked", "is_collapsed",
+    "is_disabled", "is_enabled", "is_expanded", "is_mixed", "is_pressed", "is_selected",
+    "is_unchecked", "nearest", "not_", "not_exists", "url_contains", "url_matches",
+    "value_contains", "value_equals", "where",
+]
