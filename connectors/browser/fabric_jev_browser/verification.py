@@ -1,0 +1,124 @@
+"""Verification channels on a real page: `see` locates with the smart-assertion engine."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from fabric_jev.assertions import Element, Outcome, Predicate, Snapshot, check
+from fabric_jev.verification import PollOutcome, poll
+from fabric_jev.verification.dictionary import SeeOptions, Target
+
+from .cdp import CDPConnection
+from .checks import PageSource
+from .page import Page
+
+
+def _matches(target: Target, e: Element) -> bool:
+    if isinstance(target, str):
+        return target in (e.name, e.text, e.testid, e.placeholder)
+    return ((target.text is None or target.text in (e.text, e.name))
+            and (target.role is None or e.role == target.role)
+            and (target.label is None or e.name == target.label)
+            and (target.placeholder is None or e.placeholder == target.placeholder)
+            and (target.testId is None or e.testid == target.testId))
+
+
+@dataclass(frozen=True)
+class TargetSeen(Predicate):
+    """A dictionary target, visible and in the state its options ask for."""
+
+    target: Any
+    options: SeeOptions
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        return f"see({self.target!r})"
+
+    def evaluate(self, snapshot: Snapshot) -> Outcome:
+        found = [e for e in snapshot.elements if _matches(self.target, e)]
+        nth = getattr(self.target, "nth", None)
+        if nth is not None:
+            found = found[nth:nth + 1]
+        expected = f"{self.description} {self.options.model_dump(exclude_none=True, exclude={'timeoutMs'})}"
+        if not found:
+            return Outcome(False, "no_match", expected, "no matching element")
+        usable = [e for e in found if e.visible and e.in_viewport and not e.is_occluded]
+        if not usable:
+            reason = "match_offscreen" if any(e.visible and not e.in_viewport for e in found) else "match_occluded"
+            return Outcome(False, reason, expected, found[0].label(), tuple(found))
+        for e in usable:
+            if self.options.editable is not None and (
+                    e.role in ("textbox", "searchbox", "combobox") and not e.is_disabled) != self.options.editable:
+                continue
+            if self.options.value is not None and (e.value_redacted or e.value != self.options.value):
+                continue
+            if self.options.text is not None and e.text != self.options.text:
+                continue
+            return Outcome(True, None, expected, e.label(), (e,))
+        e = usable[0]
+        value = "[redacted]" if e.value_redacted else repr(e.value)
+        return Outcome(False, "state_mismatch", expected,
+                       f"{e.label()} text={e.text!r} value={value} disabled={e.is_disabled}", tuple(usable))
+
+
+@dataclass
+class BrowserChannels:
+    page: Page
+    sample_ms: int = 200
+    steps: list[str] = field(default_factory=list)
+
+    @property
+    def source(self) -> PageSource:
+        return PageSource(self.page)
+
+    async def see(self, target: Target, options: SeeOptions) -> tuple[bool, str]:
+        result = await check(TargetSeen(target, options), "see").eventually(
+            self.source, timeout=options.timeoutMs / 1000, poll=0.05, min_confidence=0.0)
+        if result.passed:
+            return True, result.actual
+        why = f"{result.reason} ({result.last_reason})" if result.last_reason else str(result.reason)
+        return False, f"{why}: {result.actual}"
+
+    async def not_see(self, target: Target, window_ms: int) -> tuple[bool, str]:
+        deadline = anyio.current_time() + window_ms / 1000
+        samples = 0
+        while True:
+            snap = await self.source.snapshot()
+            samples += 1
+            shown = [e for e in snap.elements if _matches(target, e) and e.visible]
+            if shown:
+                return False, f"{shown[0].label()} was visible at sample {samples}"
+            left = deadline - anyio.current_time()
+            if left <= 0:
+                return True, f"absent in all {samples} samples"
+            await anyio.sleep(min(self.sample_ms / 1000, left))
+
+    async def text(self, cancel: anyio.Event) -> str:
+        value = await self.page.evaluate("document.body ? document.body.innerText : ''")
+        return str(value)
+
+    async def eventually(self, read: Callable[[anyio.Event], Awaitable[Any]],
+                         test: Callable[[Any], bool], timeout: float) -> PollOutcome:
+        return await poll(read, test, timeout=timeout, interval=0.05)
+
+    async def step(self, title: str, body: Callable[[], Awaitable[None]]) -> None:
+        self.steps.append(title)
+        await body()
+
+
+@contextlib.asynccontextmanager
+async def open_browser_channels(ws_url: str, url: str) -> AsyncIterator[BrowserChannels]:
+    cdp = await CDPConnection.connect(ws_url)
+    try:
+        page = await Page.open(cdp, url)
+        try:
+            yield BrowserChannels(page)
+        finally:
+            await page.close()
+    finally:
+        await cdp.aclose()

@@ -1,0 +1,163 @@
+"""How a replay touches the world: the channel protocol and an in-memory channel.
+
+The core never trusts a channel for deadlines: `poll` enforces a wall-clock
+deadline even when a read stalls, hands every read a cancellation token
+(an `anyio.Event` set when its result is no longer wanted), ignores a late
+result, and treats a reader exception as terminal.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import anyio
+
+from .dictionary import SeeOptions, Target, TargetSpec
+
+Read = Callable[[anyio.Event], Awaitable[Any]]
+
+
+class ReaderFailed(Exception):
+    """A reader raised: terminal for the check, never evidence of absence."""
+
+
+@dataclass
+class PollOutcome:
+    passed: bool
+    value: Any = None
+    stalled: bool = False
+    late: bool = False
+    reads: int = 0
+
+
+async def poll(read: Read, test: Callable[[Any], bool], *, timeout: float, interval: float = 0.1,
+               clock: Callable[[], float] = time.monotonic) -> PollOutcome:
+    """Read until `test(value)` holds or the deadline passes; the deadline is hard."""
+    deadline = clock() + timeout
+    outcome = PollOutcome(False)
+    while True:
+        left = deadline - clock()
+        if left <= 0:
+            return outcome
+        token = anyio.Event()
+        got: list[Any] = []
+        with anyio.move_on_after(left) as scope:
+            try:
+                got.append(await read(token))
+            except anyio.get_cancelled_exc_class():
+                raise
+            except Exception as exc:
+                raise ReaderFailed(f"{type(exc).__name__}: {exc}") from exc
+        if scope.cancelled_caught or not got:
+            token.set()  # tell an uncooperative reader its answer is no longer wanted
+            outcome.stalled = True
+            return outcome
+        outcome.reads += 1
+        if clock() > deadline:
+            token.set()
+            outcome.late = True
+            return outcome  # a late result never passes
+        outcome.value = got[0]
+        if test(got[0]):
+            outcome.passed = True
+            return outcome
+        await anyio.sleep(min(interval, max(0.0, deadline - clock())))
+
+
+@runtime_checkable
+class Channels(Protocol):
+    """What a replay needs from the world."""
+
+    async def see(self, target: Target, options: SeeOptions) -> tuple[bool, str]:
+        """Is the target visible (with the options' state) within options.timeoutMs? (ok, actual)"""
+        ...
+
+    async def not_see(self, target: Target, window_ms: int) -> tuple[bool, str]:
+        """Sustained sampled absence over the window: (ok, actual)."""
+        ...
+
+    async def text(self, cancel: anyio.Event) -> str:
+        """The visible text of the surface, now."""
+        ...
+
+    async def eventually(self, read: Read, test: Callable[[Any], bool], timeout: float) -> PollOutcome:
+        ...
+
+    async def step(self, title: str, body: Callable[[], Awaitable[None]]) -> None:
+        """Run one check as a named step of the caller's test (a real step, not a no-op)."""
+        ...
+
+
+def target_text(target: Target) -> str:
+    if isinstance(target, str):
+        return target
+    return target.text or target.label or target.placeholder or target.testId or target.role or ""
+
+
+@dataclass
+class MemoryElement:
+    text: str
+    role: str = ""
+    label: str = ""
+    placeholder: str = ""
+    test_id: str = ""
+    editable: bool = False
+    value: str | None = None
+
+
+@dataclass
+class MemoryChannels:
+    """An in-memory world for benchmarks and tests: elements and page text."""
+
+    elements: list[MemoryElement] = field(default_factory=list)
+    page_text: str = ""
+    sample_ms: int = 50
+    steps: list[str] = field(default_factory=list)
+
+    def _find(self, target: Target) -> list[MemoryElement]:
+        if isinstance(target, str):
+            return [e for e in self.elements if target in (e.text, e.label, e.placeholder, e.test_id)]
+        spec: TargetSpec = target
+        found = [e for e in self.elements
+                 if (spec.text is None or e.text == spec.text)
+                 and (spec.role is None or e.role == spec.role)
+                 and (spec.label is None or e.label == spec.label)
+                 and (spec.placeholder is None or e.placeholder == spec.placeholder)
+                 and (spec.testId is None or e.test_id == spec.testId)]
+        if spec.nth is not None:
+            return found[spec.nth:spec.nth + 1]
+        return found
+
+    async def see(self, target: Target, options: SeeOptions) -> tuple[bool, str]:
+        await anyio.lowlevel.checkpoint()
+        for e in self._find(target):
+            if options.editable is not None and e.editable != options.editable:
+                return False, f"{target_text(target)!r} editable={e.editable}"
+            if options.value is not None and e.value != options.value:
+                return False, f"{target_text(target)!r} value={e.value!r}"
+            if options.text is not None and e.text != options.text:
+                return False, f"{target_text(target)!r} text={e.text!r}"
+            return True, f"{target_text(target)!r} visible"
+        return False, f"{target_text(target)!r} not found"
+
+    async def not_see(self, target: Target, window_ms: int) -> tuple[bool, str]:
+        samples = max(1, window_ms // max(self.sample_ms, 1))
+        for _ in range(min(samples, 3)):  # in memory nothing changes between samples
+            if self._find(target):
+                return False, f"{target_text(target)!r} is visible"
+            await anyio.lowlevel.checkpoint()
+        return True, "absent in every sample"
+
+    async def text(self, cancel: anyio.Event) -> str:
+        await anyio.lowlevel.checkpoint()
+        return self.page_text
+
+    async def eventually(self, read: Read, test: Callable[[Any], bool], timeout: float) -> PollOutcome:
+        return await poll(read, test, timeout=timeout, interval=self.sample_ms / 1000)
+
+    async def step(self, title: str, body: Callable[[], Awaitable[None]]) -> None:
+        self.steps.append(title)
+        await body()

@@ -1,0 +1,127 @@
+"""compile_verification: ONE evaluator request selects checks for an intent (contract §11).
+
+Only the intent and each check's id, version and description leave the host —
+never targets, expected values, readers or page data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+
+from ..contract.evaluation import validate_request
+from ..errors import EvaluationError, JevError
+from ..evaluators.base import Evaluator
+from .dictionary import Dictionary, parse_dictionary
+from .digest import dictionary_digest
+
+SELECT = 0.9
+EXCLUDE = 0.1
+COVERAGE = 0.9
+MAX_INTENT_CHARS = 4_000
+
+COVERAGE_INSTRUCTIONS = (
+    "The state holds a verification intent written by a person and a dictionary of checks, each "
+    "with an id and a description of exactly what it asserts. Can the intent be verified entirely "
+    "by some selection of these checks? Answer no if any part of the intent asks for something the "
+    "checks cannot assert, and answer no if the intent asks to perform an action (clicking, typing, "
+    "sending, creating, deleting, navigating) rather than to verify a state."
+)
+
+
+def relevance_instructions(check_id: str, description: str) -> str:
+    return (f"Consider only the dictionary check {check_id!r}, whose description is: "
+            f"{description!r}. Is this check requested by the verification intent, or necessary "
+            "to verify it? Judge only relevance to the intent, not whether the described state is "
+            "currently true in the application.")
+
+
+@dataclass(frozen=True)
+class Plan:
+    dictionaryDigest: str
+    intent: str
+    checkIds: tuple[str, ...]
+    probabilities: dict[str, float]
+    schemaVersion: int = 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schemaVersion": self.schemaVersion, "dictionaryDigest": self.dictionaryDigest,
+                "intent": self.intent, "checkIds": list(self.checkIds),
+                "probabilities": dict(self.probabilities)}
+
+
+@dataclass
+class CompileResult:
+    status: Literal["ready", "incomplete"]
+    plan: Plan | None = None
+    reason: str | None = None
+    probabilities: dict[str, float] = field(default_factory=dict)
+    request_count: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+    model: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "plan": self.plan.to_json() if self.plan else None,
+                "reason": self.reason, "probabilities": self.probabilities,
+                "requestCount": self.request_count, "usage": self.usage, "model": self.model}
+
+
+def build_request(intent: str, dictionary: Dictionary) -> dict[str, Any]:
+    state = {"intent": intent,
+             "dictionary": {"id": dictionary.id, "version": dictionary.version,
+                            "checks": [{"key": f"check_{i}", "id": c.id, "description": c.description}
+                                       for i, c in enumerate(dictionary.checks)]}}
+    questions: dict[str, Any] = {"coverage": {"type": "noul", "instructions": COVERAGE_INSTRUCTIONS}}
+    for i, c in enumerate(dictionary.checks):
+        questions[f"check_{i}"] = {"type": "noul",
+                                   "instructions": relevance_instructions(c.id, c.description)}
+    return {"state": state, "questions": questions}
+
+
+def decide(dictionary: Dictionary, probabilities: dict[str, float]) -> tuple[tuple[str, ...] | None, str]:
+    """The threshold rule; returns (selected ids, "") or (None, reason)."""
+    coverage = probabilities["coverage"]
+    if coverage < COVERAGE:
+        return None, f"coverage {coverage:.2f} is below {COVERAGE}: the dictionary cannot express the intent"
+    unsure = [c.id for i, c in enumerate(dictionary.checks)
+              if EXCLUDE < probabilities[f"check_{i}"] < SELECT]
+    if unsure:
+        return None, f"relevance is uncertain for {', '.join(unsure)} (between {EXCLUDE} and {SELECT})"
+    selected = tuple(c.id for i, c in enumerate(dictionary.checks) if probabilities[f"check_{i}"] >= SELECT)
+    if not selected:
+        return None, "no check was selected"
+    return selected, ""
+
+
+async def compile_verification(intent: str, dictionary: Dictionary | dict[str, Any],
+                               evaluator: Evaluator, *, timeout: float = 30.0,
+                               cancel: anyio.Event | None = None) -> CompileResult:
+    """Compile an intent into a plan. Invalid caller data raises before any request."""
+    if not isinstance(intent, str) or not intent.strip() or len(intent) > MAX_INTENT_CHARS:
+        raise JevError(f"the intent must be a non-empty string of at most {MAX_INTENT_CHARS} characters")
+    parsed = parse_dictionary(dictionary)
+    request = validate_request(build_request(intent, parsed), max_bytes=1_048_576)
+    if cancel is not None and cancel.is_set():
+        return CompileResult("incomplete", reason="cancelled before the request was sent")
+    result = CompileResult("incomplete", request_count=1)
+    try:
+        evaluation = await evaluator.evaluate(request, timeout=timeout, cancel=cancel)
+    except EvaluationError as exc:
+        result.reason = f"the evaluator failed: {exc}"
+        return result
+    probabilities = {qid: float(answer["noul"]) for qid, answer in evaluation.answers.items()}
+    result.probabilities = probabilities
+    result.usage = {"input_tokens": evaluation.usage.input_tokens,
+                    "output_tokens": evaluation.usage.output_tokens}
+    result.model = evaluation.model
+    selected, reason = decide(parsed, probabilities)
+    if selected is None:
+        result.reason = reason
+        return result
+    by_id = {"coverage": probabilities["coverage"]}
+    by_id.update({c.id: probabilities[f"check_{i}"] for i, c in enumerate(parsed.checks)})
+    result.status = "ready"
+    result.plan = Plan(dictionary_digest(parsed), intent, selected, by_id)
+    return result
