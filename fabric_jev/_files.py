@@ -25,3 +25,11 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def config_dir() -> Path:
+    """fabric-jev's private folder: $FABRIC_JEV_HOME, else $XDG_CONFIG_HOME/fabric-jev."""
+    home = os.environ.get("FABRIC_JEV_HOME")
+    if home:
+        return Path(home)
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "fabric-jev"

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+from ._process import wait_process_exit
 from .host.registry import CallContext, CapabilityHandler, CapabilityRegistry
 from .sandbox.js import runtime_js_path
 
@@ -52,4 +53,4 @@ def runtime_js(name: str) -> str:
 
 
 __all__ = ["CallContext", "Capability", "CapabilityHandler", "CapabilityRegistry", "Connector",
-           "Risk", "runtime_js"]
+           "Risk", "runtime_js", "wait_process_exit"]

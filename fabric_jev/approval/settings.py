@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._files import atomic_write
+from .._files import atomic_write, config_dir
 from ..errors import ConfigError
 from .classifier import check_threshold
 from .model_keys import DEFAULT_KEY, parse_model_key
 
 
 def settings_path() -> Path:
-    home = os.environ.get("FABRIC_JEV_HOME")
-    if home:
-        return Path(home) / "settings.json"
-    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(config) / "fabric-jev" / "settings.json"
+    return config_dir() / "settings.json"
 
 
 @dataclass(frozen=True)

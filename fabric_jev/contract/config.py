@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ConfigError
-from .program import ProgramLimits, describe_validation_error
+from .program import ProgramLimits, validate_as
 
 MIB = 1024 * 1024
 
@@ -121,12 +121,7 @@ class HostConfig(BaseModel):
 
     @classmethod
     def parse(cls, data: Any) -> HostConfig:
-        if not isinstance(data, dict):
-            raise ConfigError("Invalid fabric-jev config: expected a JSON object")
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            raise ConfigError(describe_validation_error("Invalid fabric-jev config", exc)) from None
+        return validate_as(cls, data, ConfigError, "Invalid fabric-jev config")
 
     def effective_limits(self, requested: ProgramLimits | None) -> EffectiveLimits:
         """A program's limits: its own request or the default, min() the ceiling."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import ProgramInvalid
-from .program import describe_validation_error
+from .program import validate_as
 from .redaction import redact
 
 EventKind = Literal["input", "turn_end", "tool_error", "agent_end", "agent_settled"]
@@ -49,12 +49,7 @@ class ObserveOptions(BaseModel):
 def parse_observe(raw: Any) -> ObserveOptions:
     if isinstance(raw, ObserveOptions):
         return raw
-    if not isinstance(raw, dict):
-        raise ProgramInvalid("Invalid observe options: expected an object")
-    try:
-        return ObserveOptions.model_validate(raw)
-    except ValidationError as exc:
-        raise ProgramInvalid(describe_validation_error("Invalid observe options", exc)) from None
+    return validate_as(ObserveOptions, raw, ProgramInvalid, "Invalid observe options")
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import ProgramInvalid
+from ..errors import JevError, ProgramInvalid
 from .schema_subset import check_schema
 
 REF_PATTERN = re.compile(r"^[a-z][a-z0-9_-]*\.[a-zA-Z0-9_.$-]+$")
@@ -77,21 +77,27 @@ def describe_validation_error(prefix: str, exc: ValidationError) -> str:
     return f"{prefix}: " + "; ".join(parts)
 
 
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def validate_as(model: type[ModelT], raw: Any, error: type[JevError], what: str) -> ModelT:
+    """Validate a JSON object as `model`, rephrasing pydantic's errors as `error("<what>: …")`."""
+    if not isinstance(raw, dict):
+        raise error(f"{what}: expected a JSON object")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise error(describe_validation_error(what, exc)) from None
+
+
 def parse_program(data: Program | Any) -> Program:
     """Validate a program (a `Program` or its JSON form) and both its schemas.
 
     Raises `ProgramInvalid` for the artifact and `SchemaInvalid` for a schema
     outside the supported subset.
     """
-    if isinstance(data, Program):
-        program = data
-    else:
-        if not isinstance(data, dict):
-            raise ProgramInvalid("Invalid Jev program: expected a JSON object")
-        try:
-            program = Program.model_validate(data)
-        except ValidationError as exc:
-            raise ProgramInvalid(describe_validation_error("Invalid Jev program", exc)) from None
+    program = data if isinstance(data, Program) else validate_as(Program, data, ProgramInvalid,
+                                                                   "Invalid Jev program")
     check_schema(program.inputSchema, "inputSchema")
     check_schema(program.outputSchema, "outputSchema")
     return program

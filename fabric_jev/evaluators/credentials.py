@@ -20,7 +20,8 @@ from typing import Any
 
 import anyio
 
-from .._files import atomic_write
+from .._files import atomic_write, config_dir
+from .._process import wait_process_exit
 from ..errors import ConfigError, CredentialError
 from .routes import Route
 
@@ -30,11 +31,7 @@ COMMAND_MAX_ARGS = 16
 
 
 def default_auth_path() -> Path:
-    home = os.environ.get("FABRIC_JEV_HOME")
-    if home:
-        return Path(home) / "auth.json"
-    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(config) / "fabric-jev" / "auth.json"
+    return config_dir() / "auth.json"
 
 
 class AuthStore:
@@ -139,7 +136,7 @@ async def run_credential_command(argv: Sequence[str], *, timeout: float = COMMAN
                 break
         if failure is None:
             with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
-                await _wait_exit(proc)
+                await wait_process_exit(proc)
             if proc.returncode is None:
                 failure = f"credential command timed out after {timeout:g} s"
             elif proc.returncode != 0:
@@ -150,7 +147,7 @@ async def run_credential_command(argv: Sequence[str], *, timeout: float = COMMAN
             os.killpg(proc.pid, signal.SIGKILL)
         proc.stdout.close()
         with anyio.CancelScope(shield=True):
-            await _wait_exit(proc)
+            await wait_process_exit(proc)
     if failure is not None:
         raise CredentialError(failure)
     try:
@@ -162,21 +159,6 @@ async def run_credential_command(argv: Sequence[str], *, timeout: float = COMMAN
     if "\n" in text or "\r" in text:
         raise CredentialError("credential command printed more than one line")
     return text
-
-
-async def _wait_exit(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except OSError:
-        proc.wait()
-        return
-    try:
-        await anyio.wait_readable(pidfd)
-    finally:
-        os.close(pidfd)
-    proc.wait()
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from types import TracebackType
 import anyio
 import anyio.abc
 
+from .._process import wait_process_exit
 from ..errors import SandboxUnavailable
 from .connection import WorkerConnection
 from .js import runtime_js_path
@@ -232,20 +233,5 @@ class WorkerPool:
         if zygote is not None:
             with suppress(ProcessLookupError):
                 zygote.kill()
-            with anyio.CancelScope(shield=True):
-                await _reap(zygote)
-
-
-async def _reap(proc: subprocess.Popen[bytes]) -> None:
-    """Wait for a child without a helper thread: its pidfd turns readable on exit."""
-    try:
-        fd = os.pidfd_open(proc.pid)
-    except OSError:
-        proc.wait()
-        return
-    try:
-        with anyio.move_on_after(5):
-            await anyio.wait_readable(fd)
-    finally:
-        os.close(fd)
-    proc.wait()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await wait_process_exit(zygote)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..contract.program import describe_validation_error
+from ..contract.program import validate_as
 from ..errors import JevError
 
 ROLES = ("button", "link", "textbox", "checkbox", "switch", "menuitem", "tab", "option", "separator",
@@ -155,10 +155,4 @@ class Dictionary(_Strict):
 def parse_dictionary(raw: Dictionary | Any) -> Dictionary:
     if isinstance(raw, Dictionary):
         return raw
-    if not isinstance(raw, dict):
-        raise DictionaryInvalid("Invalid verification dictionary: expected an object")
-    try:
-        return Dictionary.model_validate(raw)
-    except ValidationError as exc:
-        raise DictionaryInvalid(describe_validation_error("Invalid verification dictionary", exc)) \
-            from None
+    return validate_as(Dictionary, raw, DictionaryInvalid, "Invalid verification dictionary")

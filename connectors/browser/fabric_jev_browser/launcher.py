@@ -20,6 +20,8 @@ from pathlib import Path
 
 import anyio
 
+from fabric_jev.protocol import wait_process_exit
+
 from .errors import LaunchError
 
 _LISTENING = re.compile(rb"DevTools listening on (ws://127\.0\.0\.1:\d+/devtools/browser/[\w-]+)\s")
@@ -75,7 +77,7 @@ class LaunchedBrowser:
 
     async def wait_exit(self) -> int:
         """Wait until the browser exits by itself (a crash, or killed from outside)."""
-        await _wait_pid(self.proc)
+        await wait_process_exit(self.proc)
         return self.proc.returncode
 
     async def aclose(self) -> None:
@@ -86,7 +88,7 @@ class LaunchedBrowser:
         with anyio.CancelScope(shield=True):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            await _wait_pid(self.proc)
+            await wait_process_exit(self.proc)
             if self._drain_fd is not None:
                 with contextlib.suppress(Exception):
                     asyncio.get_running_loop().remove_reader(self._drain_fd)
@@ -96,21 +98,6 @@ class LaunchedBrowser:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             shutil.rmtree(self.profile, ignore_errors=True)
-
-
-async def _wait_pid(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        fd = os.pidfd_open(proc.pid)
-    except OSError:
-        proc.wait()
-        return
-    try:
-        await anyio.wait_readable(fd)
-    finally:
-        os.close(fd)
-    proc.wait()
 
 
 async def launch_chromium(*, executable: str | None = None, window: tuple[int, int] = (1280, 800),
