@@ -39,10 +39,9 @@ def open_fds() -> set[int]:
     return {int(n) for n in os.listdir("/proc/self/fd")}
 
 
-def child_pids() -> set[int]:
-    """Direct and indirect children of this process that are still alive."""
-    me = os.getpid()
-    parents: dict[int, int] = {}
+def live_processes() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, process group) for every process that is not a zombie."""
+    table: dict[int, tuple[int, int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -52,7 +51,14 @@ def child_pids() -> set[int]:
         except OSError:
             continue
         if fields[0] != "Z":
-            parents[int(entry)] = int(fields[1])
+            table[int(entry)] = (int(fields[1]), int(fields[2]))
+    return table
+
+
+def child_pids() -> set[int]:
+    """Direct and indirect children of this process that are still alive."""
+    me = os.getpid()
+    parents = {pid: ppid for pid, (ppid, _) in live_processes().items()}
     found: set[int] = set()
     frontier = {me}
     while frontier:

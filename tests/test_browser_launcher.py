@@ -11,22 +11,14 @@ from pathlib import Path
 import pytest
 from fabric_jev_browser import launch_chromium
 
+from tests.conftest import live_processes
+
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def group_alive(pgid: int) -> bool:
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
+    return any(group == pgid for _, group in live_processes().values())
 
 
 def profiles() -> set[str]:
