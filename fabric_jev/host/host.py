@@ -53,6 +53,18 @@ SLICE_OVERRUN = (
 _CALL_KINDS = frozenset({"sleep", "emit", "evaluate", "tool", "nextEvent", "advise"})
 
 
+def _erase_types(code: str, as_javascript: CompileError) -> str:
+    from ..contract.typescript import TypeScriptError, strip_types
+
+    try:
+        stripped = strip_types(code)
+    except TypeScriptError as exc:
+        raise CompileError(clip_error(f"{as_javascript} ({exc})")) from None
+    if stripped == code:
+        raise as_javascript  # nothing TypeScript-specific to erase: the JavaScript error stands
+    return stripped
+
+
 def _memory_message(limit: int) -> str:
     return f"Jev program exceeded its memory limit ({limit // (1024 * 1024)} MiB)"
 
@@ -289,7 +301,21 @@ class JevHost:
         worker: Worker | None = None
         try:
             worker = await self._acquire_worker()
-            await self._load(worker, program, value)
+            try:
+                await self._load(worker, program.code, value)
+            except CompileError as as_javascript:
+                # JavaScript first; only code that does not compile as JavaScript
+                # is tried again with its TypeScript annotations erased.
+                worker.close()
+                worker = None
+                stripped = _erase_types(program.code, as_javascript)
+                worker = await self._acquire_worker()
+                try:
+                    await self._load(worker, stripped, value)
+                except CompileError as as_typescript:
+                    raise CompileError(clip_error(
+                        f"{as_javascript} (as TypeScript, after erasing annotations: "
+                        f"{str(as_typescript).removeprefix('Jev program does not compile: ')})")) from None
         except BaseException:
             self._active -= 1
             if worker is not None:
@@ -312,10 +338,10 @@ class JevHost:
         assert self._pool is not None
         return await self._pool.acquire()
 
-    async def _load(self, worker: Worker, program: Program, value: Any) -> None:
+    async def _load(self, worker: Worker, code: str, value: Any) -> None:
         conn = worker.connection
         conn.send(b"L", json.dumps({
-            "code": program.code,
+            "code": code,
             "input": json.dumps(value),
             "sliceMs": SLICE_MS,
             "hardSliceMs": HARD_SLICE_MS,
@@ -326,10 +352,10 @@ class JevHost:
             with anyio.fail_after(LOAD_TIMEOUT_S):
                 frames = await conn.receive()
         except WorkerGone:
-            code = await worker.exit_code(1.0)
-            if code == -signal.SIGPROF:
+            exit_code = await worker.exit_code(1.0)
+            if exit_code == -signal.SIGPROF:
                 raise CompileError("Jev program did not compile within its CPU slice") from None
-            raise SandboxUnavailable(f"the sandbox worker died while loading (exit {code})") \
+            raise SandboxUnavailable(f"the sandbox worker died while loading (exit {exit_code})") \
                 from None
         except TimeoutError:
             raise SandboxUnavailable("the sandbox worker did not answer while loading") from None

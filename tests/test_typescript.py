@@ -1,0 +1,103 @@
+"""TypeScript annotations are erased (not compiled) before execution (contract §3)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fabric_jev import CompileError, JevHost, RunState
+from fabric_jev.contract.typescript import TypeScriptError, strip_types
+from tests.conftest import program
+
+pytestmark = pytest.mark.anyio
+
+
+def squash(s: str) -> str:
+    return re.sub(r"\s+", " ", s).strip()
+
+
+@pytest.mark.parametrize(("ts", "js"), [
+    ("const x: number = input.n as number;", "const x = input.n ;"),
+    ("let a: string, b: number[];", "let a , b ;"),
+    ("const {a, b}: {a: string; b: number} = input;", "const {a, b} = input;"),
+    ("function f<T extends object = {}>(a: T, b?: string, ...rest: number[]): Promise<T> { return a!; }",
+     "function f (a , b , ...rest ) { return a ; }"),
+    ("const g = async (x: number, y?: {z: string}): Promise<void> => { await program.sleep(x); };",
+     "const g = async (x , y ) => { await program.sleep(x); };"),
+    ("interface Foo { a: string; b: (x: number) => void }\nconst foo = 1;", "const foo = 1;"),
+    ("type T = {b: number} | string;\ntype U<K> = K[];\nconst t = 2;", "const t = 2;"),
+    ("const r = f({state: 'x'} satisfies object);", "const r = f({state: 'x'} );"),
+    ("const arr = [1, 2] as const;", "const arr = [1, 2] ;"),
+    ("const n = f<number>(3);", "const n = f (3);"),
+    ("const o = { method(a: number): number { return a; }, k: 1 };", "const o = { method(a ) { return a; }, k: 1 };"),
+    ("class A implements B { private x: number = 1; readonly y?: string; m(a: number): void {} }",
+     "class A { x = 1; y ; m(a ) {} }"),
+    ("let q!: number;", "let q ;"),
+    ("const map = new Map<string, number>();", "const map = new Map ();"),
+    ("declare const foo: number;\nconst bar = 1;", "const bar = 1;"),
+])
+def test_erasure(ts: str, js: str) -> None:
+    out = strip_types(ts)
+    assert squash(out) == js
+    assert out.count("\n") == ts.count("\n") and len(out) == len(ts)  # positions are kept
+
+
+@pytest.mark.parametrize("js", [
+    "const c = cond ? (a) : b;",
+    "if (a < b && c > d) { x(); }",
+    "const re = /a:b/g; const s = 'x: number'; const t = `${a}: ${b}`;",
+    "const o = {a: 1, b: [2, 3], c: {d: 'e'}}; label: for (;;) { break label; }",
+    "switch (k) { case 1: y(); break; default: z(); }",
+])
+def test_plain_javascript_is_left_alone(js: str) -> None:
+    assert strip_types(js) == js
+
+
+@pytest.mark.parametrize(("ts", "needle"), [
+    ("enum Color { Red }", "enum declarations are not supported"),
+    ("namespace N { }", "namespace declarations are not supported"),
+    ("class A { constructor(private x: number) {} }", "parameter properties"),
+    ("@dec class A {}", "decorators"),
+])
+def test_unsupported_typescript_is_refused(ts: str, needle: str) -> None:
+    with pytest.raises(TypeScriptError, match=needle):
+        strip_types(ts)
+
+
+TS_PROGRAM = """
+interface Ticket { text: string; urgent?: boolean }
+type Summary = { count: number; urgent: number };
+const tickets: Ticket[] = input.tickets as Ticket[];
+function isUrgent(t: Ticket): boolean { return t.urgent === true; }
+const summarise = (ts: Ticket[]): Summary => ({ count: ts.length, urgent: ts.filter(isUrgent).length });
+await program.emit({ seen: tickets.length } satisfies object);
+return summarise(tickets)!;
+"""
+
+
+async def test_a_typescript_program_runs(host: JevHost) -> None:
+    env = await host.run(program(TS_PROGRAM, inputSchema={"type": "object"}),
+                         {"tickets": [{"text": "a", "urgent": True}, {"text": "b"}]})
+    assert env.state is RunState.COMPLETED, env.error
+    assert env.result == {"count": 2, "urgent": 1}
+
+
+async def test_typescript_errors_are_reported_at_launch(host: JevHost) -> None:
+    with pytest.raises(CompileError, match="enum declarations are not supported"):
+        await host.run(program("enum Color { Red }\nreturn Color.Red;"), None)
+    with pytest.raises(CompileError, match="as TypeScript, after erasing annotations"):
+        await host.run(program("const x: number = ;"), None)
+    assert host.status()["runs"] == []
+
+
+async def test_javascript_syntax_errors_stay_javascript_errors(host: JevHost) -> None:
+    with pytest.raises(CompileError) as err:
+        await host.run(program("return 1 +"), None)
+    assert "TypeScript" not in str(err.value)
+
+
+async def test_errors_point_into_the_authors_lines(host: JevHost) -> None:
+    env = await host.run(program("const a: number = 1;\nconst b: string = 'x';\nthrow new Error(`line ${3}`);"),
+                         None)
+    assert env.state is RunState.FAILED and env.error == "Error: line 3"
