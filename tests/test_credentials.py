@@ -170,3 +170,19 @@ def test_login_and_logout_commands(tmp_path: Path) -> None:
                           capture_output=True, text=True, env=env, timeout=30)
     assert done.returncode == 0
     assert AuthStore(tmp_path / "auth.json").get("vercel-ai-gateway") is None
+
+
+async def test_request_timeout_covers_a_slow_credential_command(tmp_path: Path) -> None:
+    from fabric_jev import UpstreamError
+    from fabric_jev.contract.evaluation import validate_request
+    from fabric_jev.evaluators import HttpEvaluator
+
+    slow = script(tmp_path, "import time; time.sleep(30); print('late-key')")
+    resolver = CredentialResolver(TYPESAFE, store=AuthStore(tmp_path / "a.json"), command=slow, environ={})
+    ev = HttpEvaluator(TYPESAFE, base_urls={"typesafe": "http://127.0.0.1:9"}, environ={}, credentials=resolver)
+    request = validate_request({"state": "x", "questions": {"q": {"type": "noul", "instructions": "?"}}})
+    start = time.monotonic()
+    with pytest.raises(UpstreamError, match=r"timed out after 0\.3 s"):
+        await ev.evaluate(request, timeout=0.3)
+    assert time.monotonic() - start < 3
+    await ev.aclose()
