@@ -16,26 +16,24 @@ import anyio.lowlevel
 
 from ..contract.config import HostConfig
 from ..contract.envelope import Envelope, ProgressEvent, RunState
-from ..contract.evaluation import validate_request
 from ..contract.program import JEV_PROGRAM_REFS, Program, parse_program
-from ..contract.values import ValueRejected, check_value, json_bytes, normalize_json
+from ..contract.values import ValueRejected, check_value
 from ..errors import (
     CapabilityError,
     CompileError,
     ConcurrencyLimitReached,
-    EvaluationError,
     HostClosed,
     InputInvalid,
-    JevError,
     ProgramInvalid,
     SandboxUnavailable,
     UnknownRun,
     clip_error,
 )
 from ..evaluators.base import Evaluator
-from ..sandbox.connection import WorkerConnection, WorkerGone
+from ..sandbox.connection import WorkerGone
 from ..sandbox.pool import Worker, WorkerPool
-from .registry import CallContext, CapabilityRegistry
+from .calls import HostCalls
+from .registry import CapabilityRegistry
 from .ring import utc_now
 from .run import Outcome, RunRecord
 
@@ -43,14 +41,12 @@ SLICE_MS = 100
 #: The kernel's profiling timer kills a worker whose slice overran by this much.
 HARD_SLICE_MS = 250
 STACK_BYTES = 256 * 1024
-EMIT_MAX_BYTES = 4_096
 LOAD_TIMEOUT_S = 10.0
 DEADLINE_EXCEEDED = "Jev deadline exceeded"
 SLICE_OVERRUN = (
     f"Jev program ran for more than {SLICE_MS} ms without awaiting and was stopped; "
     "await inside long loops (for example `await program.sleep(0)`)"
 )
-_CALL_KINDS = frozenset({"sleep", "emit", "evaluate", "tool", "nextEvent", "advise"})
 
 
 def _erase_types(code: str, as_javascript: CompileError) -> str:
@@ -105,6 +101,7 @@ class JevHost:
         self._pool: WorkerPool | None = None
         self.observers: Any = None  # set by fabric_jev.host.observers when bound
         self._connectors: list[Any] = []
+        self._calls = HostCalls(self)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -438,7 +435,7 @@ class JevHost:
                     if out["l"]:
                         record.logs.extend(out["l"])
                     for call_id, kind, args in out["c"]:
-                        self._dispatch(record, conn, calls, call_id, kind, args)
+                        self._calls.dispatch(record, conn, calls, call_id, kind, args)
                     if out["d"] is not None:
                         return self._output(record, *out["d"])
                 elif tag == b"F":
@@ -475,141 +472,3 @@ class JevHost:
         except ValueRejected as exc:
             return Outcome("error", error=str(exc))
         return Outcome("completed", result=result)
-
-    # ------------------------------------------------------------------ host calls
-
-    def _dispatch(self, record: RunRecord, conn: WorkerConnection, calls: anyio.abc.TaskGroup,
-                  call_id: int, kind: str, args: Any) -> None:
-        def reply(ok: bool, text: str) -> None:
-            conn.send(b"S", b"%d %d " % (call_id, ok) + text.encode("utf-8", "surrogatepass"))
-
-        if kind not in _CALL_KINDS:
-            reply(False, f"unknown host call {kind!r}")
-            return
-        denied = record.budget.begin_call()
-        if denied is not None:
-            reply(False, denied)
-            return
-        if kind == "emit":
-            self._emit(record, args, reply)
-        elif kind == "sleep":
-            calls.start_soon(self._sleep, record, args, reply)
-        elif kind == "evaluate":
-            self._start_evaluation(record, args, reply, calls)
-        elif kind == "tool":
-            self._start_tool(record, args, reply, calls)
-        elif kind == "nextEvent":
-            if record.observation is None:
-                reply(False, "program.nextEvent needs spawn with observe")
-                return
-            calls.start_soon(self._guarded, record.observation.next_event(), reply)
-        elif kind == "advise":
-            if "jev.advise" not in record.program.requires:
-                reply(False, "Capability not granted to Jev program: jev.advise")
-                return
-            assert record.observation is not None  # launch requires observe for jev.advise
-            calls.start_soon(self._guarded, record.observation.advise(args), reply)
-
-    @staticmethod
-    async def _guarded(awaitable: Any, reply: Callable[[bool, str], None]) -> None:
-        try:
-            value = await awaitable
-        except JevError as exc:
-            reply(False, clip_error(str(exc)))
-            return
-        reply(True, json.dumps(value))
-
-    def _emit(self, record: RunRecord, value: Any,
-              reply: Callable[[bool, str], None]) -> None:
-        try:
-            value = normalize_json(value, "program.emit value")
-        except ValueRejected as exc:
-            reply(False, str(exc))
-            return
-        if json_bytes(value) > EMIT_MAX_BYTES:
-            reply(False, f"program.emit value exceeds {EMIT_MAX_BYTES} bytes")
-            return
-        record.ring.append(value)
-        reply(True, "null")
-
-    @staticmethod
-    async def _sleep(record: RunRecord, ms: Any, reply: Callable[[bool, str], None]) -> None:
-        if (isinstance(ms, bool) or not isinstance(ms, int | float)
-                or not 0 <= ms <= record.limits.timeout_ms):
-            reply(False, "Invalid program.sleep duration")
-            return
-        await anyio.sleep(ms / 1000)
-        reply(True, "null")
-
-    def _start_evaluation(self, record: RunRecord, args: Any,
-                          reply: Callable[[bool, str], None], calls: anyio.abc.TaskGroup) -> None:
-        if "jev.evaluate" not in record.program.requires:
-            reply(False, "Capability not granted to Jev program: jev.evaluate")
-            return
-        try:
-            request = validate_request(args, max_bytes=self.config.maxRequestBytes)
-        except EvaluationError as exc:
-            reply(False, str(exc))
-            return
-        denied = record.budget.begin_evaluation()
-        if denied is not None:
-            reply(False, denied)
-            return
-        calls.start_soon(self._evaluate, record, request, reply)
-
-    async def _evaluate(self, record: RunRecord, request: Any,
-                        reply: Callable[[bool, str], None]) -> None:
-        try:
-            evaluation = await self.evaluator.evaluate(
-                request, timeout=self.config.requestTimeoutMs / 1000)
-        except EvaluationError as exc:
-            record.budget.end_evaluation()
-            reply(False, clip_error(str(exc)))
-            return
-        except Exception as exc:  # an evaluator bug: the run sees a clean error
-            record.budget.end_evaluation()
-            reply(False, f"jev.evaluate failed: {type(exc).__name__}")
-            return
-        denied = record.budget.end_evaluation(evaluation.usage.input_tokens,
-                                              evaluation.usage.output_tokens)
-        if denied is not None:
-            reply(False, denied)
-            return
-        reply(True, json.dumps(evaluation.to_json()))
-
-    def _start_tool(self, record: RunRecord, args: Any,
-                    reply: Callable[[bool, str], None], calls: anyio.abc.TaskGroup) -> None:
-        if not isinstance(args, dict) or not isinstance(args.get("ref"), str) \
-                or set(args) - {"ref", "args"}:
-            reply(False, "tools.call expects {ref, args?}")
-            return
-        ref = args["ref"]
-        if ref not in record.program.requires:
-            reply(False, f"Capability not granted to Jev program: {ref}")
-            return
-        if ref == "jev.evaluate":
-            # The budget already counted this host call once; evaluate is the same path.
-            self._start_evaluation(record, args.get("args"), reply, calls)
-            return
-        handler = self.capabilities.get(ref)
-        if handler is None:
-            reply(False, f"Capability not granted to Jev program: {ref}")
-            return
-        ctx = CallContext(run_id=record.id, run_name=record.program.name, ref=ref)
-        calls.start_soon(self._tool, handler, args.get("args"), ctx, reply)
-
-    @staticmethod
-    async def _tool(handler: Any, args: Any, ctx: CallContext,
-                    reply: Callable[[bool, str], None]) -> None:
-        try:
-            value = normalize_json(await handler(args, ctx), f"{ctx.ref} result")
-        except JevError as exc:
-            reply(False, clip_error(str(exc)))
-            return
-        except ValueRejected as exc:
-            reply(False, str(exc))
-            return
-        except Exception as exc:  # handler errors reach the guest as messages, not traces
-            reply(False, clip_error(f"{ctx.ref} failed: {exc}"))
-            return
-        reply(True, json.dumps(value))

@@ -1,0 +1,175 @@
+"""Evaluator benchmark: the route client next to typesafe-sdk, and the local evaluator."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .common import median as _median
+
+_BENCH_FIXTURE = {"answers": {"refund": {"noul": 0.9},
+                              "team": {"choice": "Billing"},
+                              "anger": {"score": 1}}}
+_BENCH_STATE = ("Hi, I was charged twice for my March invoice and the refund I was promised has not "
+                "arrived. Please fix this today.")
+
+
+def _bench_questions() -> dict[str, Any]:
+    return {
+        "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"},
+        "team": {"type": "choice", "instructions": "Which team should handle this ticket?",
+                 "criteria": {"Billing": "Payments, invoices, refunds", "Technical": "Bugs",
+                              "Sales": "Pricing"}},
+        "anger": {"type": "score", "instructions": "How frustrated is the customer?",
+                  "criteria": ["Calm", "Frustrated", "Very angry"]},
+    }
+
+
+async def _serve_fixture() -> tuple[Any, str, Any]:
+    import subprocess
+    import tempfile
+
+    tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)  # noqa: SIM115
+    json.dump(_BENCH_FIXTURE, tmp)
+    tmp.close()
+    proc = subprocess.Popen([sys.executable, "-m", "fabric_jev.cli", "serve", "--port", "0",
+                             "--evaluator", f"fixture:{tmp.name}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    return proc, url, tmp.name
+
+
+class _OursClient:
+    def __init__(self, url: str) -> None:
+        from ..contract.evaluation import validate_request
+        from ..evaluators.credentials import AuthStore, CredentialResolver
+        from ..evaluators.http import HttpEvaluator
+        from ..evaluators.routes import TYPESAFE
+
+        environ = {"TYPESAFE_API_KEY": "bench-key"}
+        self.ev = HttpEvaluator(TYPESAFE, base_urls={"typesafe": url}, environ=environ,
+                                credentials=CredentialResolver(
+                                    TYPESAFE, store=AuthStore(Path("/nonexistent/a")), environ=environ))
+        self.request = validate_request({"state": _BENCH_STATE, "questions": _bench_questions()})
+
+    async def once(self) -> None:
+        await self.ev.evaluate(self.request, timeout=30)
+
+    async def aclose(self) -> None:
+        await self.ev.aclose()
+
+
+class _SdkClient:
+    def __init__(self, url: str) -> None:
+        from typesafe_sdk import AsyncTypeSafeClient, Choice, Noul, Score
+
+        q = _bench_questions()
+        self.questions: dict[str, Any] = {
+            "refund": Noul(instructions=q["refund"]["instructions"]),
+            "team": Choice(instructions=q["team"]["instructions"], criteria=q["team"]["criteria"]),
+            "anger": Score(instructions=q["anger"]["instructions"], criteria=q["anger"]["criteria"]),
+        }
+        self.client = AsyncTypeSafeClient(api_key="bench-key", base_url=url)
+
+    async def once(self) -> None:
+        await self.client.system_one(state=_BENCH_STATE, questions=self.questions, model="jev-latest")
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+async def _block(client: Any, n: int) -> tuple[list[float], float]:
+    """n requests: per-request wall times (ms) and this process's CPU per request (ms)."""
+    walls = []
+    cpu = time.process_time()
+    for _ in range(n):
+        start = time.perf_counter()
+        await client.once()
+        walls.append((time.perf_counter() - start) * 1000)
+    return walls, (time.process_time() - cpu) / n * 1000
+
+
+async def _compare_clients(url: str, n: int, rounds: int = 6) -> dict[str, Any]:
+    clients: dict[str, Any] = {"fabric_jev": _OursClient(url)}
+    with contextlib.suppress(ImportError):  # the peer lives in the `bench` extra
+        clients["typesafe_sdk"] = _SdkClient(url)
+    walls: dict[str, list[float]] = {k: [] for k in clients}
+    cpus: dict[str, list[float]] = {k: [] for k in clients}
+    try:
+        for client in clients.values():
+            await _block(client, 20)  # warm-up: connections, first-call imports
+        for _ in range(rounds):  # alternate blocks so drift hits both alike
+            for name, client in clients.items():
+                w, c = await _block(client, n)
+                walls[name] += w
+                cpus[name].append(c)
+    finally:
+        for client in clients.values():
+            await client.aclose()
+    out: dict[str, Any] = {"requests": n * rounds,
+                           "server": "fabric-jev serve (fixture, HTTP/1.1 keep-alive) on 127.0.0.1"}
+    for name in clients:
+        out[name] = _median(walls[name])
+        out[name + "_cpu"] = _median(cpus[name])
+    if "typesafe_sdk" in clients:
+        out["ratio"] = out["fabric_jev"] / out["typesafe_sdk"]
+        out["cpu_ratio"] = out["fabric_jev_cpu"] / out["typesafe_sdk_cpu"]
+    return out
+
+
+async def _local_latency(questions: int, samples: int) -> list[float]:
+    from ..contract.evaluation import validate_request
+    from ..evaluators.local import LocalEvaluator
+
+    ev = LocalEvaluator()
+    all_q = _bench_questions()
+    extra = {f"q{i}": {"type": "noul", "instructions": f"Does the customer mention item {i}?"}
+             for i in range(5)}
+    chosen = dict(list({**all_q, **extra}.items())[:questions])
+    await ev.evaluate(validate_request({"state": "warm up", "questions": chosen}), timeout=60)
+    out = []
+    for i in range(samples):
+        # A new state each time: its embeddings are never cached, as in real use.
+        request = validate_request({"state": f"{_BENCH_STATE} Ticket number {i * 7919}.",
+                                    "questions": chosen})
+        start = time.perf_counter()
+        await ev.evaluate(request, timeout=60)
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+async def bench_evaluators(requests: int = 100, samples: int = 30) -> dict[str, Any]:
+    proc, url, fixture = await _serve_fixture()
+    try:
+        clients = await _compare_clients(url, requests)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        Path(fixture).unlink(missing_ok=True)
+    return {
+        "route_client_ms": clients,
+        "local_ms": {"one_question": _median(await _local_latency(1, samples)),
+                     "five_questions": _median(await _local_latency(5, samples)),
+                     "samples": samples},
+    }
+
+
+def _print_evaluators(r: dict[str, Any]) -> None:
+    rc, lo = r["route_client_ms"], r["local_ms"]
+    print("evaluators")
+    if "typesafe_sdk" in rc:
+        print(f"  route client per request {rc['fabric_jev']:7.2f} ms   typesafe-sdk "
+              f"{rc['typesafe_sdk']:6.2f} ms   ratio {rc['ratio']:.2f} (goal <= 1.0)")
+        print(f"    client CPU per request {rc['fabric_jev_cpu']:7.2f} ms   typesafe-sdk "
+              f"{rc['typesafe_sdk_cpu']:6.2f} ms   ratio {rc['cpu_ratio']:.2f} "
+              f"({rc['requests']} requests each, alternating blocks)")
+    else:
+        print(f"  route client per request {rc['fabric_jev']:7.2f} ms   (typesafe-sdk not installed: "
+              "pip install -e '.[bench]')")
+    print(f"  local evaluator           {lo['one_question']:7.1f} ms for 1 question, "
+          f"{lo['five_questions']:.1f} ms for 5 (median of {lo['samples']}; goal <= 150 ms for 1)")
