@@ -469,3 +469,26 @@ def test_the_documented_example_runs() -> None:
     lines = done.stdout.splitlines()
     assert lines.count("advice (steer): Check the reported failing verification before claiming completion.") == 1
     assert "observer state: cancelled" in lines
+
+
+async def test_host_advise_uses_the_same_checks() -> None:
+    delivered: list[Advice] = []
+
+    async def deliver(advice: Advice) -> None:
+        delivered.append(advice)
+
+    session = MainSession("s-host", deliver=deliver)
+    async with JevHost() as host:
+        host.bind_session(session)
+        env = await host.spawn(program(ECHO, requires=["jev.advise"]), None,
+                               observe={"events": ["input"], "delivery": "followUp"})
+        session.user_input("hello")
+        got = await host.progress(env.id, after=0)
+        event_id = got.events[0].value["id"]
+        assert await host.advise(env.id, {"eventId": event_id, "message": "hi"}) == {"delivered": True}
+        assert await host.advise(env.id, {"eventId": event_id, "message": "hi"}) == {
+            "delivered": False, "reason": "duplicate"}
+        plain = await host.spawn(program(ECHO), None, observe={"events": ["input"]})
+        with pytest.raises(JevError, match=r"jev\.advise"):
+            await host.advise(plain.id, {"eventId": event_id, "message": "x"})
+    assert [a.delivery for a in delivered] == ["followUp"]

@@ -212,6 +212,16 @@ class JevHost:
                 tg.cancel_scope.cancel()
         return record.envelope(after)
 
+    async def advise(self, id: str, advice: dict[str, Any]) -> dict[str, Any]:
+        """Advice on behalf of an observing run: the same checks as `program.advise`."""
+        record = self._get(id)
+        if record.observation is None:
+            raise ProgramInvalid("advise needs a run spawned with observe")
+        if "jev.advise" not in record.program.requires:
+            raise CapabilityError("Capability not granted to Jev program: jev.advise")
+        result: dict[str, Any] = await record.observation.advise(advice)
+        return result
+
     async def wait(self, id: str) -> Envelope:
         """Wait for a run to be terminal. Cancelling the wait leaves the run running."""
         record = self._get(id)
