@@ -197,3 +197,23 @@ async def test_killed_worker_fails_its_run_and_the_host_carries_on(host: JevHost
     assert env.error == "Jev sandbox worker was killed by SIGKILL"
     after = await host.run(program("return 2"), None)
     assert after.result == 2
+
+
+async def test_workers_are_confined_by_the_kernel(host: JevHost) -> None:
+    env = await host.spawn(program("await program.emit(1); await program.sleep(5000); return 1"), None)
+    await host.progress(env.id, after=0)
+    pid = host._runs[env.id].worker_pid
+    with open(f"/proc/{pid}/status") as f:
+        status = dict(line.split(":\t", 1) for line in f.read().splitlines() if ":\t" in line)
+    with open(f"/proc/{pid}/limits") as f:
+        limits = f.read()
+    fds = os.listdir(f"/proc/{pid}/fd")
+    await host.stop(env.id)
+    assert status["NoNewPrivs"].strip() == "1" and status["Threads"].strip() == "1"
+    assert "Max file size             0                    0" in limits
+    assert "Max core file size        0                    0" in limits
+    assert "Max open files            8                    8" in limits
+    assert str(64 * 1024 * 1024 + 256 * 1024 * 1024) in limits  # address space
+    assert len(fds) == 4  # stdio on /dev/null and the one socket to the host
+    for fd in ("0", "1", "2"):
+        assert os.readlink(f"/proc/{pid}/fd/{fd}") == "/dev/null"

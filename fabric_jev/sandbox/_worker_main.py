@@ -35,6 +35,9 @@ import time
 
 _HEADER = struct.Struct(">I")
 _PR_SET_PDEATHSIG = 1
+_PR_SET_NO_NEW_PRIVS = 38
+#: Address space beyond the JS heap: the interpreter, QuickJS and the stack.
+_AS_HEADROOM = 256 * 1024 * 1024
 
 
 def _die_with_parent() -> None:
@@ -44,6 +47,35 @@ def _die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent or parent == 1:
         os._exit(1)
+
+
+def _confine(memory_bytes: int, keep_fd: int) -> None:
+    """Defense in depth for a worker about to run untrusted code.
+
+    The guest cannot reach Python at all; these limits matter only if the
+    engine itself were subverted: no privilege gain through exec, no file
+    writes, no core dumps, no new file descriptors, a bounded address space,
+    and stdio pointed at /dev/null.
+    """
+    import resource
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    for entry in os.listdir("/proc/self/fd"):
+        n = int(entry)
+        if n > 2 and n != keep_fd:
+            with contextlib.suppress(OSError):
+                os.close(n)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    limit = max(keep_fd + 1, 8)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+    address_space = memory_bytes + _AS_HEADROOM
+    resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
 
 
 def _frame(tag: bytes, payload: bytes) -> bytes:
@@ -106,6 +138,7 @@ def _worker(sock: socket.socket, prelude: str) -> None:
     if tag != b"L":
         os._exit(2)
     load = json.loads(payload)
+    _confine(int(load["memoryBytes"]), sock.fileno())
     slice_s: float = load["sliceMs"] / 1000.0
     hard_s: float = load["hardSliceMs"] / 1000.0
     ctx.set_memory_limit(load["memoryBytes"])
