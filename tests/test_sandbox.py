@@ -217,3 +217,42 @@ async def test_workers_are_confined_by_the_kernel(host: JevHost) -> None:
     assert len(fds) == 4  # stdio on /dev/null and the one socket to the host
     for fd in ("0", "1", "2"):
         assert os.readlink(f"/proc/{pid}/fd/{fd}") == "/dev/null"
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is written for x86_64")
+async def test_workers_run_under_a_seccomp_filter(host: JevHost) -> None:
+    env = await host.spawn(program("await program.emit(1); await program.sleep(5000); return 1"), None)
+    await host.progress(env.id, after=0)
+    pid = host._runs[env.id].worker_pid
+    with open(f"/proc/{pid}/status") as f:
+        status = dict(line.split(":\t", 1) for line in f.read().splitlines() if ":\t" in line)
+    await host.stop(env.id)
+    assert status["Seccomp"].strip() == "2" and status["Seccomp_filters"].strip() == "1"
+    # Programs still do everything the guest API offers under it.
+    done = await host.run(program(
+        "let n = 0; setTimeout(() => n++, 1); await program.sleep(5); await program.emit({n});"
+        " console.log('ok'); return n;"), None)
+    assert done.result == 1 and done.logs == ("ok",)
+
+
+def test_the_filter_refuses_what_it_lists() -> None:
+    """Run the worker's filter in a throw-away child and try the refused calls there."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, socket, os; sys.path.insert(0, sys.argv[1]);"
+        "import _worker_main as w, ctypes; libc = ctypes.CDLL(None);"
+        "libc.prctl(38, 1, 0, 0, 0); assert w._seccomp_blocklist();"
+        "results = [];"
+        "\nfor name, fn in [('open', lambda: open('/etc/hostname')), ('socket', lambda: socket.socket()),"
+        " ('fork', os.fork), ('kill', lambda: os.kill(os.getppid(), 0))]:\n"
+        "    try: fn(); results.append(name + ':allowed')\n"
+        "    except PermissionError: results.append(name + ':refused')\n"
+        "print(' '.join(results))"
+    )
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent.parent / "fabric_jev" / "sandbox"
+    done = subprocess.run([sys.executable, "-c", code, str(here)], capture_output=True, text=True, timeout=30)
+    assert done.stdout.split() == ["open:refused", "socket:refused", "fork:refused", "kill:refused"], done.stderr
