@@ -82,6 +82,11 @@ async def test_a_page_that_keeps_mutating_is_exhausted(page: Page, pages: Pages)
       </body>"""))
     source = PageSource(page)
     await source.snapshot()  # installs the mutation observer
+    # Wait (on an event, not a clock) until the page has mutated since then, so
+    # the observer has evidence; a fresh observer with none is not penalised.
+    await page.evaluate("new Promise(done => new MutationObserver((_, o) => { o.disconnect(); done(); })"
+                        ".observe(document.body, {subtree: true, childList: true, characterData: true}))",
+                        await_promise=True)
     result = await check(exists("name=Save"), "busy").eventually(source, timeout=10, poll=0.1,
                                                                  min_confidence=0.6, max_retries=3)
     assert result.reason == "snapshot_exhausted" and len(result.attempts) == 3

@@ -31,6 +31,10 @@ FLAGS = (
     "--no-default-browser-check", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
     "--remote-debugging-port=0",
+    # Pages opened by automation are background targets: keep their timers
+    # and rendering at full speed, or time-based checks see a frozen page.
+    "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
+    "--disable-backgrounding-occluded-windows",
 )
 
 
