@@ -13,8 +13,9 @@
   const win = window;
   const vw = win.innerWidth, vh = win.innerHeight;
 
-  // ms since the last DOM mutation: the observer is installed on the first
-  // snapshot and kept on the window for later ones.
+  // ms since the last DOM mutation: the observer is installed at document
+  // start by pages the connector opens (QUIET_OBSERVER in page.py), or else by
+  // the first snapshot, and kept on the window for later ones.
   const now = win.performance.now();
   let quiet = win.__fabricJevMutation;
   if (!quiet) {

@@ -37,7 +37,7 @@ async def test_button_enabled_after_300ms(page: Page, pages: Pages) -> None:
     assert not first.passed and first.reason == "state_mismatch"
     result = await check(is_enabled("role=button name=Save"), "Save enabled", required=True).eventually(
         source, timeout=5, poll=0.05)
-    assert result.passed and result.attempts[0].reason == "state_mismatch"
+    assert result.passed and "state_mismatch" in [a.reason for a in result.attempts]
 
 
 async def test_toggle(page: Page, pages: Pages) -> None:
@@ -72,7 +72,7 @@ async def test_offscreen_target_is_scrolled_into_view(page: Page, pages: Pages) 
     source = PageSource(page)
     assert (await check(exists('name="Far away"'), "far").once(source)).reason == "match_offscreen"
     result = await check(exists('name="Far away"'), "far").eventually(source, timeout=5, poll=0.05)
-    assert result.passed and result.attempts[0].action == "scroll"
+    assert result.passed and "scroll" in [a.action for a in result.attempts]
     assert await page.evaluate("window.scrollY") > 3000
 
 

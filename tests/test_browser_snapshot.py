@@ -177,3 +177,15 @@ async def test_quiet_ms_tracks_mutations(page: Page, pages: Pages) -> None:
     await page.evaluate("document.body.appendChild(document.createElement('p'))")
     snap = await page.snapshot()
     assert snap["quiet_ms"] < snap["observed_ms"] or snap["observed_ms"] == 0
+
+
+async def test_quiet_ms_is_measured_from_document_start(page: Page, pages: Pages) -> None:
+    await page.navigate(pages.add("/busy-from-start.html", """<!doctype html><body><button>Go</button><p id="t"></p>
+      <script>setInterval(() => { document.getElementById('t').textContent = performance.now(); }, 10);</script>
+      </body>"""))
+    # Wait for one observed mutation (an event, not a clock), then the very first snapshot knows.
+    await page.evaluate("new Promise(done => new MutationObserver((_, o) => { o.disconnect(); done(); })"
+                        ".observe(document.body, {subtree: true, childList: true, characterData: true}))",
+                        await_promise=True)
+    snap = await page.snapshot()
+    assert snap["observed_ms"] > snap["quiet_ms"]

@@ -24,7 +24,7 @@ import anyio
 from .._files import atomic_write
 from .nearest import Near, nearest
 from .predicates import Outcome, Predicate
-from .snapshot import Element, Snapshot, confidence
+from .snapshot import QUIET_SETTLED_MS, Element, Snapshot, confidence
 
 REASONS = ("no_snapshot", "no_match", "match_offscreen", "match_occluded", "state_mismatch",
            "snapshot_exhausted", "timeout")
@@ -248,7 +248,13 @@ class Check:
                 return await self._finish(result, src)
             attempts.append(Attempt(n, reason, conf_value, "retry", detail))
             counters["retry"] += 1
-            await sleep(delay)
+            wait = delay
+            if reason == "low_confidence" and snap is not None and snap.quiet_ms < QUIET_SETTLED_MS:
+                # Give a burst of mutations (a page finishing its load) the time it
+                # needs to settle, so only a page that keeps mutating is exhausted.
+                wait = max(delay, (QUIET_SETTLED_MS - snap.quiet_ms) / 1000)
+            wait = min(wait, max(0.0, timeout - (clock() - start)))
+            await sleep(wait)
             delay = min(delay * 1.5, max(poll, timeout / 4))
 
     async def _exhausted(self, src: SnapshotSource, snap: Snapshot | None, attempts: list[Attempt],

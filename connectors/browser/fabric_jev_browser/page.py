@@ -12,6 +12,17 @@ from .cdp import CDPConnection
 from .errors import BrowserError
 
 _SNAPSHOT: str | None = None
+#: Installed at document start so snapshots know how long the DOM has been quiet
+#: from the very first one (the snapshot script reuses it).
+QUIET_OBSERVER = """
+(() => {
+  if (window.__fabricJevMutation) return;
+  const now = performance.now();
+  const quiet = window.__fabricJevMutation = { last: now, installed: now };
+  new MutationObserver(() => { quiet.last = performance.now(); })
+    .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+})();
+"""
 #: Element fields the page leaves out when they hold their default value.
 ELEMENT_DEFAULTS: dict[str, Any] = {
     "role": "", "explicit_role": False, "tag": "", "name": "", "text": "", "value": None,
@@ -72,6 +83,7 @@ class Page:
         page = cls(cdp, target_id, attached["sessionId"])
         await page.call("Page.enable")
         await page.call("Runtime.enable")
+        await page.call("Page.addScriptToEvaluateOnNewDocument", {"source": QUIET_OBSERVER})
         # The default headless viewport is 780×493: set one explicitly.
         await page.call("Emulation.setDeviceMetricsOverride",
                         {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
