@@ -18,6 +18,7 @@ from .errors import JevError, LaunchRejected
 EXIT_OK = 0
 EXIT_NOT_COMPLETED = 1
 EXIT_REJECTED = 2
+EXIT_INTERRUPTED = 130
 
 
 def _read_json(path: str, what: str) -> Any:
@@ -59,19 +60,28 @@ async def _cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"[{event.sequence}] {json.dumps(event.value, ensure_ascii=False)}\n")
         sys.stderr.flush()
 
-    async with JevHost(config, evaluator=evaluator) as host, anyio.create_task_group() as tg:
-        add_configured_connectors(host, config)
+    envelope = None
+    # Signals are handled from the start: before the program launches, Ctrl-C
+    # just ends the command (exit 130); afterwards it stops the run, whose
+    # `cancelled` envelope is still printed.
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with JevHost(config, evaluator=evaluator) as host, anyio.create_task_group() as tg:
+            add_configured_connectors(host, config)
 
-        async def stop_on_signal() -> None:
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async def stop_on_signal() -> None:
                 async for _ in signals:
-                    for run in host.status()["runs"]:
+                    runs = host.status()["runs"]
+                    if not runs:
+                        tg.cancel_scope.cancel()
+                        return
+                    for run in runs:
                         tg.start_soon(host.stop, run["id"])
-                    return
 
-        tg.start_soon(stop_on_signal)
-        envelope = await host.run(program, value, on_event=show)
-        tg.cancel_scope.cancel()
+            tg.start_soon(stop_on_signal)
+            envelope = await host.run(program, value, on_event=show)
+            tg.cancel_scope.cancel()
+    if envelope is None:
+        return EXIT_INTERRUPTED
     _print_json(envelope.to_json())
     return EXIT_OK if envelope.state is RunState.COMPLETED else EXIT_NOT_COMPLETED
 

@@ -78,15 +78,16 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
 
     evaluator = build_evaluator(args.evaluator, _config(args))
     try:
-        async with anyio.create_task_group() as tg:
-            async def stop_on_signal() -> None:
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        # Signals are handled before the URL is announced.
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with anyio.create_task_group() as tg:
+                async def stop_on_signal() -> None:
                     async for _ in signals:
                         tg.cancel_scope.cancel()
                         return
 
-            tg.start_soon(stop_on_signal)
-            await serve(evaluator, port=args.port, key=serve_key_from_env(), ready=announce)
+                tg.start_soon(stop_on_signal)
+                await serve(evaluator, port=args.port, key=serve_key_from_env(), ready=announce)
     finally:
         await evaluator.aclose()
     return 0
