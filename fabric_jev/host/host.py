@@ -401,6 +401,9 @@ class JevHost:
         except Exception as exc:  # a host bug must still end the run, not the host
             outcome = Outcome("error", error=f"Jev host error: {type(exc).__name__}: {exc}")
         finally:
+            for timer in record.timers:
+                timer.cancel()
+            record.timers.clear()
             worker.close()
             if record.observation is not None:
                 record.observation.cancel()

@@ -42,6 +42,7 @@ class RunRecord:
     scope: anyio.CancelScope | None = None
     cancel_requested: bool = False
     worker_pid: int = 0  # diagnostics only; the guest never learns it
+    timers: set[Any] = field(default_factory=set)  # pending program.sleep timers (asyncio)
     observation: Any = None  # an Observer when spawned with observe (host/observers)
     budget: RunBudget = field(init=False)
 

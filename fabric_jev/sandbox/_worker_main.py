@@ -43,10 +43,14 @@ _AS_HEADROOM = 256 * 1024 * 1024
 def _die_with_parent() -> None:
     """Ask the kernel to SIGKILL us when our parent exits, then close the race."""
     parent = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent or parent == 1:
         os._exit(1)
+
+
+#: The JS heap limit is clamped to at most 64 MiB, so the address space cap can
+#: be set before the run's own (possibly lower) limit is known.
+_MAX_HEAP = 64 * 1024 * 1024
 
 
 def _confine(memory_bytes: int, keep_fd: int) -> None:
@@ -59,8 +63,7 @@ def _confine(memory_bytes: int, keep_fd: int) -> None:
     """
     import resource
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    _LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
@@ -98,20 +101,21 @@ _BLOCKED_X86_64 = (
 _AUDIT_ARCH_X86_64 = 0xC000003E
 
 
-def _seccomp_blocklist() -> bool:
-    """Install a seccomp filter refusing `_BLOCKED_X86_64` with EPERM. Returns False if not x86_64."""
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
+                ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def _build_filter() -> _SockFprog | None:
+    """The BPF program, built once in the zygote; None off x86_64."""
     import platform
 
     if platform.machine() != "x86_64":
-        return False
-
-    class SockFilter(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
-                    ("k", ctypes.c_uint32)]
-
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
-
+        return None
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     allow, deny, kill = 0x7FFF0000, 0x00050000 | 1, 0x80000000  # ALLOW, ERRNO(EPERM), KILL_PROCESS
     n = len(_BLOCKED_X86_64)
@@ -125,11 +129,22 @@ def _seccomp_blocklist() -> bool:
     for i, nr in enumerate(_BLOCKED_X86_64):
         prog.append((jeq, n - i, 0, nr))           # blocked: jump to deny
     prog += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
-    filters = (SockFilter * len(prog))(*[SockFilter(*ins) for ins in prog])
-    fprog = SockFprog(len(prog), filters)
-    libc = ctypes.CDLL(None, use_errno=True)
+    filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
+    fprog = _SockFprog(len(prog), filters)
+    fprog._keep = filters  # the array must outlive the struct
+    return fprog
+
+
+_FILTER = _build_filter()
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _seccomp_blocklist() -> bool:
+    """Install the seccomp filter refusing `_BLOCKED_X86_64` with EPERM. Returns False if not x86_64."""
+    if _FILTER is None:
+        return False
     # PR_SET_SECCOMP = 22, SECCOMP_MODE_FILTER = 2; needs no_new_privs (set by _confine).
-    if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:
+    if _LIBC.prctl(22, 2, ctypes.byref(_FILTER), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "seccomp filter refused")
     return True
 
@@ -186,6 +201,9 @@ class _SliceOverrun(Exception):
 def _worker(sock: socket.socket, prelude: str) -> None:
     import _quickjs
 
+    # Confined while idle in the warm pool, before any program exists, so the
+    # limits cost nothing at launch.
+    _confine(_MAX_HEAP, sock.fileno())
     chan = _Channel(sock)
     ctx = _quickjs.Context()
     bridge = ctx.eval(prelude)
@@ -194,7 +212,6 @@ def _worker(sock: socket.socket, prelude: str) -> None:
     if tag != b"L":
         os._exit(2)
     load = json.loads(payload)
-    _confine(int(load["memoryBytes"]), sock.fileno())
     slice_s: float = load["sliceMs"] / 1000.0
     hard_s: float = load["hardSliceMs"] / 1000.0
     ctx.set_memory_limit(load["memoryBytes"])

@@ -17,7 +17,7 @@ _HEADER = struct.Struct(">I")
 _READ_CHUNK = 1 << 18
 
 
-def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
+def asyncio_loop() -> asyncio.AbstractEventLoop | None:
     try:
         return asyncio.get_running_loop()
     except RuntimeError:  # another anyio backend (trio)
@@ -127,7 +127,7 @@ class WorkerConnection:
             if self._eof or self._closed:
                 raise WorkerGone
             if self._loop is None:
-                self._loop = _asyncio_loop()
+                self._loop = asyncio_loop()
                 if self._loop is not None:
                     self._loop.add_reader(self._sock.fileno(), self._on_readable)
             if self._loop is not None:
