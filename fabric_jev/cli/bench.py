@@ -11,9 +11,9 @@ import json
 import sys
 from typing import Any
 
-from .benchmarks.browser import _print_browser, bench_browser
-from .benchmarks.evaluators import _print_evaluators, bench_evaluators
-from .benchmarks.host import _print_host, bench_host
+from ..benchmarks.browser import _print_browser, bench_browser
+from ..benchmarks.evaluators import _print_evaluators, bench_evaluators
+from ..benchmarks.host import _print_host, bench_host
 
 SUITES = ("host", "evaluators", "browser")
 

@@ -1,0 +1,7 @@
+"""`python -m fabric_jev.cli`."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,87 @@
+"""Approval commands: approve, settings approvals."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..errors import JevError
+from .common import BadInput, config_from, load_json, print_json
+
+
+async def _cmd_approve(args: argparse.Namespace) -> int:
+    from ..approval import ApprovalRequest, ApprovalSettings, ProposedAction, classify
+    from ..evaluators.http import HttpEvaluator
+    from ..evaluators.select import build_evaluator
+
+    try:
+        raw = load_json(args.action, "action")
+        if not isinstance(raw, dict) or not isinstance(raw.get("ref"), str) \
+                or set(raw) - {"ref", "risk", "description", "arguments"}:
+            raise BadInput("the action must be an object {ref, risk?, description?, arguments?}")
+        action = ProposedAction(ref=raw["ref"], risk=str(raw.get("risk", "execute")),
+                                description=str(raw.get("description", "")),
+                                arguments=raw.get("arguments"))
+        session: Any = load_json(args.session, "session") if args.session else {}
+        if not isinstance(session, dict):
+            raise BadInput("the session must be an object {conversation?, actions?}")
+        request = ApprovalRequest(user_text=args.user_text, action=action,
+                                  conversation=list(session.get("conversation", [])),
+                                  session_actions=list(session.get("actions", [])))
+        settings = ApprovalSettings.load()
+    except (BadInput, JevError) as exc:
+        sys.stderr.write(f"fabric-jev: {exc}\n")
+        return 2
+    evaluator: Any = None
+    if args.policy == "auto":
+        if args.evaluator:
+            evaluator = build_evaluator(args.evaluator, config_from(args))
+        else:
+            from ..approval import parse_model_key
+
+            model = parse_model_key(settings.model)
+            evaluator = HttpEvaluator(model.route, model=model.model)
+    try:
+        decision = await classify(request, evaluator=evaluator, threshold=settings.threshold,
+                                  policy=args.policy, headless=args.headless)
+    finally:
+        if evaluator is not None:
+            await evaluator.aclose()
+    print_json(decision.to_json())
+    return 0 if decision.decision == "allow" else 1
+
+
+async def _cmd_settings_approvals(args: argparse.Namespace) -> int:
+    from ..approval import ApprovalSettings
+
+    try:
+        current = ApprovalSettings.load()
+        updated = ApprovalSettings.make(args.model or current.model,
+                                        current.threshold if args.threshold is None else args.threshold)
+    except JevError as exc:
+        sys.stderr.write(f"fabric-jev: {exc}\n")
+        return 2
+    if args.model is not None or args.threshold is not None:
+        updated.save()
+    print_json({"approvals": {"model": updated.model, "threshold": updated.threshold}})
+    return 0
+
+
+def add_approval_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ap = sub.add_parser("approve", help="classify one action: allow (exit 0), ask or deny (exit 1)")
+    ap.add_argument("--action", required=True, help="action JSON {ref, risk, description, arguments}")
+    ap.add_argument("--session", help="session JSON {conversation: [{role, text}], actions: [...]}")
+    ap.add_argument("--user-text", dest="user_text", default=None, help="the current user turn's text")
+    ap.add_argument("--policy", choices=("auto", "ask", "deny", "allow"), default="auto")
+    ap.add_argument("--headless", action="store_true", help="no human to ask: ask becomes deny")
+    ap.add_argument("--evaluator", help="override the settings' model (e.g. fixture:FILE)")
+    ap.add_argument("--config", help="host config JSON file")
+    ap.set_defaults(handler=_cmd_approve)
+
+    se = sub.add_parser("settings", help="persisted settings")
+    se_sub = se.add_subparsers(dest="settings_command", required=True)
+    sa = se_sub.add_parser("approvals", help="show or set the approval model and threshold")
+    sa.add_argument("--model", help="pi-fabric/typesafe/jev-latest, …, or legacy jev/<model>")
+    sa.add_argument("--threshold", type=float, help="0-1; allow needs safe >= threshold")
+    sa.set_defaults(handler=_cmd_settings_approvals)
