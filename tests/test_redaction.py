@@ -43,7 +43,8 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
 
 
 @pytest.mark.parametrize(("key", "secret"), [
-    ("password", True), ("db_password", True), ("X-Api-Key", True), ("clientSecret", True),
+    ("password", True), ("secret", True), ("token", True), ("apikey", True), ("api_key", True),
+    ("privateKey", True), ("clientsecret", True), ("Set-Cookie", True), ("db_password", True), ("X-Api-Key", True), ("clientSecret", True),
     ("accessToken", True), ("Authorization", True), ("cookie", True), ("private_key", True),
     ("tokens_used", False), ("passwordPolicy", False), ("author", False), ("name", False),
 ])
