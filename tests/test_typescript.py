@@ -36,6 +36,7 @@ def squash(s: str) -> str:
     ("let q!: number;", "let q ;"),
     ("const map = new Map<string, number>();", "const map = new Map ();"),
     ("declare const foo: number;\nconst bar = 1;", "const bar = 1;"),
+    ("const t = `a ${x as number} b ${`in ${y!} er`} c`;", "const t = `a ${x } b ${`in ${y } er`} c`;"),
 ])
 def test_erasure(ts: str, js: str) -> None:
     out = strip_types(ts)

@@ -132,6 +132,39 @@ def _skip_template(src: str, i: int) -> int:
     raise TypeScriptError("TypeScript: unterminated template literal")
 
 
+def _template_expressions(text: str) -> list[tuple[int, int]]:
+    """Spans of the `${…}` expressions directly inside one template literal's text."""
+    spans: list[tuple[int, int]] = []
+    i = 1
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "`":
+            break
+        if text.startswith("${", i):
+            start, depth, i = i + 2, 1, i + 2
+            while i < len(text) and depth:
+                ch = text[i]
+                if ch == "`":
+                    i = _skip_template(text, i)
+                    continue
+                if ch in "'\"":
+                    i += 1
+                    while i < len(text) and text[i] != ch:
+                        i += 2 if text[i] == "\\" else 1
+                elif ch == "{":
+                    depth += 1
+                elif ch == "}":
+                    depth -= 1
+                i += 1
+            spans.append((start, i - 1))
+            continue
+        i += 1
+    return spans
+
+
 def _regex_allowed(toks: list[Tok]) -> bool:
     if not toks:
         return True
@@ -169,6 +202,7 @@ class _Stripper:
         self.src = src
         self.t = tokenize(src)
         self.blank: list[tuple[int, int]] = []
+        self.rewrites: list[tuple[int, str]] = []  # (offset, same-length text) for template expressions
 
     # ------------------------------------------------------------------ helpers
 
@@ -276,6 +310,12 @@ class _Stripper:
         while i < len(self.t):
             tok = self.t[i]
             tx = tok.text
+            if tok.kind == "template":
+                for a, b in _template_expressions(tx):
+                    inner = tx[a:b]
+                    stripped = _Stripper(inner).run()
+                    if stripped != inner:
+                        self.rewrites.append((tok.start + a, stripped))
             if tok.kind == "ident" and self.statement_start(i):
                 if tx in ("enum", "namespace", "module") and self.kind(i + 1) == "ident" and \
                         self.text(i + 2) == "{":
@@ -508,13 +548,15 @@ class _Stripper:
         return k if k > i else i + 1
 
     def _apply(self) -> str:
-        if not self.blank:
+        if not self.blank and not self.rewrites:
             return self.src
         out = list(self.src)
         for a, b in self.blank:
             for p in range(a, b):
                 if out[p] != "\n":
                     out[p] = " "
+        for at, text in self.rewrites:
+            out[at:at + len(text)] = list(text)
         return "".join(out)
 
 
