@@ -22,7 +22,7 @@ from fabric_jev.approval import (
     parse_model_key,
 )
 from fabric_jev.evaluators import TYPESAFE, AuthStore, CredentialResolver, HttpEvaluator
-from tests.upstream import Front, Recorded, front, mock
+from tests.upstream import Front, front, mock
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,12 +145,7 @@ async def test_http_429_asks(tmp_path: Path) -> None:
 
 
 async def test_timeout_asks_and_is_capped_at_30_seconds(tmp_path: Path) -> None:
-    with front(Front()) as f:
-        def stall(rec: Recorded) -> tuple[int, dict[str, str], bytes]:
-            f.release.wait(10)
-            return 500, {}, b""
-
-        f.answer = stall
+    with front(Front().stall()) as f:
         ev = route_evaluator(f.url, tmp_path)
         decision = await classify(REQUEST, evaluator=ev, timeout=0.2)
         await ev.aclose()

@@ -200,12 +200,7 @@ async def test_wrong_key_reports_the_status_only() -> None:
 
 
 async def test_timeout_bounds_the_whole_call() -> None:
-    with front(Front()) as f:
-        def stall(rec: Recorded) -> tuple[int, dict[str, str], bytes]:
-            f.release.wait(10)
-            return 500, {}, b""
-
-        f.answer = stall
+    with front(Front().stall()) as f:
         ev = evaluator(TYPESAFE, f.url)
         start = time.monotonic()
         with pytest.raises(UpstreamError, match=r"timed out after 0\.2 s"):
@@ -215,12 +210,7 @@ async def test_timeout_bounds_the_whole_call() -> None:
 
 
 async def test_cancellation_mid_request() -> None:
-    with front(Front()) as f:
-        def stall(rec: Recorded) -> tuple[int, dict[str, str], bytes]:
-            f.release.wait(10)
-            return 500, {}, b""
-
-        f.answer = stall
+    with front(Front().stall()) as f:
         ev = evaluator(TYPESAFE, f.url)
         cancel = anyio.Event()
         async with anyio.create_task_group() as tg:

@@ -57,6 +57,15 @@ class Front:
     release: threading.Event = field(default_factory=threading.Event)
     url: str = ""
 
+    def stall(self) -> Front:
+        """Answer nothing until the server shuts down (for timeout and cancellation tests)."""
+        def stalled(rec: Recorded) -> tuple[int, dict[str, str], bytes]:
+            self.release.wait(10)
+            return 500, {}, b""
+
+        self.answer = stalled
+        return self
+
 
 @contextmanager
 def front(spec: Front) -> Iterator[Front]:

@@ -31,7 +31,9 @@ class Outcome:
 class Predicate:
     """Base class. `evaluate(snapshot)` must be pure."""
 
-    description = "predicate"
+    @property
+    def description(self) -> str:
+        return "predicate"
 
     def evaluate(self, snapshot: Snapshot) -> Outcome:
         raise NotImplementedError
@@ -81,7 +83,7 @@ class Exists(Predicate):
     query: Query
 
     @property
-    def description(self) -> str:  # type: ignore[override]
+    def description(self) -> str:
         return f"exists({self.query})"
 
     def queries(self) -> list[Query]:
@@ -101,7 +103,7 @@ class NotExists(Predicate):
     query: Query
 
     @property
-    def description(self) -> str:  # type: ignore[override]
+    def description(self) -> str:
         return f"not_exists({self.query})"
 
     def queries(self) -> list[Query]:
@@ -122,7 +124,7 @@ class ElementCount(Predicate):
     max: int | None = None
 
     @property
-    def description(self) -> str:  # type: ignore[override]
+    def description(self) -> str:
         return f"element_count({self.query}, min={self.min}, max={self.max})"
 
     def queries(self) -> list[Query]:
@@ -151,7 +153,7 @@ class StateOf(Predicate):
     masked_want: str | None = None
 
     @property
-    def description(self) -> str:  # type: ignore[override]
+    def description(self) -> str:
         return f"{self.name}({self.query})"
 
     def queries(self) -> list[Query]:
@@ -197,7 +199,7 @@ class UrlCheck(Predicate):
     mode: str  # "matches" | "contains"
 
     @property
-    def description(self) -> str:  # type: ignore[override]
+    def description(self) -> str:
         return f"url_{self.mode}({self.pattern!r})"
 
     def evaluate(self, snapshot: Snapshot) -> Outcome:
@@ -212,7 +214,7 @@ class AllOf(Predicate):
     parts: tuple[Predicate, ...]
 
     @property
-    def description(self) -> str:  # type: ignore[override]
+    def description(self) -> str:
         return "all_of(" + ", ".join(map(str, self.parts)) + ")"
 
     def queries(self) -> list[Query]:
@@ -232,7 +234,7 @@ class AnyOf(Predicate):
     parts: tuple[Predicate, ...]
 
     @property
-    def description(self) -> str:  # type: ignore[override]
+    def description(self) -> str:
         return "any_of(" + ", ".join(map(str, self.parts)) + ")"
 
     def queries(self) -> list[Query]:
@@ -253,7 +255,7 @@ class Not(Predicate):
     part: Predicate
 
     @property
-    def description(self) -> str:  # type: ignore[override]
+    def description(self) -> str:
         return f"not_({self.part})"
 
     def queries(self) -> list[Query]:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from ..contract.config import HostConfig
-from ..errors import LaunchRejected
 
 EXIT_OK = 0
 EXIT_NOT_COMPLETED = 1
@@ -43,5 +42,3 @@ def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
     sys.stdout.flush()
 
-
-__all__ = ["LaunchRejected"]

@@ -11,6 +11,7 @@ import anyio
 
 from ..contract.evaluation import validate_request
 from ..errors import CredentialError, EvaluationError
+from ..evaluators.routes import LOGIN_NAMES
 from .common import EVALUATOR_HELP, BadInput, config_from, load_json, print_json
 
 
@@ -116,7 +117,7 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     sv.add_argument("--config", help="host config JSON file")
     sv.set_defaults(handler=_cmd_serve)
 
-    names = ("jev", "openrouter", "vercel-ai-gateway")
+    names = tuple(LOGIN_NAMES)
     li = sub.add_parser("login", help="store an API key in the private auth store")
     li.add_argument("name", choices=names)
     li.set_defaults(handler=_cmd_login)

@@ -105,7 +105,10 @@ def tokenize(src: str) -> list[Tok]:
     return toks
 
 
-def _skip_template(src: str, i: int) -> int:
+def _scan_template(src: str, i: int) -> tuple[int, list[tuple[int, int]]]:
+    """From the backtick at i: the index past the template's end, and the spans of
+    its own `${…}` expressions (nested templates are skipped whole)."""
+    spans: list[tuple[int, int]] = []
     i += 1
     while i < len(src):
         c = src[i]
@@ -113,47 +116,18 @@ def _skip_template(src: str, i: int) -> int:
             i += 2
             continue
         if c == "`":
-            return i + 1
+            return i + 1, spans
         if src.startswith("${", i):
-            depth, i = 1, i + 2
-            while i < len(src) and depth:
-                if src[i] == "`":
-                    i = _skip_template(src, i)
-                    continue
-                if src[i] in "'\"":
-                    q = src[i]
-                    i += 1
-                    while i < len(src) and src[i] != q:
-                        i += 2 if src[i] == "\\" else 1
-                depth += {"{": 1, "}": -1}.get(src[i], 0) if i < len(src) else 0
-                i += 1
-            continue
-        i += 1
-    raise TypeScriptError("TypeScript: unterminated template literal")
-
-
-def _template_expressions(text: str) -> list[tuple[int, int]]:
-    """Spans of the `${…}` expressions directly inside one template literal's text."""
-    spans: list[tuple[int, int]] = []
-    i = 1
-    while i < len(text):
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "`":
-            break
-        if text.startswith("${", i):
             start, depth, i = i + 2, 1, i + 2
-            while i < len(text) and depth:
-                ch = text[i]
+            while i < len(src) and depth:
+                ch = src[i]
                 if ch == "`":
-                    i = _skip_template(text, i)
+                    i = _scan_template(src, i)[0]
                     continue
                 if ch in "'\"":
                     i += 1
-                    while i < len(text) and text[i] != ch:
-                        i += 2 if text[i] == "\\" else 1
+                    while i < len(src) and src[i] != ch:
+                        i += 2 if src[i] == "\\" else 1
                 elif ch == "{":
                     depth += 1
                 elif ch == "}":
@@ -162,7 +136,16 @@ def _template_expressions(text: str) -> list[tuple[int, int]]:
             spans.append((start, i - 1))
             continue
         i += 1
-    return spans
+    raise TypeScriptError("TypeScript: unterminated template literal")
+
+
+def _skip_template(src: str, i: int) -> int:
+    return _scan_template(src, i)[0]
+
+
+def _template_expressions(text: str) -> list[tuple[int, int]]:
+    """Spans of the `${…}` expressions directly inside one template literal's text."""
+    return _scan_template(text, 0)[1]
 
 
 def _regex_allowed(toks: list[Tok]) -> bool:
@@ -305,7 +288,6 @@ class _Stripper:
 
     def run(self) -> str:
         i = 0
-        class_bodies: list[int] = []  # indices of class-body opening braces still open
         brace_stack: list[bool] = []  # True for a class body
         while i < len(self.t):
             tok = self.t[i]
@@ -387,7 +369,6 @@ class _Stripper:
                         k = end
                         continue
                     k += 1
-                class_bodies.append(k)
                 brace_stack.append(True)
                 i = k + 1
                 continue

@@ -201,7 +201,7 @@ class JevHost:
         """Wait until the run has an event with sequence > `after`, or is terminal."""
         record = self._get(id)
         while record.ring.next_sequence <= after + 1 and not record.state.terminal:
-            changed = record.ring.changed
+            changed = record.ring.changed()
             async with anyio.create_task_group() as tg:
                 async def on_done() -> None:
                     await record.done.wait()

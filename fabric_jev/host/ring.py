@@ -27,7 +27,7 @@ class ProgressRing:
         self._events: deque[ProgressEvent] = deque(maxlen=capacity)
         self.next_sequence = 1
         self.listener: Callable[[ProgressEvent], None] | None = None
-        self.changed = anyio.Event()  # replaced after each append
+        self._changed: anyio.Event | None = None  # only while someone waits for progress
 
     def append(self, value: Any) -> ProgressEvent:
         # Values were validated at the boundary; skip pydantic's second pass.
@@ -37,9 +37,16 @@ class ProgressRing:
         self.next_sequence += 1
         if self.listener is not None:
             self.listener(event)
-        self.changed.set()
-        self.changed = anyio.Event()
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
         return event
+
+    def changed(self) -> anyio.Event:
+        """An event set by the next append (made on demand: emit stays allocation-free)."""
+        if self._changed is None:
+            self._changed = anyio.Event()
+        return self._changed
 
     def after(self, sequence: int) -> tuple[ProgressEvent, ...]:
         return tuple(e for e in self._events if e.sequence > sequence)

@@ -208,10 +208,6 @@ class WorkerPool:
         self._exits.pop(pid, None)
         self._exit_events.pop(pid, None)
 
-    @property
-    def idle_count(self) -> int:
-        return len(self._idle)
-
     async def aclose(self) -> None:
         if self._closing:
             return

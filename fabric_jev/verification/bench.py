@@ -120,18 +120,7 @@ def world(dictionary: Dictionary) -> tuple[MemoryChannels, dict[str, Observation
         MemoryElement("", role="checkbox", label="I accept the terms"),
         MemoryElement("", role="textbox", label="Email", editable=True, value="ada@example.com"),
     ], page_text="Draft · Run task · Order total 42.00 EUR", sample_ms=20)
-    channels.not_see = _fast_not_see(channels)  # type: ignore[method-assign]
     return channels, {"composer": Observation("1", composer), "cart": Observation("2", cart)}
-
-
-def _fast_not_see(channels: MemoryChannels) -> Any:
-    # An in-memory world cannot change between samples; sample it without waiting the window.
-    original = channels.not_see
-
-    async def not_see(target: Any, window_ms: int) -> tuple[bool, str]:
-        return await original(target, min(window_ms, 60))
-
-    return not_see
 
 
 @dataclass

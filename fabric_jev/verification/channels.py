@@ -9,14 +9,15 @@ result, and treats a reader exception as terminal.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
 
-from .dictionary import SeeOptions, Target, TargetSpec
+from .dictionary import SeeOptions, Target
 
+T = TypeVar("T")
 Read = Callable[[anyio.Event], Awaitable[Any]]
 
 
@@ -91,6 +92,37 @@ class Channels(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class TargetFields:
+    """What a channel's element offers to a dictionary target."""
+
+    texts: tuple[str | None, ...]  # visible text (and, for a page, the accessible name)
+    role: str | None = None
+    label: str | None = None
+    placeholder: str | None = None
+    test_id: str | None = None
+
+
+def select_targets(target: Target, items: Iterable[T], fields: Callable[[T], TargetFields]) -> list[T]:
+    """The items a target names, in order; `nth` picks one. Every channel reads targets this way:
+    a string matches text, label, placeholder or test id; an object's fields must all match."""
+    found = []
+    for item in items:
+        f = fields(item)
+        if isinstance(target, str):
+            hit = target in (*f.texts, f.label, f.placeholder, f.test_id)
+        else:
+            hit = ((target.text is None or target.text in f.texts)
+                   and (target.role is None or f.role == target.role)
+                   and (target.label is None or f.label == target.label)
+                   and (target.placeholder is None or f.placeholder == target.placeholder)
+                   and (target.testId is None or f.test_id == target.testId))
+        if hit:
+            found.append(item)
+    nth = None if isinstance(target, str) else target.nth
+    return found if nth is None else found[nth:nth + 1]
+
+
 def target_text(target: Target) -> str:
     if isinstance(target, str):
         return target
@@ -118,18 +150,8 @@ class MemoryChannels:
     steps: list[str] = field(default_factory=list)
 
     def _find(self, target: Target) -> list[MemoryElement]:
-        if isinstance(target, str):
-            return [e for e in self.elements if target in (e.text, e.label, e.placeholder, e.test_id)]
-        spec: TargetSpec = target
-        found = [e for e in self.elements
-                 if (spec.text is None or e.text == spec.text)
-                 and (spec.role is None or e.role == spec.role)
-                 and (spec.label is None or e.label == spec.label)
-                 and (spec.placeholder is None or e.placeholder == spec.placeholder)
-                 and (spec.testId is None or e.test_id == spec.testId)]
-        if spec.nth is not None:
-            return found[spec.nth:spec.nth + 1]
-        return found
+        return select_targets(target, self.elements, lambda e: TargetFields(
+            (e.text,), e.role, e.label, e.placeholder, e.test_id))
 
     async def see(self, target: Target, options: SeeOptions) -> tuple[bool, str]:
         await anyio.lowlevel.checkpoint()

@@ -11,6 +11,7 @@ import anyio
 
 from fabric_jev.assertions import Element, Outcome, Predicate, Snapshot, check
 from fabric_jev.verification import PollOutcome, poll
+from fabric_jev.verification.channels import TargetFields, select_targets
 from fabric_jev.verification.dictionary import SeeOptions, Target
 
 from .cdp import CDPConnection
@@ -18,14 +19,9 @@ from .checks import PageSource
 from .page import Page
 
 
-def _matches(target: Target, e: Element) -> bool:
-    if isinstance(target, str):
-        return target in (e.name, e.text, e.testid, e.placeholder)
-    return ((target.text is None or target.text in (e.text, e.name))
-            and (target.role is None or e.role == target.role)
-            and (target.label is None or e.name == target.label)
-            and (target.placeholder is None or e.placeholder == target.placeholder)
-            and (target.testId is None or e.testid == target.testId))
+def _fields(e: Element) -> TargetFields:
+    # On a page the accessible name is both a text and the label.
+    return TargetFields((e.text, e.name), e.role, e.name, e.placeholder, e.testid)
 
 
 @dataclass(frozen=True)
@@ -36,14 +32,11 @@ class TargetSeen(Predicate):
     options: SeeOptions
 
     @property
-    def description(self) -> str:  # type: ignore[override]
+    def description(self) -> str:
         return f"see({self.target!r})"
 
     def evaluate(self, snapshot: Snapshot) -> Outcome:
-        found = [e for e in snapshot.elements if _matches(self.target, e)]
-        nth = getattr(self.target, "nth", None)
-        if nth is not None:
-            found = found[nth:nth + 1]
+        found = select_targets(self.target, snapshot.elements, _fields)
         expected = f"{self.description} {self.options.model_dump(exclude_none=True, exclude={'timeoutMs'})}"
         if not found:
             return Outcome(False, "no_match", expected, "no matching element")
@@ -90,7 +83,7 @@ class BrowserChannels:
         while True:
             snap = await self.source.snapshot()
             samples += 1
-            shown = [e for e in snap.elements if _matches(target, e) and e.visible]
+            shown = [e for e in select_targets(target, snap.elements, _fields) if e.visible]
             if shown:
                 return False, f"{shown[0].label()} was visible at sample {samples}"
             left = deadline - anyio.current_time()
