@@ -15,6 +15,7 @@ from .contract import (
 from .contract.observe import ToolResult
 from .errors import (
     AnswerInvalid,
+    BatchError,
     CapabilityError,
     CompileError,
     ConcurrencyLimitReached,
@@ -40,6 +41,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Advice",
     "AnswerInvalid",
+    "BatchError",
     "CallContext",
     "CapabilityError",
     "CapabilityRegistry",

@@ -12,6 +12,7 @@
     ├── UnknownRun                unknown or expired run id
     ├── ConfigError               an invalid host configuration
     ├── SandboxUnavailable        worker processes cannot be started
+    ├── BatchError                a batch's files or cluster cannot be used (fabric_jev.batch)
     └── EvaluationError           jev.evaluate failed (see evaluators)
         ├── RequestInvalid        the request breaks contract §5
         ├── AnswerInvalid         the upstream answer breaks contract §5
@@ -101,3 +102,7 @@ class UpstreamError(EvaluationError):
 
 class CredentialError(EvaluationError):
     pass
+
+
+class BatchError(JevError):
+    """A batch cannot go on: an unreadable inputs or output file, or no Ray actor left."""

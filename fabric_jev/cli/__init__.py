@@ -13,6 +13,7 @@ from .common import EXIT_REJECTED
 
 def build_parser() -> argparse.ArgumentParser:
     from .approval import add_approval_commands
+    from .batch import add_batch_command
     from .bench import add_bench_command
     from .browser import add_browser_commands
     from .evaluators import add_evaluator_commands
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_verification_commands(sub)
     add_browser_commands(sub)
     add_bench_command(sub)
+    add_batch_command(sub)
     return parser
 
 
