@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import signal
 import subprocess
 import sys
@@ -150,7 +152,33 @@ def test_a_program_that_does_not_compile_stops_the_batch(files: dict[str, str]) 
     done = run_cli(files)
     assert done.returncode == 2
     assert "fabric-jev: launch rejected: Jev program does not compile" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in done.stderr and "batch summary" not in done.stderr
+
+
+def test_a_terminal_gets_a_live_bar_and_a_summary_table(files: dict[str, str]) -> None:
+    Path(files["inputs"]).write_text("".join(input_line(n) + "\n" for n in range(1, 21)))
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(batch_argv(files), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=terminal, cwd=ROOT, env={**os.environ, "COLUMNS": "120", "TERM": "xterm"})
+    os.close(terminal)
+    shown = bytearray()
+    try:
+        while True:
+            try:
+                chunk = os.read(controller, 65_536)
+            except OSError:  # EIO: the batch closed its terminal
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(controller)
+        assert proc.wait(30) == 1
+    text = shown.decode()
+    assert "batch: [" not in text  # not the plain lines
+    assert "20/20" in text and "not completed" in text and "ETA" in text
+    assert "batch summary" in text and "│" in text  # rich's table
+    assert len(records(files["out"])) == 20
 
 
 def test_inputs_keyed_by_an_id_field(tmp_path: Path) -> None:

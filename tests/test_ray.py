@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,7 @@ __all__ = ["files"]  # the fixture, shared with test_batch
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    context = ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    context = ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
     try:
         yield context.address_info["address"]
     finally:

@@ -11,7 +11,7 @@ from .records import REJECTED, STATES, BatchOutcome, Tally
 class Display(Protocol):
     def start(self) -> None: ...
     def update(self, outcome: BatchOutcome) -> None: ...
-    def finish(self, *, interrupted: bool) -> None: ...
+    def finish(self, *, interrupted: bool, show_summary: bool = True) -> None: ...
 
 
 def _rate(count: int, seconds: float) -> float:
@@ -39,7 +39,9 @@ class PlainDisplay:
                     f" ({t.not_completed} not completed, "
                     f"{_rate(t.done, time.perf_counter() - self.started):.1f}/s)")
 
-    def finish(self, *, interrupted: bool) -> None:
+    def finish(self, *, interrupted: bool, show_summary: bool = True) -> None:
+        if not show_summary:
+            return
         wall = time.perf_counter() - self.started
         width = max(len(s) for s in (*STATES, "evaluations", "resumed"))
         lines = ["batch summary" + (" (interrupted: rerun with --resume)" if interrupted else "")]
@@ -105,10 +107,12 @@ class RichDisplay:
         self.progress.update(self.task, completed=self.tally.done, failed=self.tally.not_completed,
                              rate=f"{rate:.1f}")
 
-    def finish(self, *, interrupted: bool) -> None:
+    def finish(self, *, interrupted: bool, show_summary: bool = True) -> None:
         from rich.table import Table
 
         self.progress.stop()
+        if not show_summary:
+            return
         wall = time.perf_counter() - self.started
         table = Table(title="batch summary" + (" (interrupted: rerun with --resume)" if interrupted else ""))
         table.add_column("")

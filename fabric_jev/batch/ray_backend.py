@@ -12,6 +12,7 @@ reported, and the batch stops with `BatchError` (rerun with `--resume`).
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -100,7 +101,7 @@ async def run_ray(program: Program, items: Iterable[BatchItem], emit: Emit, *, c
     started_here = not ray.is_initialized()
     if started_here:
         try:
-            ray.init(address=address, include_dashboard=False, logging_level="WARNING")
+            ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING)
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise BatchError(f"cannot reach the Ray cluster{f' at {address}' if address else ''}: "
                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None

@@ -40,7 +40,12 @@ async def batch_command(args: argparse.Namespace) -> int:
         tally.add(outcome)
         display.update(outcome)
 
+    if args.ray is not None:
+        from ..batch.ray_backend import require_ray
+
+        require_ray()  # before anything is shown: a missing extra is one line, not a summary
     interrupted = False
+    failed = True
     try:
         # A signal cancels the runs in flight; their outcomes are not written, so
         # `--resume` runs them again and nothing is lost or doubled.
@@ -58,9 +63,11 @@ async def batch_command(args: argparse.Namespace) -> int:
                 await run_batch(program, pending(), record, config=config, evaluator=args.evaluator,
                                 concurrency=args.concurrency, ray=args.ray, actors=args.actors)
                 tg.cancel_scope.cancel()
+        failed = False
     finally:
         log.close()
-        display.finish(interrupted=interrupted)
+        # A batch that stopped on an error shows what it got done, if anything.
+        display.finish(interrupted=interrupted, show_summary=not failed or tally.done > 0)
     if interrupted:
         return EXIT_INTERRUPTED
     return EXIT_OK if tally.all_completed else EXIT_NOT_COMPLETED

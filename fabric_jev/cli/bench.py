@@ -15,7 +15,7 @@ from ..benchmarks.browser import _print_browser, bench_browser
 from ..benchmarks.evaluators import _print_evaluators, bench_evaluators
 from ..benchmarks.host import _print_host, bench_host
 
-SUITES = ("host", "evaluators", "browser")
+SUITES = ("host", "evaluators", "browser", "batch")
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -30,6 +30,12 @@ async def _run(args: argparse.Namespace) -> int:
             report["browser"] = await bench_browser()
             if not args.json:
                 _print_browser(report["browser"])
+        elif suite == "batch":
+            from ..benchmarks.batch import _print_batch, bench_batch
+
+            report["batch"] = await bench_batch()
+            if not args.json:
+                _print_batch(report["batch"])
         elif suite == "evaluators":
             report["evaluators"] = await bench_evaluators(samples=min(args.samples, 30))
             if not args.json:
