@@ -53,11 +53,14 @@ LOAD_TIMEOUT_S = 10.0
 DEADLINE_EXCEEDED = "Jev deadline exceeded"
 
 
-def _erase_types(code: str, as_javascript: CompileError) -> str:
+async def _erase_types(code: str, as_javascript: CompileError) -> str:
+    import anyio.to_thread
+
     from ..contract.typescript import TypeScriptError, strip_types
 
     try:
-        stripped = strip_types(code)
+        # In a thread: parsing is capped (PARSE_CAP_S) but the event loop keeps serving other runs.
+        stripped = await anyio.to_thread.run_sync(strip_types, code)
     except TypeScriptError as exc:
         raise CompileError(clip_error(f"{as_javascript} ({exc})")) from None
     if stripped == code:
@@ -345,7 +348,7 @@ class JevHost:
             return session
         except CompileError as as_javascript:
             session.close()
-            stripped = _erase_types(code, as_javascript)
+            stripped = await _erase_types(code, as_javascript)
             session = await self._session()
             try:
                 await session.load(stripped, input_json, timeout_s=LOAD_TIMEOUT_S)
