@@ -173,9 +173,9 @@ class Page:
         return await self.cdp.wait_for(method, session_id=self.session_id, predicate=predicate,
                                        timeout_ms=timeout_ms)
 
-    async def ax_tree(self) -> dict[str, Any]:
+    async def ax_tree(self, *, timeout_ms: int | None = None) -> dict[str, Any]:
         """The full accessibility tree, on demand (can be several MB)."""
-        return await self.call("Accessibility.getFullAXTree")
+        return await self.call("Accessibility.getFullAXTree", timeout_ms=timeout_ms)
 
     async def reload(self) -> None:
         """Reload and wait for the load event."""
