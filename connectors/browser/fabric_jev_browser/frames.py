@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import anyio
 
 from .cdp import CDPConnection
-from .errors import BrowserError
+from .errors import BrowserError, CDPError
 
 T = TypeVar("T")
 X = TypeVar("X")
@@ -179,9 +179,13 @@ class FrameTracker:
             self._drop(child)
 
     async def _auto_attach(self, sid: str) -> None:
-        await self.cdp.call("Target.setAutoAttach", {
-            "autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True,
-            "filter": [{"type": "iframe", "exclude": False}]}, session_id=sid)
+        params: dict[str, Any] = {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True}
+        try:
+            # Only frames: workers need no session of ours.
+            await self.cdp.call("Target.setAutoAttach", {
+                **params, "filter": [{"type": "iframe", "exclude": False}]}, session_id=sid)
+        except CDPError:  # a browser without target filters: other targets are ignored on attach
+            await self.cdp.call("Target.setAutoAttach", params, session_id=sid)
 
     async def start(self) -> None:
         """Attach to the page's out-of-process frames, now and as they appear."""
