@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ConfigError
+from .model_id import MODEL_ID_RULE, is_model_id
 from .program import ProgramLimits, validate_as
 
 MIB = 1024 * 1024
@@ -100,6 +101,13 @@ class HostConfig(BaseModel):
     def _scalar(cls, v: Any, info: Any) -> int:
         lo, hi = _SCALAR_RANGES[info.field_name]
         return clamp_number(v, lo, hi, info.field_name)
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model(cls, v: Any) -> str:
+        if not is_model_id(v):
+            raise ValueError(f"model must be {MODEL_ID_RULE}")
+        return str(v)
 
     @field_validator("autoApprovalThreshold", mode="before")
     @classmethod
