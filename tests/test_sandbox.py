@@ -242,8 +242,8 @@ def test_the_filter_refuses_what_it_lists() -> None:
 
     code = (
         "import sys, socket, os; sys.path.insert(0, sys.argv[1]);"
-        "import _worker_main as w, ctypes; libc = ctypes.CDLL(None);"
-        "libc.prctl(38, 1, 0, 0, 0); assert w._seccomp_blocklist();"
+        "import _confine as w, ctypes; libc = ctypes.CDLL(None);"
+        "libc.prctl(38, 1, 0, 0, 0); assert w.seccomp_blocklist();"
         "results = [];"
         "\nfor name, fn in [('open', lambda: open('/etc/hostname')), ('socket', lambda: socket.socket()),"
         " ('fork', os.fork), ('kill', lambda: os.kill(os.getppid(), 0))]:\n"
