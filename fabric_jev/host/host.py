@@ -51,11 +51,14 @@ SLICE_OVERRUN = (
 )
 
 
-def _erase_types(code: str, as_javascript: CompileError) -> str:
+async def _erase_types(code: str, as_javascript: CompileError) -> str:
+    import anyio.to_thread
+
     from ..contract.typescript import TypeScriptError, strip_types
 
     try:
-        stripped = strip_types(code)
+        # In a thread: parsing is capped (PARSE_CAP_S) but the event loop keeps serving other runs.
+        stripped = await anyio.to_thread.run_sync(strip_types, code)
     except TypeScriptError as exc:
         raise CompileError(clip_error(f"{as_javascript} ({exc})")) from None
     if stripped == code:
@@ -325,7 +328,7 @@ class JevHost:
                 # is tried again with its TypeScript annotations erased.
                 worker.close()
                 worker = None
-                stripped = _erase_types(program.code, as_javascript)
+                stripped = await _erase_types(program.code, as_javascript)
                 worker = await self._acquire_worker()
                 try:
                     await self._load(worker, stripped, value)
