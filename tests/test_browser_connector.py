@@ -12,7 +12,7 @@ import anyio
 import pytest
 from fabric_jev_browser import BrowserConfig, BrowserConnector
 
-from fabric_jev import ConfigError, JevHost, RunState
+from fabric_jev import ConfigError, HostConfig, JevHost, RunState
 from tests.browser_support import Launched, Pages
 from tests.conftest import program
 
@@ -30,7 +30,7 @@ const {sessionId} = await cdp('Target.attachToTarget', {targetId, flatten: true}
 
 async def run_program(chromium: Launched, code: str, **config: Any) -> Any:
     connector = BrowserConnector({"wsUrl": chromium.ws_url, "allowedMethods": ALLOWED, **config})
-    async with JevHost() as host:
+    async with JevHost(HostConfig(approvals={"execute": "allow"})) as host:
         host.add_connector(connector)
         env = await host.run(program(code, requires=["browser.connect", "browser.cdp"]), None)
         assert connector._connections == {}, "the run's connection outlived the run"
@@ -92,7 +92,7 @@ async def test_cdp_errors_reach_the_guest_as_messages(chromium: Launched) -> Non
 
 async def test_stopping_a_run_closes_its_connection(chromium: Launched) -> None:
     connector = BrowserConnector({"wsUrl": chromium.ws_url, "allowedMethods": ALLOWED})
-    async with JevHost() as host:
+    async with JevHost(HostConfig(approvals={"execute": "allow"})) as host:
         host.add_connector(connector)
         env = await host.spawn(program(
             "await tools.call({ref: 'browser.connect'}); await program.emit('up');"

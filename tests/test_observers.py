@@ -21,6 +21,9 @@ from fabric_jev.contract.observe import parse_observe
 from fabric_jev.host.observers import Advice, Observer
 from tests.conftest import program
 
+#: Advice is an agent-risk call; these tests' application allows it.
+ADVICE_ALLOWED: dict[str, Any] = {"agent": "allow"}
+
 pytestmark = pytest.mark.anyio
 
 
@@ -350,7 +353,7 @@ for (;;) {
 
 async def test_programs_observe_and_abort_cancels_them() -> None:
     session = MainSession("s-2")
-    async with JevHost(HostConfig(maxConcurrentRuns=4)) as host:
+    async with JevHost(HostConfig(maxConcurrentRuns=4, approvals=ADVICE_ALLOWED)) as host:
         host.bind_session(session)
         env = await host.spawn(program(ECHO, inputSchema={"type": "null"}), None,
                                observe={"events": ["input"], "include": ["inputText"]})
@@ -369,7 +372,7 @@ async def test_programs_observe_and_abort_cancels_them() -> None:
 async def test_navigation_and_shutdown_cancel_observers() -> None:
     for end in ("navigate", "shutdown"):
         session = MainSession()
-        async with JevHost() as host:
+        async with JevHost(HostConfig(approvals=ADVICE_ALLOWED)) as host:
             host.bind_session(session)
             env = await host.spawn(program(ECHO), None, observe={"events": ["input"]})
             getattr(session, end)()
@@ -377,7 +380,7 @@ async def test_navigation_and_shutdown_cancel_observers() -> None:
 
 
 async def test_next_event_without_observe_and_observe_without_session() -> None:
-    async with JevHost() as host:
+    async with JevHost(HostConfig(approvals=ADVICE_ALLOWED)) as host:
         env = await host.run(program("try { await program.nextEvent(); } catch (e) { return e.message; }"), None)
         assert env.result == "program.nextEvent needs spawn with observe"
         with pytest.raises(ProgramInvalid, match="bind_session"):
@@ -422,7 +425,7 @@ async def test_seed_verification_advisor_delivers_exactly_one_advice() -> None:
     session = MainSession("main", deliver=deliver)
     fixture = FixtureEvaluator({"answers": {"contradiction": {"noul": 0.05}}, "rules": [
         {"question": "contradiction", "stateContains": "FAILED", "answer": {"noul": 0.97}}]})
-    async with JevHost(evaluator=fixture) as host:
+    async with JevHost(HostConfig(approvals=ADVICE_ALLOWED), evaluator=fixture) as host:
         host.bind_session(session)
         env = await host.spawn({
             "name": "verification-advisor",
@@ -478,7 +481,7 @@ async def test_host_advise_uses_the_same_checks() -> None:
         delivered.append(advice)
 
     session = MainSession("s-host", deliver=deliver)
-    async with JevHost() as host:
+    async with JevHost(HostConfig(approvals=ADVICE_ALLOWED)) as host:
         host.bind_session(session)
         env = await host.spawn(program(ECHO, requires=["jev.advise"]), None,
                                observe={"events": ["input"], "delivery": "followUp"})
