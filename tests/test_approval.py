@@ -426,3 +426,50 @@ async def test_cancelling_the_caller_is_not_turned_into_a_verdict() -> None:
         await classify(REQUEST, evaluator=IgnoresItsTimeout(), timeout=30)  # type: ignore[arg-type]
         pytest.fail("classify returned under a cancelled caller")
     assert scope.cancelled_caught
+
+
+# ---------------------------------------------------------------- one threshold (issue 13 item 4)
+
+def test_threshold_precedence_config_then_settings_then_default(tmp_path: Path) -> None:
+    from fabric_jev import HostConfig
+    from fabric_jev.approval.settings import with_user_threshold
+
+    settings = tmp_path / "settings.json"
+    assert with_user_threshold(HostConfig(), settings).autoApprovalThreshold == 0.5
+    ApprovalSettings.make("pi-fabric/typesafe/jev-latest", 0.8).save(settings)
+    assert with_user_threshold(HostConfig(), settings).autoApprovalThreshold == 0.8
+    assert with_user_threshold(HostConfig.parse({"autoApprovalThreshold": 0.3}), settings) \
+        .autoApprovalThreshold == 0.3
+
+
+def test_cli_approve_takes_threshold_timeout_and_size_from_the_config(tmp_path: Path) -> None:
+    action = tmp_path / "action.json"
+    action.write_text(json.dumps({"ref": "shell.run", "risk": "execute", "arguments": {"cmd": "pytest"}}))
+    safe_07 = tmp_path / "fixture.json"
+    safe_07.write_text(json.dumps({"answers": {q: {"noul": 0.7 if q == "safe" else 0.1} for q in QUESTIONS}}))
+    assert cli("settings", "approvals", "--threshold", "0.9", home=tmp_path).returncode == 0
+
+    def approve(*extra: str) -> dict[str, Any]:
+        done = cli("approve", "--action", str(action), "--user-text", "run the tests", "--evaluator",
+                   f"fixture:{safe_07}", *extra, home=tmp_path)
+        assert done.returncode in (0, 1), done.stderr
+        result: dict[str, Any] = json.loads(done.stdout)
+        return result
+
+    assert approve()["decision"] == "ask"  # settings.json: 0.7 < 0.9
+    low = tmp_path / "low.json"
+    low.write_text(json.dumps({"autoApprovalThreshold": 0.6}))
+    assert approve("--config", str(low))["decision"] == "allow"  # the config's 0.6 wins
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"maxRequestBytes": 1024, "autoApprovalThreshold": 0.6}))
+    decided = approve("--config", str(small))
+    assert decided["decision"] == "ask" and "exceeds 1024 bytes" in decided["reason"]
+
+
+async def test_classify_honours_the_callers_timeout_with_a_stalled_upstream(tmp_path: Path) -> None:
+    with front(Front().stall()) as f:
+        ev = route_evaluator(f.url, tmp_path)
+        decision = await classify(REQUEST, evaluator=ev, timeout=0.1)
+        f.release.set()
+        await ev.aclose()
+    assert decision.decision == "ask" and "timed out after 0.1 s" in decision.reason

@@ -133,6 +133,7 @@ def test_browser_click_example_end_to_end(chromium: Launched, pages: Pages, tmp_
     url = pages.add("/terms.html", (example / "terms.html").read_text())
     config = json.loads((example / "config.json").read_text())
     config["connectors"]["browser"]["wsUrl"] = chromium.ws_url
+    config["approvals"] = {"execute": "allow"}  # the approval flow: tests/test_browser_approval.py
     (tmp_path / "config.json").write_text(json.dumps(config))
     (tmp_path / "input.json").write_text(json.dumps({"url": url, "click": "Accept", "expect": "Accepted"}))
     done = subprocess.run([sys.executable, "-m", "fabric_jev.cli", "run", str(example / "program.json"),
