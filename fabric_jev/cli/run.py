@@ -39,10 +39,9 @@ def add_configured_connectors(host: Any, config: HostConfig) -> None:
 
 
 async def run_command(args: argparse.Namespace) -> int:
+    from ..approval.settings import with_user_threshold
     from ..evaluators.select import build_evaluator
     from ..host import JevHost
-
-    from ..approval.settings import with_user_threshold
 
     config = with_user_threshold(config_from(args))
     try:
