@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 
 from ..contract.policy import Answer, Outcome, Policy, Risk, needs_approver, resolve
-from ..contract.redaction import redact, redact_text
+from ..contract.redaction import redact
 from ..evaluators.base import Evaluator
 from .ring import utc_now
 
@@ -75,7 +75,9 @@ class AuditTrail:
         entry: dict[str, Any] = {
             "sequence": self.allowed + self.denied + 1, "at": utc_now(), "ref": ref, "risk": risk,
             "policy": policy, "decidedBy": outcome.decided_by, "allowed": outcome.allowed,
-            "reason": redact_text(outcome.reason)[0],
+            # Reasons are fixed templates naming only the risk and who decided;
+            # arguments are never recorded here.
+            "reason": outcome.reason,
         }
         if probability is not None:
             entry["probability"] = probability
