@@ -26,6 +26,7 @@ import anyio
 
 from .._files import atomic_write
 from .._waiting import Waiter
+from ..errors import CheckFailed
 from .escalation import Escalation, EscalationPolicy, FailureEvent, FailureKind, RecoveryAction
 from .nearest import Near, nearest
 from .predicates import Outcome, Predicate
@@ -123,7 +124,7 @@ class CheckResult:
                 "url": self.url, "vision": self.vision, "artifacts": dict(sorted(self.artifacts.items()))}
 
 
-class AssertionFailed(AssertionError):
+class AssertionFailed(CheckFailed):
     """A required check failed; `result` holds everything the message shows."""
 
     def __init__(self, result: CheckResult) -> None:
@@ -349,14 +350,19 @@ class Check:
             return await self._finish(result, src)
         shot = getattr(src, "screenshot", None)
         answer: bool | None = None
+        problem = "" if shot is not None else "the source cannot take screenshots"
         if shot is not None:
             try:
                 image = await shot()
                 answer = await self.vision.provider.ask(self.vision.question, image)
             except anyio.get_cancelled_exc_class():
                 raise
-            except Exception:
-                answer = None
+            except Exception as exc:  # a failed question is an unsure answer, said in the log
+                answer, problem = None, f"{type(exc).__name__}: {exc}"[:300]
+        if problem:
+            last_try = attempts[-1]
+            attempts[-1] = Attempt(last_try.n, last_try.reason, last_try.confidence, last_try.action,
+                                   "; ".join(p for p in (last_try.detail, f"vision: {problem}") if p))
         result.vision = {True: "yes", False: "no", None: "unsure"}[answer]
         if answer is True:
             result.passed, result.reason, result.last_reason = True, None, None

@@ -29,7 +29,7 @@ from ..contract.observe import (
     project,
 )
 from ..contract.program import Program
-from ..errors import JevError
+from ..errors import HostCallRefused, LaunchRejected
 from .observing import ObservationSource, StopRun
 from .ring import utc_now
 
@@ -111,7 +111,7 @@ class Observer:
 
     async def next_event(self) -> dict[str, Any]:
         if self._waiting:
-            raise JevError("Only one program.nextEvent may be pending at a time")
+            raise HostCallRefused("Only one program.nextEvent may be pending at a time")
         self._waiting = True
         try:
             while True:
@@ -135,7 +135,7 @@ class Observer:
         if (not isinstance(args, dict) or set(args) != {"eventId", "message"}
                 or not isinstance(args["eventId"], str) or not isinstance(args["message"], str)
                 or not 1 <= len(args["message"]) <= ADVICE_MAX_CHARS):
-            raise JevError(f"program.advise expects {{eventId, message}} with a message of "
+            raise HostCallRefused(f"program.advise expects {{eventId, message}} with a message of "
                            f"1-{ADVICE_MAX_CHARS} characters")
         event_id, message = args["eventId"], args["message"]
         session = self.session
@@ -225,14 +225,14 @@ class MainSession:
     def create(self, raw: Any, program: Program) -> Observer:
         options = parse_observe(raw)
         if self.halted:
-            raise JevError("the Main session has halted; observers are not restarted")
+            raise LaunchRejected("the Main session has halted; observers are not restarted")
         observer = Observer(self, options)
         self._observers.add(observer)
         return observer
 
     async def deliver(self, advice: Advice) -> None:
         if self._deliver is None:
-            raise JevError("no delivery callback")
+            raise HostCallRefused("no delivery callback")
         await self._deliver(advice)
 
     # ------------------------------------------------------------------ publishing
