@@ -328,8 +328,8 @@ async def test_tools_call_reaches_exactly_the_declared_ref() -> None:
         seen.append((args, ctx.ref))
         return {"echo": args}
 
-    registry.register("demo.echo", echo)
-    registry.register("demo.other", echo)
+    registry.register("demo.echo", echo, "read")
+    registry.register("demo.other", echo, "read")
     async with JevHost(capabilities=registry) as host:
         env = await host.run(program("""
           const a = await tools.call({ref: 'demo.echo', args: {n: 1}});
@@ -348,7 +348,7 @@ async def test_failing_handler_gives_a_message_not_a_trace() -> None:
     async def broken(args: Any, ctx: Any) -> Any:
         raise RuntimeError("disk on fire")
 
-    registry.register("demo.broken", broken)
+    registry.register("demo.broken", broken, "read")
     async with JevHost(capabilities=registry) as host:
         env = await host.run(program(
             "try { await tools.call({ref: 'demo.broken'}); } catch (e) { return e.message; }",
