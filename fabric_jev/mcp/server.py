@@ -141,7 +141,8 @@ class JevTools:
         return evaluation.to_json()
 
     async def _jev_approve(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
-        from ..approval import ApprovalRequest, ApprovalSettings, ProposedAction, classify
+        from ..approval import ApprovalRequest, ProposedAction, classify
+        from ..approval.settings import with_user_threshold
 
         raw = arguments["action"]
         action = ProposedAction(ref=raw["ref"], risk=raw.get("risk", "execute"),
@@ -149,10 +150,14 @@ class JevTools:
         request = ApprovalRequest(user_text=arguments.get("userText"), action=action,
                                   conversation=list(arguments.get("conversation", [])),
                                   session_actions=list(arguments.get("sessionActions", [])))
+        # One threshold, as for `fabric-jev approve`: the config's, else settings.json's.
+        config = with_user_threshold(self.config)
         decision = await classify(request, evaluator=self.host.evaluator,
-                                  threshold=ApprovalSettings.load().threshold,
+                                  threshold=config.autoApprovalThreshold,
                                   policy=arguments.get("policy", "auto"),
-                                  headless=arguments.get("headless", False))
+                                  headless=arguments.get("headless", False),
+                                  timeout=config.requestTimeoutMs / 1000,
+                                  max_request_bytes=config.maxRequestBytes)
         return decision.to_json()
 
 
