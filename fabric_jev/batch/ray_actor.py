@@ -51,6 +51,13 @@ class JevActor:
         from ..host import JevHost
 
         assert self._ready is not None and self._stop is not None
+        # Ray runs this loop with plain asyncio, not anyio.run: name the library
+        # for anyio in this task's context, which the host's tasks and socket
+        # callbacks inherit (the host handles worker frames in a reader callback,
+        # where there is no current task to detect it from).
+        import sniffio
+
+        sniffio.current_async_library_cvar.set("asyncio")
         try:
             evaluator = build_evaluator(self._evaluator, self._config)
             async with JevHost(self._config, evaluator=evaluator) as host:
