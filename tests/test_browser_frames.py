@@ -222,3 +222,13 @@ async def test_diff_predicates_inside_eventually(page: Page, pages: Pages) -> No
     missing = await check(added('name="Row 2"'), "no baseline").once(source)
     assert missing.reason == "no_baseline"
     source.close()
+
+
+async def test_a_frame_inside_a_closed_shadow_root(page: Page, pages: Pages) -> None:
+    url = pages.add("/frames/closed-frame", """<frame-box></frame-box><script>
+      document.querySelector('frame-box').attachShadow({mode: 'closed'}).innerHTML =
+        '<iframe id="boxed" style="border:0;width:300px;height:100px" srcdoc="<button>In a boxed frame</button>">'
+        + '</iframe>';</script>""")
+    await page.navigate(url)
+    boxed = by_name(await settled(page, "In a boxed frame"))["In a boxed frame"]
+    assert boxed["frame"] == "boxed" and boxed["in_viewport"] and not boxed["is_occluded"]

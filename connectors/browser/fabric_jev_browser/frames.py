@@ -90,6 +90,14 @@ OWNER_HITS = """function (points) {
     const cls = (typeof el.className === "string" ? el.className : "").trim().split(/\\s+/).filter(Boolean).slice(0, 2);
     return cls.length ? s + "." + cls.join(".") : s;
   };
+  // The owner inside a closed shadow root: the hit stops at a host page script cannot
+  // enter, so a host above the owner says nothing about covering.
+  const hostOfThis = (hit) => {
+    for (let node = this; node; node = node.parentNode || node.host || null) {
+      if (node.host === hit) return true;
+    }
+    return false;
+  };
   return points.map(([x, y]) => {
     let hit = doc.elementFromPoint(x, y);
     while (hit && hit.shadowRoot) {
@@ -97,7 +105,7 @@ OWNER_HITS = """function (points) {
       if (!inner || inner === hit) break;
       hit = inner;
     }
-    return !hit || hit === this ? null : describe(hit);
+    return !hit || hit === this || hostOfThis(hit) ? null : describe(hit);
   });
 }"""
 
