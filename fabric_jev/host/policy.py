@@ -34,8 +34,8 @@ CALLER_GRANT: contextvars.ContextVar[frozenset[str] | None] = contextvars.Contex
 
 
 @dataclass(frozen=True, slots=True)
-class ApprovalRequest:
-    """What the approver is asked about one capability call.
+class CapabilityCall:
+    """The capability call an approver is asked about.
 
     `arguments` are redacted like every other evidence. `classifier` is the
     classifier's decision when an `auto` policy handed the call on.
@@ -51,10 +51,10 @@ class ApprovalRequest:
     classifier: Any = None  # fabric_jev.approval.Decision | None
 
 
-#: ``async def approver(request: ApprovalRequest) -> Decision | bool | str``: only an
+#: ``async def approver(request: CapabilityCall) -> Decision | bool | str``: only an
 #: explicit allow (``True``, ``"allow"`` or a Decision whose ``decision`` is
 #: ``"allow"``) allows; anything else, an exception or a timeout refuses.
-Approver = Callable[[ApprovalRequest], Awaitable[Any]]
+Approver = Callable[[CapabilityCall], Awaitable[Any]]
 
 
 def _approver_answer(value: Any) -> Answer:
@@ -164,7 +164,7 @@ class PolicyGate:
                 probability = safe
         approver: Answer = "absent"
         if needs_approver(policy, classifier) and self.approver is not None:
-            approver = await self._ask(ApprovalRequest(
+            approver = await self._ask(CapabilityCall(
                 ref=ref, risk=risk, policy=policy, run_id=run_id, run_name=run_name,
                 arguments=shown, intent=intent, classifier=decision))
         return policy, resolve(risk, policy, classifier=classifier, approver=approver), probability
@@ -185,7 +185,7 @@ class PolicyGate:
         verdict = decision.decision
         return (verdict if verdict in ("allow", "ask", "deny") else "error"), decision
 
-    async def _ask(self, request: ApprovalRequest) -> Answer:
+    async def _ask(self, request: CapabilityCall) -> Answer:
         assert self.approver is not None
         try:
             with anyio.move_on_after(self.approver_timeout_s) as scope:
