@@ -117,10 +117,13 @@ def running(evaluator: Evaluator, limits: ServeLimits | None = None,
     stop = threading.Event()
 
     async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(partial(serve, evaluator, port=0, key=key, limits=limits, ready=ports.put))
-            await anyio.to_thread.run_sync(stop.wait)
-            tg.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(partial(serve, evaluator, port=0, key=key, limits=limits, ready=ports.put))
+                await anyio.to_thread.run_sync(stop.wait)
+                tg.cancel_scope.cancel()
+        finally:
+            await evaluator.aclose()  # on its own loop, as the CLI does
 
     thread = threading.Thread(target=anyio.run, args=(main,))
     thread.start()
