@@ -92,7 +92,7 @@ class JevHost:
         approver: Approver | None = None,
     ) -> None:
         """`approver` decides the calls whose risk policy is `ask` (and what `auto`
-        hands on): ``async def approver(request: ApprovalRequest) -> Decision``.
+        hands on): ``async def approver(call: CapabilityCall) -> Decision``.
         Without one, those calls are refused."""
         self.config = config or HostConfig()
         if evaluator is None:
