@@ -4,7 +4,6 @@ import os
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -100,10 +99,9 @@ child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
 open({str(pidfile)!r}, "w").write(str(child.pid))
 time.sleep(60)
 """)
-    start = time.monotonic()
+    # The command sleeps a minute, so only the deadline can end it with this message.
     with pytest.raises(CredentialError, match=r"timed out after 0\.5 s"):
         await run_credential_command(cmd, timeout=0.5)
-    assert time.monotonic() - start < 3
     child = int(pidfile.read_text())
     # The grandchild was in the command's process group, so it was killed too.
     await wait_gone([child])
@@ -176,8 +174,7 @@ async def test_request_timeout_covers_a_slow_credential_command(tmp_path: Path) 
     resolver = CredentialResolver(TYPESAFE, store=AuthStore(tmp_path / "a.json"), command=slow, environ={})
     ev = HttpEvaluator(TYPESAFE, base_urls={"typesafe": "http://127.0.0.1:9"}, environ={}, credentials=resolver)
     request = validate_request({"state": "x", "questions": {"q": {"type": "noul", "instructions": "?"}}})
-    start = time.monotonic()
+    # Were the command outside the deadline, the call would end 30 s later as "unreachable".
     with pytest.raises(UpstreamError, match=r"timed out after 0\.3 s"):
         await ev.evaluate(request, timeout=0.3)
-    assert time.monotonic() - start < 3
     await ev.aclose()

@@ -55,6 +55,8 @@ class Front:
     tamper: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     requests: list[Recorded] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
+    #: set once a request has been recorded, so a test can wait for it instead of polling
+    arrived: threading.Event = field(default_factory=threading.Event)
     url: str = ""
 
     def stall(self) -> Front:
@@ -80,6 +82,7 @@ def front(spec: Front) -> Iterator[Front]:
             rec = Recorded("POST", self.path, {k.lower(): v for k, v in self.headers.items()},
                            self.rfile.read(length))
             spec.requests.append(rec)
+            spec.arrived.set()
             if spec.answer is not None:
                 status, headers, body = spec.answer(rec)
             else:
