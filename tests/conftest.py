@@ -1,6 +1,12 @@
 from __future__ import annotations
 
 import os
+
+# Before numpy loads (OpenBLAS reads this once): the local evaluator multiplies small
+# matrices, and on a loaded two-core machine OpenBLAS's spinning worker threads made the
+# labeled-set test 13x slower (56 s against 4 s with one thread), near the per-test timeout.
+# Child processes (workers, CLI runs) inherit it. An explicit setting in the environment wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
