@@ -6,7 +6,6 @@ import uuid
 from typing import Any
 
 import anyio
-import anyio.lowlevel
 import pytest
 
 from fabric_jev import (
@@ -197,7 +196,7 @@ async def test_close_cancels_running_runs_and_clears_history() -> None:
     async with anyio.create_task_group() as tg, host:
         env = await host.spawn(program("await program.sleep(10000)"), None)
         tg.start_soon(watch, env.id)
-        await anyio.lowlevel.checkpoint()  # the watcher is now waiting on the run
+        await anyio.wait_all_tasks_blocked()  # the watcher is now waiting on the run, however slow its start
     assert ended[0].state is RunState.CANCELLED
     with pytest.raises(UnknownRun):
         host.status(env.id)
