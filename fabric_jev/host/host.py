@@ -30,6 +30,7 @@ from ..errors import (
     clip_error,
 )
 from ..evaluators.base import Evaluator
+from ..plugins import build_connector
 from ..sandbox.connection import WorkerGone
 from ..sandbox.pool import Worker, WorkerPool
 from .calls import HostCalls
@@ -102,6 +103,9 @@ class JevHost:
         self.observers: Any = None  # set by fabric_jev.host.observers when bound
         self._connectors: list[Any] = []
         self._calls = HostCalls(self)
+        # Connectors named in the config come from their plugins (fabric_jev.plugins).
+        for name, settings in self.config.connectors.items():
+            self.add_connector(build_connector(name, settings))
 
     # ------------------------------------------------------------------ lifecycle
 

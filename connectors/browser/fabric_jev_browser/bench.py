@@ -1,13 +1,12 @@
-"""Browser benchmark: our CDP client next to Playwright's connect_over_cdp; snapshots."""
+"""`fabric-jev bench browser`: our CDP client next to Playwright's connect_over_cdp; snapshots."""
 
 from __future__ import annotations
 
 import time
+from statistics import median as _median
 from typing import Any
 
 import anyio
-
-from .common import median as _median
 
 
 def _big_page(n: int) -> str:
@@ -19,7 +18,8 @@ def _big_page(n: int) -> str:
 
 
 async def _ours_browser(ws_url: str, rounds: int, concurrent_calls: int) -> dict[str, Any]:
-    from fabric_jev_browser import CDPConnection, Page
+    from .cdp import CDPConnection
+    from .page import Page
 
     cdp = await CDPConnection.connect(ws_url)
     page = await Page.open(cdp)
@@ -88,7 +88,7 @@ async def _playwright_browser(ws_url: str, rounds: int, concurrent_calls: int) -
 
 
 async def bench_browser(rounds: int = 400, concurrent_calls: int = 1600) -> dict[str, Any]:
-    from fabric_jev_browser import launch_chromium
+    from .launcher import launch_chromium
 
     browser = await launch_chromium()
     try:
@@ -107,7 +107,7 @@ async def bench_browser(rounds: int = 400, concurrent_calls: int = 1600) -> dict
     return report
 
 
-def _print_browser(r: dict[str, Any]) -> None:
+def print_browser(r: dict[str, Any]) -> None:
     ours = r["fabric_jev"]
     print("browser")
     if "playwright" in r:
