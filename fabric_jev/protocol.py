@@ -14,37 +14,16 @@ never put a secret in one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
-
 from ._process import wait_process_exit
-from .host.registry import CallContext, CapabilityHandler, CapabilityRegistry
+from .host.registry import (
+    CallContext,
+    Capability,
+    CapabilityHandler,
+    CapabilityRegistry,
+    Connector,
+    Risk,
+)
 from .sandbox.js import runtime_js_path
-
-Risk = Literal["read", "write", "execute"]
-
-
-@dataclass(frozen=True, slots=True)
-class Capability:
-    """One capability a connector offers."""
-
-    handler: CapabilityHandler
-    risk: Risk = "execute"
-    description: str = ""
-
-
-@runtime_checkable
-class Connector(Protocol):
-    name: str
-
-    def capabilities(self) -> Mapping[str, Capability]: ...
-
-    async def run_ended(self, run_id: str) -> None:
-        """Release what a run held (connections, handles). Called once per run."""
-        ...
-
-    async def aclose(self) -> None: ...
 
 
 def runtime_js(name: str) -> str:

@@ -4,8 +4,9 @@ A query is conditions joined by whitespace (all must hold). A condition is
 `field op value` with
 
 * fields: role, text, name, value, input_type, testid, checked, disabled,
-  expanded, pressed, selected, visible, in_viewport, occluded, level,
-  bbox.x, bbox.y, bbox.width, bbox.height;
+  expanded, pressed, selected, readonly, editable, visible, in_viewport,
+  occluded, in_shadow, level, frame, frame_url, bbox.x, bbox.y, bbox.width,
+  bbox.height (`frame` is the frame path, "" in the top document);
 * operators: `=` equals, `!=` differs, `~` contains (case-insensitive), `^=`
   starts with, `$=` ends with (both case-insensitive), `>` `>=` `<` `<=`
   numeric;
@@ -27,12 +28,12 @@ from ..errors import JevError
 from .snapshot import Element
 
 FIELDS = ("role", "text", "name", "value", "input_type", "testid", "checked", "disabled", "expanded",
-          "pressed", "selected", "visible", "in_viewport", "occluded", "level",
-          "bbox.x", "bbox.y", "bbox.width", "bbox.height")
+          "pressed", "selected", "readonly", "editable", "visible", "in_viewport", "occluded", "in_shadow",
+          "level", "frame", "frame_url", "bbox.x", "bbox.y", "bbox.width", "bbox.height")
 OPERATORS = ("!=", "^=", "$=", ">=", "<=", "=", "~", ">", "<")
 _NUMERIC_OPS = frozenset({">", ">=", "<", "<="})
-_STATE_FIELDS = frozenset({"checked", "disabled", "expanded", "pressed", "selected", "visible",
-                           "in_viewport", "occluded"})
+_STATE_FIELDS = frozenset({"checked", "disabled", "expanded", "pressed", "selected", "readonly",
+                           "editable", "visible", "in_viewport", "occluded", "in_shadow"})
 _SUFFIXES = {"contains": "~", "startswith": "^=", "endswith": "$=", "ne": "!=", "gt": ">",
              "ge": ">=", "lt": "<", "le": "<="}
 

@@ -7,8 +7,9 @@ import signal
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AsyncExitStack
+from functools import partial
 from types import TracebackType
-from typing import Any
+from typing import Any, overload
 
 import anyio
 import anyio.abc
@@ -34,7 +35,8 @@ from ..plugins import build_connector
 from ..sandbox.connection import WorkerGone
 from ..sandbox.pool import Worker, WorkerPool
 from .calls import HostCalls
-from .registry import CapabilityRegistry
+from .observing import Observation, ObservationSource
+from .registry import CapabilityRegistry, Connector
 from .ring import utc_now
 from .run import Outcome, RunRecord
 
@@ -50,11 +52,14 @@ SLICE_OVERRUN = (
 )
 
 
-def _erase_types(code: str, as_javascript: CompileError) -> str:
+async def _erase_types(code: str, as_javascript: CompileError) -> str:
+    import anyio.to_thread
+
     from ..contract.typescript import TypeScriptError, strip_types
 
     try:
-        stripped = strip_types(code)
+        # In a thread: parsing is capped (PARSE_CAP_S) but the event loop keeps serving other runs.
+        stripped = await anyio.to_thread.run_sync(strip_types, code)
     except TypeScriptError as exc:
         raise CompileError(clip_error(f"{as_javascript} ({exc})")) from None
     if stripped == code:
@@ -100,9 +105,11 @@ class JevHost:
         self._stack = AsyncExitStack()
         self._tg: anyio.abc.TaskGroup | None = None
         self._pool: WorkerPool | None = None
-        self.observers: Any = None  # set by fabric_jev.host.observers when bound
-        self._connectors: list[Any] = []
-        self._calls = HostCalls(self)
+        self._observers: ObservationSource | None = None  # a bound session (bind_session)
+        self._connectors: list[Connector] = []
+        self._calls = HostCalls(self.evaluator, self.capabilities,
+                                max_request_bytes=self.config.maxRequestBytes,
+                                request_timeout_s=self.config.requestTimeoutMs / 1000)
         # Connectors named in the config come from their plugins (fabric_jev.plugins).
         for name, settings in self.config.connectors.items():
             self.add_connector(build_connector(name, settings))
@@ -182,7 +189,13 @@ class JevHost:
         record = await self._launch(program, input, background=True, observe=observe)
         return record.envelope()
 
-    def status(self, id: str | None = None, after: int = 0) -> Any:
+    @overload
+    def status(self, id: None = None, after: int = 0) -> dict[str, Any]: ...
+
+    @overload
+    def status(self, id: str, after: int = 0) -> Envelope: ...
+
+    def status(self, id: str | None = None, after: int = 0) -> Envelope | dict[str, Any]:
         """A run's envelope with events after `after`, or host status without an id."""
         if id is None:
             return self.host_status()
@@ -242,11 +255,11 @@ class JevHost:
             await record.done.wait()
         return record.envelope()
 
-    def bind_session(self, session: Any) -> None:
+    def bind_session(self, session: ObservationSource) -> None:
         """Bind a `MainSession`: programs may then be spawned with `observe`."""
-        session.bind(self)
+        self._observers = session
 
-    def add_connector(self, connector: Any) -> None:
+    def add_connector(self, connector: Connector) -> None:
         """Register a connector's capabilities (see `fabric_jev.protocol`)."""
         if self._closed:
             raise HostClosed("Jev host is closed")
@@ -296,15 +309,15 @@ class JevHost:
         except ValueRejected as exc:
             raise InputInvalid(str(exc)) from None
         self._check_refs(program, observe)
-        observer = None
+        observer: Observation | None = None
         if observe is not None:
             from ..contract.observe import parse_observe
 
             parse_observe(observe)  # invalid options reject the launch even without a session
-            if self.observers is None:
+            if self._observers is None:
                 raise ProgramInvalid("observe needs a Main session bound to this host "
                                      "(host.bind_session)")
-            observer = self.observers.create(observe, program)
+            observer = self._observers.create(observe, program)
         if self._active >= self.config.maxConcurrentRuns:
             raise ConcurrencyLimitReached(
                 f"Jev concurrent-run limit reached ({self.config.maxConcurrentRuns})")
@@ -319,7 +332,7 @@ class JevHost:
                 # is tried again with its TypeScript annotations erased.
                 worker.close()
                 worker = None
-                stripped = _erase_types(program.code, as_javascript)
+                stripped = await _erase_types(program.code, as_javascript)
                 worker = await self._acquire_worker()
                 try:
                     await self._load(worker, stripped, value)
@@ -339,7 +352,7 @@ class JevHost:
         record.observation = observer
         record.worker_pid = worker.pid
         if observer is not None:
-            observer.attach(record)
+            observer.attach(record.id, partial(self._request_cancel, record))
         self._runs[record.id] = record
         self._prune()
         self._tg.start_soon(self._drive, record, worker)
@@ -441,6 +454,10 @@ class JevHost:
     async def _pump(self, record: RunRecord, worker: Worker,
                     calls: anyio.abc.TaskGroup) -> Outcome:
         conn = worker.connection
+
+        def settle(call_id: int, ok: bool, text: str) -> None:
+            conn.send(b"S", b"%d %d " % (call_id, ok) + text.encode("utf-8", "surrogatepass"))
+
         while True:
             try:
                 frames = await conn.receive()
@@ -452,7 +469,7 @@ class JevHost:
                     if out["l"]:
                         record.logs.extend(out["l"])
                     for call_id, kind, args in out["c"]:
-                        self._calls.dispatch(record, conn, calls, call_id, kind, args)
+                        self._calls.dispatch(record, settle, calls, call_id, kind, args)
                     if out["d"] is not None:
                         return self._output(record, *out["d"])
                 elif tag == b"F":

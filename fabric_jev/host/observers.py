@@ -16,7 +16,7 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -30,11 +30,14 @@ from ..contract.observe import (
 )
 from ..contract.program import Program
 from ..errors import JevError
+from .observing import ObservationSource, StopRun
 from .ring import utc_now
 
-if TYPE_CHECKING:
-    from .host import JevHost
-    from .run import RunRecord
+
+class SessionHost(Protocol):
+    """What a session binds to: a `JevHost`, seen only through its public method."""
+
+    def bind_session(self, session: ObservationSource) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +71,8 @@ class Observer:
     def __init__(self, session: MainSession, options: ObserveOptions) -> None:
         self.session = session
         self.options = options
-        self.record: RunRecord | None = None
+        self.run_id = ""
+        self._stop_run: StopRun | None = None
         self._queue: deque[tuple[dict[str, Any], float]] = deque()
         self._waiting = False
         self._wake = anyio.Event()
@@ -82,8 +86,14 @@ class Observer:
         self.suppressed = 0
         self.cancelled = False
 
-    def attach(self, record: RunRecord) -> None:
-        self.record = record
+    def attach(self, run_id: str, stop_run: StopRun) -> None:
+        self.run_id = run_id
+        self._stop_run = stop_run
+
+    def stop_run(self) -> None:
+        """Stop the observing run (the host's callback; the run's end calls `cancel`)."""
+        if self._stop_run is not None:
+            self._stop_run()
 
     # ------------------------------------------------------------------ inbox
 
@@ -139,7 +149,7 @@ class Observer:
         options = self.options
         advice = Advice(message=message, delivery=options.delivery or "steer",
                         trigger_turn=options.triggerTurn, session_id=session.session_id,
-                        event_id=event_id, observer_id=self.record.id if self.record else "")
+                        event_id=event_id, observer_id=self.run_id)
         try:
             await session.deliver(advice)
         except Exception:  # a failed delivery is reported, never retried
@@ -196,13 +206,12 @@ class MainSession:
         self.halted = False
         self.latch = AdviceLatch()
         self._observers: set[Observer] = set()
-        self._host: JevHost | None = None
 
     # ------------------------------------------------------------------ binding
 
-    def bind(self, host: JevHost) -> None:
-        self._host = host
-        host.observers = self
+    def bind(self, host: SessionHost) -> None:
+        """Same as `host.bind_session(session)`."""
+        host.bind_session(self)
 
     def create(self, raw: Any, program: Program) -> Observer:
         options = parse_observe(raw)
@@ -259,11 +268,9 @@ class MainSession:
     # ------------------------------------------------------------------ ending observers
 
     def _cancel_all(self) -> None:
-        host = self._host
         for observer in list(self._observers):
             observer.cancel()
-            if host is not None and observer.record is not None:
-                host._request_cancel(observer.record)
+            observer.stop_run()
 
     def abort(self) -> None:
         """Main aborted (Escape): every observer is cancelled; nothing restarts by itself."""

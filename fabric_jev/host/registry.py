@@ -1,15 +1,20 @@
-"""Capabilities: exact refs mapped to async handlers."""
+"""Capabilities: exact refs mapped to async handlers, and the connector protocol.
+
+`fabric_jev.protocol` re-exports the public names; they live here so the host
+can type its connectors without importing the layer above it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..contract.program import REF_PATTERN
 from ..errors import CapabilityError
 
 CapabilityHandler = Callable[[Any, "CallContext"], Awaitable[Any]]
+Risk = Literal["read", "write", "execute"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,3 +52,25 @@ class CapabilityRegistry:
 
     def refs(self) -> list[str]:
         return sorted(self._handlers)
+
+
+@dataclass(frozen=True, slots=True)
+class Capability:
+    """One capability a connector offers."""
+
+    handler: CapabilityHandler
+    risk: Risk = "execute"
+    description: str = ""
+
+
+@runtime_checkable
+class Connector(Protocol):
+    name: str
+
+    def capabilities(self) -> Mapping[str, Capability]: ...
+
+    async def run_ended(self, run_id: str) -> None:
+        """Release what a run held (connections, handles). Called once per run."""
+        ...
+
+    async def aclose(self) -> None: ...

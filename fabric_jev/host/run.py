@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -12,7 +12,11 @@ from ..contract.budget import RunBudget
 from ..contract.config import EffectiveLimits
 from ..contract.envelope import Envelope, RunState, Usage
 from ..contract.program import Program
+from .observing import Observation
 from .ring import LogBuffer, ProgressRing, utc_now
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 @dataclass(slots=True)
@@ -42,8 +46,8 @@ class RunRecord:
     scope: anyio.CancelScope | None = None
     cancel_requested: bool = False
     worker_pid: int = 0  # diagnostics only; the guest never learns it
-    timers: set[Any] = field(default_factory=set)  # pending program.sleep timers (asyncio)
-    observation: Any = None  # an Observer when spawned with observe (host/observers)
+    timers: set[asyncio.TimerHandle] = field(default_factory=set)  # pending program.sleep timers
+    observation: Observation | None = None  # set when spawned with observe
     budget: RunBudget = field(init=False)
 
     def __post_init__(self) -> None:
