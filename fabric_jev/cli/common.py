@@ -106,16 +106,27 @@ def fail(message: str, code: int = EXIT_REJECTED) -> int:
     return code
 
 
+class Formatter(argparse.HelpFormatter):
+    """Wraps each line of a description to the terminal; indented lines (exit codes) stay as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        return "\n".join(indent + line if line.startswith("  ") or not line.strip()
+                         else textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent)
+                         for line in text.splitlines())
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with the conventions every fabric-jev command follows.
 
-    Descriptions keep their line breaks; each parser records itself as `_parser`
+    Descriptions wrap line by line; each parser records itself as `_parser`
     so a bad flag is reported with the usage of the command it was given to; a
     missing subcommand is named with the choices instead of a variable name.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        kwargs.setdefault("formatter_class", Formatter)
         super().__init__(*args, **kwargs)
         self.set_defaults(_parser=self)
 

@@ -40,14 +40,14 @@ def _add_commands(sub: Any) -> None:
     br = sub.add_parser(
         "browser", help="the browser connector: launch headless Chromium",
         description="Commands of the browser connector (package fabric-jev-browser).",
-        epilog="exit codes: 0 done, 2 bad arguments or Chromium could not start, 130 interrupted")
+        epilog="exit codes:\n  0 done\n  2 bad arguments or Chromium could not start")
     br_sub = br.add_subparsers(dest="browser_command", required=True, metavar="COMMAND")
     la = br_sub.add_parser(
         "launch", help="start headless Chromium on 127.0.0.1 and print its websocket URL",
         description="Start headless Chromium on 127.0.0.1, print its DevTools websocket URL on the "
                     "first line of standard output, and keep it running until Ctrl-C or SIGTERM.",
-        epilog="exit codes: 0 stopped (Ctrl-C, SIGTERM, or Chromium exited), 2 bad arguments or "
-               "Chromium could not start")
+        epilog="exit codes:\n  0 stopped (Ctrl-C, SIGTERM, or Chromium exited)\n"
+               "  2 bad arguments or Chromium could not start")
     la.add_argument("--width", type=_dimension, default=1280, help="window width in pixels (default 1280)")
     la.add_argument("--height", type=_dimension, default=800, help="window height in pixels (default 800)")
     la.set_defaults(handler=_launch)
