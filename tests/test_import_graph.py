@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "fabric_jev"
@@ -71,7 +72,21 @@ def test_the_reader_sees_imports_of_every_kind() -> None:
     assert "fabric_jev.contract.typescript" in graph["fabric_jev.host.host"]  # inside a function
 
 
+WIRE_TAG = re.compile(r"""b["'][A-Z]["']""")
+
+
+def test_no_module_outside_the_sandbox_knows_a_wire_tag() -> None:
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.parent.name == "sandbox":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if WIRE_TAG.search(line):
+                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{number}: {line.strip()}")
+    assert offenders == []
+
+
 def test_only_the_sandbox_imports_the_wire() -> None:
     for name, deps in _graph().items():
-        if not name.startswith("fabric_jev.sandbox"):
+        if not name.startswith("fabric_jev.sandbox."):
             assert "fabric_jev.sandbox._wire" not in deps, name

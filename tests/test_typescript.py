@@ -128,7 +128,7 @@ async def test_javascript_syntax_errors_stay_javascript_errors(host: JevHost) ->
 async def test_errors_point_into_the_authors_lines(host: JevHost) -> None:
     env = await host.run(program("const a: number = 1;\nconst b: string = 'x';\nthrow new Error(`line ${3}`);"),
                          None)
-    assert env.state is RunState.FAILED and env.error == "Error: line 3"
+    assert env.state is RunState.FAILED and env.error == "Error: line 3 (line 3, column 11)"
 
 
 # Nested brackets that do not compile as JavaScript: the old hand-written stripper took

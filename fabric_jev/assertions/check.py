@@ -349,14 +349,19 @@ class Check:
             return await self._finish(result, src)
         shot = getattr(src, "screenshot", None)
         answer: bool | None = None
+        problem = "" if shot is not None else "the source cannot take screenshots"
         if shot is not None:
             try:
                 image = await shot()
                 answer = await self.vision.provider.ask(self.vision.question, image)
             except anyio.get_cancelled_exc_class():
                 raise
-            except Exception:
-                answer = None
+            except Exception as exc:  # a failed question is an unsure answer, said in the log
+                answer, problem = None, f"{type(exc).__name__}: {exc}"[:300]
+        if problem:
+            last_try = attempts[-1]
+            attempts[-1] = Attempt(last_try.n, last_try.reason, last_try.confidence, last_try.action,
+                                   "; ".join(p for p in (last_try.detail, f"vision: {problem}") if p))
         result.vision = {True: "yes", False: "no", None: "unsure"}[answer]
         if answer is True:
             result.passed, result.reason, result.last_reason = True, None, None

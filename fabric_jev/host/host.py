@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -26,14 +25,21 @@ from ..errors import (
     HostClosed,
     InputInvalid,
     ProgramInvalid,
-    SandboxUnavailable,
     UnknownRun,
     clip_error,
 )
 from ..evaluators.base import Evaluator
 from ..plugins import build_connector
-from ..sandbox.connection import WorkerGone
-from ..sandbox.pool import Worker, WorkerPool
+from ..sandbox.pool import WorkerPool
+from ..sandbox.session import (
+    Ended,
+    Ending,
+    HostCall,
+    Logs,
+    SessionLimits,
+    WorkerLike,
+    WorkerSession,
+)
 from .calls import HostCalls
 from .observing import Observation, ObservationSource
 from .registry import CapabilityRegistry, Connector
@@ -46,10 +52,6 @@ HARD_SLICE_MS = 250
 STACK_BYTES = 256 * 1024
 LOAD_TIMEOUT_S = 10.0
 DEADLINE_EXCEEDED = "Jev deadline exceeded"
-SLICE_OVERRUN = (
-    f"Jev program ran for more than {SLICE_MS} ms without awaiting and was stopped; "
-    "await inside long loops (for example `await program.sleep(0)`)"
-)
 
 
 async def _erase_types(code: str, as_javascript: CompileError) -> str:
@@ -65,10 +67,6 @@ async def _erase_types(code: str, as_javascript: CompileError) -> str:
     if stripped == code:
         raise as_javascript  # nothing TypeScript-specific to erase: the JavaScript error stands
     return stripped
-
-
-def _memory_message(limit: int) -> str:
-    return f"Jev program exceeded its memory limit ({limit // (1024 * 1024)} MiB)"
 
 
 class JevHost:
@@ -322,73 +320,59 @@ class JevHost:
             raise ConcurrencyLimitReached(
                 f"Jev concurrent-run limit reached ({self.config.maxConcurrentRuns})")
         self._active += 1
-        worker: Worker | None = None
         try:
-            worker = await self._acquire_worker()
-            try:
-                await self._load(worker, program.code, value)
-            except CompileError as as_javascript:
-                # JavaScript first; only code that does not compile as JavaScript
-                # is tried again with its TypeScript annotations erased.
-                worker.close()
-                worker = None
-                stripped = await _erase_types(program.code, as_javascript)
-                worker = await self._acquire_worker()
-                try:
-                    await self._load(worker, stripped, value)
-                except CompileError as as_typescript:
-                    raise CompileError(clip_error(
-                        f"{as_javascript} (as TypeScript, after erasing annotations: "
-                        f"{str(as_typescript).removeprefix('Jev program does not compile: ')})")) from None
+            session = await self._load_program(program.code, value)
         except BaseException:
             self._active -= 1
-            if worker is not None:
-                worker.close()
             if observer is not None:
                 observer.cancel()
             raise
         record = RunRecord(program=program, limits=self.config.effective_limits(program.limits),
                            background=background, input=value)
         record.observation = observer
-        record.worker_pid = worker.pid
+        record.worker_pid = session.pid
         if observer is not None:
             observer.attach(record.id, partial(self._request_cancel, record))
         self._runs[record.id] = record
         self._prune()
-        self._tg.start_soon(self._drive, record, worker)
+        self._tg.start_soon(self._drive, record, session)
         return record
 
-    async def _acquire_worker(self) -> Worker:
+    async def _acquire_worker(self) -> WorkerLike:
         assert self._pool is not None
         return await self._pool.acquire()
 
-    async def _load(self, worker: Worker, code: str, value: Any) -> None:
-        conn = worker.connection
-        conn.send(b"L", json.dumps({
-            "code": code,
-            "input": json.dumps(value),
-            "sliceMs": SLICE_MS,
-            "hardSliceMs": HARD_SLICE_MS,
-            "memoryBytes": self.config.memoryLimitBytes,
-            "stackBytes": STACK_BYTES,
-        }).encode())
+    async def _load_program(self, code: str, value: Any) -> WorkerSession:
+        """A worker running the program: as JavaScript first; only code that does
+        not compile as JavaScript is tried again with its TypeScript annotations erased."""
+        input_json = json.dumps(value)
+        session = await self._session()
         try:
-            with anyio.fail_after(LOAD_TIMEOUT_S):
-                frames = await conn.receive()
-        except WorkerGone:
-            exit_code = await worker.exit_code(1.0)
-            if exit_code == -signal.SIGPROF:
-                raise CompileError("Jev program did not compile within its CPU slice") from None
-            raise SandboxUnavailable(f"the sandbox worker died while loading (exit {exit_code})") \
-                from None
-        except TimeoutError:
-            raise SandboxUnavailable("the sandbox worker did not answer while loading") from None
-        tag, payload = frames[0]
-        if tag == b"E":
-            raise CompileError(clip_error("Jev program does not compile: " +
-                                          payload.decode("utf-8", "replace")))
-        if tag != b"R":
-            raise SandboxUnavailable("the sandbox worker answered the load out of protocol")
+            await session.load(code, input_json, timeout_s=LOAD_TIMEOUT_S)
+            return session
+        except CompileError as as_javascript:
+            session.close()
+            stripped = await _erase_types(code, as_javascript)
+            session = await self._session()
+            try:
+                await session.load(stripped, input_json, timeout_s=LOAD_TIMEOUT_S)
+                return session
+            except CompileError as as_typescript:
+                session.close()
+                raise CompileError(clip_error(
+                    f"{as_javascript} (as TypeScript, after erasing annotations: "
+                    f"{str(as_typescript).removeprefix('Jev program does not compile: ')})")) from None
+            except BaseException:
+                session.close()
+                raise
+        except BaseException:
+            session.close()
+            raise
+
+    async def _session(self) -> WorkerSession:
+        return WorkerSession(await self._acquire_worker(), SessionLimits(
+            slice_ms=SLICE_MS, hard_slice_ms=HARD_SLICE_MS,
+            memory_bytes=self.config.memoryLimitBytes, stack_bytes=STACK_BYTES))
 
     def _prune(self) -> None:
         """Drop the oldest terminal runs beyond maxRetainedRuns (running ones are kept)."""
@@ -400,7 +384,7 @@ class JevHost:
 
     # ------------------------------------------------------------------ driving a run
 
-    async def _drive(self, record: RunRecord, worker: Worker) -> None:
+    async def _drive(self, record: RunRecord, session: WorkerSession) -> None:
         outcome = Outcome("cancelled")
         try:
             with anyio.CancelScope() as scope:
@@ -409,9 +393,8 @@ class JevHost:
                     scope.cancel()
                 with anyio.move_on_after(record.limits.timeout_ms / 1000) as deadline:
                     async with anyio.create_task_group() as calls:
-                        calls.start_soon(worker.connection.flusher)
-                        worker.connection.send(b"G", b"")
-                        outcome = await self._pump(record, worker, calls)
+                        calls.start_soon(session.flusher)
+                        outcome = await self._pump(record, session, calls)
                         calls.cancel_scope.cancel()
                 if deadline.cancelled_caught:
                     outcome = Outcome("timeout", error=DEADLINE_EXCEEDED)
@@ -421,7 +404,7 @@ class JevHost:
             for timer in record.timers:
                 timer.cancel()
             record.timers.clear()
-            worker.close()
+            session.close()
             if record.observation is not None:
                 record.observation.cancel()
             if self._connectors:
@@ -451,58 +434,27 @@ class JevHost:
         record.result = result
         record.ended_at = utc_now()
 
-    async def _pump(self, record: RunRecord, worker: Worker,
+    async def _pump(self, record: RunRecord, session: WorkerSession,
                     calls: anyio.abc.TaskGroup) -> Outcome:
-        conn = worker.connection
-
-        def settle(call_id: int, ok: bool, text: str) -> None:
-            conn.send(b"S", b"%d %d " % (call_id, ok) + text.encode("utf-8", "surrogatepass"))
-
+        dispatch = self._calls.dispatch
+        reply = session.reply
         while True:
+            for event in await session.events():
+                if type(event) is HostCall:
+                    dispatch(record, reply, calls, event.call_id, event.kind, event.args)
+                elif type(event) is Logs:
+                    record.logs.extend(event.lines)
+                elif type(event) is Ended:
+                    return self._outcome(record, event)
+
+    @staticmethod
+    def _outcome(record: RunRecord, ended: Ended) -> Outcome:
+        if ended.ending is Ending.COMPLETED:
             try:
-                frames = await conn.receive()
-            except WorkerGone:
-                return await self._worker_exit(worker)
-            for tag, payload in frames:
-                if tag == b"O":
-                    out = json.loads(payload)
-                    if out["l"]:
-                        record.logs.extend(out["l"])
-                    for call_id, kind, args in out["c"]:
-                        self._calls.dispatch(record, settle, calls, call_id, kind, args)
-                    if out["d"] is not None:
-                        return self._output(record, *out["d"])
-                elif tag == b"F":
-                    kind, message = json.loads(payload)
-                    return self._fatal(kind, message)
-
-    async def _worker_exit(self, worker: Worker) -> Outcome:
-        code = await worker.exit_code(1.0)
-        if code == -signal.SIGPROF:
-            return Outcome("timeout", error=SLICE_OVERRUN)
-        if code is not None and code < 0:
-            name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-            return Outcome("error", error=f"Jev sandbox worker was killed by {name}")
-        return Outcome("error", error=f"Jev sandbox worker exited unexpectedly (code {code})")
-
-    def _fatal(self, kind: str, message: str) -> Outcome:
-        if kind == "slice":
-            return Outcome("timeout", error=SLICE_OVERRUN)
-        if kind == "memory":
-            return Outcome("error", error=_memory_message(self.config.memoryLimitBytes))
-        if kind == "stack":
-            return Outcome("error", error="Jev program exceeded its stack limit "
-                           "(maximum call stack size); check for unbounded recursion")
-        return Outcome("error", error=message or "Jev program failed")
-
-    def _output(self, record: RunRecord, ok: bool, value: Any) -> Outcome:
-        if not ok:
-            text = str(value)
-            if "out of memory" in text:
-                text = _memory_message(self.config.memoryLimitBytes)
-            return Outcome("error", error=text)
-        try:
-            result = check_value(value, record.program.outputSchema, "output")
-        except ValueRejected as exc:
-            return Outcome("error", error=str(exc))
-        return Outcome("completed", result=result)
+                result = check_value(ended.result, record.program.outputSchema, "output")
+            except ValueRejected as exc:
+                return Outcome("error", error=str(exc))
+            return Outcome("completed", result=result)
+        if ended.ending is Ending.TIMED_OUT:
+            return Outcome("timeout", error=ended.error)
+        return Outcome("error", error=ended.error)

@@ -47,8 +47,7 @@ class TargetSeen(Predicate):
             reason = FailureKind.MATCH_OFFSCREEN if offscreen else FailureKind.MATCH_OCCLUDED
             return Outcome(False, reason, expected, found[0].label(), tuple(found))
         for e in usable:
-            if self.options.editable is not None and (
-                    e.role in ("textbox", "searchbox", "combobox") and not e.is_disabled) != self.options.editable:
+            if self.options.editable is not None and e.editable != self.options.editable:
                 continue
             if self.options.value is not None and (e.value_redacted or e.value != self.options.value):
                 continue
@@ -58,7 +57,8 @@ class TargetSeen(Predicate):
         e = usable[0]
         value = "[redacted]" if e.value_redacted else repr(e.value)
         return Outcome(False, FailureKind.STATE_MISMATCH, expected,
-                       f"{e.label()} text={e.text!r} value={value} disabled={e.is_disabled}", tuple(usable))
+                       f"{e.label()} text={e.text!r} value={value} disabled={e.is_disabled} "
+                       f"readonly={e.readonly} editable={e.editable}", tuple(usable))
 
 
 @dataclass
@@ -94,8 +94,8 @@ class BrowserChannels:
             await waiter.pause()
 
     async def text(self, cancel: anyio.Event) -> str:
-        value = await self.page.evaluate("document.body ? document.body.innerText : ''")
-        return str(value)
+        """The visible text of the page and of every frame in it."""
+        return "\n".join(await self.page.texts())
 
     async def eventually(self, read: Callable[[anyio.Event], Awaitable[Any]],
                          test: Callable[[Any], bool], timeout: float) -> PollOutcome:
