@@ -62,6 +62,8 @@ CASES: list[tuple[str, list[str], str | None, int, str]] = [
     ("config not UTF-8", ["run", "{object_program}", "--config", "{latin1}"], None, 2, "config file"),
     ("config 5,000 deep", ["status", "--config", "{deep}"], None, 2, "nests deeper than 64 levels"),
     ("request empty", ["evaluate", "{empty}"], None, 2, "is empty"),
+    ("fixture with a BOM", ["evaluate", "tests/data/cli_request.json", "--evaluator", "fixture:{bom}"], None, 2,
+     "byte order mark"),
     ("request 5,000 deep on stdin", ["evaluate", "-"], "[" * 5000, 2, "nests deeper than 64 levels"),
     ("action with a BOM", ["approve", "--action", "{bom}", "--policy", "ask"], None, 2, "byte order mark"),
     ("session 5,000 deep", ["approve", "--action", "{empty}", "--session", "{deep}", "--policy", "ask"], None, 2,
