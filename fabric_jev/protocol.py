@@ -10,18 +10,23 @@ value. They run on the host's event loop inside the run's task group: when
 the run stops, the handler is cancelled (anyio cancellation; always re-raise
 it). An exception's message reaches the guest as "<ref> failed: <message>":
 never put a secret in one.
+
+Every capability declares a `Risk` (`read`, `write`, `execute`, `network`,
+`agent`; default `execute`): each call passes the host's approvals policy for
+that risk before the handler runs (docs/programs.md, "Risks and policies").
+The browser connector's `browser.connect` and `browser.cdp` are `execute`.
 """
 
 from __future__ import annotations
 
 from ._process import wait_process_exit
+from .contract.policy import Risk
 from .host.registry import (
     CallContext,
     Capability,
     CapabilityHandler,
     CapabilityRegistry,
     Connector,
-    Risk,
 )
 from .sandbox.js import runtime_js_path
 

@@ -58,7 +58,7 @@ async def test_a_lone_surrogate_in_a_tool_ref_is_a_catchable_guest_error(
     async def echo(args: object, ctx: object) -> object:
         return args
 
-    registry.register("t.echo", echo)
+    registry.register("t.echo", echo, "read")  # a read: allowed by the default approvals
     async with JevHost(capabilities=registry, evaluator=fixture_evaluator) as host:
         env = await host.run(program("""
           const out = [];

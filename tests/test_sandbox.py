@@ -186,8 +186,7 @@ async def test_killed_worker_fails_its_run_and_the_host_carries_on(host: JevHost
         "await program.emit(0); await program.sleep(5000); return 1;"), None)
     # The worker is the only child process of the zygote that is running this program.
     with anyio.fail_after(5):
-        while not host.status(victim.id).events:
-            await anyio.sleep(0.005)
+        await host.progress(victim.id)  # the program is running: it has emitted
     os.kill(host._runs[victim.id].worker_pid, signal.SIGKILL)
     env = await host.wait(victim.id)
     assert env.state is RunState.FAILED

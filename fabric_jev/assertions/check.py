@@ -26,6 +26,7 @@ import anyio
 
 from .._files import atomic_write
 from .._waiting import Waiter
+from ..errors import CheckFailed
 from .escalation import Escalation, EscalationPolicy, FailureEvent, FailureKind, RecoveryAction
 from .nearest import Near, nearest
 from .predicates import Outcome, Predicate
@@ -123,7 +124,7 @@ class CheckResult:
                 "url": self.url, "vision": self.vision, "artifacts": dict(sorted(self.artifacts.items()))}
 
 
-class AssertionFailed(AssertionError):
+class AssertionFailed(CheckFailed):
     """A required check failed; `result` holds everything the message shows."""
 
     def __init__(self, result: CheckResult) -> None:

@@ -68,7 +68,7 @@ async def _host_launch(samples: int) -> list[float]:
     async def tick(args: Any, ctx: Any) -> None:
         ticks.append(time.perf_counter())
 
-    registry.register("bench.tick", tick)
+    registry.register("bench.tick", tick, "read")
     out = []
     async with JevHost(HostConfig(warmWorkers=2), capabilities=registry) as host:
         await anyio.sleep(0.3)  # let the pool warm up

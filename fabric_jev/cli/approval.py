@@ -7,11 +7,12 @@ import sys
 from typing import Any
 
 from ..errors import JevError
-from .common import CONFIG_HELP, BadInput, add_command, config_from, load_json, print_json
+from .common import BadInput, add_command, config_from, load_json, print_json
 
 
 async def _cmd_approve(args: argparse.Namespace) -> int:
     from ..approval import ApprovalRequest, ApprovalSettings, ProposedAction, classify
+    from ..approval.settings import with_user_threshold
     from ..evaluators.http import HttpEvaluator
     from ..evaluators.select import build_evaluator
 
@@ -30,21 +31,25 @@ async def _cmd_approve(args: argparse.Namespace) -> int:
                                   conversation=list(session.get("conversation", [])),
                                   session_actions=list(session.get("actions", [])))
         settings = ApprovalSettings.load()
+        # One threshold: the config's autoApprovalThreshold, else settings.json's.
+        config = with_user_threshold(config_from(args))
     except (BadInput, JevError) as exc:
         sys.stderr.write(f"fabric-jev: {exc}\n")
         return 2
     evaluator: Any = None
     if args.policy == "auto":
         if args.evaluator:
-            evaluator = build_evaluator(args.evaluator, config_from(args))
+            evaluator = build_evaluator(args.evaluator, config)
         else:
             from ..approval import parse_model_key
 
             model = parse_model_key(settings.model)
             evaluator = HttpEvaluator(model.route, model=model.model)
     try:
-        decision = await classify(request, evaluator=evaluator, threshold=settings.threshold,
-                                  policy=args.policy, headless=args.headless)
+        decision = await classify(request, evaluator=evaluator, threshold=config.autoApprovalThreshold,
+                                  policy=args.policy, headless=args.headless,
+                                  timeout=config.requestTimeoutMs / 1000,
+                                  max_request_bytes=config.maxRequestBytes)
     finally:
         if evaluator is not None:
             await evaluator.aclose()
@@ -83,7 +88,8 @@ def add_approval_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
                     help="auto asks the model; ask, deny and allow decide without it (default auto)")
     ap.add_argument("--headless", action="store_true", help="no human to ask: ask becomes deny")
     ap.add_argument("--evaluator", help="override the settings' model (e.g. fixture:FILE, local, typesafe)")
-    ap.add_argument("--config", help=CONFIG_HELP)
+    ap.add_argument("--config", help="host config JSON file (its autoApprovalThreshold, "
+                    "requestTimeoutMs and maxRequestBytes apply)")
     ap.set_defaults(handler=_cmd_approve)
 
     se = add_command(sub, "settings", help="show or change persisted settings",

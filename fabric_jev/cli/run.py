@@ -28,12 +28,13 @@ async def run_command(args: argparse.Namespace) -> int:
 
     import anyio
 
+    from ..approval.settings import with_user_threshold
     from ..contract.envelope import ProgressEvent, RunState
     from ..errors import InputInvalid, LaunchRejected
     from ..evaluators.select import build_evaluator
     from ..host import JevHost
 
-    config = config_from(args)
+    config = with_user_threshold(config_from(args))
     try:
         program = load_json(args.program, "program", max_bytes=MAX_PROGRAM_BYTES)
         value = load_json(args.input, "input", max_bytes=MAX_INPUT_BYTES) if args.input else None
@@ -67,7 +68,7 @@ async def run_command(args: argparse.Namespace) -> int:
 
             tg.start_soon(stop_on_signal)
             try:
-                envelope = await host.run(program, value, on_event=show)
+                envelope = await host.run(program, value, on_event=show, intent=args.intent)
             except InputInvalid as exc:
                 if args.input is None:
                     raise InputInvalid("no --input given and the program's inputSchema does not accept "
@@ -92,4 +93,6 @@ def add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--input", help="input JSON file, or - for standard input (default: null)")
     run.add_argument("--config", help=CONFIG_HELP)
     run.add_argument("--evaluator", help=EVALUATOR_HELP)
+    run.add_argument("--intent", help="what the user asked for: the user text the auto-approval "
+                     "classifier judges capability calls against")
     run.set_defaults(handler=run_command)

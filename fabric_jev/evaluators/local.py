@@ -33,7 +33,7 @@ import anyio
 import anyio.to_thread
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
-from .base import with_cancel
+from .base import refuse_if_cancelled, with_cancel
 from .local_model import weights_problem
 
 if TYPE_CHECKING:
@@ -201,6 +201,7 @@ class LocalEvaluator:
     async def evaluate(
         self, request: EvaluationRequest, *, timeout: float, cancel: anyio.Event | None = None
     ) -> Evaluation:
+        refuse_if_cancelled(cancel)
         self.calls += 1
         evaluation: Evaluation = await with_cancel(
             cancel, timeout, anyio.to_thread.run_sync(self.answer_sync, request))

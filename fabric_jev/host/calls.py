@@ -20,10 +20,12 @@ import anyio
 import anyio.abc
 
 from ..contract.evaluation import EvaluationRequest, validate_request
+from ..contract.policy import BUILTIN_RISKS, Outcome, Policy, Risk, denial_message
 from ..contract.values import ValueRejected, json_bytes, normalize_json
 from ..errors import EvaluationError, JevError, clip_error
 from ..evaluators.base import Evaluator
 from ..sandbox.connection import asyncio_loop
+from .policy import CALLER_GRANT, PolicyGate
 from .registry import CallContext, CapabilityHandler, CapabilityRegistry
 from .run import RunRecord
 
@@ -39,9 +41,11 @@ class HostCalls:
     """Answers a run's host calls, given only what answering needs."""
 
     def __init__(self, evaluator: Evaluator, capabilities: CapabilityRegistry, *,
-                 max_request_bytes: int, request_timeout_s: float) -> None:
+                 max_request_bytes: int, request_timeout_s: float,
+                 gate: PolicyGate | None = None) -> None:
         self._evaluator = evaluator
         self._capabilities = capabilities
+        self._gate = gate
         self._max_request_bytes = max_request_bytes
         self._request_timeout_s = request_timeout_s
 
@@ -62,7 +66,8 @@ class HostCalls:
         elif kind == "sleep":
             self._sleep(record, args, reply, calls)
         elif kind == "evaluate":
-            self._start_evaluation(record, args, reply, calls)
+            self._checked(record, "jev.evaluate", args, reply, calls,
+                          lambda: self._start_evaluation(record, args, reply, calls))
         elif kind == "tool":
             self._start_tool(record, args, reply, calls)
         elif kind == "nextEvent":
@@ -74,8 +79,52 @@ class HostCalls:
             if "jev.advise" not in record.program.requires:
                 reply(False, "Capability not granted to Jev program: jev.advise")
                 return
-            assert record.observation is not None  # launch requires observe for jev.advise
-            calls.start_soon(self._guarded, record.observation.advise(args), reply)
+            observation = record.observation
+            assert observation is not None  # launch requires observe for jev.advise
+            def advise() -> None:
+                calls.start_soon(self._guarded, observation.advise(args), reply)
+
+            self._checked(record, "jev.advise", args, reply, calls, advise)
+
+    # ------------------------------------------------------------------ the policy check
+
+    def _checked(self, record: RunRecord, ref: str, args: Any, reply: Reply,
+                 calls: anyio.abc.TaskGroup, proceed: Callable[[], None]) -> None:
+        """The single point every capability call passes: its risk's policy, then `proceed`.
+
+        A refused call is a catchable guest error and gives back the host call
+        it was counted as, so it consumes no budget.
+        """
+        if ref not in record.program.requires:
+            reply(False, f"Capability not granted to Jev program: {ref}")
+            return
+        gate = self._gate
+        if gate is None:
+            proceed()
+            return
+        risk = BUILTIN_RISKS.get(ref) or self._capabilities.risk(ref)
+        outcome = gate.immediate(risk)
+        if outcome is not None:  # allow or deny: decided at once, no task
+            self._settle_decision(record, ref, risk, gate.policy(risk), outcome, None, reply, proceed)
+            return
+        calls.start_soon(self._ask_then, gate, record, ref, risk, args, reply, proceed)
+
+    async def _ask_then(self, gate: PolicyGate, record: RunRecord, ref: str, risk: Risk, args: Any,
+                        reply: Reply, proceed: Callable[[], None]) -> None:
+        policy, outcome, probability = await gate.decide(
+            ref, risk, run_id=record.id, run_name=record.program.name, arguments=args,
+            intent=record.intent, actions=record.audit.actions())
+        self._settle_decision(record, ref, risk, policy, outcome, probability, reply, proceed)
+
+    @staticmethod
+    def _settle_decision(record: RunRecord, ref: str, risk: Risk, policy: Policy, outcome: Outcome,
+                         probability: float | None, reply: Reply, proceed: Callable[[], None]) -> None:
+        record.audit.add(ref, risk, policy, outcome, probability)
+        if outcome.allowed:
+            proceed()
+            return
+        record.budget.refund_call()
+        reply(False, denial_message(ref, outcome))
 
     @staticmethod
     async def _guarded(awaitable: Awaitable[Any], reply: Reply) -> None:
@@ -169,23 +218,27 @@ class HostCalls:
             return
         if ref == "jev.evaluate":
             # The budget already counted this host call once; evaluate is the same path.
-            self._start_evaluation(record, args.get("args"), reply, calls)
+            self._checked(record, ref, args.get("args"), reply, calls,
+                          lambda: self._start_evaluation(record, args.get("args"), reply, calls))
             return
         handler = self._capabilities.get(ref)
         if handler is None:
             reply(False, f"Capability not granted to Jev program: {ref}")
             return
-        self._call_capability(record, ref, handler, args.get("args"), reply, calls)
+        self._checked(record, ref, args.get("args"), reply, calls,
+                      lambda: self._call_capability(record, ref, handler, args.get("args"), reply, calls))
 
     def _call_capability(self, record: RunRecord, ref: str, handler: CapabilityHandler,
                          args: Any, reply: Reply, calls: anyio.abc.TaskGroup) -> None:
         """The one place a granted, registered capability is invoked for the guest."""
         ctx = CallContext(run_id=record.id, run_name=record.program.name, ref=ref)
-        calls.start_soon(self._tool, handler, args, ctx, reply)
+        calls.start_soon(self._tool, handler, args, ctx, reply, frozenset(record.program.requires))
 
     @staticmethod
     async def _tool(handler: CapabilityHandler, args: Any, ctx: CallContext,
-                    reply: Reply) -> None:
+                    reply: Reply, grant: frozenset[str]) -> None:
+        # A program launched from inside this handler can hold no more than `grant`.
+        CALLER_GRANT.set(grant)
         try:
             value = normalize_json(await handler(args, ctx), f"{ctx.ref} result")
         except JevError as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
 from functools import partial
 from types import TracebackType
@@ -16,6 +16,7 @@ import anyio.lowlevel
 
 from ..contract.config import HostConfig
 from ..contract.envelope import Envelope, ProgressEvent, RunState
+from ..contract.policy import BUILTIN_RISKS, denial_message
 from ..contract.program import JEV_PROGRAM_REFS, Program, parse_program
 from ..contract.values import ValueRejected, check_value
 from ..errors import (
@@ -42,6 +43,7 @@ from ..sandbox.session import (
 )
 from .calls import HostCalls
 from .observing import Observation, ObservationSource
+from .policy import CALLER_GRANT, Approver, PolicyGate
 from .registry import CapabilityRegistry, Connector
 from .ring import utc_now
 from .run import Outcome, RunRecord
@@ -87,7 +89,11 @@ class JevHost:
         *,
         evaluator: Evaluator | None = None,
         capabilities: CapabilityRegistry | None = None,
+        approver: Approver | None = None,
     ) -> None:
+        """`approver` decides the calls whose risk policy is `ask` (and what `auto`
+        hands on): ``async def approver(request: ApprovalRequest) -> Decision``.
+        Without one, those calls are refused."""
         self.config = config or HostConfig()
         if evaluator is None:
             # No evaluator given: the configured route, else the offline local evaluator.
@@ -105,9 +111,16 @@ class JevHost:
         self._pool: WorkerPool | None = None
         self._observers: ObservationSource | None = None  # a bound session (bind_session)
         self._connectors: list[Connector] = []
+        self.policy = PolicyGate(
+            dict(self.config.approvals), approver=approver, evaluator=self.evaluator,
+            threshold=self.config.autoApprovalThreshold,
+            approver_timeout_s=self.config.approverTimeoutMs / 1000,
+            classifier_timeout_s=self.config.requestTimeoutMs / 1000,
+            max_request_bytes=self.config.maxRequestBytes)
         self._calls = HostCalls(self.evaluator, self.capabilities,
                                 max_request_bytes=self.config.maxRequestBytes,
-                                request_timeout_s=self.config.requestTimeoutMs / 1000)
+                                request_timeout_s=self.config.requestTimeoutMs / 1000,
+                                gate=self.policy)
         # Connectors named in the config come from their plugins (fabric_jev.plugins).
         for name, settings in self.config.connectors.items():
             self.add_connector(build_connector(name, settings))
@@ -159,13 +172,19 @@ class JevHost:
         input: Any = None,
         *,
         on_event: Callable[[ProgressEvent], None] | None = None,
+        intent: str | None = None,
+        grant: Iterable[str] | None = None,
     ) -> Envelope:
         """Launch in the foreground and wait for the terminal envelope.
 
         `on_event` is called with each progress event as it is emitted.
         Cancelling the caller cancels the run (and still waits for it to end).
+        `intent` is what the user asked for (the auto-approval classifier's user
+        text; default: the bound session's latest input). `grant` is the caller's
+        own capability set: a program that requires more is refused.
         """
-        record = await self._launch(program, input, background=False, observe=None)
+        record = await self._launch(program, input, background=False, observe=None,
+                                    intent=intent, grant=grant)
         record.ring.listener = on_event
         try:
             await record.done.wait()
@@ -182,9 +201,15 @@ class JevHost:
         input: Any = None,
         *,
         observe: dict[str, Any] | None = None,
+        intent: str | None = None,
+        grant: Iterable[str] | None = None,
     ) -> Envelope:
-        """Launch in the background; returns the `running` envelope before the first tick."""
-        record = await self._launch(program, input, background=True, observe=observe)
+        """Launch in the background; returns the `running` envelope before the first tick.
+
+        `intent` and `grant` as for `run`.
+        """
+        record = await self._launch(program, input, background=True, observe=observe,
+                                    intent=intent, grant=grant)
         return record.envelope()
 
     @overload
@@ -207,7 +232,8 @@ class JevHost:
             "route": ev.get("route"),
             "runs": [
                 {"id": r.id, "name": r.program.name, "state": r.state.value,
-                 "background": r.background, "startedAt": r.started_at}
+                 "background": r.background, "startedAt": r.started_at,
+                 "approvals": {"allowed": r.audit.allowed, "denied": r.audit.denied}}
                 for r in self._runs.values()
             ],
         }
@@ -234,6 +260,12 @@ class JevHost:
             raise ProgramInvalid("advise needs a run spawned with observe")
         if "jev.advise" not in record.program.requires:
             raise CapabilityError("Capability not granted to Jev program: jev.advise")
+        policy, outcome, probability = await self.policy.decide(
+            "jev.advise", "agent", run_id=record.id, run_name=record.program.name, arguments=advice,
+            intent=self._intent(record.intent), actions=record.audit.actions())
+        record.audit.add("jev.advise", "agent", policy, outcome, probability)
+        if not outcome.allowed:
+            raise CapabilityError(denial_message("jev.advise", outcome))
         result: dict[str, Any] = await record.observation.advise(advice)
         return result
 
@@ -262,7 +294,7 @@ class JevHost:
         if self._closed:
             raise HostClosed("Jev host is closed")
         for ref, capability in connector.capabilities().items():
-            self.capabilities.register(ref, capability.handler)
+            self.capabilities.register(ref, capability.handler, capability.risk)
         self._connectors.append(connector)
 
     # ------------------------------------------------------------------ launch
@@ -291,9 +323,39 @@ class JevHost:
             elif ref not in self.capabilities:
                 raise CapabilityError(f"Missing capability for Jev program: {ref}")
 
+    def _intent(self, intent: str | None) -> str | None:
+        if intent is not None:
+            return intent
+        latest = getattr(self._observers, "user_text", None)  # a bound MainSession's latest input
+        return latest if isinstance(latest, str) else None
+
+    def _check_grant(self, program: Program, grant: Iterable[str] | None) -> bool:
+        """No widening: a launch holds no more than its caller. True when nested in a program."""
+        parent = CALLER_GRANT.get()
+        for holder, held in (("the program whose capability call launched it", parent),
+                             ("the caller's grant", None if grant is None else frozenset(grant))):
+            if held is None:
+                continue
+            wider = sorted(set(program.requires) - held)
+            if wider:
+                raise CapabilityError(f"a program may not hold more capabilities than {holder}: "
+                                      f"{', '.join(wider)}")
+        return parent is not None
+
+    async def _launch_decision(self, ref: str, program: Program, arguments: Any,
+                               intent: str | None) -> tuple[Any, ...]:
+        """The risk policy of a launch-time capability (spawn from a program, observe)."""
+        risk = BUILTIN_RISKS[ref]
+        policy, outcome, probability = await self.policy.decide(
+            ref, risk, run_id="", run_name=program.name, arguments=arguments, intent=intent)
+        if not outcome.allowed:
+            raise CapabilityError(denial_message(ref, outcome))
+        return (ref, risk, policy, outcome, probability)
+
     async def _launch(
         self, raw: Program | dict[str, Any], input: Any, *, background: bool,
-        observe: dict[str, Any] | None,
+        observe: dict[str, Any] | None, intent: str | None = None,
+        grant: Iterable[str] | None = None,
     ) -> RunRecord:
         await anyio.lowlevel.checkpoint_if_cancelled()
         if self._closed or self._tg is None or self._pool is None:
@@ -307,6 +369,12 @@ class JevHost:
         except ValueRejected as exc:
             raise InputInvalid(str(exc)) from None
         self._check_refs(program, observe)
+        nested = self._check_grant(program, grant)
+        intent = self._intent(intent)
+        decisions: list[tuple[Any, ...]] = []
+        if nested:  # a program launched from inside another program's capability call
+            decisions.append(await self._launch_decision(
+                "jev.spawn", program, {"name": program.name, "requires": list(program.requires)}, intent))
         observer: Observation | None = None
         if observe is not None:
             from ..contract.observe import parse_observe
@@ -315,6 +383,8 @@ class JevHost:
             if self._observers is None:
                 raise ProgramInvalid("observe needs a Main session bound to this host "
                                      "(host.bind_session)")
+            # Subscribing to the session's future events needs read approval of it.
+            decisions.append(await self._launch_decision("jev.observe", program, observe, intent))
             observer = self._observers.create(observe, program)
         if self._active >= self.config.maxConcurrentRuns:
             raise ConcurrencyLimitReached(
@@ -330,6 +400,9 @@ class JevHost:
         record = RunRecord(program=program, limits=self.config.effective_limits(program.limits),
                            background=background, input=value)
         record.observation = observer
+        record.intent = intent
+        for decision in decisions:
+            record.audit.add(*decision)
         record.worker_pid = session.pid
         if observer is not None:
             observer.attach(record.id, partial(self._request_cancel, record))

@@ -13,6 +13,7 @@ from ..contract.config import EffectiveLimits
 from ..contract.envelope import Envelope, RunState, Usage
 from ..contract.program import Program
 from .observing import Observation
+from .policy import AuditTrail
 from .ring import LogBuffer, ProgressRing, utc_now
 
 if TYPE_CHECKING:
@@ -48,6 +49,9 @@ class RunRecord:
     worker_pid: int = 0  # diagnostics only; the guest never learns it
     timers: set[asyncio.TimerHandle] = field(default_factory=set)  # pending program.sleep timers
     observation: Observation | None = None  # set when spawned with observe
+    #: What the user asked for, as the auto-approval classifier's current user text.
+    intent: str | None = None
+    audit: AuditTrail = field(default_factory=AuditTrail)  # every policy decision of the run
     budget: RunBudget = field(init=False)
 
     def __post_init__(self) -> None:
@@ -71,4 +75,6 @@ class RunRecord:
             nextSequence=self.ring.next_sequence,
             logs=tuple(self.logs.lines),
             observation=None if self.observation is None else self.observation.counts(),
+            approvals=tuple(self.audit.entries),
+            approvalCounts={"allowed": self.audit.allowed, "denied": self.audit.denied},
         )

@@ -16,14 +16,11 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import anyio
 
 from .._waiting import Waiter
+from ..errors import ReaderFailed as ReaderFailed
 from .dictionary import SeeOptions, Target
 
 T = TypeVar("T")
 Read = Callable[[anyio.Event], Awaitable[Any]]
-
-
-class ReaderFailed(Exception):
-    """A reader raised: terminal for the check, never evidence of absence."""
 
 
 @dataclass

@@ -489,6 +489,11 @@ class FrameSnapshot:
                         self._queue_hits(f, frames, e, centre, checks)
                 e["index"] = len(elements)
                 elements.append(e)
+        for f in frames.values():
+            if not f.placed:  # read or not, a frame that cannot be placed is not shown
+                diagnostics.append({"path": f.path, "url": f.raw["url"] if f.raw else f.url,
+                                    "out_of_process": f.session != self.tracker.top,
+                                    "error": f.error or "its parent frame could not be placed"})
         await self._hit_test(checks)
         return {**top.raw, "node_count": nodes, "quiet_ms": quiet, "element_count": len(elements),
                 "truncated": truncated, "elements": elements, "frames": diagnostics}
