@@ -49,7 +49,7 @@ if _typing.TYPE_CHECKING:
     )
     from .contract.observe import ToolResult
     from .evaluators import Evaluator, FixtureEvaluator
-    from .host import Advice, CallContext, CapabilityRegistry, JevHost, MainSession
+    from .host import Advice, Approver, CallContext, CapabilityCall, CapabilityRegistry, JevHost, MainSession
 
 __version__ = "0.1.0"
 
@@ -61,7 +61,8 @@ _LAZY = {
     "ToolResult": ".contract.observe",
     "Evaluator": ".evaluators.base",
     "FixtureEvaluator": ".evaluators.fixture",
-    **dict.fromkeys(("Advice", "CallContext", "CapabilityRegistry", "JevHost", "MainSession"), ".host"),
+    **dict.fromkeys(("Advice", "Approver", "CallContext", "CapabilityCall", "CapabilityRegistry", "JevHost",
+                     "MainSession"), ".host"),
 }
 
 
@@ -82,7 +83,9 @@ def __dir__() -> list[str]:
 __all__ = [
     "Advice",
     "AnswerInvalid",
+    "Approver",
     "CallContext",
+    "CapabilityCall",
     "CapabilityError",
     "CapabilityRegistry",
     "CheckFailed",

@@ -400,3 +400,8 @@ def test_frames_that_cannot_be_read_or_are_navigating_lower_confidence() -> None
     assert conf.value == pytest.approx(0.5 * 0.5 * 0.7)
     assert conf.reasons == ("frame checkout could not be read (detached)", "frame help is navigating",
                             "frame ads is still loading")
+
+
+async def test_a_policy_that_answers_no_recovery_action_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a recovery action"):
+        await run(check(exists("name=Save"), "save", policy=Fixed(A.DONE)), Source(MISSING))

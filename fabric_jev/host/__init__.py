@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .host import JevHost
     from .observers import Advice, AdviceLatch, MainSession, Observer
+    from .policy import Approver, CapabilityCall
     from .registry import CallContext, CapabilityRegistry
 
 _LAZY = {
     "JevHost": ".host",
     **dict.fromkeys(("Advice", "AdviceLatch", "MainSession", "Observer"), ".observers"),
+    "Approver": ".policy", "CapabilityCall": ".policy",
     "CallContext": ".registry", "CapabilityRegistry": ".registry",
 }
 
@@ -30,5 +32,5 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["Advice", "AdviceLatch", "CallContext", "CapabilityRegistry", "JevHost", "MainSession",
-           "Observer"]
+__all__ = ["Advice", "AdviceLatch", "Approver", "CallContext", "CapabilityCall", "CapabilityRegistry",
+           "JevHost", "MainSession", "Observer"]
