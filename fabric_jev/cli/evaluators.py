@@ -9,6 +9,7 @@ from typing import Any
 from .common import (
     CONFIG_HELP,
     EVALUATOR_HELP,
+    EXIT_REJECTED,
     MAX_SMALL_FILE_BYTES,
     BadInput,
     add_command,
@@ -74,12 +75,22 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
     import anyio
 
     from ..evaluators.select import build_evaluator
-    from ..serve import announce, serve, serve_key_from_env
+    from ..serve import ListenError, announce, listen, serve, serve_key_from_env
 
-    evaluator = build_evaluator(args.evaluator, config_from(args))
+    try:
+        sock = listen(args.port)  # before the evaluator loads: a busy port is one line, at once
+    except ListenError as exc:
+        sys.stderr.write(f"fabric-jev: serve: {exc.strerror}\n")
+        return EXIT_REJECTED
+    try:
+        evaluator = build_evaluator(args.evaluator, config_from(args))
+    except BaseException:
+        sock.close()
+        raise
     try:
         problem = evaluator.status().get("problem")
         if problem:
+            sock.close()
             return fail(problem)
         # Signals are handled before the URL is announced.
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -90,7 +101,7 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
                         return
 
                 tg.start_soon(stop_on_signal)
-                await serve(evaluator, port=args.port, key=serve_key_from_env(), ready=announce)
+                await serve(evaluator, sock=sock, key=serve_key_from_env(), ready=announce)
     finally:
         await evaluator.aclose()
     return 0
