@@ -82,7 +82,7 @@ CASES: list[tuple[str, list[str], str | None, int, str]] = [
      "cannot connect to ws://127.0.0.1:"),
     ("browser launch --width -5", ["browser", "launch", "--width", "-5"], None, 2,
      "argument --width: -5 is outside 100-10000 pixels"),
-    ("serve on port 99999", ["serve", "--port", "99999"], None, 2, "argument --port: 99999 is outside 0-65535"),
+    ("serve on port 99999", ["serve", "--port", "99999"], None, 2, "port must be 0-65535"),
     ("settings with no subcommand", ["settings"], None, 2, "choose a command: approvals"),
     ("verify with no subcommand", ["verify"], None, 2, "choose a command: bench, compile, run"),
     ("a bad flag", ["run", "{empty}", "--bogus"], None, 2, "unrecognized arguments: --bogus"),

@@ -84,17 +84,6 @@ def positive_int(text: str) -> int:
     return value
 
 
-def port_number(text: str) -> int:
-    """An argparse type: a TCP port, 0 meaning any free one."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is outside 0-65535")
-    return value
-
-
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
     sys.stdout.flush()

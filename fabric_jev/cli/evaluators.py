@@ -16,7 +16,6 @@ from .common import (
     config_from,
     fail,
     load_json,
-    port_number,
     print_json,
 )
 
@@ -166,7 +165,8 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
                     "bearer key clients must send. Runs until Ctrl-C or SIGTERM.",
         codes=("0 stopped by a signal", "2 bad config, evaluator or port, or the local model is not installed"))
     sv.add_argument("--evaluator", help=EVALUATOR_HELP)
-    sv.add_argument("--port", type=port_number, default=8787,
+    # Range checked by serve.listen, which says so in one line (as for a busy port).
+    sv.add_argument("--port", type=int, default=8787,
                     help="TCP port on 127.0.0.1 (default 8787; 0 picks a free one)")
     sv.add_argument("--config", help=CONFIG_HELP)
     sv.set_defaults(handler=_cmd_serve)
