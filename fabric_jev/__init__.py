@@ -10,6 +10,7 @@ import typing as _typing
 
 from .errors import (
     AnswerInvalid,
+    BatchError,
     CapabilityError,
     CheckFailed,
     CompileError,
@@ -84,6 +85,7 @@ __all__ = [
     "Advice",
     "AnswerInvalid",
     "Approver",
+    "BatchError",
     "CallContext",
     "CapabilityCall",
     "CapabilityError",

@@ -13,6 +13,7 @@
     ├── UnknownRun                unknown or expired run id
     ├── ConfigError               an invalid host configuration
     ├── SandboxUnavailable        worker processes cannot be started
+    ├── BatchError                a batch's files or cluster cannot be used (fabric_jev.batch)
     ├── HostCallRefused           a guest's host call was refused (the guest sees the message)
     ├── EvaluationError           jev.evaluate failed (see evaluators)
     │   ├── RequestInvalid        the request breaks contract §5
@@ -140,3 +141,7 @@ class ReaderFailed(JevError):
 
 class CheckFailed(JevError, AssertionError):
     """A required check did not hold. Also an `AssertionError`, so test runners report a failure."""
+
+
+class BatchError(JevError):
+    """A batch cannot go on: an unreadable inputs or output file, or no Ray actor left."""

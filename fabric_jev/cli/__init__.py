@@ -14,8 +14,10 @@ VERSION = "0.1.0"  # kept equal to fabric_jev.__version__ by tests/test_cli_help
 
 def build_parser() -> argparse.ArgumentParser:
     from .approval import add_approval_commands
+    from .batch import add_batch_command
     from .bench import add_bench_command
     from .evaluators import add_evaluator_commands
+    from .mcp import add_mcp_command
     from .plugins import add_plugin_commands
     from .run import add_run_command
     from .setup import add_setup_command
@@ -38,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_bench_command(sub)
     add_setup_command(sub)
     add_plugin_commands(sub)
+    add_batch_command(sub)
+    add_mcp_command(sub)
     return parser
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from .common import add_command, positive_int
 
-SUITES = ("host", "evaluators", "browser", "cli")
+SUITES = ("host", "evaluators", "browser", "batch", "cli")
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -21,11 +21,13 @@ async def _run(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {}
     for suite in suites:
         if suite == "host":
-            from ..benchmarks.host import _print_host, bench_host
+            from ..benchmarks.host import _print_host, _print_loop_lag, bench_host, bench_loop_lag
 
             report["host"] = await bench_host(samples=args.samples)
+            report["host"]["loop_lag"] = await bench_loop_lag()
             if not args.json:
                 _print_host(report["host"])
+                _print_loop_lag(report["host"]["loop_lag"])
         elif suite == "browser":
             # The browser suite lives in the browser connector (a plugin).
             from ..plugins import find_hook
@@ -41,6 +43,12 @@ async def _run(args: argparse.Namespace) -> int:
             report["cli"] = await anyio.to_thread.run_sync(bench_cli, min(args.samples, 15))
             if not args.json:
                 print_cli(report["cli"])
+        elif suite == "batch":
+            from ..benchmarks.batch import _print_batch, bench_batch
+
+            report["batch"] = await bench_batch()
+            if not args.json:
+                _print_batch(report["batch"])
         elif suite == "evaluators":
             from ..benchmarks.evaluators import _print_evaluators, bench_evaluators
 
@@ -57,7 +65,7 @@ def add_bench_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         sub, "bench", help="measure speed next to floors and peers",
         description="Measure medians and ratios, each next to a floor or a peer measured in the same "
                     "run, and print them (docs/performance.md records them). Suites: host, "
-                    "evaluators, browser (needs the browser connector), cli (whole-command start-up).",
+                    "evaluators, browser (needs the browser connector), batch, cli (whole-command start-up).",
         codes=("0 measured", "2 a suite's missing piece (for example the browser connector)"))
     bench.add_argument("suite", nargs="?", default="all", choices=(*SUITES, "all"),
                        help="which suite to run (default all)")
