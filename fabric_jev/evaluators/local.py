@@ -27,15 +27,20 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
-import numpy as np
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
 from .base import refuse_if_cancelled, with_cancel
-from .minilm import MiniLM, shared_model
+from .local_model import weights_problem
+
+if TYPE_CHECKING:
+    # numpy and the encoder load on the first answer, not when a command merely builds the evaluator.
+    import numpy as np
+
+    from .minilm import MiniLM
 
 MODEL_NAME = "fabric-jev-local-minilm (heuristic, uncalibrated)"
 # Chosen by hand on the labeled set in tests/data/local_eval_set.json.
@@ -114,6 +119,8 @@ class LocalEvaluator:
                 self._cache.move_to_end(text)
                 return hit
             if self._model is None:
+                from .minilm import shared_model
+
                 self._model = shared_model()
             model = self._model
         vec = model.encode_one(text)
@@ -205,8 +212,14 @@ class LocalEvaluator:
         return evaluation
 
     def status(self) -> dict[str, Any]:
-        return {"route": "local", "model": MODEL_NAME,
-                "credentials": {"configured": False, "source": "missing", "verified": False}}
+        status: dict[str, Any] = {
+            "route": "local", "model": MODEL_NAME,
+            "credentials": {"configured": False, "source": "missing", "verified": False}}
+        problem = None if self._model is not None else weights_problem()
+        if problem is not None:
+            status["ready"] = False
+            status["problem"] = problem
+        return status
 
     async def aclose(self) -> None:
         return None
