@@ -11,6 +11,8 @@
     │   └── CompileError          the code does not compile
     ├── UnknownRun                unknown or expired run id
     ├── ConfigError               an invalid host configuration
+    │   └── ProfileInvalid        a local-evaluator profile that cannot be used
+    ├── LabelsInvalid             a labels file (or cassette read as labels) with a bad line
     ├── SandboxUnavailable        worker processes cannot be started
     └── EvaluationError           jev.evaluate failed (see evaluators)
         ├── RequestInvalid        the request breaks contract §5
@@ -100,4 +102,12 @@ class UpstreamError(EvaluationError):
 
 
 class CredentialError(EvaluationError):
+    pass
+
+
+class ProfileInvalid(ConfigError):
+    pass
+
+
+class LabelsInvalid(JevError):
     pass

@@ -7,7 +7,7 @@ from fabric_jev import errors
 def test_all_is_complete_and_sorted() -> None:
     public = {name for name in dir(fabric_jev) if not name.startswith("_")}
     modules = {"benchmarks", "cli", "contract", "errors", "evaluators", "host",
-               "sandbox", "protocol", "approval", "assertions", "verification", "observers", "serve"}
+               "sandbox", "protocol", "approval", "assertions", "verification", "observers", "serve", "calibration"}
     assert public - modules - set(fabric_jev.__all__) == set()
     assert sorted(fabric_jev.__all__, key=str.lower) == sorted(fabric_jev.__all__, key=str.lower)
     for name in fabric_jev.__all__:
