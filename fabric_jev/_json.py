@@ -1,0 +1,107 @@
+"""The one parser for untrusted JSON: bounded in size and depth, one-line errors.
+
+Every byte string that comes from outside (HTTP bodies, upstream answers, files
+named on the command line) goes through here. `json.loads` alone is not safe
+on such input: a few hundred kilobytes of `[` raise RecursionError (or exhaust
+the C stack of a worker thread), a BOM or a stray Latin-1 byte gives a message
+that points nowhere, and reading a 50 MB file whole happens before anything
+could refuse it. The checks below are linear in the input and run before the
+real parse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DEFAULT_MAX_DEPTH", "JSONInputError", "check_depth", "loads_bounded", "read_json_file"]
+
+DEFAULT_MAX_DEPTH = 64
+_BOM = b"\xef\xbb\xbf"
+# Structure tokens: a whole JSON string (so brackets inside strings are not
+# counted), a bracket, or a lone quote that opens a string never closed. The
+# possessive quantifiers and the lone-quote stop keep the scan linear even on
+# input crafted to make a string pattern backtrack.
+_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]|"', re.DOTALL)
+
+
+class JSONInputError(ValueError):
+    """Untrusted JSON that was refused. The message is one line and names the input."""
+
+
+def check_depth(text: str, max_depth: int, what: str) -> None:
+    """Refuse nesting deeper than `max_depth` containers, before any recursive parse."""
+    if text.count("[") + text.count("{") <= max_depth:
+        return  # cannot nest deeper than the number of openers: the common, cheap case
+    depth = 0
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token == '"':
+            return  # an unterminated string: the parser reports it, and nothing after it nests
+        if token in "[{":
+            depth += 1
+            if depth > max_depth:
+                raise JSONInputError(f"{what} nests deeper than {max_depth} levels")
+        elif token in "]}":
+            depth -= 1
+
+
+def _refuse_constant(name: str) -> Any:
+    raise JSONInputError(f"contains {name}, which JSON does not allow")
+
+
+def loads_bounded(data: bytes | str, *, what: str, max_bytes: int, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
+    """Parse untrusted JSON, refusing anything over `max_bytes` or nested over `max_depth`."""
+    if isinstance(data, str):
+        if len(data) > max_bytes:  # characters ≤ bytes: a cheap first bound
+            raise JSONInputError(f"{what} is larger than {max_bytes} bytes")
+        try:
+            raw = data.encode("utf-8")
+        except UnicodeEncodeError:
+            raise JSONInputError(f"{what} contains a lone surrogate and is not valid UTF-8") from None
+    else:
+        raw = data
+    if len(raw) > max_bytes:
+        raise JSONInputError(f"{what} is larger than {max_bytes} bytes")
+    if raw.startswith(_BOM):
+        raise JSONInputError(f"{what} starts with a UTF-8 byte order mark; save it without one")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JSONInputError(f"{what} is not UTF-8 (invalid byte at offset {exc.start})") from None
+    if not text.strip():
+        raise JSONInputError(f"{what} is empty")
+    check_depth(text, max_depth, what)
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except JSONInputError as exc:
+        raise JSONInputError(f"{what} {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise JSONInputError(
+            f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:  # belt and braces: the depth check should make this unreachable
+        raise JSONInputError(f"{what} nests too deeply") from None
+
+
+def read_json_file(path: str | Path, *, what: str, max_bytes: int, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
+    """Read and parse a JSON file ("-" is standard input), refusing it by size before reading it whole."""
+    label = f"{what} {path}"
+    try:
+        if str(path) == "-":
+            raw = sys.stdin.buffer.read(max_bytes + 1)
+            label = f"{what} on standard input"
+        else:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size > max_bytes:
+                    raise JSONInputError(f"{label} is larger than {max_bytes} bytes ({size} bytes)")
+                raw = f.read(max_bytes + 1)  # a file that grows while read is still bounded
+    except IsADirectoryError:
+        raise JSONInputError(f"cannot read {label}: it is a directory") from None
+    except OSError as exc:
+        raise JSONInputError(f"cannot read {label}: {exc.strerror or exc}") from None
+    return loads_bounded(raw, what=label, max_bytes=max_bytes, max_depth=max_depth)
