@@ -62,9 +62,9 @@ def test_signature_ignores_question_id_and_depends_on_the_wording() -> None:
 
 
 @pytest.mark.parametrize(("bad", "message"), [
-    ("{not json", "set.jsonl line 2: not valid JSON"),
+    ("{not json", "set.jsonl line 2 is not valid JSON: Expecting property name"),
     ('{"state": "x", "question": {"type": "noul", "instructions": "q"}, "label": NaN}',
-     "set.jsonl line 2: not valid JSON (NaN is not JSON)"),
+     "set.jsonl line 2 contains NaN, which JSON does not allow"),
     ("[1, 2]", "set.jsonl line 2: an example must be an object {state, question, label, id?}"),
     (line(state="x", question=NOUL), "set.jsonl line 2: missing 'label'"),
     (line(state="x", question=NOUL, label=True, extra=1), "set.jsonl line 2: unknown keys: extra"),
@@ -80,7 +80,8 @@ def test_signature_ignores_question_id_and_depends_on_the_wording() -> None:
      "set.jsonl line 2: jev.evaluate state must be a string, array or object"),
     (line(id="n1", state="y", question=NOUL, label=False), "set.jsonl line 2: id 'n1' already used on line 1"),
     (line(id="", state="y", question=NOUL, label=False), "set.jsonl line 2: 'id' must be a string of 1-128"),
-    ("[" * 100_000, "set.jsonl line 2: not valid JSON (nested too deeply)"),
+    ("[" * 100_000, "set.jsonl line 2 nests deeper than 64 levels"),
+    ("[" + "1," * 200_000 + "1]", "set.jsonl line 2 is larger than 262144 bytes"),
 ])
 def test_each_bad_line_is_one_line_with_its_number(bad: str, message: str) -> None:
     text = line(id="n1", state="ls", question=NOUL, label=True) + "\n" + bad + "\n"

@@ -17,12 +17,11 @@ Pure code: no I/O beyond reading the file it is given.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._json import JSONInputError, loads_bounded, read_json_file
 from ..contract.evaluation import (
     EvaluationRequest,
     Question,
@@ -30,6 +29,7 @@ from ..contract.evaluation import (
     validate_request,
 )
 from ..errors import EvaluationError, LabelsInvalid
+from ..evaluators.profile import example_key, signature_of
 
 Label = bool | str | int
 
@@ -37,25 +37,6 @@ MAX_FILE_BYTES = 64 << 20
 MAX_LINE_BYTES = 256 << 10
 MAX_EXAMPLES = 100_000
 _KEYS = {"id", "state", "question", "label"}
-
-
-def _canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
-        "utf-8", "surrogatepass")
-
-
-def question_body(question: Question) -> dict[str, Any]:
-    return {"type": question.type, "instructions": question.instructions, "criteria": question.criteria}
-
-
-def signature_of(question: Question) -> str:
-    """What makes two questions "the same question": type, instructions and criteria (not the id)."""
-    return hashlib.sha256(_canonical(question_body(question))).hexdigest()[:16]
-
-
-def example_key(state: Any, question: Question) -> str:
-    """A short digest of (state, question): how a profile remembers what it was trained on."""
-    return hashlib.sha256(_canonical({"state": state, "question": question_body(question)})).hexdigest()[:16]
 
 
 def classes_of(question: Question) -> list[Label]:
@@ -118,17 +99,6 @@ def label_from_answer(question: Question, answer: dict[str, Any]) -> Label:
     return level
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _parse_json(text: str) -> Any:
-    try:
-        return json.loads(text, parse_constant=_refuse_constant)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-
-
 def parse_example(raw: Any, line: int) -> LabeledExample:
     if not isinstance(raw, dict):
         raise LabelsInvalid("an example must be an object {state, question, label, id?}")
@@ -158,13 +128,10 @@ def parse_labels(text: str, *, source: str = "labels") -> list[LabeledExample]:
         if not line.strip():
             continue
         where = f"{source} line {number}"
-        if len(line.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
-            raise LabelsInvalid(f"{where}: longer than {MAX_LINE_BYTES} bytes")
         try:
-            raw = _parse_json(line)
-        except ValueError as exc:
-            message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-            raise LabelsInvalid(f"{where}: not valid JSON ({message})") from None
+            raw = loads_bounded(line, what=where, max_bytes=MAX_LINE_BYTES)
+        except JSONInputError as exc:
+            raise LabelsInvalid(str(exc)) from None
         try:
             example = parse_example(raw, number)
         except LabelsInvalid as exc:
@@ -204,11 +171,10 @@ def read_labels(path: str | Path) -> list[LabeledExample]:
 
 def labels_from_cassette(path: str | Path) -> list[LabeledExample]:
     """One example per recorded answer, labeled with what the recording answered."""
-    text = _read_text(path, "cassette")
     try:
-        data = _parse_json(text)
-    except ValueError as exc:
-        raise LabelsInvalid(f"cassette {path} is not valid JSON ({exc})") from None
+        data = read_json_file(path, what="cassette", max_bytes=MAX_FILE_BYTES)
+    except JSONInputError as exc:
+        raise LabelsInvalid(str(exc)) from None
     if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("entries"), dict):
         raise LabelsInvalid(f"cassette {path} is not a version-1 cassette")
     examples: list[LabeledExample] = []

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..contract.evaluation import Question
+from ..evaluators.profile import answer_distribution
 from .labels import Label, classes_of
 
 BINS = 10
@@ -44,13 +45,7 @@ class Outcome:
         return self.predicted == self.label
 
 
-def distribution(question: Question, answer: dict[str, Any]) -> list[float]:
-    """The answer's probabilities over ``classes_of(question)``."""
-    if question.type == "noul":
-        return [1.0 - answer["noul"], answer["noul"]]
-    if question.type == "choice":
-        return [float(answer["probabilities"][name]) for name in question.criteria]
-    return [float(answer["probabilities"][str(i)]) for i in range(len(question.criteria))]
+distribution = answer_distribution
 
 
 def predicted_class(question: Question, answer: dict[str, Any]) -> Label:

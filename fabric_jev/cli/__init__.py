@@ -16,6 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench import add_bench_command
     from .browser import add_browser_commands
     from .evaluators import add_evaluator_commands
+    from .learning import add_learning_commands
     from .run import add_run_command
     from .verification import add_verification_commands
 
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_verification_commands(sub)
     add_browser_commands(sub)
     add_bench_command(sub)
+    add_learning_commands(sub)
     return parser
 
 

@@ -16,6 +16,7 @@ EXIT_REJECTED = 2
 EXIT_INTERRUPTED = 130
 EVALUATOR_HELP = ("local | fixture:FILE | cassette:FILE | record:FILE | typesafe | openrouter | "
                   "vercel (default: the config's, else local)")
+PROFILE_HELP = "a profile for the local evaluator (from fabric-jev learn)"
 
 
 class BadInput(Exception):
@@ -35,7 +36,10 @@ def load_json(path: str, what: str) -> Any:
 
 
 def config_from(args: argparse.Namespace) -> HostConfig:
-    return HostConfig.load(args.config) if getattr(args, "config", None) else HostConfig()
+    config = HostConfig.load(args.config) if getattr(args, "config", None) else HostConfig()
+    if getattr(args, "profile", None):  # --profile is the config's evaluator.profile, given on the line
+        config = config.model_copy(update={"evaluator": {**config.evaluator, "profile": args.profile}})
+    return config
 
 
 def print_json(value: Any) -> None:

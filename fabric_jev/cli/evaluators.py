@@ -12,7 +12,7 @@ import anyio
 from ..contract.evaluation import validate_request
 from ..errors import CredentialError, EvaluationError
 from ..evaluators.routes import LOGIN_NAMES
-from .common import EVALUATOR_HELP, BadInput, config_from, load_json, print_json
+from .common import EVALUATOR_HELP, PROFILE_HELP, BadInput, config_from, load_json, print_json
 
 
 async def _cmd_evaluate(args: argparse.Namespace) -> int:
@@ -103,16 +103,19 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     ev = sub.add_parser("evaluate", help="validate a jev.evaluate request and print the answers")
     ev.add_argument("request", help="request JSON file, or - for standard input")
     ev.add_argument("--evaluator", help=EVALUATOR_HELP)
+    ev.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     ev.add_argument("--config", help="host config JSON file")
     ev.set_defaults(handler=_cmd_evaluate)
 
     st = sub.add_parser("status", help="print host status (never runs a command or the network)")
     st.add_argument("--evaluator", help=EVALUATOR_HELP)
+    st.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     st.add_argument("--config", help="host config JSON file")
     st.set_defaults(handler=_cmd_status)
 
     sv = sub.add_parser("serve", help="serve POST /v1/systemone on 127.0.0.1")
     sv.add_argument("--evaluator", help=EVALUATOR_HELP)
+    sv.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     sv.add_argument("--port", type=int, default=8787, help="0 picks a free port (printed first)")
     sv.add_argument("--config", help="host config JSON file")
     sv.set_defaults(handler=_cmd_serve)

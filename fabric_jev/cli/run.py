@@ -18,6 +18,7 @@ from .common import (
     EXIT_INTERRUPTED,
     EXIT_NOT_COMPLETED,
     EXIT_OK,
+    PROFILE_HELP,
     BadInput,
     config_from,
     load_json,
@@ -86,4 +87,5 @@ def add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--input", help="input JSON file, or - for standard input")
     run.add_argument("--config", help="host config JSON file")
     run.add_argument("--evaluator", help=EVALUATOR_HELP)
+    run.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     run.set_defaults(handler=run_command)
