@@ -9,16 +9,25 @@
     │   ├── InputInvalid          input not finite JSON, too large, or off-schema
     │   ├── CapabilityError       bad, recursive or missing refs
     │   └── CompileError          the code does not compile
+    │       └── TypeScriptError   (contract.typescript) the TypeScript fallback refused it
     ├── UnknownRun                unknown or expired run id
     ├── ConfigError               an invalid host configuration
     │   └── ProfileInvalid        a local-evaluator profile that cannot be used
     ├── LabelsInvalid             a labels file (or cassette read as labels) with a bad line
     ├── SandboxUnavailable        worker processes cannot be started
-    └── EvaluationError           jev.evaluate failed (see evaluators)
-        ├── RequestInvalid        the request breaks contract §5
-        ├── AnswerInvalid         the upstream answer breaks contract §5
-        ├── UpstreamError         HTTP status, timeout, transport (no bodies)
-        └── CredentialError       a key could not be found or produced
+    ├── HostCallRefused           a guest's host call was refused (the guest sees the message)
+    ├── EvaluationError           jev.evaluate failed (see evaluators)
+    │   ├── RequestInvalid        the request breaks contract §5
+    │   ├── AnswerInvalid         the upstream answer breaks contract §5
+    │   ├── UpstreamError         HTTP status, timeout, transport (no bodies)
+    │   └── CredentialError       a key could not be found or produced
+    ├── QuerySyntaxError          an assertion query that does not parse
+    ├── DictionaryInvalid         a verification dictionary, plan or binding breaks the rules
+    │   └── PlanInvalid
+    ├── ReaderFailed              a verification reader raised (terminal for its check)
+    └── CheckFailed               a required check did not hold (also an AssertionError)
+        ├── AssertionFailed       (assertions) a required smart assertion failed
+        └── VerificationFailed    (verification) a replayed verification check failed
 
 Messages never carry credentials, response bodies or host stack traces.
 """
@@ -103,6 +112,36 @@ class UpstreamError(EvaluationError):
 
 class CredentialError(EvaluationError):
     pass
+
+
+class HostCallRefused(JevError):
+    """A guest's host call was refused; the guest receives the message as a catchable error."""
+
+
+class QuerySyntaxError(JevError):
+    """A query that does not parse; `column` is 1-based."""
+
+    def __init__(self, query: str, column: int, message: str) -> None:
+        pointer = " " * (column - 1) + "^"
+        super().__init__(f"{message} at column {column}\n  {query}\n  {pointer}")
+        self.query = query
+        self.column = column
+
+
+class DictionaryInvalid(JevError):
+    """A dictionary (or a plan, or a binding) that breaks the rules; raised before any check runs."""
+
+
+class PlanInvalid(DictionaryInvalid):
+    pass
+
+
+class ReaderFailed(JevError):
+    """A reader raised: terminal for the check, never evidence of absence."""
+
+
+class CheckFailed(JevError, AssertionError):
+    """A required check did not hold. Also an `AssertionError`, so test runners report a failure."""
 
 
 class ProfileInvalid(ConfigError):

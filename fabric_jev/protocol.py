@@ -10,41 +10,25 @@ value. They run on the host's event loop inside the run's task group: when
 the run stops, the handler is cancelled (anyio cancellation; always re-raise
 it). An exception's message reaches the guest as "<ref> failed: <message>":
 never put a secret in one.
+
+Every capability declares a `Risk` (`read`, `write`, `execute`, `network`,
+`agent`; default `execute`): each call passes the host's approvals policy for
+that risk before the handler runs (docs/programs.md, "Risks and policies").
+The browser connector's `browser.connect` and `browser.cdp` are `execute`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
-
 from ._process import wait_process_exit
-from .host.registry import CallContext, CapabilityHandler, CapabilityRegistry
+from .contract.policy import Risk
+from .host.registry import (
+    CallContext,
+    Capability,
+    CapabilityHandler,
+    CapabilityRegistry,
+    Connector,
+)
 from .sandbox.js import runtime_js_path
-
-Risk = Literal["read", "write", "execute"]
-
-
-@dataclass(frozen=True, slots=True)
-class Capability:
-    """One capability a connector offers."""
-
-    handler: CapabilityHandler
-    risk: Risk = "execute"
-    description: str = ""
-
-
-@runtime_checkable
-class Connector(Protocol):
-    name: str
-
-    def capabilities(self) -> Mapping[str, Capability]: ...
-
-    async def run_ended(self, run_id: str) -> None:
-        """Release what a run held (connections, handles). Called once per run."""
-        ...
-
-    async def aclose(self) -> None: ...
 
 
 def runtime_js(name: str) -> str:

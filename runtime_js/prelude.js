@@ -5,9 +5,10 @@
 // functions installed on globalThis.
 //
 // Every built-in we rely on is captured now, before guest code can patch
-// prototypes, and host-bound data is built as text (strings have no setters),
-// so a guest that rewrites Array.prototype or Promise.prototype.then cannot
-// hijack the bridge.
+// prototypes or globals, and called through the captured `apply`; host-bound
+// data is built as text (strings have no setters) with the captured
+// JSON.stringify, so a guest that rewrites String.prototype.slice, JSON or
+// Promise cannot change what the host receives.
 (function () {
   "use strict";
   const G = globalThis;
@@ -15,7 +16,9 @@
   const parse = JSON.parse;
   const PromiseCtor = Promise;
   const promiseThen = Promise.prototype.then;
+  const promiseReject = Promise.reject;
   const ErrorCtor = Error;
+  const hasInstance = Function.prototype[Symbol.hasInstance];
   const apply = Reflect.apply;
   const freeze = Object.freeze;
   const defineProperty = Object.defineProperty;
@@ -28,11 +31,18 @@
   // Concatenation can leave a "rope" string that cannot cross into Python;
   // slicing it yields a flat copy.
   const stringSlice = String.prototype.slice;
+  const stringIndexOf = String.prototype.indexOf;
+  const stringCharCodeAt = String.prototype.charCodeAt;
+  const stringRepeat = String.prototype.repeat;
   const AsyncFunction = (async function () {}).constructor;
 
   const LIMITS = { outputChars: 32768, emitChars: 4096, argsChars: 1048576, logChars: 4096, timers: 128 };
 
   let main = null;
+  // Lines the engine counts before the program's first line: the padding that
+  // puts the program below every line of this prelude, plus the two lines of
+  // the async function's header. Frames at or above it are the prelude's.
+  let lineBase = 0;
   let nextCallId = 1;
   const pending = create(null);
   let calls = "";
@@ -76,9 +86,42 @@
     return text;
   }
 
+  function rejected(error) {
+    return apply(promiseReject, PromiseCtor, [error]);
+  }
+
+  // " (line L, column C)" of the first stack frame inside the program's own
+  // source, or "" when there is none (a thrown non-Error, a prelude error).
+  function position(e) {
+    let stack;
+    try {
+      if (!apply(hasInstance, ErrorCtor, [e])) return "";
+      stack = e.stack;
+    } catch (_) {
+      return "";
+    }
+    if (typeof stack !== "string") return "";
+    let at = 0;
+    for (;;) {
+      const found = apply(stringIndexOf, stack, ["<input>:", at]);
+      if (found < 0) return "";
+      let i = found + 8;
+      let line = 0;
+      let column = 0;
+      let c;
+      while ((c = apply(stringCharCodeAt, stack, [i])) >= 48 && c <= 57) { line = line * 10 + c - 48; i++; }
+      if (c === 58) {
+        i++;
+        while ((c = apply(stringCharCodeAt, stack, [i])) >= 48 && c <= 57) { column = column * 10 + c - 48; i++; }
+      }
+      at = i;
+      if (line > lineBase) return " (line " + (line - lineBase) + ", column " + column + ")";
+    }
+  }
+
   function describe(e) {
     try {
-      if (e instanceof ErrorCtor) {
+      if (apply(hasInstance, ErrorCtor, [e])) {
         const name = StringCtor(e.name);
         const message = StringCtor(e.message);
         return message ? name + ": " + message : name;
@@ -93,13 +136,13 @@
 
   function hostCall(kind, args, maxChars) {
     if (finished) {
-      return apply(PromiseCtor.reject, PromiseCtor, [new ErrorCtor("Jev program has finished")]);
+      return rejected(new ErrorCtor("Jev program has finished"));
     }
     let text;
     try {
       text = toText(args === undefined ? null : args, kind + " argument", maxChars);
     } catch (e) {
-      return apply(PromiseCtor.reject, PromiseCtor, [e]);
+      return rejected(e);
     }
     const id = nextCallId++;
     calls += (calls ? "," : "") + "[" + id + "," + stringify(kind) + "," + text + "]";
@@ -127,7 +170,7 @@
     }
     const room = LIMITS.logChars - logUsed;
     if (line.length > room) {
-      line = line.slice(0, room);
+      line = apply(stringSlice, line, [0, room]);
       logCut = true;
     }
     logUsed += line.length;
@@ -174,7 +217,7 @@
         text = "[false," + stringify(describe(e)) + "]";
       }
     } else {
-      text = "[false," + stringify(describe(value)) + "]";
+      text = "[false," + stringify(describe(value) + position(value)) + "]";
     }
     done = text;
   }
@@ -182,7 +225,7 @@
   const program = freeze({
     sleep: function sleep(ms) {
       if (typeof ms !== "number" || !numberIsFinite(ms) || ms < 0) {
-        return apply(PromiseCtor.reject, PromiseCtor, [new ErrorCtor("Invalid program.sleep duration")]);
+        return rejected(new ErrorCtor("Invalid program.sleep duration"));
       }
       return hostCall("sleep", ms, 64);
     },
@@ -219,8 +262,16 @@
   // The worker's only handle on the guest.
   return function bridge(op, a, b, c) {
     if (op === "drain") {
-      const out = '{"c":[' + calls + '],"l":[' + logs + '],"t":[' + timerReqs + '],"x":[' +
-        timerClears + '],"d":' + done + ',"f":' + (timerFault === null ? "null" : stringify(timerFault)) + "}";
+      // "<1 if the program ended, else 0><timer changes for the worker, if any>\n<outbox for
+      // the host, if any>": the worker reads the head and forwards the outbox untouched.
+      const ended = done !== "null" || timerFault !== null;
+      let out = ended ? "1" : "0";
+      if (timerReqs || timerClears) out += '{"t":[' + timerReqs + '],"x":[' + timerClears + "]}";
+      out += "\n";
+      if (calls || logs || ended) {
+        out += '{"c":[' + calls + '],"l":[' + logs + '],"d":' + done + ',"f":' +
+          (timerFault === null ? "null" : stringify(timerFault)) + "}";
+      }
       calls = ""; logs = ""; timerReqs = ""; timerClears = "";
       return apply(stringSlice, out, [0]);
     }
@@ -240,15 +291,21 @@
       try {
         apply(t.fn, undefined, t.args);
       } catch (e) {
-        timerFault = "Uncaught exception in a timer callback: " + describe(e);
+        timerFault = "Uncaught exception in a timer callback: " + describe(e) + position(e);
       }
       return;
     }
     if (op === "load") {
-      main = new AsyncFunction(a);
+      // Returns null, or the compile error with the program's line and column.
+      lineBase = c + 2;
+      try {
+        main = new AsyncFunction(apply(stringRepeat, "\n", [c]) + a);
+      } catch (e) {
+        return describe(e) + position(e);
+      }
       const value = parse(b);
       defineProperty(G, "input", { value: value, writable: true, enumerable: false, configurable: true });
-      return;
+      return null;
     }
     if (op === "go") {
       let p;

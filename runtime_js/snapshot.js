@@ -1,11 +1,22 @@
-// Page-state snapshot, evaluated in the page through Runtime.evaluate as
-// `(<this function>)(options)` with returnByValue. It walks the DOM (open
-// shadow roots included) and returns every rendered interactive or landmark
-// element with its role, accessible name, state and geometry, plus
-// diagnostics. Password values never leave the page.
-(function snapshot(options) {
+// Page-state snapshot of one frame's document, called through CDP as
+// `(<this function>)(options, closedRoots)` in the frame's main world. It walks
+// the DOM (open shadow roots, and the closed ones the driver found through CDP
+// and passes in `closedRoots`) and returns every rendered interactive or
+// landmark element with its role, accessible name, state and geometry, plus
+// diagnostics. Geometry is in this frame's own coordinates: the driver
+// (fabric_jev_browser/frames.py) places frames on the page. Password values
+// never leave the page.
+(function snapshot(options, closedRoots) {
   "use strict";
   options = options || {};
+  // Closed shadow roots are unreachable from page script; the driver hands them in.
+  const closedRootOf = new Map();
+  for (const root of closedRoots || []) {
+    if (root && root.host) closedRootOf.set(root.host, root);
+  }
+  function shadowOf(el) {
+    return el.shadowRoot || closedRootOf.get(el) || null;
+  }
   const MAX_VALUE = 200;
   const MAX_TEXT = options.maxText || 200;
   const MAX_ELEMENTS = options.maxElements || 5000;
@@ -214,6 +225,25 @@
     return { value: clipped ? value.slice(0, MAX_VALUE) : value, redacted: redacted, clipped: clipped };
   }
 
+  const TEXT_INPUT_TYPES = new Set(["text", "search", "email", "tel", "url", "password", "number",
+    "date", "datetime-local", "month", "time", "week"]);
+
+  function editingOf(el, visible, disabled) {
+    // readonly: native readonly, aria-readonly, or contenteditable=false inside
+    // an editable host. editable: a text control or contenteditable that is
+    // visible, enabled and not read-only.
+    const tag = el.tagName;
+    const textInput = tag === "INPUT" && TEXT_INPUT_TYPES.has((el.type || "text").toLowerCase());
+    const textControl = textInput || tag === "TEXTAREA" || el.isContentEditable;
+    let readonly = el.getAttribute("aria-readonly") === "true";
+    if ((textInput || tag === "TEXTAREA") && el.readOnly) readonly = true;
+    if (!el.isContentEditable) {
+      const parent = el.parentElement || (el.getRootNode() && el.getRootNode().host) || null;
+      if (parent && parent.isContentEditable) readonly = true;
+    }
+    return { readonly: readonly, editable: !!(textControl && visible && !disabled && !readonly) };
+  }
+
   function describe(el) {
     if (!el || el.nodeType !== 1) return null;
     let s = el.tagName.toLowerCase();
@@ -233,9 +263,9 @@
 
   function hitAt(x, y) {
     let hit = doc.elementFromPoint(x, y);
-    // Descend into open shadow roots for the innermost element.
-    while (hit && hit.shadowRoot) {
-      const inner = hit.shadowRoot.elementFromPoint(x, y);
+    // Descend into shadow roots (open, and closed ones handed in) for the innermost element.
+    while (hit && shadowOf(hit)) {
+      const inner = shadowOf(hit).elementFromPoint(x, y);
       if (!inner || inner === hit) break;
       hit = inner;
     }
@@ -252,7 +282,8 @@
     let el = walker.currentNode.nodeType === 1 ? walker.currentNode : walker.nextNode();
     while (el) {
       nodeCount++;
-      if (el.shadowRoot) visit(el.shadowRoot);
+      const shadow = shadowOf(el);
+      if (shadow) visit(shadow);
       consider(el);
       el = walker.nextNode();
     }
@@ -288,6 +319,7 @@
     }
     const checked = checkedOf(el, role);
     const dis = disabledOf(el);
+    const editing = editingOf(el, visible, dis.disabled);
     const val = valueOf(el, role);
     const expanded = bool(el.getAttribute("aria-expanded")) ?? (el.tagName === "DETAILS" ? el.open : (el.tagName === "SUMMARY" && el.parentElement && el.parentElement.tagName === "DETAILS" ? el.parentElement.open : null));
     const pressed = tri(el.getAttribute("aria-pressed"));
@@ -322,6 +354,8 @@
       testid: el.getAttribute("data-testid"),
       id: el.id || null,
       in_shadow: el.getRootNode() !== doc,
+      readonly: editing.readonly,
+      editable: editing.editable,
       bbox: { x: Math.round(box.left + win.scrollX), y: Math.round(box.top + win.scrollY),
               width: Math.round(box.width), height: Math.round(box.height) },
       visible: visible,
@@ -334,7 +368,7 @@
   // Fields at their default (null, false, "") are left out to keep large pages
   // cheap to transfer; the Python side restores them (see page.py DEFAULTS).
   const FALSE_BY_DEFAULT = new Set(["explicit_role", "value_redacted", "value_clipped", "disabled",
-    "aria_disabled", "in_shadow", "visible", "in_viewport", "is_occluded"]);
+    "aria_disabled", "in_shadow", "readonly", "editable", "visible", "in_viewport", "is_occluded"]);
   function compact(record) {
     const kept = {};
     for (const key in record) {

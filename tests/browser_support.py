@@ -40,18 +40,37 @@ def chromium() -> Iterator[Launched]:
 
 @dataclass
 class Pages:
-    """Serves registered HTML on 127.0.0.1; `url(path)` gives the full address."""
+    """Serves registered HTML on 127.0.0.1; `add(path, html)` gives the full address.
+
+    `hold(path)` makes requests for that path wait until the returned event is set
+    (a frame that is navigating for as long as a test wants)."""
 
     base: str = ""
+    port: int = 0
     content: dict[str, str] = field(default_factory=dict)
+    holds: dict[str, threading.Event] = field(default_factory=dict)
 
     def add(self, path: str, html: str) -> str:
         self.content[path] = html
         return self.base + path
 
+    def hold(self, path: str) -> threading.Event:
+        event = self.holds[path] = threading.Event()
+        return event
+
 
 @pytest.fixture(scope="session")
 def pages() -> Iterator[Pages]:
+    yield from _serve()
+
+
+@pytest.fixture(scope="session")
+def other_pages() -> Iterator[Pages]:
+    """A second origin on another loopback port (cross-origin frames)."""
+    yield from _serve()
+
+
+def _serve() -> Iterator[Pages]:
     store = Pages()
 
     class Handler(BaseHTTPRequestHandler):
@@ -59,6 +78,9 @@ def pages() -> Iterator[Pages]:
             pass
 
         def do_GET(self) -> None:
+            held = store.holds.get(self.path.split("?")[0])
+            if held is not None:
+                held.wait(30)
             body = store.content.get(self.path.split("?")[0])
             if body is None:
                 self.send_response(404)
@@ -75,7 +97,8 @@ def pages() -> Iterator[Pages]:
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
-    store.base = f"http://127.0.0.1:{server.server_address[1]}"
+    store.port = server.server_address[1]
+    store.base = f"http://127.0.0.1:{store.port}"
     try:
         yield store
     finally:

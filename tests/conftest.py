@@ -67,4 +67,4 @@ def child_pids() -> set[int]:
     return found
 
 
-from tests.browser_support import cdp, chromium, page, pages  # noqa: E402, F401  (shared fixtures)
+from tests.browser_support import cdp, chromium, other_pages, page, pages  # noqa: E402, F401  (shared fixtures)

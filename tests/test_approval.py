@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from fabric_jev import ConfigError, FixtureEvaluator
@@ -21,6 +22,7 @@ from fabric_jev.approval import (
     classify,
     parse_model_key,
 )
+from fabric_jev.approval.classifier import _bounded_timeout
 from fabric_jev.evaluators import TYPESAFE, AuthStore, CredentialResolver, HttpEvaluator
 from tests.upstream import Front, front, mock
 
@@ -150,7 +152,7 @@ async def test_timeout_asks_and_is_capped_at_30_seconds(tmp_path: Path) -> None:
         decision = await classify(REQUEST, evaluator=ev, timeout=0.2)
         await ev.aclose()
     assert decision.decision == "ask" and "timed out after 0.2 s" in decision.reason
-    assert "min(timeout, MAX_TIMEOUT_S)" in (ROOT / "fabric_jev/approval/classifier.py").read_text()
+    assert _bounded_timeout(100) == _bounded_timeout(float("inf")) == 30.0
 
 
 async def test_missing_credentials_ask(tmp_path: Path) -> None:
@@ -322,3 +324,152 @@ def test_cli_settings_approvals(tmp_path: Path) -> None:
     assert saved == {"approvals": {"model": "pi-fabric/typesafe/jev-1.13", "threshold": 0.8}}
     assert cli("settings", "approvals", "--threshold", "1.5", home=tmp_path).returncode == 2
     assert json.loads(cli("settings", "approvals", home=tmp_path).stdout)["approvals"]["threshold"] == 0.8
+
+
+# ---------------------------------------------------------------- the classifier always decides (issue 10 item 8)
+
+class IgnoresItsTimeout:
+    """An evaluator that never answers and never looks at its timeout."""
+
+    calls = 0
+
+    async def evaluate(self, request: Any, *, timeout: float, cancel: Any = None) -> Any:
+        self.calls += 1
+        await anyio.sleep_forever()
+
+    def status(self) -> dict[str, Any]:
+        return {}
+
+    async def aclose(self) -> None:
+        return None
+
+
+class Raises:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+    async def evaluate(self, request: Any, *, timeout: float, cancel: Any = None) -> Any:
+        raise self.exc
+
+    def status(self) -> dict[str, Any]:
+        return {}
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _deep(levels: int) -> Any:
+    value: Any = "x"
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def _cyclic() -> Any:
+    value: dict[str, Any] = {"cmd": "rm"}
+    value["self"] = value
+    return value
+
+
+MALFORMED = {
+    "actions nested over 32": ApprovalRequest(user_text="go", action=ACTION, session_actions=[_deep(40)]),
+    "NaN argument": ApprovalRequest(user_text="go", action=ProposedAction("a.b", "execute", "d", {"n": float("nan")})),
+    "NaN in session actions": ApprovalRequest(user_text="go", action=ACTION, session_actions=[{"n": float("inf")}]),
+    "non-dict conversation entry": ApprovalRequest(user_text="go", action=ACTION, conversation=["hello"]),  # type: ignore[list-item]
+    "non-string entry text": ApprovalRequest(user_text="go", action=ACTION, conversation=[{"role": "user", "text": 7}]),  # type: ignore[dict-item]
+    "non-string user text": ApprovalRequest(user_text=12345, action=ACTION),  # type: ignore[arg-type]
+    "list as user text": ApprovalRequest(user_text=["go"], action=ACTION),  # type: ignore[arg-type]
+    "cyclic arguments": ApprovalRequest(user_text="go", action=ProposedAction("a.b", "execute", "d", _cyclic())),
+    "cyclic session action": ApprovalRequest(user_text="go", action=ACTION, session_actions=[_cyclic()]),
+    "conversation not a list": ApprovalRequest(user_text="go", action=ACTION, conversation={"a": 1}),  # type: ignore[arg-type]
+}
+
+
+@pytest.mark.parametrize("name", list(MALFORMED))
+async def test_malformed_evidence_asks_and_never_raises(name: str) -> None:
+    ev = fixture(0.99)
+    decision = await classify(MALFORMED[name], evaluator=ev)
+    assert decision.decision == "ask"
+    assert (await classify(MALFORMED[name], evaluator=ev, headless=True)).decision == "deny"
+
+
+@pytest.mark.parametrize("threshold", [float("nan"), float("inf"), -0.1, 1.5, "0.5", None, True])
+async def test_a_bad_threshold_asks(threshold: Any) -> None:
+    decision = await classify(REQUEST, evaluator=fixture(0.99), threshold=threshold)
+    assert decision.decision == "ask" and "threshold" in decision.reason
+
+
+async def test_an_evaluator_that_ignores_its_timeout_is_bounded_by_the_classifier() -> None:
+    ev = IgnoresItsTimeout()
+    decision = await classify(REQUEST, evaluator=ev, timeout=0.05)  # type: ignore[arg-type]
+    assert decision.decision == "ask" and "did not answer within 0.05 s" in decision.reason and ev.calls == 1
+
+
+@pytest.mark.parametrize("exc", [RecursionError("deep"), RuntimeError("bug"), KeyError("answers"),
+                                 ExceptionGroup("g", [ValueError("v")])])
+async def test_any_evaluator_error_asks(exc: BaseException) -> None:
+    decision = await classify(REQUEST, evaluator=Raises(exc))  # type: ignore[arg-type]
+    assert decision.decision == "ask" and "the classifier failed" in decision.reason
+
+
+async def test_deep_json_from_the_upstream_asks(tmp_path: Path) -> None:
+    body = b'{"answers":' + b'[' * 100_000 + b']' * 100_000 + b'}'
+    with front(Front(answer=lambda rec: (200, {"Content-Type": "application/json"}, body))) as f:
+        ev = route_evaluator(f.url, tmp_path)
+        decision = await classify(REQUEST, evaluator=ev)
+        await ev.aclose()
+    assert decision.decision == "ask" and decision.probabilities is None
+
+
+async def test_cancelling_the_caller_is_not_turned_into_a_verdict() -> None:
+    with anyio.move_on_after(0.05) as scope:
+        await classify(REQUEST, evaluator=IgnoresItsTimeout(), timeout=30)  # type: ignore[arg-type]
+        pytest.fail("classify returned under a cancelled caller")
+    assert scope.cancelled_caught
+
+
+# ---------------------------------------------------------------- one threshold (issue 13 item 4)
+
+def test_threshold_precedence_config_then_settings_then_default(tmp_path: Path) -> None:
+    from fabric_jev import HostConfig
+    from fabric_jev.approval.settings import with_user_threshold
+
+    settings = tmp_path / "settings.json"
+    assert with_user_threshold(HostConfig(), settings).autoApprovalThreshold == 0.5
+    ApprovalSettings.make("pi-fabric/typesafe/jev-latest", 0.8).save(settings)
+    assert with_user_threshold(HostConfig(), settings).autoApprovalThreshold == 0.8
+    assert with_user_threshold(HostConfig.parse({"autoApprovalThreshold": 0.3}), settings) \
+        .autoApprovalThreshold == 0.3
+
+
+def test_cli_approve_takes_threshold_timeout_and_size_from_the_config(tmp_path: Path) -> None:
+    action = tmp_path / "action.json"
+    action.write_text(json.dumps({"ref": "shell.run", "risk": "execute", "arguments": {"cmd": "pytest"}}))
+    safe_07 = tmp_path / "fixture.json"
+    safe_07.write_text(json.dumps({"answers": {q: {"noul": 0.7 if q == "safe" else 0.1} for q in QUESTIONS}}))
+    assert cli("settings", "approvals", "--threshold", "0.9", home=tmp_path).returncode == 0
+
+    def approve(*extra: str) -> dict[str, Any]:
+        done = cli("approve", "--action", str(action), "--user-text", "run the tests", "--evaluator",
+                   f"fixture:{safe_07}", *extra, home=tmp_path)
+        assert done.returncode in (0, 1), done.stderr
+        result: dict[str, Any] = json.loads(done.stdout)
+        return result
+
+    assert approve()["decision"] == "ask"  # settings.json: 0.7 < 0.9
+    low = tmp_path / "low.json"
+    low.write_text(json.dumps({"autoApprovalThreshold": 0.6}))
+    assert approve("--config", str(low))["decision"] == "allow"  # the config's 0.6 wins
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"maxRequestBytes": 1024, "autoApprovalThreshold": 0.6}))
+    decided = approve("--config", str(small))
+    assert decided["decision"] == "ask" and "exceeds 1024 bytes" in decided["reason"]
+
+
+async def test_classify_honours_the_callers_timeout_with_a_stalled_upstream(tmp_path: Path) -> None:
+    with front(Front().stall()) as f:
+        ev = route_evaluator(f.url, tmp_path)
+        decision = await classify(REQUEST, evaluator=ev, timeout=0.1)
+        f.release.set()
+        await ev.aclose()
+    assert decision.decision == "ask" and "timed out after 0.1 s" in decision.reason

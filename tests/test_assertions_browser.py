@@ -37,7 +37,8 @@ async def test_button_enabled_after_300ms(page: Page, pages: Pages) -> None:
     assert not first.passed and first.reason == "state_mismatch"
     result = await check(is_enabled("role=button name=Save"), "Save enabled", required=True).eventually(
         source, timeout=5, poll=0.05)
-    assert result.passed and "state_mismatch" in [a.reason for a in result.attempts]
+    # How many tries saw it disabled depends on how fast snapshots are; the last one passed.
+    assert result.passed and result.attempts[-1].action == "done"
 
 
 async def test_toggle(page: Page, pages: Pages) -> None:

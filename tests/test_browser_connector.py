@@ -12,7 +12,7 @@ import anyio
 import pytest
 from fabric_jev_browser import BrowserConfig, BrowserConnector
 
-from fabric_jev import ConfigError, JevHost, RunState
+from fabric_jev import ConfigError, HostConfig, JevHost, RunState
 from tests.browser_support import Launched, Pages
 from tests.conftest import program
 
@@ -30,7 +30,7 @@ const {sessionId} = await cdp('Target.attachToTarget', {targetId, flatten: true}
 
 async def run_program(chromium: Launched, code: str, **config: Any) -> Any:
     connector = BrowserConnector({"wsUrl": chromium.ws_url, "allowedMethods": ALLOWED, **config})
-    async with JevHost() as host:
+    async with JevHost(HostConfig(approvals={"execute": "allow"})) as host:
         host.add_connector(connector)
         env = await host.run(program(code, requires=["browser.connect", "browser.cdp"]), None)
         assert connector._connections == {}, "the run's connection outlived the run"
@@ -92,7 +92,7 @@ async def test_cdp_errors_reach_the_guest_as_messages(chromium: Launched) -> Non
 
 async def test_stopping_a_run_closes_its_connection(chromium: Launched) -> None:
     connector = BrowserConnector({"wsUrl": chromium.ws_url, "allowedMethods": ALLOWED})
-    async with JevHost() as host:
+    async with JevHost(HostConfig(approvals={"execute": "allow"})) as host:
         host.add_connector(connector)
         env = await host.spawn(program(
             "await tools.call({ref: 'browser.connect'}); await program.emit('up');"
@@ -133,6 +133,7 @@ def test_browser_click_example_end_to_end(chromium: Launched, pages: Pages, tmp_
     url = pages.add("/terms.html", (example / "terms.html").read_text())
     config = json.loads((example / "config.json").read_text())
     config["connectors"]["browser"]["wsUrl"] = chromium.ws_url
+    config["approvals"] = {"execute": "allow"}  # the approval flow: tests/test_browser_approval.py
     (tmp_path / "config.json").write_text(json.dumps(config))
     (tmp_path / "input.json").write_text(json.dumps({"url": url, "click": "Accept", "expect": "Accepted"}))
     done = subprocess.run([sys.executable, "-m", "fabric_jev.cli", "run", str(example / "program.json"),

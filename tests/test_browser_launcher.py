@@ -21,10 +21,6 @@ def group_alive(pgid: int) -> bool:
     return any(group == pgid for _, group in live_processes().values())
 
 
-def profiles() -> set[str]:
-    return {p.name for p in Path("/tmp").glob("fabric-jev-chromium-*")}
-
-
 def launch_cli() -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([sys.executable, "-m", "fabric_jev.cli", "browser", "launch"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
@@ -34,28 +30,24 @@ def launch_cli() -> tuple[subprocess.Popen[str], str]:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_cli_prints_the_url_first_and_cleans_up(sig: signal.Signals) -> None:
-    before = profiles()
     proc, url = launch_cli()
     assert url.startswith("ws://127.0.0.1:") and "/devtools/browser/" in url
-    [profile] = profiles() - before
-    chromium = _chromium_pid(Path("/tmp") / profile)
-    assert group_alive(chromium)
+    chromium, profile = _chromium_of(proc.pid)
+    assert group_alive(chromium) and profile.is_dir()
     proc.send_signal(sig)
     proc.communicate(timeout=30)
     assert proc.returncode == 0
     assert not group_alive(chromium)
-    assert profiles() == before
+    assert not profile.exists()
 
 
 def test_crashed_browser_leaves_nothing_behind() -> None:
-    before = profiles()
     proc, _ = launch_cli()
-    [profile] = profiles() - before
-    chromium = _chromium_pid(Path("/tmp") / profile)
+    chromium, profile = _chromium_of(proc.pid)
     os.kill(chromium, signal.SIGKILL)  # the browser dies on its own
     _, err = proc.communicate(timeout=30)
     assert "Chromium exited" in err
-    assert not group_alive(chromium) and profiles() == before
+    assert not group_alive(chromium) and not profile.exists()
 
 
 @pytest.mark.anyio
@@ -70,16 +62,22 @@ async def test_python_api_keeps_state_inside_the_profile() -> None:
     assert set(os.listdir(Path.home())) == home_before
 
 
-def _chromium_pid(profile: Path) -> int:
+def _chromium_of(launcher: int) -> tuple[int, Path]:
+    """The Chromium started by this launcher process and its profile folder (other test runs
+    on the machine may be launching browsers at the same time: match by parent, not by count)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 argv = f.read().split(b"\0")
-        except OSError:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue
-        if argv and argv[0].endswith(b"chromium") and any(
-                a == f"--user-data-dir={profile}/user-data".encode() for a in argv):
-            return int(entry)
+        if ppid != launcher or not argv or not argv[0].endswith(b"chromium"):
+            continue
+        for a in argv:
+            if a.startswith(b"--user-data-dir="):
+                return int(entry), Path(a.decode()[len("--user-data-dir="):]).parent
     raise AssertionError("chromium process not found")

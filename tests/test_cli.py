@@ -45,7 +45,7 @@ def test_input_from_stdin(tmp_path: Path) -> None:
 def test_failed_run_exits_1(tmp_path: Path) -> None:
     done = cli("run", write(tmp_path, "p.json", program("throw new Error('nope')")))
     assert done.returncode == 1
-    assert json.loads(done.stdout)["error"] == "Error: nope"
+    assert json.loads(done.stdout)["error"] == "Error: nope (line 1, column 11)"
 
 
 def test_rejected_launch_exits_2_with_the_reason(tmp_path: Path) -> None:

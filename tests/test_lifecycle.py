@@ -6,12 +6,14 @@ import uuid
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from fabric_jev import (
     CapabilityError,
     CapabilityRegistry,
     ConcurrencyLimitReached,
+    Envelope,
     FixtureEvaluator,
     HostClosed,
     HostConfig,
@@ -149,8 +151,11 @@ async def test_cancelled_wait_leaves_the_run_running(host: JevHost) -> None:
 
 
 async def test_cancelled_foreground_run_cancels_the_run(host: JevHost) -> None:
-    with anyio.move_on_after(0.05):
-        await host.run(program("await program.sleep(10000); return 1"), None)
+    # Cancelled once the run has certainly started (its first event), however slow the launch.
+    with anyio.CancelScope() as scope:
+        await host.run(program("await program.emit('started'); await program.sleep(10000); return 1"),
+                       None, on_event=lambda event: scope.cancel())
+    assert scope.cancelled_caught
     [summary] = host.status()["runs"]
     assert host.status(summary["id"]).state is RunState.CANCELLED
 
@@ -184,10 +189,16 @@ async def test_pruned_ids_give_the_expired_error() -> None:
 
 async def test_close_cancels_running_runs_and_clears_history() -> None:
     host = JevHost()
-    async with host:
+    ended: list[Envelope] = []
+
+    async def watch(id: str) -> None:
+        ended.append(await host.wait(id))
+
+    async with anyio.create_task_group() as tg, host:
         env = await host.spawn(program("await program.sleep(10000)"), None)
-        record = host._runs[env.id]
-    assert record.state is RunState.CANCELLED
+        tg.start_soon(watch, env.id)
+        await anyio.lowlevel.checkpoint()  # the watcher is now waiting on the run
+    assert ended[0].state is RunState.CANCELLED
     with pytest.raises(UnknownRun):
         host.status(env.id)
     with pytest.raises(HostClosed):
@@ -317,8 +328,8 @@ async def test_tools_call_reaches_exactly_the_declared_ref() -> None:
         seen.append((args, ctx.ref))
         return {"echo": args}
 
-    registry.register("demo.echo", echo)
-    registry.register("demo.other", echo)
+    registry.register("demo.echo", echo, "read")
+    registry.register("demo.other", echo, "read")
     async with JevHost(capabilities=registry) as host:
         env = await host.run(program("""
           const a = await tools.call({ref: 'demo.echo', args: {n: 1}});
@@ -337,7 +348,7 @@ async def test_failing_handler_gives_a_message_not_a_trace() -> None:
     async def broken(args: Any, ctx: Any) -> Any:
         raise RuntimeError("disk on fire")
 
-    registry.register("demo.broken", broken)
+    registry.register("demo.broken", broken, "read")
     async with JevHost(capabilities=registry) as host:
         env = await host.run(program(
             "try { await tools.call({ref: 'demo.broken'}); } catch (e) { return e.message; }",

@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from fabric_jev import (
+    CapabilityError,
     FixtureEvaluator,
     HostConfig,
     JevError,
@@ -20,6 +21,9 @@ from fabric_jev import (
 from fabric_jev.contract.observe import parse_observe
 from fabric_jev.host.observers import Advice, Observer
 from tests.conftest import program
+
+#: Advice is an agent-risk call; these tests' application allows it.
+ADVICE_ALLOWED: dict[str, Any] = {"agent": "allow"}
 
 pytestmark = pytest.mark.anyio
 
@@ -350,7 +354,7 @@ for (;;) {
 
 async def test_programs_observe_and_abort_cancels_them() -> None:
     session = MainSession("s-2")
-    async with JevHost(HostConfig(maxConcurrentRuns=4)) as host:
+    async with JevHost(HostConfig(maxConcurrentRuns=4, approvals=ADVICE_ALLOWED)) as host:
         host.bind_session(session)
         env = await host.spawn(program(ECHO, inputSchema={"type": "null"}), None,
                                observe={"events": ["input"], "include": ["inputText"]})
@@ -369,7 +373,7 @@ async def test_programs_observe_and_abort_cancels_them() -> None:
 async def test_navigation_and_shutdown_cancel_observers() -> None:
     for end in ("navigate", "shutdown"):
         session = MainSession()
-        async with JevHost() as host:
+        async with JevHost(HostConfig(approvals=ADVICE_ALLOWED)) as host:
             host.bind_session(session)
             env = await host.spawn(program(ECHO), None, observe={"events": ["input"]})
             getattr(session, end)()
@@ -377,7 +381,7 @@ async def test_navigation_and_shutdown_cancel_observers() -> None:
 
 
 async def test_next_event_without_observe_and_observe_without_session() -> None:
-    async with JevHost() as host:
+    async with JevHost(HostConfig(approvals=ADVICE_ALLOWED)) as host:
         env = await host.run(program("try { await program.nextEvent(); } catch (e) { return e.message; }"), None)
         assert env.result == "program.nextEvent needs spawn with observe"
         with pytest.raises(ProgramInvalid, match="bind_session"):
@@ -422,7 +426,7 @@ async def test_seed_verification_advisor_delivers_exactly_one_advice() -> None:
     session = MainSession("main", deliver=deliver)
     fixture = FixtureEvaluator({"answers": {"contradiction": {"noul": 0.05}}, "rules": [
         {"question": "contradiction", "stateContains": "FAILED", "answer": {"noul": 0.97}}]})
-    async with JevHost(evaluator=fixture) as host:
+    async with JevHost(HostConfig(approvals=ADVICE_ALLOWED), evaluator=fixture) as host:
         host.bind_session(session)
         env = await host.spawn({
             "name": "verification-advisor",
@@ -478,7 +482,7 @@ async def test_host_advise_uses_the_same_checks() -> None:
         delivered.append(advice)
 
     session = MainSession("s-host", deliver=deliver)
-    async with JevHost() as host:
+    async with JevHost(HostConfig(approvals=ADVICE_ALLOWED)) as host:
         host.bind_session(session)
         env = await host.spawn(program(ECHO, requires=["jev.advise"]), None,
                                observe={"events": ["input"], "delivery": "followUp"})
@@ -492,3 +496,117 @@ async def test_host_advise_uses_the_same_checks() -> None:
         with pytest.raises(JevError, match=r"jev\.advise"):
             await host.advise(plain.id, {"eventId": event_id, "message": "x"})
     assert [a.delivery for a in delivered] == ["followUp"]
+
+
+# ---------------------------------------------------------------- freshness (issue 13 item 5)
+
+ONE_ADVICE = """
+const event = await program.nextEvent();
+const result = await jev.evaluate({state: {turn: event.payload},
+  questions: {drift: {type: "noul", instructions: "Does this turn claim completion without evidence?"}}});
+return await program.advise({eventId: event.id, message: "Verify the tests before claiming completion."});
+"""
+
+
+class Gated:
+    """An evaluator that holds its answer until released: an evaluation in flight."""
+
+    def __init__(self) -> None:
+        self.received = anyio.Event()
+        self.release = anyio.Event()
+        self.calls = 0
+
+    async def evaluate(self, request: Any, *, timeout: float, cancel: Any = None) -> Any:
+        self.calls += 1
+        self.received.set()
+        await self.release.wait()
+        return await FixtureEvaluator({"answers": {"drift": {"noul": 0.99}}}).evaluate(request, timeout=timeout)
+
+    def status(self) -> dict[str, Any]:
+        return {}
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(("during", "advice"), [
+    ("turn_start", {"delivered": True}),
+    ("turn_end", {"delivered": False, "reason": "stale"}),
+    ("tool_error", {"delivered": True}),
+])
+async def test_a_newer_completed_turn_during_inference_makes_advice_stale(during: str, advice: Any) -> None:
+    delivered: list[Advice] = []
+
+    async def deliver(a: Advice) -> None:
+        delivered.append(a)
+
+    session = MainSession("main", deliver=deliver)
+    evaluator = Gated()
+    async with JevHost(HostConfig(approvals=ADVICE_ALLOWED), evaluator=evaluator) as host:
+        host.bind_session(session)
+        env = await host.spawn(program(ONE_ADVICE, requires=["jev.evaluate", "jev.advise"]), None,
+                               observe={"events": ["turn_end"], "include": ["assistantText"], "delivery": "steer"})
+        session.user_input("Fix it")
+        session.turn_end(["Completed without running tests"])
+        await evaluator.received.wait()
+        if during == "turn_start":
+            session.turn_start()
+        elif during == "turn_end":
+            session.turn_end(["Next turn"])
+        else:
+            session.tool_error("bash", "exit 1")
+        evaluator.release.set()
+        final = await host.wait(env.id)
+    assert final.state == "completed" and final.result == advice
+    assert len(delivered) == (1 if advice["delivered"] else 0)
+
+
+@pytest.mark.parametrize("cause", ["aborted turn", "foreign session", "foreign session input"])
+async def test_an_aborted_turn_or_another_sessions_event_ends_the_observer(cause: str) -> None:
+    session = MainSession("main", deliver=_ignore)
+    async with JevHost(HostConfig(approvals=ADVICE_ALLOWED)) as host:
+        host.bind_session(session)
+        env = await host.spawn(program("const e = await program.nextEvent(); return e.sessionId;",
+                                       requires=[]), None, observe={"events": ["turn_end", "input"]})
+        session.turn_start()
+        if cause == "aborted turn":
+            session.turn_end(["partial"], stop_reason="aborted")
+        elif cause == "foreign session":
+            session.turn_end(["elsewhere"], session_id="other-session")
+        else:
+            session.user_input("elsewhere", session_id="other-session")
+        final = await host.wait(env.id)
+        assert final.state == "cancelled"
+        # Nothing is resurrected by later events of this session.
+        session.user_input("again")
+        assert not session._observers
+
+
+async def test_events_carry_the_session_id_and_turn_start_is_not_delivered() -> None:
+    session = MainSession("main-7", deliver=_ignore)
+    async with JevHost() as host:
+        host.bind_session(session)
+        env = await host.spawn(program("const e = await program.nextEvent(); return [e.event, e.sessionId];",
+                                       requires=[]), None, observe={"events": ["turn_end"]})
+        session.turn_start()
+        session.turn_end(["done"], session_id="main-7")
+        final = await host.wait(env.id)
+    assert final.result == ["turn_end", "main-7"]
+
+
+async def test_observing_needs_read_approval_of_the_session() -> None:
+    session = MainSession("main", deliver=_ignore)
+    async with JevHost(HostConfig(approvals={"read": "deny"})) as host:
+        host.bind_session(session)
+        with pytest.raises(CapabilityError, match=r"jev\.observe \(the read policy denies it\)"):
+            await host.spawn(program("return null;", requires=[]), None, observe={"events": ["turn_end"]})
+        assert not session._observers and host.status()["runs"] == []
+    async with JevHost() as host:  # read: allow by default, and the decision is on record
+        host.bind_session(session)
+        env = await host.spawn(program("return null;", requires=[]), None, observe={"events": ["turn_end"]})
+        final = await host.wait(env.id)
+    assert [(a["ref"], a["risk"], a["allowed"]) for a in final.approvals] == [("jev.observe", "read", True)]
+
+
+async def _ignore(advice: Advice) -> None:
+    return None

@@ -1,22 +1,52 @@
 from __future__ import annotations
 
+import re
+import types
+from pathlib import Path
+
 import fabric_jev
 from fabric_jev import errors
 
+ROOT = Path(__file__).resolve().parent.parent
 
-def test_all_is_complete_and_sorted() -> None:
+
+def test_all_is_complete_sorted_and_unique() -> None:
+    exported = fabric_jev.__all__
+    assert exported == sorted(exported), "keep __all__ in sorted order"
+    assert len(set(exported)) == len(exported), "a name is listed twice"
+    submodules = {name for name in dir(fabric_jev)
+                  if isinstance(getattr(fabric_jev, name), types.ModuleType)}
     public = {name for name in dir(fabric_jev) if not name.startswith("_")}
-    modules = {"benchmarks", "cli", "contract", "errors", "evaluators", "host",
-               "sandbox", "protocol", "approval", "assertions", "verification", "observers", "serve", "calibration"}
-    assert public - modules - set(fabric_jev.__all__) == set()
-    assert sorted(fabric_jev.__all__, key=str.lower) == sorted(fabric_jev.__all__, key=str.lower)
-    for name in fabric_jev.__all__:
+    assert public - submodules - set(exported) == set(), "public names missing from __all__"
+    for name in exported:
         assert hasattr(fabric_jev, name), name
 
 
+def _error_classes() -> dict[str, type[BaseException]]:
+    return {name: obj for name, obj in vars(errors).items()
+            if isinstance(obj, type) and issubclass(obj, BaseException)
+            and obj.__module__ == errors.__name__}
+
+
 def test_every_error_is_exported_and_derives_from_jev_error() -> None:
-    for name in dir(errors):
-        obj = getattr(errors, name)
-        if isinstance(obj, type) and issubclass(obj, Exception) and obj.__module__ == errors.__name__:
-            assert issubclass(obj, fabric_jev.JevError)
-            assert name in fabric_jev.__all__, name
+    classes = _error_classes()
+    assert "QuerySyntaxError" in classes and "ReaderFailed" in classes
+    for name, cls in classes.items():
+        assert issubclass(cls, fabric_jev.JevError), name
+        assert getattr(fabric_jev, name) is cls, name
+
+
+def test_the_exception_tree_is_documented_where_it_is_defined_and_in_the_docs() -> None:
+    doc = errors.__doc__ or ""
+    architecture = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for name in _error_classes():
+        for text, where in ((doc, "errors.py"), (architecture, "docs/architecture.md")):
+            assert re.search(rf"(── |\n    |\n){name}\b", text), f"{name} missing from the tree in {where}"
+
+
+def test_both_assertion_failures_share_one_base() -> None:
+    from fabric_jev.assertions import AssertionFailed
+    from fabric_jev.verification import VerificationFailed
+
+    for cls in (AssertionFailed, VerificationFailed):
+        assert issubclass(cls, errors.CheckFailed) and issubclass(cls, AssertionError)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import anyio
 import pytest
 
 from fabric_jev import CompileError, JevHost, RunState
@@ -37,11 +38,32 @@ def squash(s: str) -> str:
     ("const map = new Map<string, number>();", "const map = new Map ();"),
     ("declare const foo: number;\nconst bar = 1;", "const bar = 1;"),
     ("const t = `a ${x as number} b ${`in ${y!} er`} c`;", "const t = `a ${x } b ${`in ${y } er`} c`;"),
+    # A default value holding an arrow with its own annotations.
+    ("const h = (a = (x: number) => x) => a;", "const h = (a = (x ) => x) => a;"),
+    ("const k = (a: number = ((y: string): number => 1)('')): void => {};",
+     "const k = (a = ((y ) => 1)('')) => {};"),
+    ("function m(this: Window, a: number) { return a; }", "function m( a ) { return a; }"),
+    ("function isS(x: unknown): x is string { return typeof x === 'string'; }",
+     "function isS(x ) { return typeof x === 'string'; }"),
+    ("function f(a: string): void;\nfunction f(a) {}", "function f(a) {}"),
+    ("abstract class A { abstract m(): void; declare d: number; protected override n?(): void {} [k: string]: any; }",
+     "class A { ; ; n () {} ; }"),
+    ("class C<T> extends Base<T> { static x: T[] = []; }", "class C extends Base { static x = []; }"),
+    ("const v = <any>w; const g = f<string>;", "const v = w; const g = f ;"),
+    ("declare namespace N { const z: number }\nconst y = 1;", "const y = 1;"),
+    ("for (const x of (y as number[])!) {}", "for (const x of (y ) ) {}"),
 ])
 def test_erasure(ts: str, js: str) -> None:
     out = strip_types(ts)
     assert squash(out) == js
     assert out.count("\n") == ts.count("\n") and len(out) == len(ts)  # positions are kept
+
+
+def test_positions_are_kept_in_characters_not_bytes() -> None:
+    ts = "const é: Map<string, 'ü'> = new Map();\nthrow new Error('ß');"
+    out = strip_types(ts)
+    assert len(out) == len(ts) and out.index("throw") == ts.index("throw")
+    assert squash(out) == "const é = new Map(); throw new Error('ß');"
 
 
 @pytest.mark.parametrize("js", [
@@ -60,6 +82,9 @@ def test_plain_javascript_is_left_alone(js: str) -> None:
     ("namespace N { }", "namespace declarations are not supported"),
     ("class A { constructor(private x: number) {} }", "parameter properties"),
     ("@dec class A {}", "decorators"),
+    ("module M { }", "module declarations are not supported"),
+    ("class A { constructor(readonly x: number) {} }", "parameter properties"),
+    ("class A { constructor(public x?: number) {} }", "parameter properties"),
 ])
 def test_unsupported_typescript_is_refused(ts: str, needle: str) -> None:
     with pytest.raises(TypeScriptError, match=needle):
@@ -87,8 +112,10 @@ async def test_a_typescript_program_runs(host: JevHost) -> None:
 async def test_typescript_errors_are_reported_at_launch(host: JevHost) -> None:
     with pytest.raises(CompileError, match="enum declarations are not supported"):
         await host.run(program("enum Color { Red }\nreturn Color.Red;"), None)
+    with pytest.raises(CompileError, match=r"TypeScript: syntax error at line 2, column \d+"):
+        await host.run(program("const a: number = 1;\nconst x: number = ;"), None)
     with pytest.raises(CompileError, match="as TypeScript, after erasing annotations"):
-        await host.run(program("const x: number = ;"), None)
+        await host.run(program("const x: number = 1; const x = 2;"), None)
     assert host.status()["runs"] == []
 
 
@@ -101,4 +128,41 @@ async def test_javascript_syntax_errors_stay_javascript_errors(host: JevHost) ->
 async def test_errors_point_into_the_authors_lines(host: JevHost) -> None:
     env = await host.run(program("const a: number = 1;\nconst b: string = 'x';\nthrow new Error(`line ${3}`);"),
                          None)
-    assert env.state is RunState.FAILED and env.error == "Error: line 3"
+    assert env.state is RunState.FAILED and env.error == "Error: line 3 (line 3, column 11)"
+
+
+# Nested brackets that do not compile as JavaScript: the old hand-written stripper took
+# seconds (minutes at the 64 KiB cap) on the event loop for this.
+PATHOLOGICAL = "(" * 6000 + ")" * 6000
+
+
+def test_a_parse_over_the_time_cap_is_refused() -> None:
+    with pytest.raises(TypeScriptError, match=r"parsing took longer than 0 s and was stopped"):
+        strip_types("const x: number = 1;\n" + PATHOLOGICAL, cap_s=0)
+
+
+async def test_a_launch_over_the_time_cap_is_rejected(host: JevHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    import fabric_jev.contract.typescript as typescript
+
+    monkeypatch.setattr(typescript, "PARSE_CAP_S", 0.0)
+    with pytest.raises(CompileError, match="TypeScript: parsing took longer than 0 s"):
+        await host.run(program("const x: number = 1;\n" + PATHOLOGICAL), None)
+    assert host.status()["runs"] == []
+
+
+async def test_pathological_code_does_not_stall_an_unrelated_run(host: JevHost) -> None:
+    """The other run awaits timers on the event loop while the bad program is parsed."""
+    outcome: list[object] = []
+
+    async def launch_bad() -> None:
+        with pytest.raises(CompileError) as err:
+            await host.run(program(PATHOLOGICAL), None)
+        outcome.append(err.value)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(launch_bad)
+        env = await host.run(program(
+            "for (let i = 0; i < 20; i++) await program.sleep(1); return 'done';",
+            limits={"timeoutMs": 2000}), None)
+    assert env.state is RunState.COMPLETED and env.result == "done", env.error
+    assert len(outcome) == 1

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 
-from fabric_jev import Advice, FixtureEvaluator, JevHost, MainSession, ToolResult
+from fabric_jev import Advice, FixtureEvaluator, HostConfig, JevHost, MainSession, ToolResult
 
 HERE = Path(__file__).resolve().parent
 
@@ -30,7 +30,9 @@ async def main() -> list[str]:
     session = MainSession("demo-session", deliver=deliver)
     evaluator = FixtureEvaluator.from_file(HERE / "fixture.json")
     program = json.loads((HERE / "advisor.json").read_text())
-    async with JevHost(evaluator=evaluator) as host:
+    # Advice steers the agent: an `agent`-risk call, which this application allows.
+    config = HostConfig(approvals={"agent": "allow"})
+    async with JevHost(config, evaluator=evaluator) as host:
         host.bind_session(session)
         observer = await host.spawn(program, None, observe={
             "events": ["turn_end"], "include": ["assistantText", "toolResults"],

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import anyio
+
 from ..contract.evaluation import validate_request
 from ..errors import EvaluationError
 from ..evaluators.base import Evaluator
@@ -20,6 +22,9 @@ from .evidence import ApprovalRequest, build_evidence
 Verdict = Literal["allow", "ask", "deny"]
 Policy = Literal["auto", "ask", "deny", "allow"]
 MAX_TIMEOUT_S = 30.0
+#: The evaluator gets the bound itself; this much later the classifier stops
+#: waiting for one that ignores it (its own timer fires first otherwise).
+IGNORED_TIMEOUT_GRACE_S = 0.25
 SECRETS_LIMIT = 0.5
 DESTRUCTIVE_LIMIT = 0.5
 
@@ -84,34 +89,75 @@ def _ask(reason: str, headless: bool, **kw: Any) -> Decision:
     return Decision("ask", reason, **kw)
 
 
-async def classify(request: ApprovalRequest, *, evaluator: Evaluator | None, threshold: float = 0.5,
+def _bounded_timeout(timeout: Any) -> float:
+    """The classifier's own bound: at most 30 s whatever the caller passed."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout):
+        return MAX_TIMEOUT_S
+    return min(max(float(timeout), 0.0), MAX_TIMEOUT_S)
+
+
+def _noul(answers: Any, qid: str) -> float:
+    value = answers[qid]["noul"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or not 0 <= value <= 1:
+        raise ValueError(f"{qid} is not a probability")
+    return float(value)
+
+
+async def classify(request: ApprovalRequest, *, evaluator: Evaluator | None, threshold: Any = 0.5,
                    policy: Policy = "auto", headless: bool = False,
-                   timeout: float = MAX_TIMEOUT_S) -> Decision:
-    """Decide one action. Cancellation of the caller is re-raised, never turned into a verdict."""
-    threshold = check_threshold(threshold)
+                   timeout: float = MAX_TIMEOUT_S, max_request_bytes: int = 1_048_576) -> Decision:
+    """Decide one action; never raises and never allows on a malformed path.
+
+    Bad thresholds, malformed evidence (non-dict entries, non-string text,
+    cyclic, non-finite or over-deep arguments), evaluator errors of any type,
+    malformed answers and an evaluator that ignores its timeout all end in
+    "ask" ("deny" for a headless caller), within `timeout` (≤ 30 s) measured
+    here. Cancellation of the caller is re-raised, never turned into a verdict.
+    """
     if policy == "deny":
         return Decision("deny", "the deny policy applies; the classifier was not called")
     if policy == "allow":
         return Decision("allow", "the allow policy applies; the classifier was not called")
-    if policy == "ask":
+    if policy != "auto":
         return _ask("the ask policy applies; the classifier was not called", headless)
-    if not request.user_text or not request.user_text.strip():
+    try:
+        threshold = check_threshold(threshold)
+    except ValueError as exc:
+        return _ask(str(exc), headless)
+    if not isinstance(request.user_text, str) or not request.user_text.strip():
         return _ask("no current user text to judge the action against", headless)
     if evaluator is None:
         return _ask("no classifier model is configured", headless)
-    evidence, kinds = build_evidence(request)
-    eval_request = validate_request({"state": evidence, "questions": QUESTIONS},
-                                    max_bytes=1_048_576)
     try:
-        evaluation = await evaluator.evaluate(eval_request, timeout=min(timeout, MAX_TIMEOUT_S))
+        evidence, kinds = build_evidence(request)
+        eval_request = validate_request({"state": evidence, "questions": QUESTIONS},
+                                        max_bytes=max_request_bytes)
+    except (ValueError, TypeError, RecursionError, EvaluationError) as exc:
+        return _ask(f"the evidence is malformed ({_one_line(exc)})", headless)
+    bound = _bounded_timeout(timeout)
+    redacted = tuple(kinds)
+    try:
+        with anyio.move_on_after(bound + IGNORED_TIMEOUT_GRACE_S) as scope:
+            evaluation = await evaluator.evaluate(eval_request, timeout=bound)
+        if scope.cancelled_caught:
+            return _ask(f"the classifier did not answer within {bound:g} s", headless, redacted=redacted)
+        probabilities = {qid: _noul(evaluation.answers, qid) for qid in QUESTIONS}
+        usage = {"input_tokens": int(evaluation.usage.input_tokens),
+                 "output_tokens": int(evaluation.usage.output_tokens)}
+        model = evaluation.model if isinstance(evaluation.model, str) else None
     except EvaluationError as exc:
-        return _ask(f"the classifier failed ({exc})", headless, redacted=tuple(kinds))
-    probabilities = {qid: float(evaluation.answers[qid]["noul"]) for qid in QUESTIONS}
-    usage = {"input_tokens": evaluation.usage.input_tokens,
-             "output_tokens": evaluation.usage.output_tokens}
+        return _ask(f"the classifier failed ({_one_line(exc)})", headless, redacted=redacted)
+    except Exception as exc:  # an evaluator bug or a malformed answer: never allow, never raise
+        return _ask(f"the classifier failed ({type(exc).__name__})", headless, redacted=redacted)
     verdict, reason = decide(probabilities, threshold)
-    extra: dict[str, Any] = {"probabilities": probabilities, "usage": usage, "model": evaluation.model,
-             "redacted": tuple(kinds)}
+    extra: dict[str, Any] = {"probabilities": probabilities, "usage": usage, "model": model,
+                             "redacted": redacted}
     if verdict == "allow":
         return Decision("allow", reason, **extra)
     return _ask(reason, headless, **extra)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:300]

@@ -53,7 +53,11 @@ def _clip_strings(value: Any, limit: int, flags: dict[str, bool], flag: str) -> 
 
 
 def build_evidence(request: ApprovalRequest) -> tuple[dict[str, Any], list[str]]:
-    """The classifier's state object, and the credential kinds that were redacted."""
+    """The classifier's state object, and the credential kinds that were redacted.
+
+    Raises ValueError for malformed evidence (entries that are not {role, text}
+    strings, cyclic or non-finite arguments); `classify` turns that into "ask".
+    """
     flags = {"conversationEntryTruncated": False, "conversationTruncated": False,
              "sessionActionsTruncated": False, "sessionArgumentTruncated": False,
              "actionArgumentsTruncated": False}
@@ -61,6 +65,10 @@ def build_evidence(request: ApprovalRequest) -> tuple[dict[str, Any], list[str]]
 
     # Conversation: from the latest user message on; each entry capped; tail kept.
     entries = request.conversation
+    if not isinstance(entries, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("text", ""), str) and isinstance(e.get("role", ""), str)
+            for e in entries):
+        raise ValueError("the conversation must be a list of {role, text} objects of strings")
     last_user = max((i for i, e in enumerate(entries) if e.get("role") == "user"), default=None)
     if last_user is not None:
         entries = entries[last_user:]
@@ -69,7 +77,7 @@ def build_evidence(request: ApprovalRequest) -> tuple[dict[str, Any], list[str]]
         flags["conversationTruncated"] = True
     conversation: list[dict[str, str]] = []
     for e in entries:
-        text = str(e.get("text", ""))
+        text = e.get("text", "")
         if len(text) > ENTRY_CHARS:
             text = text[:ENTRY_CHARS] + "…"
             flags["conversationEntryTruncated"] = True
@@ -86,13 +94,16 @@ def build_evidence(request: ApprovalRequest) -> tuple[dict[str, Any], list[str]]
 
     # Session actions: newest first up to 40, argument strings capped, 12,000 chars in all.
     actions = request.session_actions
+    if not isinstance(actions, list):
+        raise ValueError("the session actions must be a list")
     if len(actions) > MAX_SESSION_ACTIONS:
         flags["sessionActionsTruncated"] = True
     projected: list[Any] = []
     used = 0
     for action in reversed(actions[-MAX_SESSION_ACTIONS:]):
-        item = _clip_strings(action, ARGUMENT_STRING_CHARS, flags, "sessionArgumentTruncated")
-        size = len(json.dumps(item, ensure_ascii=False))
+        # Redacted first: that also refuses cyclic or over-deep actions (ValueError).
+        item = _clip_strings(redact(action)[0], ARGUMENT_STRING_CHARS, flags, "sessionArgumentTruncated")
+        size = len(json.dumps(item, ensure_ascii=False, allow_nan=False))
         if used + size > SESSION_ACTION_CHARS:
             flags["sessionActionsTruncated"] = True
             break
@@ -100,8 +111,11 @@ def build_evidence(request: ApprovalRequest) -> tuple[dict[str, Any], list[str]]
         projected.append(item)
     projected.reverse()
 
-    # The exact action: its arguments as JSON text, capped.
-    args_text = json.dumps(request.action.arguments, ensure_ascii=False, sort_keys=True)
+    # The exact action: its arguments redacted as a structure (so secret-named keys
+    # inside them lose their values), then as JSON text, capped.
+    arguments, found = redact(request.action.arguments)
+    kinds.extend(found)
+    args_text = json.dumps(arguments, ensure_ascii=False, sort_keys=True, allow_nan=False)
     if len(args_text) > ACTION_ARGUMENT_CHARS:
         args_text = args_text[:ACTION_ARGUMENT_CHARS] + "…"
         flags["actionArgumentsTruncated"] = True

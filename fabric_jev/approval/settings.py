@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .._files import atomic_write, config_dir
+from ..contract.config import HostConfig
 from ..errors import ConfigError
 from .classifier import check_threshold
 from .model_keys import DEFAULT_KEY, parse_model_key
@@ -45,6 +46,15 @@ class ApprovalSettings:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         atomic_write(path, json.dumps(data, indent=2))
         return path
+
+
+def with_user_threshold(config: HostConfig, path: Path | None = None) -> HostConfig:
+    """The threshold's precedence: the config's own `autoApprovalThreshold` when it
+    sets one, else the user's settings.json (`settings approvals --threshold`), else 0.50."""
+    if "autoApprovalThreshold" in config.model_fields_set:
+        return config
+    threshold = ApprovalSettings.load(path).threshold
+    return config.model_copy(update={"autoApprovalThreshold": threshold})
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -6,13 +6,13 @@ from .check import (
     Attempt,
     Check,
     CheckResult,
-    EscalationPolicy,
     SnapshotSource,
     VisionFallback,
     VisionProvider,
     check,
 )
-from .diff import SnapshotDiff
+from .diff import SnapshotDiff, added, changed, modified, removed
+from .escalation import Escalation, EscalationPolicy, FailureEvent, FailureKind, RecoveryAction
 from .nearest import Near, nearest
 from .predicates import (
     Outcome,
@@ -39,13 +39,15 @@ from .predicates import (
 )
 from .query import Condition, Query, QuerySyntaxError, where
 from .snapshot import Confidence, Element, Snapshot, confidence
+from .vision import OpenAIVision, VisionError
 
 __all__ = [
     "REASONS", "AssertionFailed", "Attempt", "Check", "CheckResult", "Condition", "Confidence",
-    "Element", "EscalationPolicy", "Near", "Outcome", "Predicate", "Query", "QuerySyntaxError",
-    "Snapshot", "SnapshotDiff", "SnapshotSource", "VisionFallback", "VisionProvider", "all_of",
-    "any_of", "check", "confidence", "element_count", "exists", "is_checked", "is_collapsed",
+    "Element", "Escalation", "EscalationPolicy", "FailureEvent", "FailureKind", "Near", "OpenAIVision", "Outcome",
+    "Predicate", "Query", "QuerySyntaxError", "RecoveryAction", "Snapshot", "SnapshotDiff",
+    "SnapshotSource", "VisionError", "VisionFallback", "VisionProvider", "added", "all_of", "any_of", "changed",
+    "check", "confidence", "element_count", "exists", "is_checked", "is_collapsed",
     "is_disabled", "is_enabled", "is_expanded", "is_mixed", "is_pressed", "is_selected",
-    "is_unchecked", "nearest", "not_", "not_exists", "url_contains", "url_matches",
+    "is_unchecked", "modified", "nearest", "not_", "not_exists", "removed", "url_contains", "url_matches",
     "value_contains", "value_equals", "where",
 ]

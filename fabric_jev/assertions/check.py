@@ -2,10 +2,13 @@
 
 Every try takes a fresh snapshot. A snapshot whose confidence is below
 `min_confidence` is not judged; after `max_retries` such snapshots in a row
-the check is `snapshot_exhausted` (and, only if enabled for this check, a
-vision provider may answer one narrow yes/no question instead). Failures
-carry a reason code, the nearest matches and the attempt log; a failed
-`required` check raises `AssertionFailed`.
+the check is `snapshot_exhausted`. After each failed try the escalation
+policy (escalation.py) names the recovery action, and the check carries it
+out: retry, scroll, reload (through the source, which may refuse), ask the
+vision fallback (only if enabled for this check), or give up. Waiting —
+deadline, backoff, cancellation, the attempt log — goes through the shared
+`fabric_jev._waiting.Waiter`. Failures carry a reason code, the nearest
+matches and the attempt log; a failed `required` check raises `AssertionFailed`.
 """
 
 from __future__ import annotations
@@ -22,18 +25,23 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 
 from .._files import atomic_write
+from .._waiting import Waiter
+from ..errors import CheckFailed
+from .escalation import Escalation, EscalationPolicy, FailureEvent, FailureKind, RecoveryAction
 from .nearest import Near, nearest
 from .predicates import Outcome, Predicate
 from .snapshot import QUIET_SETTLED_MS, Element, Snapshot, confidence
 
-REASONS = ("no_snapshot", "no_match", "match_offscreen", "match_occluded", "state_mismatch",
-           "snapshot_exhausted", "timeout")
+#: The reason codes a finished check can carry (FailureKind values; `low_confidence`
+#: only ever appears on single attempts).
+REASONS = tuple(k.value for k in FailureKind if k is not FailureKind.LOW_CONFIDENCE)
 TRACE_TYPE = "fabric_jev.check"
 
 
 @runtime_checkable
 class SnapshotSource(Protocol):
-    """What a driver offers: fresh snapshots; optionally scrolling and screenshots."""
+    """What a driver offers: fresh snapshots; optionally `scroll_into_view(element)`,
+    `reload() -> bool` (False or an exception: refused) and `screenshot() -> bytes`."""
 
     async def snapshot(self) -> Snapshot: ...
 
@@ -47,39 +55,23 @@ class VisionProvider(Protocol):
 
 @dataclass(frozen=True)
 class VisionFallback:
-    """Enabled per check: may turn an otherwise-exhausted check into pass or fail."""
+    """Enabled per check: may turn an otherwise-failed check into pass or fail."""
 
     provider: VisionProvider
     question: str
 
 
 @dataclass(frozen=True)
-class EscalationPolicy:
-    """Failure kind → recovery action, bounded and deterministic given the counters."""
-
-    max_scrolls: int = 2
-
-    def decide(self, reason: str, counters: Counter[str], vision: bool) -> str:
-        if reason == "match_offscreen":
-            return "scroll" if counters["scroll"] < self.max_scrolls else "retry"
-        if reason == "snapshot_exhausted":
-            return "vision" if vision else "give_up"
-        if reason == "timeout":
-            return "give_up"
-        return "retry"  # no_snapshot, no_match, match_occluded, state_mismatch, low confidence
-
-
-@dataclass(frozen=True)
 class Attempt:
     n: int
-    reason: str | None
+    reason: FailureKind | None
     confidence: float | None
-    action: str
+    action: RecoveryAction
     detail: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"n": self.n, "reason": self.reason, "confidence": self.confidence,
-                "action": self.action, "detail": self.detail}
+        return {"n": self.n, "reason": None if self.reason is None else self.reason.value,
+                "confidence": self.confidence, "action": self.action.value, "detail": self.detail}
 
 
 @dataclass
@@ -88,10 +80,10 @@ class CheckResult:
     predicate: str
     required: bool
     passed: bool
-    reason: str | None
+    reason: FailureKind | None
     expected: str
     actual: str
-    last_reason: str | None = None
+    last_reason: FailureKind | None = None
     nearest: list[Near] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     confidence: float | None = None
@@ -123,14 +115,16 @@ class CheckResult:
     def trace_event(self) -> dict[str, Any]:
         """A stable, JSON-serialisable record (no timestamps), for logs and golden files."""
         return {"type": TRACE_TYPE, "version": 1, "label": self.label, "predicate": self.predicate,
-                "required": self.required, "passed": self.passed, "reason": self.reason,
-                "lastReason": self.last_reason, "expected": self.expected, "actual": self.actual,
+                "required": self.required, "passed": self.passed,
+                "reason": None if self.reason is None else self.reason.value,
+                "lastReason": None if self.last_reason is None else self.last_reason.value,
+                "expected": self.expected, "actual": self.actual,
                 "nearest": [n.to_json() for n in self.nearest],
                 "attempts": [a.to_json() for a in self.attempts], "confidence": self.confidence,
                 "url": self.url, "vision": self.vision, "artifacts": dict(sorted(self.artifacts.items()))}
 
 
-class AssertionFailed(AssertionError):
+class AssertionFailed(CheckFailed):
     """A required check failed; `result` holds everything the message shows."""
 
     def __init__(self, result: CheckResult) -> None:
@@ -146,7 +140,7 @@ class Check:
     def __init__(self, predicate: Predicate, label: str, required: bool = False, *,
                  source: SnapshotSource | None = None, vision: VisionFallback | None = None,
                  artifacts_dir: str | Path | None = None, nearest_n: int = 3,
-                 policy: EscalationPolicy | None = None,
+                 policy: Escalation | None = None,
                  on_trace: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.predicate = predicate
         self.label = label
@@ -155,7 +149,7 @@ class Check:
         self.vision = vision
         self.artifacts_dir = Path(artifacts_dir) if artifacts_dir is not None else None
         self.nearest_n = nearest_n
-        self.policy = policy or EscalationPolicy()
+        self.policy: Escalation = policy or EscalationPolicy()
         self.on_trace = on_trace
 
     def _source(self, source: SnapshotSource | None) -> SnapshotSource:
@@ -164,24 +158,38 @@ class Check:
             raise ValueError("check needs a snapshot source (pass one to check() or once/eventually)")
         return src
 
-    async def _take(self, source: SnapshotSource) -> tuple[Snapshot | None, str]:
+    async def _take(self, source: SnapshotSource, waiter: Waiter[Attempt] | None = None
+                    ) -> tuple[Snapshot | None, str]:
+        async def read(_token: anyio.Event) -> Snapshot:
+            return await source.snapshot()
+
         try:
-            snap = await source.snapshot()
+            if waiter is None:
+                snap: Snapshot | None = await source.snapshot()
+            else:
+                got = await waiter.bounded(read)
+                if got.stalled:
+                    return None, "the snapshot did not answer before the deadline"
+                snap = got.value
+        except anyio.get_cancelled_exc_class():
+            raise
         except Exception as exc:  # the page is gone, navigating, or the driver failed
             return None, f"{type(exc).__name__}: {exc}"[:300]
+        if snap is None:
+            return None, "the source returned no snapshot"
         return (snap if isinstance(snap, Snapshot) else Snapshot.parse(snap)), ""
 
     async def once(self, source: SnapshotSource | None = None) -> CheckResult:
         """One fresh snapshot, judged as it is (no retries, no confidence gate)."""
         snap, error = await self._take(self._source(source))
         if snap is None:
-            result = self._result(False, "no_snapshot", None, None, [Attempt(1, "no_snapshot", None,
-                                                                           "give_up", error)])
+            result = self._result(False, FailureKind.NO_SNAPSHOT, None, None, [
+                Attempt(1, FailureKind.NO_SNAPSHOT, None, RecoveryAction.GIVE_UP, error)])
         else:
             out = self.predicate.evaluate(snap)
             conf = confidence(snap).value
-            result = self._result(out.passed, out.reason, out, snap,
-                                  [Attempt(1, out.reason, conf, "done" if out.passed else "give_up")])
+            action = RecoveryAction.DONE if out.passed else RecoveryAction.GIVE_UP
+            result = self._result(out.passed, out.reason, out, snap, [Attempt(1, out.reason, conf, action)])
         return await self._finish(result, self._source(source))
 
     async def eventually(
@@ -190,91 +198,180 @@ class Check:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     ) -> CheckResult:
-        """Retry with fresh snapshots and backoff until it passes, times out or is exhausted."""
+        """Retry with fresh snapshots and backoff until it passes, times out or gives up.
+
+        Pauses start at `poll` and grow ×1.5 up to `timeout / 4`; the deadline is
+        hard (a snapshot that stalls past it ends the check as `timeout`).
+        """
         src = self._source(source)
-        start = clock()
-        attempts: list[Attempt] = []
-        counters: Counter[str] = Counter()
+        waiter: Waiter[Attempt] = Waiter(timeout, poll, backoff=1.5, max_interval=timeout / 4,
+                                         clock=clock, sleep=sleep)
+        attempts = waiter.log
+        counters: Counter[RecoveryAction] = Counter()
         low_streak = 0
-        delay = poll
-        last: tuple[str | None, Outcome | None, Snapshot | None] = (None, None, None)
+        streak: tuple[FailureKind | None, int] = (None, 0)
+        last: tuple[FailureKind | None, Outcome | None, Snapshot | None] = (None, None, None)
         n = 0
         while True:
             n += 1
-            snap, error = await self._take(src)
+            snap, error = await self._take(src, waiter)
             out: Outcome | None = None
             conf_value: float | None = None
             detail = error
             if snap is None:
-                reason: str | None = "no_snapshot"
+                kind = FailureKind.NO_SNAPSHOT
             else:
                 conf = confidence(snap)
                 conf_value = conf.value
                 if conf.value < min_confidence:
                     low_streak += 1
-                    reason = "snapshot_exhausted" if low_streak >= max_retries else "low_confidence"
+                    kind = (FailureKind.SNAPSHOT_EXHAUSTED if low_streak >= max_retries
+                            else FailureKind.LOW_CONFIDENCE)
                     detail = "; ".join(conf.reasons)
                 else:
                     low_streak = 0
                     out = self.predicate.evaluate(snap)
-                    reason = out.reason
                     if out.passed:
-                        attempts.append(Attempt(n, None, conf_value, "done"))
+                        attempts.append(Attempt(n, None, conf_value, RecoveryAction.DONE))
                         return await self._finish(self._result(True, None, out, snap, attempts), src)
-            if reason != "low_confidence":
-                last = (reason, out, snap)
+                    assert out.reason is not None
+                    kind = out.reason
+            if kind is not FailureKind.LOW_CONFIDENCE:
+                last = (kind, out, snap)
             elif last[2] is None:
                 last = (None, None, snap)
-            assert reason is not None
-            action = self.policy.decide(reason, counters, self.vision is not None)
-            if reason == "snapshot_exhausted":
-                attempts.append(Attempt(n, reason, conf_value, action, detail))
-                return await self._exhausted(src, snap, attempts, action)
-            if action == "scroll" and out is not None and out.matches and hasattr(src, "scroll_into_view"):
-                counters["scroll"] += 1
-                target = next((e for e in out.matches if e.visible), out.matches[0])
-                attempts.append(Attempt(n, reason, conf_value, "scroll", target.label()))
-                try:
-                    await src.scroll_into_view(target)
-                except Exception as exc:
-                    attempts[-1] = Attempt(n, reason, conf_value, "scroll",
-                                           f"scroll failed: {type(exc).__name__}")
-                continue
-            if clock() - start + delay > timeout:
-                attempts.append(Attempt(n, reason, conf_value, "give_up", detail))
-                last_reason, last_out, last_snap = last
-                result = self._result(False, "timeout", last_out, last_snap, attempts)
-                result.last_reason = last_reason if last_reason != "low_confidence" else None
-                return await self._finish(result, src)
-            attempts.append(Attempt(n, reason, conf_value, "retry", detail))
-            counters["retry"] += 1
-            wait = delay
-            if reason == "low_confidence" and snap is not None and snap.quiet_ms < QUIET_SETTLED_MS:
+            streak = (kind, streak[1] + 1 if streak[0] is kind else 1)
+            event = FailureEvent(kind, n, streak[1], conf_value, len(out.matches) if out else 0,
+                                 self.vision is not None)
+            action = self.policy.decide(event, counters)
+            counters[action] += 1
+            if action is RecoveryAction.GIVE_UP:
+                attempts.append(Attempt(n, kind, conf_value, action, detail))
+                return await self._failed(src, kind, last, attempts)
+            if action is RecoveryAction.VISION:
+                attempts.append(Attempt(n, kind, conf_value, action, detail))
+                return await self._ask_vision(src, kind, last, attempts)
+            if action is RecoveryAction.SCROLL:
+                done, note = await self._scroll(src, out)
+                attempts.append(Attempt(n, kind, conf_value, action, note))
+                if done:
+                    continue  # look again at once: the scroll is the change we waited for
+            elif action is RecoveryAction.RELOAD:
+                done, note = await self._reload(src)
+                attempts.append(Attempt(n, kind, conf_value, action, note))
+                if done:
+                    low_streak = 0
+                    continue
+            elif action is RecoveryAction.RETRY:
+                if kind is FailureKind.SNAPSHOT_EXHAUSTED:
+                    low_streak = 0  # the policy chose to keep trying: start counting again
+            else:
+                raise ValueError(f"escalation policy returned {action!r}, not a recovery action")
+            if not waiter.room_for_pause():
+                return await self._timed_out(src, n, kind, conf_value, detail, last, counters, attempts,
+                                             streak[1], out)
+            if action is RecoveryAction.RETRY:
+                attempts.append(Attempt(n, kind, conf_value, action, detail))
+            settle = 0.0
+            if kind in (FailureKind.LOW_CONFIDENCE, FailureKind.SNAPSHOT_EXHAUSTED) and snap is not None \
+                    and snap.quiet_ms < QUIET_SETTLED_MS:
                 # Give a burst of mutations (a page finishing its load) the time it
                 # needs to settle, so only a page that keeps mutating is exhausted.
-                wait = max(delay, (QUIET_SETTLED_MS - snap.quiet_ms) / 1000)
-            wait = min(wait, max(0.0, timeout - (clock() - start)))
-            await sleep(wait)
-            delay = min(delay * 1.5, max(poll, timeout / 4))
+                settle = (QUIET_SETTLED_MS - snap.quiet_ms) / 1000
+            await waiter.pause(settle)
 
-    async def _exhausted(self, src: SnapshotSource, snap: Snapshot | None, attempts: list[Attempt],
-                         action: str) -> CheckResult:
-        result = self._result(False, "snapshot_exhausted", None, snap, attempts)
-        if action == "vision" and self.vision is not None and hasattr(src, "screenshot"):
+    async def _timed_out(self, src: SnapshotSource, n: int, kind: FailureKind, conf: float | None,
+                         detail: str, last: tuple[FailureKind | None, Outcome | None, Snapshot | None],
+                         counters: Counter[RecoveryAction], attempts: list[Attempt], streak: int,
+                         out: Outcome | None) -> CheckResult:
+        event = FailureEvent(FailureKind.TIMEOUT, n, streak, conf, len(out.matches) if out else 0,
+                             self.vision is not None, last_kind=kind)
+        action = self.policy.decide(event, counters)
+        counters[action] += 1
+        if action is RecoveryAction.VISION:
+            attempts.append(Attempt(n, kind, conf, action, detail))
+            return await self._ask_vision(src, FailureKind.TIMEOUT, last, attempts)
+        note = detail if action is RecoveryAction.GIVE_UP else \
+            f"no time left for {action.value}" + (f"; {detail}" if detail else "")
+        attempts.append(Attempt(n, kind, conf, RecoveryAction.GIVE_UP, note))
+        return await self._failed(src, FailureKind.TIMEOUT, last, attempts)
+
+    async def _failed(self, src: SnapshotSource, reason: FailureKind,
+                      last: tuple[FailureKind | None, Outcome | None, Snapshot | None],
+                      attempts: list[Attempt]) -> CheckResult:
+        return await self._finish(self._failure(reason, last, attempts), src)
+
+    def _failure(self, reason: FailureKind,
+                 last: tuple[FailureKind | None, Outcome | None, Snapshot | None],
+                 attempts: list[Attempt]) -> CheckResult:
+        last_kind, last_out, last_snap = last
+        if reason is FailureKind.SNAPSHOT_EXHAUSTED:
+            last_out = None  # the last snapshots were not judged
+        result = self._result(False, reason, last_out, last_snap, attempts)
+        if reason is FailureKind.TIMEOUT:
+            result.last_reason = last_kind
+        return result
+
+    async def _scroll(self, src: SnapshotSource, out: Outcome | None) -> tuple[bool, str]:
+        scroll = getattr(src, "scroll_into_view", None)
+        if scroll is None:
+            return False, "not done: the source cannot scroll"
+        if out is None or not out.matches:
+            return False, "not done: no match to scroll to"
+        target = next((e for e in out.matches if e.visible), out.matches[0])
+        try:
+            await scroll(target)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            return False, f"scroll failed: {type(exc).__name__}"
+        return True, target.label()
+
+    async def _reload(self, src: SnapshotSource) -> tuple[bool, str]:
+        reload = getattr(src, "reload", None)
+        if reload is None:
+            return False, "refused: the source cannot reload"
+        try:
+            accepted = await reload()
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            return False, f"refused: {type(exc).__name__}: {exc}"[:300]
+        return (True, "reloaded") if accepted is not False else (False, "refused by the source")
+
+    async def _ask_vision(self, src: SnapshotSource, reason: FailureKind,
+                          last: tuple[FailureKind | None, Outcome | None, Snapshot | None],
+                          attempts: list[Attempt]) -> CheckResult:
+        result = self._failure(reason, last, attempts)
+        if self.vision is None:
+            result.vision = None
+            attempts[-1] = Attempt(attempts[-1].n, attempts[-1].reason, attempts[-1].confidence,
+                                   RecoveryAction.VISION, "not done: this check enabled no vision fallback")
+            return await self._finish(result, src)
+        shot = getattr(src, "screenshot", None)
+        answer: bool | None = None
+        problem = "" if shot is not None else "the source cannot take screenshots"
+        if shot is not None:
             try:
-                image = await src.screenshot()
+                image = await shot()
                 answer = await self.vision.provider.ask(self.vision.question, image)
-            except Exception:
-                answer = None
-            result.vision = {True: "yes", False: "no", None: "unsure"}[answer]
-            if answer is True:
-                result.passed, result.reason = True, None
-                result.actual = f"vision fallback: yes to {self.vision.question!r}"
-            elif answer is False:
-                result.actual = f"vision fallback: no to {self.vision.question!r}"
+            except anyio.get_cancelled_exc_class():
+                raise
+            except Exception as exc:  # a failed question is an unsure answer, said in the log
+                answer, problem = None, f"{type(exc).__name__}: {exc}"[:300]
+        if problem:
+            last_try = attempts[-1]
+            attempts[-1] = Attempt(last_try.n, last_try.reason, last_try.confidence, last_try.action,
+                                   "; ".join(p for p in (last_try.detail, f"vision: {problem}") if p))
+        result.vision = {True: "yes", False: "no", None: "unsure"}[answer]
+        if answer is True:
+            result.passed, result.reason, result.last_reason = True, None, None
+            result.actual = f"vision fallback: yes to {self.vision.question!r}"
+        elif answer is False:
+            result.actual = f"vision fallback: no to {self.vision.question!r}"
         return await self._finish(result, src)
 
-    def _result(self, passed: bool, reason: str | None, out: Outcome | None, snap: Snapshot | None,
+    def _result(self, passed: bool, reason: FailureKind | None, out: Outcome | None, snap: Snapshot | None,
                 attempts: list[Attempt]) -> CheckResult:
         expected = out.expected if out else str(self.predicate)
         actual = out.actual if out else ("no snapshot" if snap is None else "snapshot not judged")
@@ -331,4 +428,4 @@ def check(predicate: Predicate, label: str, required: bool = False, **options: A
 
 
 __all__ = ["REASONS", "AssertionFailed", "Attempt", "Check", "CheckResult", "Element",
-           "EscalationPolicy", "SnapshotSource", "VisionFallback", "VisionProvider", "check"]
+           "SnapshotSource", "VisionFallback", "VisionProvider", "check"]

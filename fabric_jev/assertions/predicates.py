@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .escalation import FailureKind
 from .query import Query, as_query
 from .snapshot import Element, Snapshot
 
@@ -21,7 +22,7 @@ from .snapshot import Element, Snapshot
 @dataclass(frozen=True)
 class Outcome:
     passed: bool
-    reason: str | None  # None when passed
+    reason: FailureKind | None  # None when passed
     expected: str
     actual: str
     matches: tuple[Element, ...] = ()
@@ -45,19 +46,19 @@ class Predicate:
         return self.description
 
 
-def _usable(matches: list[Element]) -> tuple[list[Element], str | None]:
+def _usable(matches: list[Element]) -> tuple[list[Element], FailureKind | None]:
     """Visible, in-viewport, unoccluded matches; or why there are none."""
     if not matches:
-        return [], "no_match"
+        return [], FailureKind.NO_MATCH
     visible = [e for e in matches if e.visible]
     if not visible:
-        return [], "no_match"
+        return [], FailureKind.NO_MATCH
     in_view = [e for e in visible if e.in_viewport]
     if not in_view:
-        return [], "match_offscreen"
+        return [], FailureKind.MATCH_OFFSCREEN
     clear = [e for e in in_view if not e.is_occluded]
     if not clear:
-        return [], "match_occluded"
+        return [], FailureKind.MATCH_OCCLUDED
     return clear, None
 
 
@@ -114,7 +115,7 @@ class NotExists(Predicate):
         expected = f"no visible element matching {self.query}"
         if not shown:
             return Outcome(True, None, expected, "none", (), self.query)
-        return Outcome(False, "state_mismatch", expected, _describe(shown), tuple(shown), self.query)
+        return Outcome(False, FailureKind.STATE_MISMATCH, expected, _describe(shown), tuple(shown), self.query)
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ class ElementCount(Predicate):
         bound = f"between {self.min} and {self.max}" if self.max is not None else f"at least {self.min}"
         expected = f"{bound} visible elements matching {self.query}"
         ok = n >= self.min and (self.max is None or n <= self.max)
-        reason = None if ok else ("no_match" if n == 0 else "state_mismatch")
+        reason = None if ok else (FailureKind.NO_MATCH if n == 0 else FailureKind.STATE_MISMATCH)
         return Outcome(ok, reason, expected, f"{n} ({_describe(matches)})", tuple(matches), self.query)
 
 
@@ -170,7 +171,7 @@ class StateOf(Predicate):
         good = [e for e in usable if self.check(e)]
         if good:
             return Outcome(True, None, expected, _describe(good), tuple(good), self.query)
-        return Outcome(False, "state_mismatch", expected, "; ".join(_state(e) for e in usable[:3]),
+        return Outcome(False, FailureKind.STATE_MISMATCH, expected, "; ".join(_state(e) for e in usable[:3]),
                        tuple(usable), self.query)
 
 
@@ -205,7 +206,7 @@ class UrlCheck(Predicate):
     def evaluate(self, snapshot: Snapshot) -> Outcome:
         ok = (re.search(self.pattern, snapshot.url) is not None if self.mode == "matches"
               else self.pattern in snapshot.url)
-        return Outcome(ok, None if ok else "state_mismatch", f"URL that {self.mode} {self.pattern!r}",
+        return Outcome(ok, None if ok else FailureKind.STATE_MISMATCH, f"URL that {self.mode} {self.pattern!r}",
                        snapshot.url)
 
 
@@ -263,7 +264,7 @@ class Not(Predicate):
 
     def evaluate(self, snapshot: Snapshot) -> Outcome:
         out = self.part.evaluate(snapshot)
-        return Outcome(not out.passed, "state_mismatch" if out.passed else None,
+        return Outcome(not out.passed, FailureKind.STATE_MISMATCH if out.passed else None,
                        f"not: {out.expected}", out.actual, out.matches, out.query)
 
 

@@ -4,8 +4,9 @@ A query is conditions joined by whitespace (all must hold). A condition is
 `field op value` with
 
 * fields: role, text, name, value, input_type, testid, checked, disabled,
-  expanded, pressed, selected, visible, in_viewport, occluded, level,
-  bbox.x, bbox.y, bbox.width, bbox.height;
+  expanded, pressed, selected, readonly, editable, visible, in_viewport,
+  occluded, in_shadow, level, frame, frame_url, bbox.x, bbox.y, bbox.width,
+  bbox.height (`frame` is the frame path, "" in the top document);
 * operators: `=` equals, `!=` differs, `~` contains (case-insensitive), `^=`
   starts with, `$=` ends with (both case-insensitive), `>` `>=` `<` `<=`
   numeric;
@@ -23,28 +24,20 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import JevError
+from ..errors import QuerySyntaxError
+
+__all__ = ["FIELDS", "Condition", "Query", "QuerySyntaxError", "as_query", "where"]
 from .snapshot import Element
 
 FIELDS = ("role", "text", "name", "value", "input_type", "testid", "checked", "disabled", "expanded",
-          "pressed", "selected", "visible", "in_viewport", "occluded", "level",
-          "bbox.x", "bbox.y", "bbox.width", "bbox.height")
+          "pressed", "selected", "readonly", "editable", "visible", "in_viewport", "occluded", "in_shadow",
+          "level", "frame", "frame_url", "bbox.x", "bbox.y", "bbox.width", "bbox.height")
 OPERATORS = ("!=", "^=", "$=", ">=", "<=", "=", "~", ">", "<")
 _NUMERIC_OPS = frozenset({">", ">=", "<", "<="})
-_STATE_FIELDS = frozenset({"checked", "disabled", "expanded", "pressed", "selected", "visible",
-                           "in_viewport", "occluded"})
+_STATE_FIELDS = frozenset({"checked", "disabled", "expanded", "pressed", "selected", "readonly",
+                           "editable", "visible", "in_viewport", "occluded", "in_shadow"})
 _SUFFIXES = {"contains": "~", "startswith": "^=", "endswith": "$=", "ne": "!=", "gt": ">",
              "ge": ">=", "lt": "<", "le": "<="}
-
-
-class QuerySyntaxError(JevError):
-    """A query that does not parse; `column` is 1-based."""
-
-    def __init__(self, query: str, column: int, message: str) -> None:
-        pointer = " " * (column - 1) + "^"
-        super().__init__(f"{message} at column {column}\n  {query}\n  {pointer}")
-        self.query = query
-        self.column = column
 
 
 def _field_value(element: Element, field: str) -> Any:
@@ -147,9 +140,9 @@ def where(**conditions: Any) -> Query:
         field, _, suffix = key.partition("__")
         field = field.replace("bbox_", "bbox.") if field.startswith("bbox_") else field
         if field not in FIELDS:
-            raise JevError(f"unknown query field {field!r}; fields: {', '.join(FIELDS)}")
+            raise QuerySyntaxError(key, 1, f"unknown query field {field!r}; fields: {', '.join(FIELDS)}")
         if suffix and suffix not in _SUFFIXES:
-            raise JevError(f"unknown query operator suffix {suffix!r}")
+            raise QuerySyntaxError(key, key.index("__") + 3, f"unknown query operator suffix {suffix!r}")
         out.append(Condition(field, _SUFFIXES.get(suffix, "="), value))
     query = Query(tuple(out))
     return Query(query.conditions, " ".join(str(c) for c in query.conditions))

@@ -45,6 +45,10 @@ class Element(BaseModel):
     id: str | None = None
     tag: str = ""
     in_shadow: bool = False
+    readonly: bool = False
+    editable: bool = False
+    frame: str = ""  # "" for the top document; else the path of frame owners, "checkout/card"
+    frame_url: str = ""
     bbox: BBox = BBox()
     viewport_bbox: BBox = BBox()
     visible: bool = True
@@ -80,10 +84,21 @@ class Snapshot(BaseModel):
     element_count: int = 0
     truncated: bool = False
     elements: tuple[Element, ...] = ()
+    #: One entry per frame read (the top document first): path, url, ready_state,
+    #: quiet_ms, element_count, and `error` for a frame that could not be read.
+    frames: tuple[dict[str, Any], ...] = ()
+    #: The snapshot taken before the last action, kept by the source for diff
+    #: predicates (never written to artifacts).
+    baseline: Snapshot | None = Field(default=None, exclude=True, repr=False)
 
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> Snapshot:
         return cls.model_validate(raw)
+
+    def with_baseline(self, before: Snapshot | None) -> Snapshot:
+        """This snapshot, diffed against `before` by diff predicates (before's own baseline dropped)."""
+        kept = None if before is None else before.model_copy(update={"baseline": None})
+        return self.model_copy(update={"baseline": kept})
 
     def redacted_json(self) -> dict[str, Any]:
         """The snapshot for artifacts: values of password fields are never written."""
@@ -131,6 +146,17 @@ def confidence(snapshot: Snapshot) -> Confidence:
     elif not snapshot.elements:
         value *= 0.6
         reasons.append("no interactive elements")
+    for frame in snapshot.frames[1:]:
+        where = frame.get("path") or frame.get("url") or "a frame"
+        if frame.get("error"):
+            value *= 0.5
+            reasons.append(f"frame {where} could not be read ({frame['error']})")
+        elif frame.get("navigating"):
+            value *= 0.5
+            reasons.append(f"frame {where} is navigating")
+        elif frame.get("ready_state") == "loading":
+            value *= 0.7
+            reasons.append(f"frame {where} is still loading")
     if not reasons:
         reasons.append("document complete and DOM quiet")
     return Confidence(round(value, 4), tuple(reasons))

@@ -1,8 +1,13 @@
-"""Browser benchmark: our CDP client next to Playwright's connect_over_cdp; snapshots."""
+"""Browser benchmark: our CDP client next to Playwright's connect_over_cdp; snapshots,
+with and without frames."""
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import anyio
@@ -10,12 +15,89 @@ import anyio
 from .common import median as _median
 
 
-def _big_page(n: int) -> str:
-    rows = "".join(
+def _rows(n: int, start: int = 0) -> str:
+    return "".join(
         f"<li><button data-testid='b{i}'>Action {i}</button><a href='#l{i}'>Link {i}</a>"
         f"<input aria-label='Field {i}' value='v{i}'><label><input type=checkbox> Box {i}</label></li>"
-        for i in range(n // 4))
-    return f"<!doctype html><title>big</title><main><ul>{rows}</ul></main>"
+        for i in range(start, start + n // 4))
+
+
+def _big_page(n: int) -> str:
+    return f"<!doctype html><title>big</title><main><ul>{_rows(n)}</ul></main>"
+
+
+@contextmanager
+def _frame_server(n: int) -> Iterator[tuple[str, str]]:
+    """The same n elements on one page (`flat`) and split across 4 frames, the last one
+    out of process (served as localhost, the page as 127.0.0.1): (flat URL, framed URL)."""
+    quarter = n // 4
+    docs = {"/flat": _big_page(n)}
+    for k in range(4):
+        docs[f"/part{k}"] = f"<!doctype html><main><ul>{_rows(quarter, k * quarter)}</ul></main>"
+    frames = "".join(
+        f"<iframe id='part{k}' src='{'http://localhost:{port}' if k == 3 else ''}/part{k}' "
+        f"style='width:600px;height:380px;border:0'></iframe>" for k in range(4))
+    docs["/framed"] = f"<!doctype html><title>framed</title><body style='margin:0'>{frames}</body>"
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = docs.get(self.path, "").replace("{port}", str(port)).encode()
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}/flat", f"http://127.0.0.1:{port}/framed"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+async def _frames_browser(ws_url: str, rounds: int, n: int = 2000) -> dict[str, Any]:
+    """Snapshot time of n elements on one page vs split across 4 frames, one of them out
+    of process; two pages, measured alternately in the same run."""
+    from fabric_jev_browser import CDPConnection, Page
+
+    cdp = await CDPConnection.connect(ws_url)
+    flat_page = await Page.open(cdp)
+    framed_page = await Page.open(cdp)
+    try:
+        with _frame_server(n) as (flat_url, framed_url):
+            await flat_page.navigate(flat_url)
+            await framed_page.navigate(framed_url)
+            with anyio.fail_after(30):  # the frames load after the page's own load event
+                while (await framed_page.snapshot())["element_count"] < n:
+                    await anyio.sleep(0.05)
+            targets = (await cdp.call("Target.getTargets"))["targetInfos"]
+            out_of_process = sum(1 for t in targets if t["type"] == "iframe" and "/part" in t["url"])
+            flat, framed = [], []
+            counts = (0, 0)
+            for _ in range(rounds):
+                start = time.perf_counter()
+                a = await flat_page.snapshot()
+                flat.append((time.perf_counter() - start) * 1000)
+                start = time.perf_counter()
+                b = await framed_page.snapshot()
+                framed.append((time.perf_counter() - start) * 1000)
+                counts = (a["element_count"], b["element_count"])
+    finally:
+        await flat_page.close()
+        await framed_page.close()
+        await cdp.aclose()
+    return {"flat_ms": _median(flat), "framed_ms": _median(framed), "ratio": _median(framed) / _median(flat),
+            "flat_elements": counts[0], "framed_elements": counts[1], "frames": 4,
+            "out_of_process_frames": out_of_process, "rounds": rounds}
 
 
 async def _ours_browser(ws_url: str, rounds: int, concurrent_calls: int) -> dict[str, Any]:
@@ -95,11 +177,13 @@ async def bench_browser(rounds: int = 400, concurrent_calls: int = 1600) -> dict
         ours = await _ours_browser(browser.ws_url, rounds, concurrent_calls)
         peer = await _playwright_browser(browser.ws_url, rounds, concurrent_calls)
         ours_again = await _ours_browser(browser.ws_url, rounds, concurrent_calls)
+        frames = await _frames_browser(browser.ws_url, max(5, rounds // 20))
     finally:
         await browser.aclose()
     ours["rtt_ms"] = (ours["rtt_ms"] + ours_again["rtt_ms"]) / 2
     ours["throughput_per_s"] = (ours["throughput_per_s"] + ours_again["throughput_per_s"]) / 2
-    report: dict[str, Any] = {"fabric_jev": ours, "rounds": rounds, "concurrent_calls": concurrent_calls}
+    report: dict[str, Any] = {"fabric_jev": ours, "rounds": rounds, "concurrent_calls": concurrent_calls,
+                              "frames": frames}
     if peer is not None:
         report["playwright"] = peer
         report["rtt_ratio"] = ours["rtt_ms"] / peer["rtt_ms"]
@@ -121,3 +205,7 @@ def _print_browser(r: dict[str, Any]) -> None:
               "pip install -e '.[bench]')")
     print(f"  snapshot, {ours['snapshot_elements']} elements  {ours['snapshot_ms']:6.1f} ms "
           "round trip (goal <= 150 ms)")
+    f = r["frames"]
+    print(f"  snapshot, {f['framed_elements']} elements in {f['frames']} frames "
+          f"({f['out_of_process_frames']} out of process)  {f['framed_ms']:6.1f} ms   same "
+          f"{f['flat_elements']} on one page {f['flat_ms']:6.1f} ms   ratio {f['ratio']:.2f} (goal <= 2)")

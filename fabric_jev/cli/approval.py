@@ -12,6 +12,7 @@ from .common import BadInput, config_from, load_json, print_json
 
 async def _cmd_approve(args: argparse.Namespace) -> int:
     from ..approval import ApprovalRequest, ApprovalSettings, ProposedAction, classify
+    from ..approval.settings import with_user_threshold
     from ..evaluators.http import HttpEvaluator
     from ..evaluators.select import build_evaluator
 
@@ -30,21 +31,25 @@ async def _cmd_approve(args: argparse.Namespace) -> int:
                                   conversation=list(session.get("conversation", [])),
                                   session_actions=list(session.get("actions", [])))
         settings = ApprovalSettings.load()
+        # One threshold: the config's autoApprovalThreshold, else settings.json's.
+        config = with_user_threshold(config_from(args))
     except (BadInput, JevError) as exc:
         sys.stderr.write(f"fabric-jev: {exc}\n")
         return 2
     evaluator: Any = None
     if args.policy == "auto":
         if args.evaluator:
-            evaluator = build_evaluator(args.evaluator, config_from(args))
+            evaluator = build_evaluator(args.evaluator, config)
         else:
             from ..approval import parse_model_key
 
             model = parse_model_key(settings.model)
             evaluator = HttpEvaluator(model.route, model=model.model)
     try:
-        decision = await classify(request, evaluator=evaluator, threshold=settings.threshold,
-                                  policy=args.policy, headless=args.headless)
+        decision = await classify(request, evaluator=evaluator, threshold=config.autoApprovalThreshold,
+                                  policy=args.policy, headless=args.headless,
+                                  timeout=config.requestTimeoutMs / 1000,
+                                  max_request_bytes=config.maxRequestBytes)
     finally:
         if evaluator is not None:
             await evaluator.aclose()
@@ -76,7 +81,8 @@ def add_approval_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     ap.add_argument("--policy", choices=("auto", "ask", "deny", "allow"), default="auto")
     ap.add_argument("--headless", action="store_true", help="no human to ask: ask becomes deny")
     ap.add_argument("--evaluator", help="override the settings' model (e.g. fixture:FILE)")
-    ap.add_argument("--config", help="host config JSON file")
+    ap.add_argument("--config", help="host config JSON file (its autoApprovalThreshold, "
+                    "requestTimeoutMs and maxRequestBytes apply)")
     ap.set_defaults(handler=_cmd_approve)
 
     se = sub.add_parser("settings", help="persisted settings")

@@ -40,10 +40,11 @@ def add_configured_connectors(host: Any, config: HostConfig) -> None:
 
 
 async def run_command(args: argparse.Namespace) -> int:
+    from ..approval.settings import with_user_threshold
     from ..evaluators.select import build_evaluator
     from ..host import JevHost
 
-    config = config_from(args)
+    config = with_user_threshold(config_from(args))
     try:
         program = load_json(args.program, "program")
         value = load_json(args.input, "input") if args.input else None
@@ -73,7 +74,7 @@ async def run_command(args: argparse.Namespace) -> int:
                         tg.start_soon(host.stop, run["id"])
 
             tg.start_soon(stop_on_signal)
-            envelope = await host.run(program, value, on_event=show)
+            envelope = await host.run(program, value, on_event=show, intent=args.intent)
             tg.cancel_scope.cancel()
     if envelope is None:
         return EXIT_INTERRUPTED
@@ -88,4 +89,6 @@ def add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--config", help="host config JSON file")
     run.add_argument("--evaluator", help=EVALUATOR_HELP)
     run.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
+    run.add_argument("--intent", help="what the user asked for: the user text the auto-approval "
+                     "classifier judges capability calls against")
     run.set_defaults(handler=run_command)

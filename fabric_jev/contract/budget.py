@@ -42,6 +42,11 @@ class RunBudget:
         self.tool_calls += 1
         return None
 
+    def refund_call(self) -> None:
+        """Give back the host call of a capability call the policy refused."""
+        if self.tool_calls > 0:
+            self.tool_calls -= 1
+
     def begin_evaluation(self) -> str | None:
         """Reserve an evaluation slot before anything is sent."""
         if self.evaluation_in_flight:

@@ -11,6 +11,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ConfigError
+from .model_id import MODEL_ID_RULE, is_model_id
+from .policy import Policy, Risk, parse_approvals
 from .program import ProgramLimits, validate_as
 
 MIB = 1024 * 1024
@@ -29,6 +31,8 @@ _SCALAR_RANGES: dict[str, tuple[int, int]] = {
     "maxRequestBytes": (1_024, 1_048_576),
     "memoryLimitBytes": (1 * MIB, 64 * MIB),
     "warmWorkers": (0, 16),
+    # How long an approver may take to decide one capability call.
+    "approverTimeoutMs": (100, 3_600_000),
 }
 
 
@@ -80,7 +84,12 @@ class HostConfig(BaseModel):
     memoryLimitBytes: int = 64 * MIB
     warmWorkers: int = 2
     model: str = Field(default="jev-latest", min_length=1, max_length=128)
+    #: The threshold of `auto` policies and of `fabric-jev approve --config`; see
+    #: docs/programs.md for its precedence over settings.json.
     autoApprovalThreshold: float = 0.5
+    #: Risk → policy (allow, ask, deny, auto); missing risks keep their defaults.
+    approvals: dict[Risk, Policy] = Field(default_factory=lambda: parse_approvals(None))
+    approverTimeoutMs: int = 120_000
     evaluator: dict[str, Any] = Field(default_factory=dict)
     #: Connector settings by name, e.g. {"browser": {"wsUrl": ..., "allowedMethods": [...]}}.
     connectors: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -100,6 +109,18 @@ class HostConfig(BaseModel):
     def _scalar(cls, v: Any, info: Any) -> int:
         lo, hi = _SCALAR_RANGES[info.field_name]
         return clamp_number(v, lo, hi, info.field_name)
+
+    @field_validator("approvals", mode="before")
+    @classmethod
+    def _approvals(cls, v: Any) -> dict[Risk, Policy]:
+        return parse_approvals(v)
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model(cls, v: Any) -> str:
+        if not is_model_id(v):
+            raise ValueError(f"model must be {MODEL_ID_RULE}")
+        return str(v)
 
     @field_validator("autoApprovalThreshold", mode="before")
     @classmethod

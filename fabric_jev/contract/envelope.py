@@ -62,12 +62,18 @@ class Envelope(BaseModel):
     nextSequence: int = 1
     logs: tuple[str, ...] = ()
     observation: dict[str, Any] | None = None
+    #: The newest policy decisions on the run's capability calls (at most 64;
+    #: `approvalCounts` has the totals): ref, risk, policy, who decided, allowed.
+    approvals: tuple[dict[str, Any], ...] = ()
+    approvalCounts: dict[str, int] = {"allowed": 0, "denied": 0}
 
     def to_json(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
         for key in ("endedAt", "error", "observation"):
             if data[key] is None:
                 del data[key]
+        if not self.approvals:  # a run that made no capability call shows no trail
+            del data["approvals"], data["approvalCounts"]
         if self.state is not RunState.COMPLETED:
             data.pop("result", None)
         return data

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import AnswerInvalid, RequestInvalid
+from .model_id import MODEL_ID_RULE, is_model_id
 
 QuestionType = Literal["noul", "choice", "score"]
 MAX_QUESTIONS = 128
@@ -21,7 +21,6 @@ MAX_DEPTH = 32
 MAX_NODES = 100_000
 MAX_RESPONSE_BYTES = 1 << 20
 PROBABILITY_TOLERANCE = 0.02
-MODEL_ID = re.compile(r"^[A-Za-z0-9~][A-Za-z0-9~._/:-]{0,127}$")
 _FREE_TEXT = "choice, score and noul only — not free-text generation"
 
 
@@ -167,8 +166,8 @@ def validate_request(raw: Any, *, max_bytes: int = 131_072, wire: bool = False) 
     if not isinstance(questions, dict) or not 1 <= len(questions) <= MAX_QUESTIONS:
         raise RequestInvalid(f"jev.evaluate needs 1-{MAX_QUESTIONS} questions keyed by id")
     model = raw.get("model")
-    if model is not None and (not isinstance(model, str) or not MODEL_ID.match(model)):
-        raise RequestInvalid("jev.evaluate model must be a model id of 1-128 characters")
+    if model is not None and not is_model_id(model):
+        raise RequestInvalid(f"jev.evaluate model must be {MODEL_ID_RULE}")
     return EvaluationRequest(
         state=raw["state"],
         questions=tuple(_question(qid, q, wire) for qid, q in questions.items()),

@@ -24,7 +24,7 @@ import anyio
 from .._files import atomic_write
 from ..contract.evaluation import Evaluation, EvaluationRequest, validate_answers
 from ..errors import AnswerInvalid, ConfigError
-from .base import Evaluator
+from .base import Evaluator, refuse_if_cancelled
 
 
 def request_digest(request: EvaluationRequest, model: str) -> str:
@@ -59,6 +59,7 @@ class CassetteEvaluator:
     async def evaluate(
         self, request: EvaluationRequest, *, timeout: float, cancel: anyio.Event | None = None
     ) -> Evaluation:
+        refuse_if_cancelled(cancel)
         digest = request_digest(request, self._model)
         entry = self._entries.get(digest)
         if entry is not None:

@@ -28,6 +28,7 @@ import anyio
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
 from ..errors import AnswerInvalid, ConfigError
+from .base import refuse_if_cancelled
 
 
 class FixtureEvaluator:
@@ -76,6 +77,7 @@ class FixtureEvaluator:
     async def evaluate(
         self, request: EvaluationRequest, *, timeout: float, cancel: anyio.Event | None = None
     ) -> Evaluation:
+        refuse_if_cancelled(cancel)
         self.calls += 1
         self.requests.append(request)
         await anyio.lowlevel.checkpoint()

@@ -34,7 +34,7 @@ import anyio.to_thread
 import numpy as np
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
-from .base import with_cancel
+from .base import refuse_if_cancelled, with_cancel
 from .minilm import MiniLM, shared_model
 from .profile import Profile, answer_distribution
 
@@ -253,6 +253,7 @@ class LocalEvaluator:
     async def evaluate(
         self, request: EvaluationRequest, *, timeout: float, cancel: anyio.Event | None = None
     ) -> Evaluation:
+        refuse_if_cancelled(cancel)
         self.calls += 1
         evaluation: Evaluation = await with_cancel(
             cancel, timeout, anyio.to_thread.run_sync(self.answer_sync, request))

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import signal
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
+from functools import partial
 from types import TracebackType
-from typing import Any
+from typing import Any, overload
 
 import anyio
 import anyio.abc
@@ -16,6 +16,7 @@ import anyio.lowlevel
 
 from ..contract.config import HostConfig
 from ..contract.envelope import Envelope, ProgressEvent, RunState
+from ..contract.policy import BUILTIN_RISKS, denial_message
 from ..contract.program import JEV_PROGRAM_REFS, Program, parse_program
 from ..contract.values import ValueRejected, check_value
 from ..errors import (
@@ -25,15 +26,24 @@ from ..errors import (
     HostClosed,
     InputInvalid,
     ProgramInvalid,
-    SandboxUnavailable,
     UnknownRun,
     clip_error,
 )
 from ..evaluators.base import Evaluator
-from ..sandbox.connection import WorkerGone
-from ..sandbox.pool import Worker, WorkerPool
+from ..sandbox.pool import WorkerPool
+from ..sandbox.session import (
+    Ended,
+    Ending,
+    HostCall,
+    Logs,
+    SessionLimits,
+    WorkerLike,
+    WorkerSession,
+)
 from .calls import HostCalls
-from .registry import CapabilityRegistry
+from .observing import Observation, ObservationSource
+from .policy import CALLER_GRANT, Approver, PolicyGate
+from .registry import CapabilityRegistry, Connector
 from .ring import utc_now
 from .run import Outcome, RunRecord
 
@@ -43,26 +53,21 @@ HARD_SLICE_MS = 250
 STACK_BYTES = 256 * 1024
 LOAD_TIMEOUT_S = 10.0
 DEADLINE_EXCEEDED = "Jev deadline exceeded"
-SLICE_OVERRUN = (
-    f"Jev program ran for more than {SLICE_MS} ms without awaiting and was stopped; "
-    "await inside long loops (for example `await program.sleep(0)`)"
-)
 
 
-def _erase_types(code: str, as_javascript: CompileError) -> str:
+async def _erase_types(code: str, as_javascript: CompileError) -> str:
+    import anyio.to_thread
+
     from ..contract.typescript import TypeScriptError, strip_types
 
     try:
-        stripped = strip_types(code)
+        # In a thread: parsing is capped (PARSE_CAP_S) but the event loop keeps serving other runs.
+        stripped = await anyio.to_thread.run_sync(strip_types, code)
     except TypeScriptError as exc:
         raise CompileError(clip_error(f"{as_javascript} ({exc})")) from None
     if stripped == code:
         raise as_javascript  # nothing TypeScript-specific to erase: the JavaScript error stands
     return stripped
-
-
-def _memory_message(limit: int) -> str:
-    return f"Jev program exceeded its memory limit ({limit // (1024 * 1024)} MiB)"
 
 
 class JevHost:
@@ -83,7 +88,11 @@ class JevHost:
         *,
         evaluator: Evaluator | None = None,
         capabilities: CapabilityRegistry | None = None,
+        approver: Approver | None = None,
     ) -> None:
+        """`approver` decides the calls whose risk policy is `ask` (and what `auto`
+        hands on): ``async def approver(request: ApprovalRequest) -> Decision``.
+        Without one, those calls are refused."""
         self.config = config or HostConfig()
         if evaluator is None:
             # No evaluator given: the configured route, else the offline local evaluator.
@@ -99,9 +108,18 @@ class JevHost:
         self._stack = AsyncExitStack()
         self._tg: anyio.abc.TaskGroup | None = None
         self._pool: WorkerPool | None = None
-        self.observers: Any = None  # set by fabric_jev.host.observers when bound
-        self._connectors: list[Any] = []
-        self._calls = HostCalls(self)
+        self._observers: ObservationSource | None = None  # a bound session (bind_session)
+        self._connectors: list[Connector] = []
+        self.policy = PolicyGate(
+            dict(self.config.approvals), approver=approver, evaluator=self.evaluator,
+            threshold=self.config.autoApprovalThreshold,
+            approver_timeout_s=self.config.approverTimeoutMs / 1000,
+            classifier_timeout_s=self.config.requestTimeoutMs / 1000,
+            max_request_bytes=self.config.maxRequestBytes)
+        self._calls = HostCalls(self.evaluator, self.capabilities,
+                                max_request_bytes=self.config.maxRequestBytes,
+                                request_timeout_s=self.config.requestTimeoutMs / 1000,
+                                gate=self.policy)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -150,13 +168,19 @@ class JevHost:
         input: Any = None,
         *,
         on_event: Callable[[ProgressEvent], None] | None = None,
+        intent: str | None = None,
+        grant: Iterable[str] | None = None,
     ) -> Envelope:
         """Launch in the foreground and wait for the terminal envelope.
 
         `on_event` is called with each progress event as it is emitted.
         Cancelling the caller cancels the run (and still waits for it to end).
+        `intent` is what the user asked for (the auto-approval classifier's user
+        text; default: the bound session's latest input). `grant` is the caller's
+        own capability set: a program that requires more is refused.
         """
-        record = await self._launch(program, input, background=False, observe=None)
+        record = await self._launch(program, input, background=False, observe=None,
+                                    intent=intent, grant=grant)
         record.ring.listener = on_event
         try:
             await record.done.wait()
@@ -173,12 +197,24 @@ class JevHost:
         input: Any = None,
         *,
         observe: dict[str, Any] | None = None,
+        intent: str | None = None,
+        grant: Iterable[str] | None = None,
     ) -> Envelope:
-        """Launch in the background; returns the `running` envelope before the first tick."""
-        record = await self._launch(program, input, background=True, observe=observe)
+        """Launch in the background; returns the `running` envelope before the first tick.
+
+        `intent` and `grant` as for `run`.
+        """
+        record = await self._launch(program, input, background=True, observe=observe,
+                                    intent=intent, grant=grant)
         return record.envelope()
 
-    def status(self, id: str | None = None, after: int = 0) -> Any:
+    @overload
+    def status(self, id: None = None, after: int = 0) -> dict[str, Any]: ...
+
+    @overload
+    def status(self, id: str, after: int = 0) -> Envelope: ...
+
+    def status(self, id: str | None = None, after: int = 0) -> Envelope | dict[str, Any]:
         """A run's envelope with events after `after`, or host status without an id."""
         if id is None:
             return self.host_status()
@@ -192,7 +228,8 @@ class JevHost:
             "route": ev.get("route"),
             "runs": [
                 {"id": r.id, "name": r.program.name, "state": r.state.value,
-                 "background": r.background, "startedAt": r.started_at}
+                 "background": r.background, "startedAt": r.started_at,
+                 "approvals": {"allowed": r.audit.allowed, "denied": r.audit.denied}}
                 for r in self._runs.values()
             ],
         }
@@ -219,6 +256,12 @@ class JevHost:
             raise ProgramInvalid("advise needs a run spawned with observe")
         if "jev.advise" not in record.program.requires:
             raise CapabilityError("Capability not granted to Jev program: jev.advise")
+        policy, outcome, probability = await self.policy.decide(
+            "jev.advise", "agent", run_id=record.id, run_name=record.program.name, arguments=advice,
+            intent=self._intent(record.intent), actions=record.audit.actions())
+        record.audit.add("jev.advise", "agent", policy, outcome, probability)
+        if not outcome.allowed:
+            raise CapabilityError(denial_message("jev.advise", outcome))
         result: dict[str, Any] = await record.observation.advise(advice)
         return result
 
@@ -238,16 +281,16 @@ class JevHost:
             await record.done.wait()
         return record.envelope()
 
-    def bind_session(self, session: Any) -> None:
+    def bind_session(self, session: ObservationSource) -> None:
         """Bind a `MainSession`: programs may then be spawned with `observe`."""
-        session.bind(self)
+        self._observers = session
 
-    def add_connector(self, connector: Any) -> None:
+    def add_connector(self, connector: Connector) -> None:
         """Register a connector's capabilities (see `fabric_jev.protocol`)."""
         if self._closed:
             raise HostClosed("Jev host is closed")
         for ref, capability in connector.capabilities().items():
-            self.capabilities.register(ref, capability.handler)
+            self.capabilities.register(ref, capability.handler, capability.risk)
         self._connectors.append(connector)
 
     # ------------------------------------------------------------------ launch
@@ -276,9 +319,39 @@ class JevHost:
             elif ref not in self.capabilities:
                 raise CapabilityError(f"Missing capability for Jev program: {ref}")
 
+    def _intent(self, intent: str | None) -> str | None:
+        if intent is not None:
+            return intent
+        latest = getattr(self._observers, "user_text", None)  # a bound MainSession's latest input
+        return latest if isinstance(latest, str) else None
+
+    def _check_grant(self, program: Program, grant: Iterable[str] | None) -> bool:
+        """No widening: a launch holds no more than its caller. True when nested in a program."""
+        parent = CALLER_GRANT.get()
+        for holder, held in (("the program whose capability call launched it", parent),
+                             ("the caller's grant", None if grant is None else frozenset(grant))):
+            if held is None:
+                continue
+            wider = sorted(set(program.requires) - held)
+            if wider:
+                raise CapabilityError(f"a program may not hold more capabilities than {holder}: "
+                                      f"{', '.join(wider)}")
+        return parent is not None
+
+    async def _launch_decision(self, ref: str, program: Program, arguments: Any,
+                               intent: str | None) -> tuple[Any, ...]:
+        """The risk policy of a launch-time capability (spawn from a program, observe)."""
+        risk = BUILTIN_RISKS[ref]
+        policy, outcome, probability = await self.policy.decide(
+            ref, risk, run_id="", run_name=program.name, arguments=arguments, intent=intent)
+        if not outcome.allowed:
+            raise CapabilityError(denial_message(ref, outcome))
+        return (ref, risk, policy, outcome, probability)
+
     async def _launch(
         self, raw: Program | dict[str, Any], input: Any, *, background: bool,
-        observe: dict[str, Any] | None,
+        observe: dict[str, Any] | None, intent: str | None = None,
+        grant: Iterable[str] | None = None,
     ) -> RunRecord:
         await anyio.lowlevel.checkpoint_if_cancelled()
         if self._closed or self._tg is None or self._pool is None:
@@ -292,86 +365,83 @@ class JevHost:
         except ValueRejected as exc:
             raise InputInvalid(str(exc)) from None
         self._check_refs(program, observe)
-        observer = None
+        nested = self._check_grant(program, grant)
+        intent = self._intent(intent)
+        decisions: list[tuple[Any, ...]] = []
+        if nested:  # a program launched from inside another program's capability call
+            decisions.append(await self._launch_decision(
+                "jev.spawn", program, {"name": program.name, "requires": list(program.requires)}, intent))
+        observer: Observation | None = None
         if observe is not None:
             from ..contract.observe import parse_observe
 
             parse_observe(observe)  # invalid options reject the launch even without a session
-            if self.observers is None:
+            if self._observers is None:
                 raise ProgramInvalid("observe needs a Main session bound to this host "
                                      "(host.bind_session)")
-            observer = self.observers.create(observe, program)
+            # Subscribing to the session's future events needs read approval of it.
+            decisions.append(await self._launch_decision("jev.observe", program, observe, intent))
+            observer = self._observers.create(observe, program)
         if self._active >= self.config.maxConcurrentRuns:
             raise ConcurrencyLimitReached(
                 f"Jev concurrent-run limit reached ({self.config.maxConcurrentRuns})")
         self._active += 1
-        worker: Worker | None = None
         try:
-            worker = await self._acquire_worker()
-            try:
-                await self._load(worker, program.code, value)
-            except CompileError as as_javascript:
-                # JavaScript first; only code that does not compile as JavaScript
-                # is tried again with its TypeScript annotations erased.
-                worker.close()
-                worker = None
-                stripped = _erase_types(program.code, as_javascript)
-                worker = await self._acquire_worker()
-                try:
-                    await self._load(worker, stripped, value)
-                except CompileError as as_typescript:
-                    raise CompileError(clip_error(
-                        f"{as_javascript} (as TypeScript, after erasing annotations: "
-                        f"{str(as_typescript).removeprefix('Jev program does not compile: ')})")) from None
+            session = await self._load_program(program.code, value)
         except BaseException:
             self._active -= 1
-            if worker is not None:
-                worker.close()
             if observer is not None:
                 observer.cancel()
             raise
         record = RunRecord(program=program, limits=self.config.effective_limits(program.limits),
                            background=background, input=value)
         record.observation = observer
-        record.worker_pid = worker.pid
+        record.intent = intent
+        for decision in decisions:
+            record.audit.add(*decision)
+        record.worker_pid = session.pid
         if observer is not None:
-            observer.attach(record)
+            observer.attach(record.id, partial(self._request_cancel, record))
         self._runs[record.id] = record
         self._prune()
-        self._tg.start_soon(self._drive, record, worker)
+        self._tg.start_soon(self._drive, record, session)
         return record
 
-    async def _acquire_worker(self) -> Worker:
+    async def _acquire_worker(self) -> WorkerLike:
         assert self._pool is not None
         return await self._pool.acquire()
 
-    async def _load(self, worker: Worker, code: str, value: Any) -> None:
-        conn = worker.connection
-        conn.send(b"L", json.dumps({
-            "code": code,
-            "input": json.dumps(value),
-            "sliceMs": SLICE_MS,
-            "hardSliceMs": HARD_SLICE_MS,
-            "memoryBytes": self.config.memoryLimitBytes,
-            "stackBytes": STACK_BYTES,
-        }).encode())
+    async def _load_program(self, code: str, value: Any) -> WorkerSession:
+        """A worker running the program: as JavaScript first; only code that does
+        not compile as JavaScript is tried again with its TypeScript annotations erased."""
+        input_json = json.dumps(value)
+        session = await self._session()
         try:
-            with anyio.fail_after(LOAD_TIMEOUT_S):
-                frames = await conn.receive()
-        except WorkerGone:
-            exit_code = await worker.exit_code(1.0)
-            if exit_code == -signal.SIGPROF:
-                raise CompileError("Jev program did not compile within its CPU slice") from None
-            raise SandboxUnavailable(f"the sandbox worker died while loading (exit {exit_code})") \
-                from None
-        except TimeoutError:
-            raise SandboxUnavailable("the sandbox worker did not answer while loading") from None
-        tag, payload = frames[0]
-        if tag == b"E":
-            raise CompileError(clip_error("Jev program does not compile: " +
-                                          payload.decode("utf-8", "replace")))
-        if tag != b"R":
-            raise SandboxUnavailable("the sandbox worker answered the load out of protocol")
+            await session.load(code, input_json, timeout_s=LOAD_TIMEOUT_S)
+            return session
+        except CompileError as as_javascript:
+            session.close()
+            stripped = await _erase_types(code, as_javascript)
+            session = await self._session()
+            try:
+                await session.load(stripped, input_json, timeout_s=LOAD_TIMEOUT_S)
+                return session
+            except CompileError as as_typescript:
+                session.close()
+                raise CompileError(clip_error(
+                    f"{as_javascript} (as TypeScript, after erasing annotations: "
+                    f"{str(as_typescript).removeprefix('Jev program does not compile: ')})")) from None
+            except BaseException:
+                session.close()
+                raise
+        except BaseException:
+            session.close()
+            raise
+
+    async def _session(self) -> WorkerSession:
+        return WorkerSession(await self._acquire_worker(), SessionLimits(
+            slice_ms=SLICE_MS, hard_slice_ms=HARD_SLICE_MS,
+            memory_bytes=self.config.memoryLimitBytes, stack_bytes=STACK_BYTES))
 
     def _prune(self) -> None:
         """Drop the oldest terminal runs beyond maxRetainedRuns (running ones are kept)."""
@@ -383,7 +453,7 @@ class JevHost:
 
     # ------------------------------------------------------------------ driving a run
 
-    async def _drive(self, record: RunRecord, worker: Worker) -> None:
+    async def _drive(self, record: RunRecord, session: WorkerSession) -> None:
         outcome = Outcome("cancelled")
         try:
             with anyio.CancelScope() as scope:
@@ -392,9 +462,8 @@ class JevHost:
                     scope.cancel()
                 with anyio.move_on_after(record.limits.timeout_ms / 1000) as deadline:
                     async with anyio.create_task_group() as calls:
-                        calls.start_soon(worker.connection.flusher)
-                        worker.connection.send(b"G", b"")
-                        outcome = await self._pump(record, worker, calls)
+                        calls.start_soon(session.flusher)
+                        outcome = await self._pump(record, session, calls)
                         calls.cancel_scope.cancel()
                 if deadline.cancelled_caught:
                     outcome = Outcome("timeout", error=DEADLINE_EXCEEDED)
@@ -404,7 +473,7 @@ class JevHost:
             for timer in record.timers:
                 timer.cancel()
             record.timers.clear()
-            worker.close()
+            session.close()
             if record.observation is not None:
                 record.observation.cancel()
             if self._connectors:
@@ -434,54 +503,27 @@ class JevHost:
         record.result = result
         record.ended_at = utc_now()
 
-    async def _pump(self, record: RunRecord, worker: Worker,
+    async def _pump(self, record: RunRecord, session: WorkerSession,
                     calls: anyio.abc.TaskGroup) -> Outcome:
-        conn = worker.connection
+        dispatch = self._calls.dispatch
+        reply = session.reply
         while True:
+            for event in await session.events():
+                if type(event) is HostCall:
+                    dispatch(record, reply, calls, event.call_id, event.kind, event.args)
+                elif type(event) is Logs:
+                    record.logs.extend(event.lines)
+                elif type(event) is Ended:
+                    return self._outcome(record, event)
+
+    @staticmethod
+    def _outcome(record: RunRecord, ended: Ended) -> Outcome:
+        if ended.ending is Ending.COMPLETED:
             try:
-                frames = await conn.receive()
-            except WorkerGone:
-                return await self._worker_exit(worker)
-            for tag, payload in frames:
-                if tag == b"O":
-                    out = json.loads(payload)
-                    if out["l"]:
-                        record.logs.extend(out["l"])
-                    for call_id, kind, args in out["c"]:
-                        self._calls.dispatch(record, conn, calls, call_id, kind, args)
-                    if out["d"] is not None:
-                        return self._output(record, *out["d"])
-                elif tag == b"F":
-                    kind, message = json.loads(payload)
-                    return self._fatal(kind, message)
-
-    async def _worker_exit(self, worker: Worker) -> Outcome:
-        code = await worker.exit_code(1.0)
-        if code == -signal.SIGPROF:
-            return Outcome("timeout", error=SLICE_OVERRUN)
-        if code is not None and code < 0:
-            name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-            return Outcome("error", error=f"Jev sandbox worker was killed by {name}")
-        return Outcome("error", error=f"Jev sandbox worker exited unexpectedly (code {code})")
-
-    def _fatal(self, kind: str, message: str) -> Outcome:
-        if kind == "slice":
-            return Outcome("timeout", error=SLICE_OVERRUN)
-        if kind == "memory":
-            return Outcome("error", error=_memory_message(self.config.memoryLimitBytes))
-        if kind == "stack":
-            return Outcome("error", error="Jev program exceeded its stack limit "
-                           "(maximum call stack size); check for unbounded recursion")
-        return Outcome("error", error=message or "Jev program failed")
-
-    def _output(self, record: RunRecord, ok: bool, value: Any) -> Outcome:
-        if not ok:
-            text = str(value)
-            if "out of memory" in text:
-                text = _memory_message(self.config.memoryLimitBytes)
-            return Outcome("error", error=text)
-        try:
-            result = check_value(value, record.program.outputSchema, "output")
-        except ValueRejected as exc:
-            return Outcome("error", error=str(exc))
-        return Outcome("completed", result=result)
+                result = check_value(ended.result, record.program.outputSchema, "output")
+            except ValueRejected as exc:
+                return Outcome("error", error=str(exc))
+            return Outcome("completed", result=result)
+        if ended.ending is Ending.TIMED_OUT:
+            return Outcome("timeout", error=ended.error)
+        return Outcome("error", error=ended.error)

@@ -16,7 +16,7 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -29,12 +29,15 @@ from ..contract.observe import (
     project,
 )
 from ..contract.program import Program
-from ..errors import JevError
+from ..errors import HostCallRefused, LaunchRejected
+from .observing import ObservationSource, StopRun
 from .ring import utc_now
 
-if TYPE_CHECKING:
-    from .host import JevHost
-    from .run import RunRecord
+
+class SessionHost(Protocol):
+    """What a session binds to: a `JevHost`, seen only through its public method."""
+
+    def bind_session(self, session: ObservationSource) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +71,13 @@ class Observer:
     def __init__(self, session: MainSession, options: ObserveOptions) -> None:
         self.session = session
         self.options = options
-        self.record: RunRecord | None = None
-        self._queue: deque[tuple[dict[str, Any], float]] = deque()
+        self.run_id = ""
+        self._stop_run: StopRun | None = None
+        # (event, arrival time, completed turns at publication)
+        self._queue: deque[tuple[dict[str, Any], float, int]] = deque()
         self._waiting = False
         self._wake = anyio.Event()
-        self._last: tuple[dict[str, Any], float] | None = None
+        self._last: tuple[dict[str, Any], float, int] | None = None
         self._advised: set[str] = set()
         self.received = 0
         self.consumed = 0
@@ -82,12 +87,18 @@ class Observer:
         self.suppressed = 0
         self.cancelled = False
 
-    def attach(self, record: RunRecord) -> None:
-        self.record = record
+    def attach(self, run_id: str, stop_run: StopRun) -> None:
+        self.run_id = run_id
+        self._stop_run = stop_run
+
+    def stop_run(self) -> None:
+        """Stop the observing run (the host's callback; the run's end calls `cancel`)."""
+        if self._stop_run is not None:
+            self._stop_run()
 
     # ------------------------------------------------------------------ inbox
 
-    def offer(self, event: SessionEvent, base: dict[str, Any], now: float) -> None:
+    def offer(self, event: SessionEvent, base: dict[str, Any], now: float, completed: int) -> None:
         if self.cancelled or event.kind not in self.options.events:
             return
         payload, truncated = project(event, self.options)
@@ -95,23 +106,23 @@ class Observer:
         if len(self._queue) >= self.options.queueSize:
             self._queue.popleft()  # overflow drops the oldest
             self.dropped += 1
-        self._queue.append(({**base, "payload": payload, "truncated": truncated}, now))
+        self._queue.append(({**base, "payload": payload, "truncated": truncated}, now, completed))
         self._wake.set()
 
     async def next_event(self) -> dict[str, Any]:
         if self._waiting:
-            raise JevError("Only one program.nextEvent may be pending at a time")
+            raise HostCallRefused("Only one program.nextEvent may be pending at a time")
         self._waiting = True
         try:
             while True:
                 max_age = self.options.maxEventAgeMs / 1000
                 while self._queue:
-                    event, at = self._queue.popleft()
+                    event, at, completed = self._queue.popleft()
                     if self.session.clock() - at > max_age:
                         self.dropped += 1  # too old: discarded at dequeue
                         continue
                     self.consumed += 1
-                    self._last = (event, at)
+                    self._last = (event, at, completed)
                     return event
                 self._wake = anyio.Event()
                 await self._wake.wait()
@@ -124,7 +135,7 @@ class Observer:
         if (not isinstance(args, dict) or set(args) != {"eventId", "message"}
                 or not isinstance(args["eventId"], str) or not isinstance(args["message"], str)
                 or not 1 <= len(args["message"]) <= ADVICE_MAX_CHARS):
-            raise JevError(f"program.advise expects {{eventId, message}} with a message of "
+            raise HostCallRefused(f"program.advise expects {{eventId, message}} with a message of "
                            f"1-{ADVICE_MAX_CHARS} characters")
         event_id, message = args["eventId"], args["message"]
         session = self.session
@@ -139,7 +150,7 @@ class Observer:
         options = self.options
         advice = Advice(message=message, delivery=options.delivery or "steer",
                         trigger_turn=options.triggerTurn, session_id=session.session_id,
-                        event_id=event_id, observer_id=self.record.id if self.record else "")
+                        event_id=event_id, observer_id=self.run_id)
         try:
             await session.deliver(advice)
         except Exception:  # a failed delivery is reported, never retried
@@ -155,9 +166,11 @@ class Observer:
             return "disabled"
         if self._last is None or self._last[0]["id"] != event_id:
             return "stale"  # not the last consumed event
-        event, at = self._last
+        event, at, completed = self._last
         if event["revision"] != session.revision:
             return "stale"  # Main moved on (new input, compaction)
+        if completed != session.completed_turns:
+            return "stale"  # a newer turn completed, possibly while this advice was being judged
         if session.clock() - at > self.options.maxEventAgeMs / 1000:
             return "stale"  # too old
         if event_id in self._advised:
@@ -192,32 +205,45 @@ class MainSession:
         self.clock = clock
         self.revision = 0
         self.turn_index = 0
+        #: Completed turns so far: advice is about the latest one only.
+        self.completed_turns = 0
+        #: A turn has started and not yet completed (a next turn may be in flight).
+        self.turn_in_flight = False
+        #: The latest real (not automatic) user input: the approval classifier's user text.
+        self.user_text: str | None = None
         self.sequence = 0
         self.halted = False
         self.latch = AdviceLatch()
         self._observers: set[Observer] = set()
-        self._host: JevHost | None = None
 
     # ------------------------------------------------------------------ binding
 
-    def bind(self, host: JevHost) -> None:
-        self._host = host
-        host.observers = self
+    def bind(self, host: SessionHost) -> None:
+        """Same as `host.bind_session(session)`."""
+        host.bind_session(self)
 
     def create(self, raw: Any, program: Program) -> Observer:
         options = parse_observe(raw)
         if self.halted:
-            raise JevError("the Main session has halted; observers are not restarted")
+            raise LaunchRejected("the Main session has halted; observers are not restarted")
         observer = Observer(self, options)
         self._observers.add(observer)
         return observer
 
     async def deliver(self, advice: Advice) -> None:
         if self._deliver is None:
-            raise JevError("no delivery callback")
+            raise HostCallRefused("no delivery callback")
         await self._deliver(advice)
 
     # ------------------------------------------------------------------ publishing
+
+    def _from_here(self, session_id: str | None) -> bool:
+        """Events of another session end every observer (the Main session switched)."""
+        if session_id is None or session_id == self.session_id:
+            return True
+        self.revision += 1
+        self._cancel_all()
+        return False
 
     def _publish(self, event: SessionEvent) -> None:
         self.sequence += 1
@@ -226,31 +252,56 @@ class MainSession:
                 "at": utc_now()}
         now = self.clock()
         for observer in list(self._observers):
-            observer.offer(event, base, now)
+            observer.offer(event, base, now, self.completed_turns)
 
-    def user_input(self, text: str, *, automatic: bool = False) -> None:
+    def user_input(self, text: str, *, automatic: bool = False, session_id: str | None = None) -> None:
         """A new turn's input. Only real (not automatic/extension) input resets the latch."""
+        if not self._from_here(session_id):
+            return
         self.turn_index += 1
         self.revision += 1
         self.halted = False
         if not automatic:
             self.latch.reset()
+            self.user_text = text
         self._publish(SessionEvent("input", self.turn_index, input_text=text, automatic=automatic))
 
+    def turn_start(self, *, session_id: str | None = None) -> None:
+        """A turn started. Advice about the last completed turn stays fresh; not sent to observers."""
+        if self._from_here(session_id):
+            self.turn_in_flight = True
+
     def turn_end(self, assistant_text: list[str] | tuple[str, ...], *, stop_reason: str = "end_turn",
-                 tool_results: list[ToolResult] | tuple[ToolResult, ...] = ()) -> None:
+                 tool_results: list[ToolResult] | tuple[ToolResult, ...] = (),
+                 session_id: str | None = None) -> None:
+        """A turn completed: advice about any older turn is stale from now on.
+
+        A turn that ended with ``stop_reason="aborted"`` is a Main abort: every
+        observer is cancelled.
+        """
+        if not self._from_here(session_id):
+            return
+        self.turn_in_flight = False
+        if stop_reason == "aborted":
+            self.abort()
+            return
+        self.completed_turns += 1
         self._publish(SessionEvent("turn_end", self.turn_index, assistant_text=tuple(assistant_text),
                                    stop_reason=stop_reason, tool_results=tuple(tool_results)))
 
-    def tool_error(self, tool_name: str, text: str) -> None:
+    def tool_error(self, tool_name: str, text: str, *, session_id: str | None = None) -> None:
+        if not self._from_here(session_id):
+            return
         self._publish(SessionEvent("tool_error", self.turn_index, tool_name=tool_name,
                                    tool_results=(ToolResult(tool_name, True, text),)))
 
-    def agent_end(self) -> None:
-        self._publish(SessionEvent("agent_end", self.turn_index))
+    def agent_end(self, *, session_id: str | None = None) -> None:
+        if self._from_here(session_id):
+            self._publish(SessionEvent("agent_end", self.turn_index))
 
-    def agent_settled(self) -> None:
-        self._publish(SessionEvent("agent_settled", self.turn_index))
+    def agent_settled(self, *, session_id: str | None = None) -> None:
+        if self._from_here(session_id):
+            self._publish(SessionEvent("agent_settled", self.turn_index))
 
     def compaction(self) -> None:
         """History was rewritten: advice about earlier events is stale."""
@@ -259,11 +310,9 @@ class MainSession:
     # ------------------------------------------------------------------ ending observers
 
     def _cancel_all(self) -> None:
-        host = self._host
         for observer in list(self._observers):
             observer.cancel()
-            if host is not None and observer.record is not None:
-                host._request_cancel(observer.record)
+            observer.stop_run()
 
     def abort(self) -> None:
         """Main aborted (Escape): every observer is cancelled; nothing restarts by itself."""

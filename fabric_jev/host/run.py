@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -12,7 +12,12 @@ from ..contract.budget import RunBudget
 from ..contract.config import EffectiveLimits
 from ..contract.envelope import Envelope, RunState, Usage
 from ..contract.program import Program
+from .observing import Observation
+from .policy import AuditTrail
 from .ring import LogBuffer, ProgressRing, utc_now
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 @dataclass(slots=True)
@@ -42,8 +47,11 @@ class RunRecord:
     scope: anyio.CancelScope | None = None
     cancel_requested: bool = False
     worker_pid: int = 0  # diagnostics only; the guest never learns it
-    timers: set[Any] = field(default_factory=set)  # pending program.sleep timers (asyncio)
-    observation: Any = None  # an Observer when spawned with observe (host/observers)
+    timers: set[asyncio.TimerHandle] = field(default_factory=set)  # pending program.sleep timers
+    observation: Observation | None = None  # set when spawned with observe
+    #: What the user asked for, as the auto-approval classifier's current user text.
+    intent: str | None = None
+    audit: AuditTrail = field(default_factory=AuditTrail)  # every policy decision of the run
     budget: RunBudget = field(init=False)
 
     def __post_init__(self) -> None:
@@ -67,4 +75,6 @@ class RunRecord:
             nextSequence=self.ring.next_sequence,
             logs=tuple(self.logs.lines),
             observation=None if self.observation is None else self.observation.counts(),
+            approvals=tuple(self.audit.entries),
+            approvalCounts={"allowed": self.audit.allowed, "denied": self.audit.denied},
         )

@@ -12,184 +12,63 @@ Protocol with the host:
   ``{"ready": pid}``, ``{"worker": pid}`` with the host's end of a fresh
   socketpair attached as SCM_RIGHTS, ``{"exit": pid, "code": c}`` where ``c`` is
   ``os.waitstatus_to_exitcode`` (negative for a signal).
-* worker channel (``SOCK_STREAM``), frames of a 4-byte big-endian length, one
-  tag byte and a payload. Host -> worker: ``L`` load (JSON), ``G`` go, ``S``
-  settle (JSON ``[id, ok, text]``). Worker -> host: ``R`` ready after load,
-  ``E`` load error (text), ``O`` outbox after a slice (JSON), ``F`` fatal
-  (JSON ``[kind, message]``).
+* worker channel (``SOCK_STREAM``): the messages and framing of ``_wire.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import heapq
 import json
 import os
 import select
 import signal
 import socket
-import struct
 import sys
 import time
 
-_HEADER = struct.Struct(">I")
-_PR_SET_PDEATHSIG = 1
-_PR_SET_NO_NEW_PRIVS = 38
-#: Address space beyond the JS heap: the interpreter, QuickJS and the stack.
-_AS_HEADROOM = 256 * 1024 * 1024
-
-
-def _die_with_parent() -> None:
-    """Ask the kernel to SIGKILL us when our parent exits, then close the race."""
-    parent = os.getppid()
-    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent or parent == 1:
-        os._exit(1)
-
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from . import _wire
+    from ._confine import confine, die_with_parent
+else:  # started by path: this directory is sys.path[0]
+    import _wire
+    from _confine import confine, die_with_parent
 
 #: The JS heap limit is clamped to at most 64 MiB, so the address space cap can
 #: be set before the run's own (possibly lower) limit is known.
 _MAX_HEAP = 64 * 1024 * 1024
 
 
-def _confine(memory_bytes: int, keep_fd: int) -> None:
-    """Defense in depth for a worker about to run untrusted code.
-
-    The guest cannot reach Python at all; these limits matter only if the
-    engine itself were subverted: no privilege gain through exec, no file
-    writes, no core dumps, no new file descriptors, a bounded address space,
-    and stdio pointed at /dev/null.
-    """
-    import resource
-
-    _LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    os.close(devnull)
-    for entry in os.listdir("/proc/self/fd"):
-        n = int(entry)
-        if n > 2 and n != keep_fd:
-            with contextlib.suppress(OSError):
-                os.close(n)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    limit = max(keep_fd + 1, 8)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
-    address_space = memory_bytes + _AS_HEADROOM
-    resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-    _seccomp_blocklist()
-
-
-# Syscalls a QuickJS guest never needs once its worker is running (x86_64
-# numbers): opening files, sockets, fd passing, exec, fork/clone, signalling or
-# tracing other processes, filesystem changes, identity, modules, io_uring, bpf.
-_BLOCKED_X86_64 = (
-    2, 85, 257, 437,                      # open, creat, openat, openat2
-    41, 42, 43, 49, 50, 53, 288, 46, 47,  # socket, connect, accept, bind, listen, socketpair, accept4,
-                                          # sendmsg, recvmsg (no fd passing)
-    59, 322, 56, 57, 58, 435,             # execve, execveat, clone, fork, vfork, clone3
-    62, 200, 234, 424, 434,               # kill, tkill, tgkill, pidfd_send_signal, pidfd_open
-    101, 310, 311,                        # ptrace, process_vm_readv, process_vm_writev
-    76, 77, 82, 83, 84, 86, 87, 88, 90, 91, 92, 93, 94,
-    258, 260, 263, 264, 265, 266, 268, 316,  # truncate … renameat2: filesystem changes
-    105, 106, 155, 161, 165, 166, 169, 175, 313,  # setuid, setgid, pivot_root, chroot, mount,
-                                                  # umount2, reboot, init_module, finit_module
-    298, 319, 321, 323, 425,              # perf_event_open, memfd_create, bpf, userfaultfd, io_uring_setup
-)
-_AUDIT_ARCH_X86_64 = 0xC000003E
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
-                ("k", ctypes.c_uint32)]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
-
-
-def _build_filter() -> _SockFprog | None:
-    """The BPF program, built once in the zygote; None off x86_64."""
-    import platform
-
-    if platform.machine() != "x86_64":
-        return None
-    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    allow, deny, kill = 0x7FFF0000, 0x00050000 | 1, 0x80000000  # ALLOW, ERRNO(EPERM), KILL_PROCESS
-    n = len(_BLOCKED_X86_64)
-    prog = [
-        (ld, 0, 0, 4),                             # A = arch
-        (jeq, 1, 0, _AUDIT_ARCH_X86_64),           # x86_64: skip the kill
-        (ret, 0, 0, kill),
-        (ld, 0, 0, 0),                             # A = syscall number
-        (jge, n + 1, 0, 0x40000000),               # the x32 ABI: refuse outright
-    ]
-    for i, nr in enumerate(_BLOCKED_X86_64):
-        prog.append((jeq, n - i, 0, nr))           # blocked: jump to deny
-    prog += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
-    filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
-    fprog = _SockFprog(len(prog), filters)
-    fprog._keep = filters  # the array must outlive the struct
-    return fprog
-
-
-_FILTER = _build_filter()
-_LIBC = ctypes.CDLL(None, use_errno=True)
-
-
-def _seccomp_blocklist() -> bool:
-    """Install the seccomp filter refusing `_BLOCKED_X86_64` with EPERM. Returns False if not x86_64."""
-    if _FILTER is None:
-        return False
-    # PR_SET_SECCOMP = 22, SECCOMP_MODE_FILTER = 2; needs no_new_privs (set by _confine).
-    if _LIBC.prctl(22, 2, ctypes.byref(_FILTER), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "seccomp filter refused")
-    return True
-
-
-def _frame(tag: bytes, payload: bytes) -> bytes:
-    return _HEADER.pack(len(payload) + 1) + tag + payload
-
-
 class _Channel:
-    """Blocking framed socket used by the worker side."""
+    """Blocking framed socket used by the worker side; sends go out in batches."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.buf = bytearray()
+        self.inbox = _wire.FrameBuffer()
+        self.outbox: list[bytes] = []
 
-    def send(self, tag: bytes, payload: bytes) -> None:
-        self.sock.sendall(_frame(tag, payload))
-
-    def frames(self) -> list[tuple[bytes, bytes]]:
-        out = []
-        buf = self.buf
-        while len(buf) >= 4:
-            (size,) = _HEADER.unpack_from(buf, 0)
-            if len(buf) < 4 + size:
-                break
-            out.append((bytes(buf[4:5]), bytes(buf[5 : 4 + size])))
-            del buf[: 4 + size]
-        return out
+    def flush(self) -> None:
+        """Everything one slice produced, in one syscall."""
+        if self.outbox:
+            data = b"".join(self.outbox) if len(self.outbox) > 1 else self.outbox[0]
+            self.outbox.clear()
+            with contextlib.suppress(OSError):  # the host is gone: the next read says so
+                self.sock.sendall(data)
 
     def fill(self) -> bool:
         chunk = self.sock.recv(1 << 18)
         if not chunk:
             return False
-        self.buf += chunk
+        self.inbox.feed(chunk)
         return True
 
-    def read_one(self) -> tuple[bytes, bytes]:
+    def read_one(self) -> _wire.Message:
         while True:
-            got = self.frames()
-            if got:
-                # Load and go are sent one at a time; keep any extra frames.
-                first, rest = got[0], got[1:]
-                if rest:
-                    self.buf[0:0] = b"".join(_frame(t, p) for t, p in rest)
-                return first
+            frames = self.inbox.frames()
+            if frames:
+                (tag, payload), = frames  # the host sends nothing before Ready
+                return _wire.decode(tag, payload)
             if not self.fill():
                 os._exit(0)
 
@@ -203,116 +82,124 @@ def _worker(sock: socket.socket, prelude: str) -> None:
 
     # Confined while idle in the warm pool, before any program exists, so the
     # limits cost nothing at launch.
-    _confine(_MAX_HEAP, sock.fileno())
+    confine(_MAX_HEAP, sock.fileno())
     chan = _Channel(sock)
     ctx = _quickjs.Context()
     bridge = ctx.eval(prelude)
+    # The program is compiled below as many blank lines as the prelude has, so
+    # the prelude's own stack frames can never be taken for the program's.
+    prelude_lines = prelude.count("\n") + 1
 
-    tag, payload = chan.read_one()
-    if tag != b"L":
+    load = chan.read_one()
+    if not isinstance(load, _wire.Load):
         os._exit(2)
-    load = json.loads(payload)
-    slice_s: float = load["sliceMs"] / 1000.0
-    hard_s: float = load["hardSliceMs"] / 1000.0
-    ctx.set_memory_limit(load["memoryBytes"])
-    ctx.set_max_stack_size(load["stackBytes"])
+    slice_s: float = load.slice_ms / 1000.0
+    hard_s: float = load.hard_slice_ms / 1000.0
+    ctx.set_memory_limit(load.memory_bytes)
+    ctx.set_max_stack_size(load.stack_bytes)
     ctx.set_time_limit(slice_s)
     signal.setitimer(signal.ITIMER_PROF, hard_s)
     try:
-        bridge("load", load["code"], load["input"], None)
-    except Exception as exc:  # a compile error or an overrun while compiling
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        chan.send(b"E", _message(exc).encode("utf-8", "replace"))
-        os._exit(0)
+        failed = bridge("load", load.code, load.input_json, prelude_lines)
+    except Exception as exc:  # an overrun or out of memory while compiling
+        failed = _message(exc)
     signal.setitimer(signal.ITIMER_PROF, 0)
-    chan.send(b"R", b"")
-
-    tag, _ = chan.read_one()
-    if tag != b"G":
-        os._exit(2)
+    if failed is not None:
+        chan.outbox.append(_wire.encode(_wire.LoadFailed(str(failed))))
+        chan.flush()
+        os._exit(0)
+    # Ready goes out before the program starts: a first slice that the kernel
+    # has to kill must read as a timed-out run, not as a program that failed to load.
+    chan.outbox.append(_wire.encode(_wire.Ready()))
+    chan.flush()
 
     process_time = time.process_time
     monotonic = time.monotonic
+    setitimer = signal.setitimer
+    itimer_prof = signal.ITIMER_PROF
+    outbox_frame = _wire.outbox_frame
     timer_heap: list[tuple[float, int, int]] = []
     timer_due: dict[int, int] = {}  # timer id -> generation, to skip stale heap entries
     generation = 0
 
-    def run_slice(op: str, a: object, b: object, c: object) -> None:
+    def run_slice(ops: list[tuple[str, object, object, object]]) -> None:
         # Each resumption of the guest is one CPU slice: the engine's own limit
         # is re-armed before every call and job, and the kernel's profiling
         # timer (SIGPROF, default action: terminate) is the hard backstop for
-        # built-ins that never check the interrupt flag.
+        # built-ins that never check the interrupt flag. The timer is re-armed
+        # at every slice and not disarmed after one: between slices the worker
+        # waits in the kernel, spending no CPU, so one syscall per slice is enough.
         start = process_time()
-        signal.setitimer(signal.ITIMER_PROF, hard_s)
-        try:
-            ctx.set_time_limit(slice_s)
+        setitimer(itimer_prof, hard_s)
+        for op, a, b, c in ops:
+            ctx.set_time_limit(max(1e-6, slice_s - (process_time() - start)) if len(ops) > 1
+                               else slice_s)
             bridge(op, a, b, c)
-            while True:
-                left = slice_s - (process_time() - start)
-                if left <= 0:
-                    raise _SliceOverrun
-                ctx.set_time_limit(left)
-                if not ctx.execute_pending_job():
-                    break
-        finally:
-            signal.setitimer(signal.ITIMER_PROF, 0)
+        while True:
+            left = slice_s - (process_time() - start)
+            if left <= 0:
+                raise _SliceOverrun
+            ctx.set_time_limit(left)
+            if not ctx.execute_pending_job():
+                break
 
     def flush() -> bool:
-        """Send what the slice produced; return True when the program is done."""
+        """Queue what the slice produced; return True when the program is done."""
         nonlocal generation
         ctx.set_time_limit(-1)
-        text = bridge("drain", None, None, None)
-        out = json.loads(text)
-        for tid, delay in out["t"]:
-            generation += 1
-            timer_due[tid] = generation
-            heapq.heappush(timer_heap, (monotonic() + delay / 1000.0, generation, tid))
-        for tid in out["x"]:
-            timer_due.pop(tid, None)
-        if len(timer_heap) > 4 * len(timer_due) + 64:
-            timer_heap[:] = [e for e in timer_heap if timer_due.get(e[2]) == e[1]]
-            heapq.heapify(timer_heap)
-        if out["f"] is not None:
-            chan.send(b"O", text.encode())
-            chan.send(b"F", json.dumps(["error", out["f"]]).encode())
-            return True
-        if out["c"] or out["l"] or out["d"] is not None:
-            chan.send(b"O", text.encode())
-        return out["d"] is not None
+        text: str = bridge("drain", None, None, None)
+        newline = text.index("\n")
+        if newline > 1:  # timer changes
+            changes = json.loads(text[1:newline])
+            for tid, delay in changes["t"]:
+                generation += 1
+                timer_due[tid] = generation
+                heapq.heappush(timer_heap, (monotonic() + delay / 1000.0, generation, tid))
+            for tid in changes["x"]:
+                timer_due.pop(tid, None)
+            if len(timer_heap) > 4 * len(timer_due) + 64:
+                timer_heap[:] = [e for e in timer_heap if timer_due.get(e[2]) == e[1]]
+                heapq.heapify(timer_heap)
+        if newline + 1 < len(text):
+            chan.outbox.append(outbox_frame(text[newline + 1:]))
+        return text[0] == "1"
 
-    def guarded(op: str, a: object = None, b: object = None, c: object = None) -> bool:
+    def guarded(ops: list[tuple[str, object, object, object]]) -> bool:
+        """Run one slice and send its outbox; True when the program is over."""
         try:
-            run_slice(op, a, b, c)
+            run_slice(ops)
+            ended = flush()
         except _SliceOverrun:
-            _fatal(chan, "slice", "")
-            return True
+            ended = _fatal(chan, "slice", "")
         except Exception as exc:
             text = _message(exc)
             if "interrupted" in text:
-                _fatal(chan, "slice", "")
+                ended = _fatal(chan, "slice", "")
             elif "out of memory" in text or (exc.__class__.__name__ == "JSException" and not text):
-                _fatal(chan, "memory", text)
+                ended = _fatal(chan, "memory", text)
             elif exc.__class__.__name__ == "StackOverflow":
-                _fatal(chan, "stack", text)
+                ended = _fatal(chan, "stack", text)
             else:
-                _fatal(chan, "error", text)
-            return True
-        try:
-            return flush()
-        except Exception as exc:
-            _fatal(chan, "memory" if "out of memory" in _message(exc) else "error", _message(exc))
-            return True
+                ended = _fatal(chan, "error", text)
+        chan.flush()
+        return ended
 
-    if guarded("go"):
+    if guarded([("go", None, None, None)]):
         os._exit(0)
 
     sock_fd = sock.fileno()
     while True:
-        for tag, payload in chan.frames():
-            if tag == b"S":
-                call_id, ok, text = payload.split(b" ", 2)
-                if guarded("settle", int(call_id), ok == b"1", text.decode("utf-8", "surrogatepass")):
-                    os._exit(0)
+        frames = chan.inbox.frames()
+        if frames:
+            # Every answer that arrived together settles in one slice.
+            settles: list[tuple[str, object, object, object]] = []
+            for tag, payload in frames:
+                message = _wire.decode(tag, payload)
+                if type(message) is not _wire.Settle:
+                    os._exit(2)
+                settles.append(("settle", message.call_id, message.ok, message.text))
+            if guarded(settles):
+                os._exit(0)
         while timer_heap and timer_due.get(timer_heap[0][2]) != timer_heap[0][1]:
             heapq.heappop(timer_heap)
         if not timer_heap:
@@ -329,11 +216,15 @@ def _worker(sock: socket.socket, prelude: str) -> None:
             if timer_due.get(tid) != gen:
                 continue
             del timer_due[tid]
-            if guarded("timer", tid):
+            if guarded([("timer", tid, None, None)]):
                 os._exit(0)
 
 
 def _message(exc: BaseException) -> str:
+    """The engine's first line of an error. Errors of the binding itself (a
+    SystemError naming a heap object, a UnicodeError) are reported by class only."""
+    if exc.__class__.__name__ not in ("JSException", "StackOverflow"):
+        return f"Jev sandbox bridge error ({exc.__class__.__name__})"
     try:
         text = str(exc)
     except Exception:
@@ -341,13 +232,13 @@ def _message(exc: BaseException) -> str:
     return text.split("\n    at ", 1)[0].strip()
 
 
-def _fatal(chan: _Channel, kind: str, message: str) -> None:
-    with contextlib.suppress(OSError):
-        chan.send(b"F", json.dumps([kind, message]).encode())
+def _fatal(chan: _Channel, kind: str, message: str) -> bool:
+    chan.outbox.append(_wire.encode(_wire.Fatal(kind, message)))
+    return True
 
 
 def _zygote(ctl_fd: int, prelude_path: str) -> None:
-    _die_with_parent()
+    die_with_parent()
     import _quickjs  # noqa: F401  (loaded once here so every fork shares it)
 
     with open(prelude_path, encoding="utf-8") as f:
@@ -374,7 +265,7 @@ def _zygote(ctl_fd: int, prelude_path: str) -> None:
                 host_end.close()
                 os.close(wake_r)
                 os.close(wake_w)
-                _die_with_parent()
+                die_with_parent()
                 _worker(worker_end, prelude)
             except BaseException:
                 code = 3

@@ -1,19 +1,20 @@
-"""Host end of one worker's socket: length-prefixed frames, never blocking.
+"""Host end of one worker's socket: bytes out, complete frames in, never blocking.
 
 Sends are synchronous (a settle is written the moment a host call finishes, no
 task switch); only when the kernel buffer is full does the remainder wait for
-a flusher task. Reads hand back every complete frame a chunk carried.
+a flusher task. Reads hand back every complete frame a chunk carried (the
+framing is `_wire`'s).
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
-import struct
 
 import anyio
 
-_HEADER = struct.Struct(">I")
+from ._wire import FrameBuffer
+
 _READ_CHUNK = 1 << 18
 
 
@@ -32,7 +33,7 @@ class WorkerConnection:
     def __init__(self, sock: socket.socket) -> None:
         sock.setblocking(False)
         self._sock = sock
-        self._inbox = bytearray()
+        self._inbox = FrameBuffer()
         self._outbox = bytearray()
         self._flush_wanted = anyio.Event()
         self._closed = False
@@ -46,10 +47,15 @@ class WorkerConnection:
     def fileno(self) -> int:
         return self._sock.fileno()
 
-    def send(self, tag: bytes, payload: bytes) -> None:
+    @property
+    def socket(self) -> socket.socket:
+        """The socket itself, for a driver that bypasses the event loop (benchmarks)."""
+        return self._sock
+
+    def send(self, data: bytes) -> None:
+        """Write encoded frames now, or queue them behind a backlog."""
         if self._closed:
             return
-        data = _HEADER.pack(len(payload) + 1) + tag + payload
         if not self._outbox:
             try:
                 sent = self._sock.send(data)
@@ -79,21 +85,6 @@ class WorkerConnection:
                     break
                 del self._outbox[:sent]
 
-    def _complete_frames(self) -> list[tuple[bytes, bytes]]:
-        frames: list[tuple[bytes, bytes]] = []
-        buf = self._inbox
-        start = 0
-        end = len(buf)
-        while end - start >= 4:
-            (size,) = _HEADER.unpack_from(buf, start)
-            if end - start < 4 + size:
-                break
-            frames.append((bytes(buf[start + 4 : start + 5]), bytes(buf[start + 5 : start + 4 + size])))
-            start += 4 + size
-        if start:
-            del buf[:start]
-        return frames
-
     def _pull(self) -> None:
         """Read everything available without blocking; note end-of-file."""
         while not self._eof:
@@ -106,7 +97,7 @@ class WorkerConnection:
             if not chunk:
                 self._eof = True
                 return
-            self._inbox += chunk
+            self._inbox.feed(chunk)
             if len(chunk) < _READ_CHUNK:
                 return  # drained; another recv would only say EAGAIN
 
@@ -121,7 +112,7 @@ class WorkerConnection:
     async def receive(self) -> list[tuple[bytes, bytes]]:
         """Wait for at least one complete frame and return all that arrived."""
         while True:
-            frames = self._complete_frames()
+            frames = self._inbox.frames()
             if frames:
                 return frames
             if self._eof or self._closed:

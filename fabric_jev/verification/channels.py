@@ -15,14 +15,12 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
 
+from .._waiting import Waiter
+from ..errors import ReaderFailed as ReaderFailed
 from .dictionary import SeeOptions, Target
 
 T = TypeVar("T")
 Read = Callable[[anyio.Event], Awaitable[Any]]
-
-
-class ReaderFailed(Exception):
-    """A reader raised: terminal for the check, never evidence of absence."""
 
 
 @dataclass
@@ -36,36 +34,34 @@ class PollOutcome:
 
 async def poll(read: Read, test: Callable[[Any], bool], *, timeout: float, interval: float = 0.1,
                clock: Callable[[], float] = time.monotonic) -> PollOutcome:
-    """Read until `test(value)` holds or the deadline passes; the deadline is hard."""
-    deadline = clock() + timeout
+    """Read until `test(value)` holds or the deadline passes; the deadline is hard.
+
+    The waiting itself (deadline, stalled and late reads, pauses, cancellation)
+    is `fabric_jev._waiting.Waiter`, shared with `Check.eventually` and the
+    browser's `not_see`.
+    """
+    waiter: Waiter[Any] = Waiter(timeout, interval, clock=clock)
     outcome = PollOutcome(False)
-    while True:
-        left = deadline - clock()
-        if left <= 0:
-            return outcome
-        token = anyio.Event()
-        got: list[Any] = []
-        with anyio.move_on_after(left) as scope:
-            try:
-                got.append(await read(token))
-            except anyio.get_cancelled_exc_class():
-                raise
-            except Exception as exc:
-                raise ReaderFailed(f"{type(exc).__name__}: {exc}") from exc
-        if scope.cancelled_caught or not got:
-            token.set()  # tell an uncooperative reader its answer is no longer wanted
+    while not waiter.expired:
+        try:
+            got = await waiter.bounded(read)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            raise ReaderFailed(f"{type(exc).__name__}: {exc}") from exc
+        if got.stalled:
             outcome.stalled = True
             return outcome
         outcome.reads += 1
-        if clock() > deadline:
-            token.set()
+        if got.late:
             outcome.late = True
             return outcome  # a late result never passes
-        outcome.value = got[0]
-        if test(got[0]):
+        outcome.value = got.value
+        if test(got.value):
             outcome.passed = True
             return outcome
-        await anyio.sleep(min(interval, max(0.0, deadline - clock())))
+        await waiter.pause()
+    return outcome
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import anyio
 
 from ..contract.evaluation import validate_request
-from ..errors import EvaluationError, JevError
+from ..errors import EvaluationError, RequestInvalid
 from ..evaluators.base import Evaluator
 from .dictionary import Dictionary, parse_dictionary
 from .digest import dictionary_digest
@@ -100,7 +100,7 @@ async def compile_verification(intent: str, dictionary: Dictionary | dict[str, A
                                cancel: anyio.Event | None = None) -> CompileResult:
     """Compile an intent into a plan. Invalid caller data raises before any request."""
     if not isinstance(intent, str) or not intent.strip() or len(intent) > MAX_INTENT_CHARS:
-        raise JevError(f"the intent must be a non-empty string of at most {MAX_INTENT_CHARS} characters")
+        raise RequestInvalid(f"the intent must be a non-empty string of at most {MAX_INTENT_CHARS} characters")
     parsed = parse_dictionary(dictionary)
     request = validate_request(build_request(intent, parsed), max_bytes=1_048_576)
     if cancel is not None and cancel.is_set():

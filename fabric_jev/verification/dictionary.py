@@ -13,17 +13,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..contract.program import validate_as
-from ..errors import JevError
+from ..errors import DictionaryInvalid as DictionaryInvalid
 
 ROLES = ("button", "link", "textbox", "checkbox", "switch", "menuitem", "tab", "option", "separator",
          "combobox", "listbox", "alert", "heading")
 UNSAFE_STEPS = frozenset({"__proto__", "constructor", "prototype"})
 MAX_PATH = 8
 MAX_CHECKS = 32
-
-
-class DictionaryInvalid(JevError):
-    """A dictionary (or a plan, or a binding) that breaks the rules; raised before any check runs."""
 
 
 class _Strict(BaseModel):

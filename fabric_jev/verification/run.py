@@ -16,13 +16,13 @@ from typing import Any
 
 import anyio
 
-from ..errors import JevError
-from .channels import Channels, PollOutcome, ReaderFailed, target_text
+from ..errors import CheckFailed, ReaderFailed
+from ..errors import PlanInvalid as PlanInvalid
+from .channels import Channels, PollOutcome, target_text
 from .compile import Plan
 from .dictionary import (
     Check,
     Dictionary,
-    DictionaryInvalid,
     NotSee,
     Observe,
     See,
@@ -42,17 +42,13 @@ class Observation:
     read: ObservationRead
 
 
-class VerificationFailed(AssertionError, JevError):
+class VerificationFailed(CheckFailed):
     def __init__(self, check_id: str, expected: str, actual: str) -> None:
         super().__init__(f"verification check {check_id!r} failed\n  expected: {expected}\n"
                          f"  actual:   {actual}")
         self.check_id = check_id
         self.expected = expected
         self.actual = actual
-
-
-class PlanInvalid(DictionaryInvalid):
-    pass
 
 
 @dataclass

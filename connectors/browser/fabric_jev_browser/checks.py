@@ -10,13 +10,42 @@ from .page import Page
 
 
 class PageSource:
-    """Fresh snapshots of one page; can scroll an element into view and take screenshots."""
+    """Fresh snapshots of one page, frames included; can scroll an element into view,
+    reload (only when allowed) and take screenshots.
 
-    def __init__(self, page: Page) -> None:
+    Diff baseline: before each action through the page (click, type, navigate,
+    reload) the source takes a snapshot, and every later snapshot carries it as
+    its `baseline`, so `added(...)`, `removed(...)`, `modified(...)` and
+    `changed()` compare against the page as it was just before the last action.
+    `mark()` takes a new baseline now; `forget()` drops it. `track=False` turns
+    the automatic snapshot before actions off (it costs one snapshot per action).
+    """
+
+    def __init__(self, page: Page, *, track: bool = True, allow_reload: bool = False) -> None:
         self.page = page
+        self.allow_reload = allow_reload
+        self.baseline: Snapshot | None = None
+        self._untrack = page.on_before_action(self.mark) if track else None
+
+    async def _fresh(self) -> Snapshot:
+        return Snapshot.parse(await self.page.snapshot())
 
     async def snapshot(self) -> Snapshot:
-        return Snapshot.parse(await self.page.snapshot())
+        return (await self._fresh()).with_baseline(self.baseline)
+
+    async def mark(self) -> None:
+        """Take the baseline now: diff predicates compare against this snapshot."""
+        self.baseline = await self._fresh()
+
+    def forget(self) -> None:
+        """Drop the baseline (diff predicates fail with no_baseline until the next action or mark)."""
+        self.baseline = None
+
+    def close(self) -> None:
+        """Stop taking a baseline before the page's actions."""
+        if self._untrack is not None:
+            self._untrack()
+            self._untrack = None
 
     async def scroll_into_view(self, element: Element) -> None:
         box = element.bbox
@@ -24,6 +53,13 @@ class PageSource:
         await self.page.evaluate(
             f"window.scrollTo({{left: {json.dumps(box.x)} - innerWidth / 2, "
             f"top: {json.dumps(box.y + box.height / 2)} - innerHeight / 2, behavior: 'instant'}})")
+
+    async def reload(self) -> bool:
+        """Reload the page when this source was made with allow_reload=True; else refuse."""
+        if not self.allow_reload:
+            return False
+        await self.page.reload()
+        return True
 
     async def screenshot(self) -> bytes:
         return await self.page.screenshot()

@@ -3,34 +3,28 @@
 from __future__ import annotations
 
 import base64
-import json
+import contextlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fabric_jev.protocol import runtime_js
 
 from .cdp import CDPConnection
 from .errors import BrowserError
+from .frames import QUIET_OBSERVER, FrameSnapshot, FrameTracker, frame_texts
+
+ActionHook = Callable[[], Awaitable[None]]
 
 _SNAPSHOT: str | None = None
-#: Installed at document start so snapshots know how long the DOM has been quiet
-#: from the very first one (the snapshot script reuses it).
-QUIET_OBSERVER = """
-(() => {
-  if (window.__fabricJevMutation) return;
-  const now = performance.now();
-  const quiet = window.__fabricJevMutation = { last: now, installed: now };
-  new MutationObserver(() => { quiet.last = performance.now(); })
-    .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
-})();
-"""
 #: Element fields the page leaves out when they hold their default value.
 ELEMENT_DEFAULTS: dict[str, Any] = {
     "role": "", "explicit_role": False, "tag": "", "name": "", "text": "", "value": None,
     "value_redacted": False, "value_clipped": False, "input_type": None, "checked": None,
     "aria_checked": None, "disabled": False, "aria_disabled": False, "disabled_source": None,
     "expanded": None, "pressed": None, "selected": None, "level": None, "placeholder": None,
-    "testid": None, "id": None, "in_shadow": False, "visible": False, "in_viewport": False,
-    "is_occluded": False, "occluded_by": None,
+    "testid": None, "id": None, "in_shadow": False, "readonly": False, "editable": False,
+    "visible": False, "in_viewport": False, "is_occluded": False, "occluded_by": None,
+    "frame": "", "frame_url": "",
 }
 
 
@@ -65,6 +59,9 @@ class Page:
         self.cdp = cdp
         self.target_id = target_id
         self.session_id = session_id
+        # Listens before Runtime.enable, so every frame's context is seen.
+        self.frames = FrameTracker(cdp, session_id)
+        self._before_action: list[ActionHook] = []
 
     @classmethod
     async def open(cls, cdp: CDPConnection, url: str = "about:blank", *,
@@ -87,14 +84,31 @@ class Page:
         # The default headless viewport is 780×493: set one explicitly.
         await page.call("Emulation.setDeviceMetricsOverride",
                         {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        await page.frames.start()
         return page
 
     async def call(self, method: str, params: dict[str, Any] | None = None,
                    **kw: Any) -> dict[str, Any]:
         return await self.cdp.call(method, params, session_id=self.session_id, **kw)
 
+    def on_before_action(self, hook: ActionHook) -> Callable[[], None]:
+        """Run `hook` before each click, type or navigate (PageSource keeps its diff baseline
+        this way); returns a function that removes it."""
+        self._before_action.append(hook)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._before_action.remove(hook)
+
+        return remove
+
+    async def _acting(self) -> None:
+        for hook in list(self._before_action):
+            await hook()
+
     async def navigate(self, url: str, *, wait_load: bool = True) -> None:
         """Navigate and (by default) wait for the load event; errorText raises NavigationError."""
+        await self._acting()
         if not wait_load:
             await self.call("Page.navigate", {"url": url})
             return
@@ -117,12 +131,17 @@ class Page:
         return result.get("result", {}).get("value")
 
     async def snapshot(self, *, occlusion: bool = True, max_elements: int = 5000) -> dict[str, Any]:
-        """Run runtime_js/snapshot.js in the page (see docs/browser.md for the fields)."""
-        options = json.dumps({"occlusion": occlusion, "maxElements": max_elements})
-        # One JSON string crosses the protocol far faster than thousands of
-        # objects serialised field by field by returnByValue.
-        text = await self.evaluate(f"JSON.stringify(({snapshot_script()})({options}))")
-        return expand_snapshot(json.loads(text))
+        """Run runtime_js/snapshot.js in every frame and place the frames on the page
+        (frames.py; see docs/browser.md for the fields)."""
+        # Each frame answers with one JSON string: it crosses the protocol far faster
+        # than thousands of objects serialised field by field by returnByValue.
+        raw = await FrameSnapshot(self.cdp, self.frames, snapshot_script(),
+                                  {"occlusion": occlusion, "maxElements": max_elements}).take()
+        return expand_snapshot(raw)
+
+    async def texts(self) -> list[str]:
+        """The visible text of every frame's body (the page's own first)."""
+        return await frame_texts(self.cdp, self.frames)
 
     async def click(self, target: dict[str, Any] | tuple[float, float]) -> None:
         """Click the centre of a snapshot element (its viewport_bbox) or at (x, y)."""
@@ -131,6 +150,7 @@ class Page:
             x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
         else:
             x, y = target
+        await self._acting()
         await self.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
         for kind in ("mousePressed", "mouseReleased"):
             await self.call("Input.dispatchMouseEvent",
@@ -140,6 +160,8 @@ class Page:
         """Type text (into `target` first clicked, when given)."""
         if target is not None:
             await self.click(target)
+        else:
+            await self._acting()
         await self.call("Input.insertText", {"text": text})
 
     async def screenshot(self) -> bytes:
@@ -151,11 +173,22 @@ class Page:
         return await self.cdp.wait_for(method, session_id=self.session_id, predicate=predicate,
                                        timeout_ms=timeout_ms)
 
-    async def ax_tree(self) -> dict[str, Any]:
+    async def ax_tree(self, *, timeout_ms: int | None = None) -> dict[str, Any]:
         """The full accessibility tree, on demand (can be several MB)."""
-        return await self.call("Accessibility.getFullAXTree")
+        return await self.call("Accessibility.getFullAXTree", timeout_ms=timeout_ms)
+
+    async def reload(self) -> None:
+        """Reload and wait for the load event."""
+        await self._acting()
+        loaded = _Waiter(self.cdp, "Page.loadEventFired", self.session_id)
+        try:
+            await self.call("Page.reload")
+            await loaded.wait(self.cdp.timeout_ms)
+        finally:
+            loaded.remove()
 
     async def close(self) -> None:
+        self.frames.close()
         await self.cdp.call("Target.closeTarget", {"targetId": self.target_id})
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import anyio
 
-from fabric_jev.assertions import Element, Outcome, Predicate, Snapshot, check
+from fabric_jev._waiting import Waiter
+from fabric_jev.assertions import Element, FailureKind, Outcome, Predicate, Snapshot, check
 from fabric_jev.verification import PollOutcome, poll
 from fabric_jev.verification.channels import TargetFields, select_targets
 from fabric_jev.verification.dictionary import SeeOptions, Target
@@ -39,14 +40,14 @@ class TargetSeen(Predicate):
         found = select_targets(self.target, snapshot.elements, _fields)
         expected = f"{self.description} {self.options.model_dump(exclude_none=True, exclude={'timeoutMs'})}"
         if not found:
-            return Outcome(False, "no_match", expected, "no matching element")
+            return Outcome(False, FailureKind.NO_MATCH, expected, "no matching element")
         usable = [e for e in found if e.visible and e.in_viewport and not e.is_occluded]
         if not usable:
-            reason = "match_offscreen" if any(e.visible and not e.in_viewport for e in found) else "match_occluded"
+            offscreen = any(e.visible and not e.in_viewport for e in found)
+            reason = FailureKind.MATCH_OFFSCREEN if offscreen else FailureKind.MATCH_OCCLUDED
             return Outcome(False, reason, expected, found[0].label(), tuple(found))
         for e in usable:
-            if self.options.editable is not None and (
-                    e.role in ("textbox", "searchbox", "combobox") and not e.is_disabled) != self.options.editable:
+            if self.options.editable is not None and e.editable != self.options.editable:
                 continue
             if self.options.value is not None and (e.value_redacted or e.value != self.options.value):
                 continue
@@ -55,8 +56,9 @@ class TargetSeen(Predicate):
             return Outcome(True, None, expected, e.label(), (e,))
         e = usable[0]
         value = "[redacted]" if e.value_redacted else repr(e.value)
-        return Outcome(False, "state_mismatch", expected,
-                       f"{e.label()} text={e.text!r} value={value} disabled={e.is_disabled}", tuple(usable))
+        return Outcome(False, FailureKind.STATE_MISMATCH, expected,
+                       f"{e.label()} text={e.text!r} value={value} disabled={e.is_disabled} "
+                       f"readonly={e.readonly} editable={e.editable}", tuple(usable))
 
 
 @dataclass
@@ -78,22 +80,22 @@ class BrowserChannels:
         return False, f"{why}: {result.actual}"
 
     async def not_see(self, target: Target, window_ms: int) -> tuple[bool, str]:
-        deadline = anyio.current_time() + window_ms / 1000
-        samples = 0
+        """Sampled absence over the window (frames included): any visible match fails it."""
+        waiter: Waiter[int] = Waiter(window_ms / 1000, self.sample_ms / 1000)
         while True:
             snap = await self.source.snapshot()
-            samples += 1
+            samples = waiter.record(len(waiter.log) + 1)
             shown = [e for e in select_targets(target, snap.elements, _fields) if e.visible]
             if shown:
-                return False, f"{shown[0].label()} was visible at sample {samples}"
-            left = deadline - anyio.current_time()
-            if left <= 0:
+                where = f" in frame {shown[0].frame!r}" if shown[0].frame else ""
+                return False, f"{shown[0].label()}{where} was visible at sample {samples}"
+            if waiter.expired:
                 return True, f"absent in all {samples} samples"
-            await anyio.sleep(min(self.sample_ms / 1000, left))
+            await waiter.pause()
 
     async def text(self, cancel: anyio.Event) -> str:
-        value = await self.page.evaluate("document.body ? document.body.innerText : ''")
-        return str(value)
+        """The visible text of the page and of every frame in it."""
+        return "\n".join(await self.page.texts())
 
     async def eventually(self, read: Callable[[anyio.Event], Awaitable[Any]],
                          test: Callable[[Any], bool], timeout: float) -> PollOutcome:

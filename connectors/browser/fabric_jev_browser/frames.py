@@ -1,0 +1,550 @@
+"""Snapshots that see the whole page: every frame, in process or not, and closed shadow roots.
+
+`FrameTracker` follows one page's CDP sessions: the page's own, and one per
+out-of-process frame (attached with `Target.setAutoAttach {flatten: true}`,
+recursively), with each frame's main-world execution context, the frames
+that are loading, and the sessions that went away.
+
+`snapshot_page` runs runtime_js/snapshot.js in every frame's context (all at
+once), then places each frame on the page: the frame's owner element (found
+with `DOM.getFrameOwner` in the parent's session) gives the offset and the
+clip of its content box, its path (`checkout/card`) and whether it is shown.
+Elements in frames get page coordinates, `in_viewport` against the frame's
+visible part, and `is_occluded` when something in an ancestor document covers
+the frame at the element's centre (one hit test per owner, batched).
+A frame that cannot be read (detached, navigating, no document yet) is listed
+in the snapshot's `frames` with an `error`, which lowers its confidence
+instead of failing it. Closed shadow roots are found through CDP
+(`DOM.describeNode` with `pierce`) on custom elements without an open root,
+and handed to the page walk as arguments: page script still cannot reach them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+
+from .cdp import CDPConnection
+from .errors import BrowserError, CDPError
+
+T = TypeVar("T")
+X = TypeVar("X")
+#: Remote objects made for one snapshot live in this group and are released after it.
+GROUP = "fabric-jev-snapshot"
+
+#: Installed at document start in every frame the tracker sets up, so snapshots
+#: know how long the DOM has been quiet from the very first one (the snapshot
+#: script reuses it, and installs it itself where it is missing).
+QUIET_OBSERVER = """
+(() => {
+  if (window.__fabricJevMutation) return;
+  const now = performance.now();
+  const quiet = window.__fabricJevMutation = { last: now, installed: now };
+  new MutationObserver(() => { quiet.last = performance.now(); })
+    .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+})();
+"""
+
+#: Custom elements without an open shadow root: the only hosts whose closed
+#: roots are looked up through CDP (closed roots on built-in elements, and
+#: closed roots inside closed roots, are not).
+CLOSED_HOST_CANDIDATES = """function () {
+  const found = [];
+  const visit = (root) => {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT);
+    for (let el = walker.nextNode(); el; el = walker.nextNode()) {
+      if (el.shadowRoot) visit(el.shadowRoot);
+      else if (el.localName.indexOf("-") > 0) found.push(el);
+    }
+  };
+  visit(document);
+  return found;
+}"""
+
+#: Where a frame's owner element shows its content, in the owner document's viewport.
+OWNER_INFO = """function () {
+  const el = this, win = el.ownerDocument.defaultView, s = win.getComputedStyle(el);
+  const r = el.getBoundingClientRect();
+  const px = (v) => parseFloat(v) || 0;
+  const left = px(s.borderLeftWidth) + px(s.paddingLeft), top = px(s.borderTopWidth) + px(s.paddingTop);
+  const right = px(s.borderRightWidth) + px(s.paddingRight), bottom = px(s.borderBottomWidth) + px(s.paddingBottom);
+  const owners = Array.from(el.ownerDocument.querySelectorAll("iframe, frame"));
+  return { id: el.id || "", name: el.getAttribute("name") || "", title: el.getAttribute("title") || "",
+           index: owners.indexOf(el), x: r.left + left, y: r.top + top,
+           width: Math.max(0, r.width - left - right), height: Math.max(0, r.height - top - bottom),
+           shown: s.display !== "none" && s.visibility !== "hidden" && s.visibility !== "collapse"
+                  && Number(s.opacity) !== 0 && !el.closest("[hidden]") };
+}"""
+
+#: Which of these points (owner-document viewport coordinates) land on something other
+#: than the owner: that thing covers the frame there.
+OWNER_HITS = """function (points) {
+  const doc = this.ownerDocument;
+  const describe = (el) => {
+    let s = el.tagName.toLowerCase();
+    if (el.id) s += "#" + el.id;
+    const cls = (typeof el.className === "string" ? el.className : "").trim().split(/\\s+/).filter(Boolean).slice(0, 2);
+    return cls.length ? s + "." + cls.join(".") : s;
+  };
+  return points.map(([x, y]) => {
+    let hit = doc.elementFromPoint(x, y);
+    while (hit && hit.shadowRoot) {
+      const inner = hit.shadowRoot.elementFromPoint(x, y);
+      if (!inner || inner === hit) break;
+      hit = inner;
+    }
+    return !hit || hit === this ? null : describe(hit);
+  });
+}"""
+
+TEXT_OF_FRAME = "function () { return document.body ? document.body.innerText : ''; }"
+
+
+@dataclass
+class _Session:
+    id: str
+    parent: str | None  # the session that attached it; None for the page's own
+    ready: bool = False
+    removers: list[Callable[[], None]] = field(default_factory=list)
+
+
+class FrameTracker:
+    """The CDP sessions, frame contexts and loading frames of one page (see module doc)."""
+
+    def __init__(self, cdp: CDPConnection, top_session: str) -> None:
+        self.cdp = cdp
+        self.top = top_session
+        self.sessions: dict[str, _Session] = {}
+        #: (session, frame id) -> the frame's main-world execution context
+        self.contexts: dict[tuple[str, str], int] = {}
+        self.loading: set[str] = set()
+        self._watch(top_session, None)
+        self.sessions[top_session].ready = True  # Page.attach sets the page's own session up
+
+    def _watch(self, sid: str, parent: str | None) -> None:
+        session = self.sessions[sid] = _Session(sid, parent)
+
+        def created(msg: dict[str, Any]) -> None:
+            ctx = msg["params"]["context"]
+            aux = ctx.get("auxData") or {}
+            if aux.get("isDefault") and aux.get("frameId"):
+                self.contexts[(sid, aux["frameId"])] = ctx["id"]
+
+        def destroyed(msg: dict[str, Any]) -> None:
+            gone = msg["params"].get("executionContextId")
+            for key in [k for k, v in self.contexts.items() if k[0] == sid and v == gone]:
+                del self.contexts[key]
+
+        def cleared(_msg: dict[str, Any]) -> None:
+            for key in [k for k in self.contexts if k[0] == sid]:
+                del self.contexts[key]
+
+        def attached(msg: dict[str, Any]) -> None:
+            params = msg["params"]
+            if params.get("targetInfo", {}).get("type") == "iframe" and params["sessionId"] not in self.sessions:
+                self._watch(params["sessionId"], sid)
+
+        def detached(msg: dict[str, Any]) -> None:
+            self._drop(msg["params"].get("sessionId", ""))
+
+        def started(msg: dict[str, Any]) -> None:
+            self.loading.add(msg["params"]["frameId"])
+
+        def stopped(msg: dict[str, Any]) -> None:
+            self.loading.discard(msg["params"]["frameId"])
+
+        for method, listener in (("Runtime.executionContextCreated", created),
+                                 ("Runtime.executionContextDestroyed", destroyed),
+                                 ("Runtime.executionContextsCleared", cleared),
+                                 ("Target.attachedToTarget", attached),
+                                 ("Target.detachedFromTarget", detached),
+                                 ("Page.frameStartedLoading", started),
+                                 ("Page.frameStoppedLoading", stopped),
+                                 ("Page.frameDetached", stopped)):
+            session.removers.append(self.cdp.on(method, listener, session_id=sid))
+
+    def _drop(self, sid: str) -> None:
+        session = self.sessions.pop(sid, None)
+        if session is None:
+            return
+        for remove in session.removers:
+            remove()
+        for key in [k for k in self.contexts if k[0] == sid]:
+            del self.contexts[key]
+        for child in [s.id for s in self.sessions.values() if s.parent == sid]:
+            self._drop(child)
+
+    async def _auto_attach(self, sid: str) -> None:
+        params: dict[str, Any] = {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True}
+        try:
+            # Only frames: workers need no session of ours.
+            await self.cdp.call("Target.setAutoAttach", {
+                **params, "filter": [{"type": "iframe", "exclude": False}]}, session_id=sid)
+        except CDPError:  # a browser without target filters: other targets are ignored on attach
+            await self.cdp.call("Target.setAutoAttach", params, session_id=sid)
+
+    async def start(self) -> None:
+        """Attach to the page's out-of-process frames, now and as they appear."""
+        await self._auto_attach(self.top)
+
+    async def prepare(self) -> None:
+        """Set up sessions attached since the last call (and the frames they attach in turn)."""
+        while True:
+            fresh = [s for s in self.sessions.values() if not s.ready]
+            if not fresh:
+                return
+            for s in fresh:
+                s.ready = True
+            await each(self._setup, [s.id for s in fresh])
+
+    async def _setup(self, sid: str) -> None:
+        try:
+            await self.cdp.call("Page.enable", session_id=sid)
+            await self.cdp.call("Page.addScriptToEvaluateOnNewDocument", {"source": QUIET_OBSERVER},
+                                session_id=sid)
+            await self.cdp.call("Runtime.enable", session_id=sid)
+            await self._auto_attach(sid)
+        except BrowserError:
+            self._drop(sid)  # the frame went away while being set up
+
+    def close(self) -> None:
+        for sid in list(self.sessions):
+            self._drop(sid)
+
+
+async def each(call: Callable[[X], Awaitable[T]], items: Iterable[X]) -> list[T | Exception]:
+    """`call(item)` for every item at once; one that fails gives its exception, the others
+    carry on (cancellation still cancels them all)."""
+    todo = list(items)
+    results: list[T | Exception] = [BrowserError("not run")] * len(todo)
+
+    async def run(i: int, item: X) -> None:
+        try:
+            results[i] = await call(item)
+        except Exception as exc:
+            results[i] = exc
+
+    async with anyio.create_task_group() as tg:
+        for i, item in enumerate(todo):
+            tg.start_soon(run, i, item)
+    return results
+
+
+@dataclass
+class _Frame:
+    id: str
+    session: str
+    parent: str | None
+    url: str
+    children: list[str] = field(default_factory=list)
+    raw: dict[str, Any] | None = None
+    owner: dict[str, Any] | None = None
+    owner_object: str | None = None
+    error: str | None = None
+    path: str = ""
+    offset: tuple[float, float] = (0.0, 0.0)
+    clip: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # left, top, right, bottom
+    shown: bool = True
+    placed: bool = False
+
+
+def _brief(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:200]
+
+
+def _segment(owner: dict[str, Any]) -> str:
+    for key in ("id", "name", "title"):
+        if owner.get(key):
+            return str(owner[key]).replace("/", "_")
+    return f"frame{owner.get('index', -1) + 1}"
+
+
+def _intersect(a: tuple[float, float, float, float],
+               b: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+    return (max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3]))
+
+
+class FrameSnapshot:
+    """One snapshot of a page across its frames (see the module doc)."""
+
+    def __init__(self, cdp: CDPConnection, tracker: FrameTracker, script: str, options: dict[str, Any]) -> None:
+        self.cdp = cdp
+        self.tracker = tracker
+        self.options = options
+        self.wrapped = f"function (options, ...closed) {{ return JSON.stringify(({script})(options, closed)); }}"
+        self.used_sessions: set[str] = set()
+
+    async def call(self, session: str, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.used_sessions.add(session)
+        return await self.cdp.call(method, params, session_id=session)
+
+    async def take(self) -> dict[str, Any]:
+        await self.tracker.prepare()
+        try:
+            return await self._take()
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                await each(self._release, [sid for sid in self.used_sessions if sid in self.tracker.sessions])
+
+    async def _release(self, sid: str) -> None:
+        await self.cdp.call("Runtime.releaseObjectGroup", {"objectGroup": GROUP}, session_id=sid)
+
+    async def _tree(self, sid: str) -> dict[str, Any]:
+        return await self.call(sid, "Page.getFrameTree")
+
+    async def _frames(self) -> tuple[str, dict[str, _Frame]]:
+        tracker = self.tracker
+        top_contexts = [fid for (sid, fid) in tracker.contexts if sid == tracker.top]
+        if len(tracker.sessions) == 1 and len(top_contexts) == 1:
+            # One document, nothing to place: skip the frame tree.
+            return top_contexts[0], {top_contexts[0]: _Frame(top_contexts[0], tracker.top, None, "")}
+        sids = list(tracker.sessions)
+        trees = await each(self._tree, sids)
+        frames: dict[str, _Frame] = {}
+        top_id = ""
+        for sid, tree in zip(sids, trees, strict=True):
+            if isinstance(tree, Exception):
+                if sid == tracker.top:
+                    raise tree
+                continue
+            stack = [tree["frameTree"]]
+            while stack:
+                node = stack.pop()
+                info = node["frame"]
+                frames[info["id"]] = _Frame(info["id"], sid, info.get("parentId"), info.get("url", ""))
+                stack.extend(node.get("childFrames", ()))
+            if sid == tracker.top:
+                top_id = tree["frameTree"]["frame"]["id"]
+        for f in frames.values():
+            if f.parent in frames:
+                frames[f.parent].children.append(f.id)
+        return top_id, frames
+
+    async def _take(self) -> dict[str, Any]:
+        top_id, frames = await self._frames()
+        async with anyio.create_task_group() as tg:
+            for f in frames.values():
+                tg.start_soon(self._read, f)
+                if f.id != top_id:
+                    tg.start_soon(self._locate, f, frames)
+        top = frames[top_id]
+        if top.raw is None:
+            raise BrowserError(f"the page could not be snapshotted: {top.error}")
+        self._place(top, frames)
+        return await self._merge(top, frames)
+
+    async def _read(self, f: _Frame) -> None:
+        ctx = self.tracker.contexts.get((f.session, f.id))
+        if ctx is None:
+            f.error = "no document to read (navigating or detached)"
+            return
+        try:
+            closed = await self._closed_roots(f.session, ctx)
+            reply = await self.call(f.session, "Runtime.callFunctionOn", {
+                "functionDeclaration": self.wrapped, "executionContextId": ctx, "returnByValue": True,
+                "arguments": [{"value": self.options}, *({"objectId": o} for o in closed)]})
+        except (BrowserError, KeyError, TypeError, ValueError) as exc:
+            f.error = _brief(exc)
+            return
+        if "exceptionDetails" in reply:
+            details = reply["exceptionDetails"]
+            f.error = str(details.get("exception", {}).get("description") or details.get("text", "error"))
+            f.error = f.error.splitlines()[0][:200]
+            return
+        try:
+            f.raw = json.loads(reply["result"]["value"])
+        except (KeyError, TypeError, ValueError) as exc:
+            f.error = f"unreadable answer ({_brief(exc)})"
+
+    async def _closed_roots(self, session: str, ctx: int) -> list[str]:
+        found = await self.call(session, "Runtime.callFunctionOn", {
+            "functionDeclaration": CLOSED_HOST_CANDIDATES, "executionContextId": ctx, "objectGroup": GROUP})
+        result = found.get("result", {})
+        if not result.get("objectId") or result.get("description") == "Array(0)":
+            return []
+        props = await self.call(session, "Runtime.getProperties",
+                                {"objectId": result["objectId"], "ownProperties": True})
+        hosts = [p["value"]["objectId"] for p in props.get("result", ())
+                 if p.get("name", "").isdigit() and p.get("value", {}).get("objectId")]
+
+        async def roots_of(host: str) -> list[str]:
+            node = (await self.call(session, "DOM.describeNode",
+                                    {"objectId": host, "depth": 0, "pierce": True}))["node"]
+            out = []
+            for root in node.get("shadowRoots", ()):
+                if root.get("shadowRootType") == "closed":
+                    resolved = await self.call(session, "DOM.resolveNode", {
+                        "backendNodeId": root["backendNodeId"], "executionContextId": ctx, "objectGroup": GROUP})
+                    out.append(resolved["object"]["objectId"])
+            return out
+
+        roots: list[str] = []
+        for got in await each(roots_of, hosts):
+            if isinstance(got, Exception):
+                raise got
+            roots.extend(got)
+        return roots
+
+    async def _locate(self, f: _Frame, frames: dict[str, _Frame]) -> None:
+        parent = frames.get(f.parent or "")
+        if parent is None:
+            f.error = "its parent frame is gone"
+            return
+        ctx = self.tracker.contexts.get((parent.session, parent.id))
+        if ctx is None:
+            f.error = "its parent frame has no document"
+            return
+        try:
+            owner = await self.call(parent.session, "DOM.getFrameOwner", {"frameId": f.id})
+            node = await self.call(parent.session, "DOM.resolveNode", {
+                "backendNodeId": owner["backendNodeId"], "executionContextId": ctx, "objectGroup": GROUP})
+            object_id = node["object"]["objectId"]
+            info = await self.call(parent.session, "Runtime.callFunctionOn", {
+                "functionDeclaration": OWNER_INFO, "objectId": object_id, "returnByValue": True})
+        except (BrowserError, KeyError, TypeError) as exc:
+            f.error = f"detached ({_brief(exc)})"
+            return
+        f.owner, f.owner_object = info["result"]["value"], object_id
+
+    def _place(self, top: _Frame, frames: dict[str, _Frame]) -> None:
+        assert top.raw is not None
+        vw, vh = top.raw["viewport"]["width"], top.raw["viewport"]["height"]
+        top.clip, top.placed = (0.0, 0.0, float(vw), float(vh)), True
+        stack = [top]
+        while stack:
+            parent = stack.pop()
+            for cid in parent.children:
+                child = frames[cid]
+                if child.owner is None:
+                    child.error = child.error or "its owner element could not be found"
+                    continue
+                o = child.owner
+                child.offset = (parent.offset[0] + o["x"], parent.offset[1] + o["y"])
+                box = (child.offset[0], child.offset[1], child.offset[0] + o["width"], child.offset[1] + o["height"])
+                child.clip = _intersect(parent.clip, box)
+                child.shown = parent.shown and bool(o["shown"])
+                seg = _segment(o)
+                child.path = f"{parent.path}/{seg}" if parent.path else seg
+                child.placed = True
+                stack.append(child)
+
+    async def _merge(self, top: _Frame, frames: dict[str, _Frame]) -> dict[str, Any]:
+        assert top.raw is not None
+        order: list[_Frame] = []
+        stack = [top]
+        while stack:  # top first, then frames depth-first in owner order
+            f = stack.pop()
+            order.append(f)
+            kids = [frames[c] for c in f.children if frames[c].placed]
+            kids.sort(key=lambda k: (k.owner or {}).get("index", 0))
+            stack.extend(reversed(kids))
+        sx, sy = top.raw["scroll"]["x"], top.raw["scroll"]["y"]
+        elements: list[dict[str, Any]] = []
+        checks: dict[tuple[str, str], list[tuple[dict[str, Any], tuple[float, float]]]] = {}
+        diagnostics: list[dict[str, Any]] = []
+        quiet = top.raw["quiet_ms"]
+        nodes = 0
+        truncated = False
+        limit = int(self.options.get("maxElements", 5000))
+        for f in order:
+            diag: dict[str, Any] = {"path": f.path, "url": f.raw["url"] if f.raw else f.url,
+                                    "out_of_process": f.session != self.tracker.top}
+            if f is not top and f.id in self.tracker.loading:
+                diag["navigating"] = True
+            if f.raw is None:
+                diag["error"] = f.error or "not read"
+                diagnostics.append(diag)
+                continue
+            raw = f.raw
+            diag.update(ready_state=raw["ready_state"], quiet_ms=raw["quiet_ms"],
+                        element_count=raw["element_count"])
+            diagnostics.append(diag)
+            nodes += raw["node_count"]
+            truncated = truncated or raw["truncated"]
+            if raw["quiet_ms"] < raw["observed_ms"]:  # a mutation was seen in this frame
+                quiet = min(quiet, raw["quiet_ms"])
+            fx, fy = raw["scroll"]["x"], raw["scroll"]["y"]
+            for e in raw["elements"]:
+                if len(elements) >= limit:
+                    truncated = True
+                    break
+                if f is not top:
+                    b = e["bbox"]
+                    left, top_y = b["x"] - fx + f.offset[0], b["y"] - fy + f.offset[1]
+                    e["bbox"] = {"x": round(left + sx), "y": round(top_y + sy),
+                                 "width": b["width"], "height": b["height"]}
+                    seen = _intersect((left, top_y, left + b["width"], top_y + b["height"]), f.clip)
+                    in_view = bool(e.get("in_viewport")) and seen[2] > seen[0] and seen[3] > seen[1]
+                    _set(e, "in_viewport", in_view)
+                    _set(e, "visible", bool(e.get("visible")) and f.shown)
+                    e["frame"], e["frame_url"] = f.path, raw["url"]
+                    if in_view and e.get("visible") and not e.get("is_occluded") \
+                            and self.options.get("occlusion", True):
+                        centre = ((seen[0] + seen[2]) / 2, (seen[1] + seen[3]) / 2)
+                        self._queue_hits(f, frames, e, centre, checks)
+                e["index"] = len(elements)
+                elements.append(e)
+        await self._hit_test(checks)
+        return {**top.raw, "node_count": nodes, "quiet_ms": quiet, "element_count": len(elements),
+                "truncated": truncated, "elements": elements, "frames": diagnostics}
+
+    def _queue_hits(self, f: _Frame, frames: dict[str, _Frame], element: dict[str, Any],
+                    centre: tuple[float, float],
+                    checks: dict[tuple[str, str], list[tuple[dict[str, Any], tuple[float, float]]]]) -> None:
+        # The frame's owner lives in its parent's document, whose viewport starts at the
+        # parent's offset; every ancestor owner must be what is on top there.
+        child = f
+        while child.parent is not None and child.owner_object is not None:
+            parent = frames[child.parent]
+            point = (centre[0] - parent.offset[0], centre[1] - parent.offset[1])
+            checks.setdefault((parent.session, child.owner_object), []).append((element, point))
+            child = parent
+
+    async def _hit_test(self, checks: dict[tuple[str, str], list[tuple[dict[str, Any], tuple[float, float]]]]
+                        ) -> None:
+        keys = list(checks)
+
+        async def test(key: tuple[str, str]) -> list[Any]:
+            points = [[round(x, 2), round(y, 2)] for _, (x, y) in checks[key]]
+            reply = await self.call(key[0], "Runtime.callFunctionOn", {
+                "functionDeclaration": OWNER_HITS, "objectId": key[1], "returnByValue": True,
+                "arguments": [{"value": points}]})
+            value: list[Any] = reply.get("result", {}).get("value") or []
+            return value
+
+        for key, hits in zip(keys, await each(test, keys), strict=True):
+            if isinstance(hits, Exception):
+                continue  # the owner went away: the frame is already marked by its own read
+            for (element, _), hit in zip(checks[key], hits, strict=False):
+                if hit is not None and not element.get("is_occluded"):
+                    element["is_occluded"], element["occluded_by"] = True, hit
+
+
+def _set(element: dict[str, Any], key: str, value: bool) -> None:
+    # The page leaves out fields at their default (false); keep it that way.
+    if value:
+        element[key] = True
+    else:
+        element.pop(key, None)
+
+
+async def frame_texts(cdp: CDPConnection, tracker: FrameTracker) -> list[str]:
+    """The visible text (`innerText`) of every readable frame's body, the page's own first."""
+    await tracker.prepare()
+    keys = sorted(tracker.contexts, key=lambda k: k[0] != tracker.top)
+
+    async def text(key: tuple[str, str]) -> str:
+        reply = await cdp.call("Runtime.callFunctionOn", {
+            "functionDeclaration": TEXT_OF_FRAME, "executionContextId": tracker.contexts[key],
+            "returnByValue": True}, session_id=key[0])
+        return str(reply.get("result", {}).get("value") or "")
+
+    return [t for t in await each(text, keys) if isinstance(t, str)]
+
+
+__all__ = ["QUIET_OBSERVER", "FrameSnapshot", "FrameTracker", "each", "frame_texts"]

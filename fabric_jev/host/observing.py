@@ -1,0 +1,42 @@
+"""The typed seam between the host and whatever observes a session.
+
+The host never imports the session implementation (`host/observers.py`), and
+the session never touches the host's internals: a session registers itself
+with `JevHost.bind_session`, the host asks it for an `Observation` per
+observing run, and hands that observation a callback that stops the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..contract.program import Program
+
+StopRun = Callable[[], None]
+
+
+class Observation(Protocol):
+    """One observing run's inbox and advice state, as the host drives it."""
+
+    def attach(self, run_id: str, stop_run: StopRun) -> None:
+        """The run exists: remember its id, and how to stop it when the session ends."""
+        ...
+
+    def cancel(self) -> None:
+        """The run ended: stop receiving and discard the inbox."""
+        ...
+
+    def counts(self) -> dict[str, Any]:
+        """The envelope's `observation` summary."""
+        ...
+
+    async def next_event(self) -> dict[str, Any]: ...
+
+    async def advise(self, args: Any) -> dict[str, Any]: ...
+
+
+class ObservationSource(Protocol):
+    """A bound session: creates one `Observation` per program spawned with `observe`."""
+
+    def create(self, raw: Any, program: Program) -> Observation: ...

@@ -1,0 +1,223 @@
+"""The one definition of the messages between the host and a guest worker.
+
+Standard library only: the worker process imports this file by path, before
+anything of the package exists there.
+
+Framing: a 4-byte big-endian length, one tag byte, the payload (the length
+counts tag and payload). Frames, not lines: payloads may hold newlines and
+be larger than a line reader allows.
+
+Host -> worker
+    `Load`     the program and its limits (JSON); the worker compiles it and,
+               if that succeeds, answers `Ready` and starts the program at once
+    `Settle`   the answer to one host call: ``b"<id> <0|1> " + text``, where
+               text is JSON when ok and an error message otherwise
+
+Worker -> host
+    `Ready`       the program compiled and is running
+    `LoadFailed`  the program did not compile (message)
+    `Outbox`      what one CPU slice produced: host calls, log lines, and the
+                  program's result or fault (JSON written by the prelude)
+    `Fatal`       the slice ended the program: ``[kind, message]`` where kind
+                  is ``slice`` | ``memory`` | ``stack`` | ``error``
+
+Guest strings may hold lone UTF-16 surrogates, which UTF-8 cannot carry.
+The prelude writes them as JSON escapes; the decoder replaces them with
+U+FFFD, so nothing that leaves the sandbox layer is unprintable.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+HEADER = struct.Struct(">I")
+_LOAD, _SETTLE, _READY, _LOAD_FAILED, _OUTBOX, _FATAL = b"L", b"S", b"R", b"E", b"O", b"F"
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+# ---------------------------------------------------------------- messages
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    code: str
+    input_json: str
+    slice_ms: int
+    hard_slice_ms: int
+    memory_bytes: int
+    stack_bytes: int
+
+
+class Settle(NamedTuple):
+    call_id: int
+    ok: bool
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class LoadFailed:
+    message: str
+
+
+class HostCall(NamedTuple):
+    """One guest call waiting for a `Settle`: ``kind`` is sleep, emit, evaluate, tool, …"""
+
+    call_id: int
+    kind: str
+    args: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Outbox:
+    calls: list[HostCall]
+    logs: list[str]
+    #: The program's end, once it has one: ``(True, value)`` or ``(False, message)``.
+    result: tuple[bool, Any] | None
+    #: An uncaught error in a timer callback, which ends the program.
+    fault: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Fatal:
+    kind: str  # "slice" | "memory" | "stack" | "error"
+    message: str
+
+
+ToWorker = Load | Settle
+FromWorker = Ready | LoadFailed | Outbox | Fatal
+Message = ToWorker | FromWorker
+
+
+class ProtocolError(ValueError):
+    """A frame that is not part of the protocol."""
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def frame(tag: bytes, payload: bytes) -> bytes:
+    return HEADER.pack(len(payload) + 1) + tag + payload
+
+
+def encode(message: Message) -> bytes:
+    """One message as one frame."""
+    if type(message) is Settle:
+        # Error texts are plain strings; `replace` keeps a stray surrogate from
+        # failing the encode (the decoder side never produces one).
+        text = message.text.encode("utf-8", "replace")
+        return frame(_SETTLE, b"%d %d " % (message.call_id, message.ok) + text)
+    if isinstance(message, Load):
+        return frame(_LOAD, json.dumps({
+            "code": message.code, "input": message.input_json, "sliceMs": message.slice_ms,
+            "hardSliceMs": message.hard_slice_ms, "memoryBytes": message.memory_bytes,
+            "stackBytes": message.stack_bytes}).encode())
+    if isinstance(message, Outbox):
+        return outbox_frame(json.dumps({
+            "c": [list(c) for c in message.calls], "l": message.logs,
+            "d": None if message.result is None else list(message.result),
+            "f": message.fault}))
+    if isinstance(message, Ready):
+        return frame(_READY, b"")
+    if isinstance(message, LoadFailed):
+        return frame(_LOAD_FAILED, message.message.encode("utf-8", "replace"))
+    if isinstance(message, Fatal):
+        return frame(_FATAL, json.dumps([message.kind, message.message]).encode())
+    raise TypeError(f"not a wire message: {message!r}")
+
+
+def outbox_frame(text: str) -> bytes:
+    """The worker's path: the prelude already wrote the outbox as JSON text."""
+    return frame(_OUTBOX, text.encode("utf-8", "replace"))
+
+
+# ---------------------------------------------------------------- decoding
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    return value
+
+
+def _json(payload: bytes) -> Any:
+    value = json.loads(payload)
+    # Only a JSON escape can make a lone surrogate: skip the walk without one.
+    if b"\\ud" in payload or b"\\uD" in payload:
+        value = _scrub(value)
+    return value
+
+
+def _text(payload: bytes) -> str:
+    return _LONE_SURROGATE.sub("\ufffd", payload.decode("utf-8", "replace"))
+
+
+def decode(tag: bytes, payload: bytes) -> Message:
+    """One frame's message. Raises `ProtocolError` for a frame outside the protocol."""
+    try:
+        if tag == _OUTBOX:
+            out = _json(payload)
+            if out["l"] and not all(type(line) is str for line in out["l"]):
+                raise ValueError("log lines must be strings")
+            return Outbox(calls=[HostCall(*c) for c in out["c"]], logs=out["l"],
+                          result=None if out["d"] is None else (bool(out["d"][0]), out["d"][1]),
+                          fault=out.get("f"))
+        if tag == _SETTLE:
+            call_id, ok, text = payload.split(b" ", 2)
+            return Settle(int(call_id), ok == b"1", text.decode("utf-8", "replace"))
+        if tag == _READY:
+            return Ready()
+        if tag == _LOAD_FAILED:
+            return LoadFailed(_text(payload))
+        if tag == _FATAL:
+            kind, message = _json(payload)
+            return Fatal(str(kind), str(message))
+        if tag == _LOAD:
+            load = json.loads(payload)
+            return Load(code=load["code"], input_json=load["input"], slice_ms=load["sliceMs"],
+                        hard_slice_ms=load["hardSliceMs"], memory_bytes=load["memoryBytes"],
+                        stack_bytes=load["stackBytes"])
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise ProtocolError(f"malformed {tag!r} frame: {exc}") from None
+    raise ProtocolError(f"unknown frame tag {tag!r}")
+
+
+class FrameBuffer:
+    """Bytes in, complete frames out; a partial frame waits for more bytes."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self._buf += data
+
+    def frames(self) -> list[tuple[bytes, bytes]]:
+        out: list[tuple[bytes, bytes]] = []
+        buf = self._buf
+        start, end = 0, len(buf)
+        while end - start >= 4:
+            (size,) = HEADER.unpack_from(buf, start)
+            if end - start < 4 + size:
+                break
+            out.append((bytes(buf[start + 4 : start + 5]), bytes(buf[start + 5 : start + 4 + size])))
+            start += 4 + size
+        if start:
+            del buf[:start]
+        return out
+
+    def messages(self) -> list[Message]:
+        return [decode(tag, payload) for tag, payload in self.frames()]

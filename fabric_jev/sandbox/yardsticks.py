@@ -1,0 +1,162 @@
+"""What the host's speed is measured against (`fabric-jev bench host`).
+
+* `InProcessWorker`: the guest in a QuickJS context inside the host process,
+  speaking the same wire, so the same host and session drive it without a
+  process boundary (the in-process floor).
+* `bare_echo_round_trip`: a real pooled worker running the same program,
+  driven by a bare blocking loop that answers every host call at once with
+  `null` — the process boundary and the guest's work, with no host logic.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import anyio
+
+from . import _wire
+from .js import runtime_js_path
+from .pool import WorkerPool
+
+
+class _Guest:
+    """One QuickJS context in this process, driven like a worker but without one."""
+
+    def __init__(self) -> None:
+        import _quickjs
+
+        prelude = runtime_js_path("prelude.js").read_text(encoding="utf-8")
+        self.ctx = _quickjs.Context()
+        self.bridge = self.ctx.eval(prelude)
+        self.lines = prelude.count("\n") + 1
+
+    def load(self, code: str, input_json: str) -> str | None:
+        failed: str | None = self.bridge("load", code, input_json, self.lines)
+        return failed
+
+    def step(self, ops: list[tuple[str, Any, Any, Any]]) -> tuple[bool, str]:
+        """Run one slice; return (ended, outbox text or "")."""
+        self.ctx.set_time_limit(0.1)
+        for op in ops:
+            self.bridge(*op)
+        while self.ctx.execute_pending_job():
+            pass
+        self.ctx.set_time_limit(-1)
+        text: str = self.bridge("drain", None, None, None)
+        newline = text.index("\n")
+        return text[0] == "1", text[newline + 1:]
+
+
+class _InProcessTransport:
+    def __init__(self) -> None:
+        self._guest: _Guest | None = None
+        self._frames = _wire.FrameBuffer()
+        self._inbox: list[tuple[bytes, bytes]] = []
+        self._ready = anyio.Event()
+
+    def _push(self, data: bytes) -> None:
+        self._frames.feed(data)
+        self._inbox.extend(self._frames.frames())
+        self._ready.set()
+
+    def send(self, data: bytes) -> None:
+        incoming = _wire.FrameBuffer()
+        incoming.feed(data)
+        settles: list[tuple[str, Any, Any, Any]] = []
+        for message in incoming.messages():
+            if isinstance(message, _wire.Load):
+                self._guest = _Guest()
+                failed = self._guest.load(message.code, message.input_json)
+                if failed is not None:
+                    self._push(_wire.encode(_wire.LoadFailed(failed)))
+                    return
+                self._push(_wire.encode(_wire.Ready()))
+                self._slice([("go", None, None, None)])
+            elif isinstance(message, _wire.Settle):
+                settles.append(("settle", message.call_id, message.ok, message.text))
+        if settles:
+            self._slice(settles)
+
+    def _slice(self, ops: list[tuple[str, Any, Any, Any]]) -> None:
+        assert self._guest is not None
+        _, text = self._guest.step(ops)
+        if text:
+            self._push(_wire.outbox_frame(text))
+
+    async def receive(self) -> list[tuple[bytes, bytes]]:
+        await self._ready.wait()
+        self._ready = anyio.Event()
+        frames, self._inbox = self._inbox, []
+        return frames
+
+    async def flusher(self) -> None:
+        await anyio.sleep_forever()
+
+
+class InProcessWorker:
+    """A stand-in for a pooled worker that runs the guest in this process."""
+
+    pid = 0
+
+    def __init__(self) -> None:
+        self.connection = _InProcessTransport()
+
+    async def exit_code(self, timeout: float) -> int | None:
+        return 0
+
+    def close(self) -> None:
+        self.connection._guest = None
+
+
+def in_process_launch(code: str) -> float:
+    """Milliseconds from nothing to the guest's first host call, in this process."""
+    start = time.perf_counter()
+    guest = _Guest()
+    if guest.load(code, "null") is not None:
+        raise RuntimeError("the yardstick program does not compile")
+    _, text = guest.step([("go", None, None, None)])
+    assert json.loads(text)["c"], "the floor guest made no host call"
+    return (time.perf_counter() - start) * 1000
+
+
+async def bare_echo_round_trip(code: str, value: Any, calls: int) -> float:
+    """Microseconds per host call: a real worker runs `code`, a bare loop answers."""
+    async with WorkerPool(warm=1) as pool:
+        worker = await pool.acquire()
+        try:
+            sock = worker.connection.socket
+            sock.setblocking(True)
+            inbox = _wire.FrameBuffer()
+
+            def read() -> list[_wire.Message]:
+                while True:
+                    messages = inbox.messages()
+                    if messages:
+                        return messages
+                    chunk = sock.recv(1 << 18)
+                    if not chunk:
+                        raise RuntimeError("the worker exited")
+                    inbox.feed(chunk)
+
+            start = time.perf_counter()
+            sock.sendall(_wire.encode(_wire.Load(
+                code=code, input_json=json.dumps(value), slice_ms=100, hard_slice_ms=250,
+                memory_bytes=64 << 20, stack_bytes=256 << 10)))
+            answered = 0
+            while True:
+                replies = []
+                for message in read():
+                    if isinstance(message, _wire.Outbox):
+                        if message.result is not None or message.fault is not None:
+                            return (time.perf_counter() - start) / max(1, answered) * 1e6
+                        for call in message.calls:
+                            replies.append(_wire.encode(_wire.Settle(call.call_id, True, "null")))
+                    elif not isinstance(message, _wire.Ready):
+                        raise RuntimeError(f"the worker answered {message!r}")
+                if replies:
+                    answered += len(replies)
+                    sock.sendall(b"".join(replies))
+        finally:
+            worker.close()

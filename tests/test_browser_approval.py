@@ -1,0 +1,101 @@
+"""browser.cdp clicks only after approval: the browser-click example under an `auto` policy.
+
+Real Chromium; the classifier runs on the example's fixture evaluator, which
+lets observation calls through and hands every mouse event to the approver.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fabric_jev_browser import BrowserConnector
+
+from fabric_jev import FixtureEvaluator, HostConfig, JevHost
+from fabric_jev.host.policy import ApprovalRequest
+from tests.browser_support import Launched, Pages
+
+pytestmark = [pytest.mark.anyio, pytest.mark.browser]
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "browser-click"
+
+
+def load(name: str) -> Any:
+    return json.loads((EXAMPLE / name).read_text())
+
+
+async def run_example(chromium: Launched, url: str, approver: Any) -> Any:
+    config = load("config.json")
+    settings = {**config["connectors"]["browser"], "wsUrl": chromium.ws_url}
+    evaluator = FixtureEvaluator.from_file(EXAMPLE / "approvals-fixture.json")
+    async with JevHost(HostConfig(approvals=config["approvals"]), evaluator=evaluator,
+                       approver=approver) as host:
+        host.add_connector(BrowserConnector(settings))
+        return await host.run(load("program.json"), {"url": url, "click": "Accept", "expect": "Accepted"},
+                              intent="Accept the terms of service on the page")
+
+
+def cdp_decisions(env: Any) -> list[tuple[str, str, bool]]:
+    return [(a["ref"], a["decidedBy"], a["allowed"]) for a in env.approvals]
+
+
+async def test_the_click_happens_only_after_the_approver_allows_it(chromium: Launched, pages: Pages) -> None:
+    url = pages.add("/terms.html", (EXAMPLE / "terms.html").read_text())
+    asked: list[ApprovalRequest] = []
+
+    async def approver(request: ApprovalRequest) -> str:
+        asked.append(request)
+        return "allow"
+
+    env = await run_example(chromium, url, approver)
+    assert env.result == {"clicked": "Accept", "before": "Pending", "after": "Accepted", "verified": True,
+                          "reason": None}
+    # Observation calls were allowed by the classifier; each mouse event went to the approver.
+    assert [r.arguments["method"] for r in asked] == ["Input.dispatchMouseEvent"] * 3
+    assert all(r.ref == "browser.cdp" and r.risk == "execute" and r.policy == "auto" for r in asked)
+    assert all(r.classifier is not None and r.classifier.decision == "ask" for r in asked)
+    decisions = cdp_decisions(env)
+    assert decisions.count(("browser.cdp", "approver", True)) == 3
+    assert ("browser.cdp", "classifier", True) in decisions
+    assert all(a["probability"] in (0.95, 0.2) for a in env.approvals)
+
+
+async def test_a_denied_click_is_not_sent_and_shows_in_the_envelope(chromium: Launched, pages: Pages) -> None:
+    url = pages.add("/terms.html", (EXAMPLE / "terms.html").read_text())
+
+    async def approver(request: ApprovalRequest) -> str:
+        return "deny"
+
+    env = await run_example(chromium, url, approver)
+    assert env.result == {"clicked": None, "before": "Pending", "after": "Pending", "verified": False,
+                          "reason": "click not approved"}
+    denied = [a for a in env.approvals if not a["allowed"]]
+    assert [(a["ref"], a["risk"], a["policy"], a["decidedBy"], a["reason"]) for a in denied] == [
+        ("browser.cdp", "execute", "auto", "approver", "the approver denied it")]
+    assert env.approvalCounts["denied"] == 1
+
+
+def test_from_the_command_line_without_an_approver_the_click_is_denied(
+        chromium: Launched, pages: Pages, tmp_path: Path) -> None:
+    url = pages.add("/terms.html", (EXAMPLE / "terms.html").read_text())
+    config = load("config.json")
+    config["connectors"]["browser"]["wsUrl"] = chromium.ws_url
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "input.json").write_text(json.dumps({"url": url, "click": "Accept", "expect": "Accepted"}))
+    done = subprocess.run([sys.executable, "-m", "fabric_jev.cli", "run", str(EXAMPLE / "program.json"),
+                           "--input", str(tmp_path / "input.json"), "--config", str(tmp_path / "config.json"),
+                           "--evaluator", f"fixture:{EXAMPLE / 'approvals-fixture.json'}",
+                           "--intent", "Accept the terms of service on the page"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env={"PATH": "/usr/bin:/bin", "FABRIC_JEV_HOME": str(tmp_path / "home"),
+                               "PYTHONPATH": f"{ROOT}:{ROOT / 'connectors' / 'browser'}"})
+    assert done.returncode == 0, done.stderr + done.stdout
+    env = json.loads(done.stdout)
+    assert env["result"]["clicked"] is None and env["result"]["after"] == "Pending"
+    [denied] = [a for a in env["approvals"] if not a["allowed"]]
+    assert denied["ref"] == "browser.cdp" and denied["reason"] == (
+        "execute requires approval and no approver is configured (the classifier could not allow it)")

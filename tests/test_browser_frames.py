@@ -1,0 +1,224 @@
+"""Snapshots across frames (same-origin, cross-origin, out-of-process, nested), read-only and
+editable fields, closed shadow roots, and frames that detach or navigate — in real Chromium."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from fabric_jev_browser import Page
+from fabric_jev_browser.checks import PageSource
+from fabric_jev_browser.verification import BrowserChannels
+
+from fabric_jev.assertions import Snapshot, added, check, confidence, exists, where
+from fabric_jev.verification.dictionary import SeeOptions
+from tests.browser_support import Pages
+
+pytestmark = [pytest.mark.anyio, pytest.mark.browser]
+
+RESET = "<style>body{margin:0} .at{position:absolute;left:10px;top:20px}</style>"
+
+
+def frame(src: str, ident: str, left: int, top: int, width: int = 300, height: int = 200,
+          extra: str = "") -> str:
+    return (f"<iframe {ident} {src} style='position:absolute;left:{left}px;top:{top}px;"
+            f"width:{width}px;height:{height}px;border:0;{extra}'></iframe>")
+
+
+def by_name(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in snap["elements"]}
+
+
+async def settled(page: Page, *names: str) -> dict[str, Any]:
+    """Snapshot once every named element is there (frames load after the top document)."""
+    with anyio.fail_after(10):
+        while True:
+            snap = await page.snapshot()
+            if set(names) <= set(by_name(snap)):
+                return snap
+            await anyio.sleep(0.02)
+
+
+async def test_same_origin_srcdoc_and_src_frames(page: Page, pages: Pages) -> None:
+    pages.add("/frames/help", f"{RESET}<a class=at href='#x'>Help</a>")
+    url = pages.add("/frames/same", RESET + "<button class=at>Top</button>"
+                    + frame("srcdoc=\"<style>body{margin:0}</style><button style='margin:5px'>Pay</button>\"",
+                            "id=checkout", 100, 200)
+                    + frame("src='/frames/help'", "name=help", 500, 50))
+    await page.navigate(url)
+    snap = await settled(page, "Top", "Pay", "Help")
+    els = by_name(snap)
+    assert els["Top"]["frame"] == "" and els["Top"]["bbox"]["x"] == 10
+    pay, helper = els["Pay"], els["Help"]
+    assert pay["frame"] == "checkout" and pay["frame_url"] == "about:srcdoc"
+    assert (pay["bbox"]["x"], pay["bbox"]["y"]) == (105, 205)  # owner box + margin: page coordinates
+    assert helper["frame"] == "help" and helper["frame_url"].endswith("/frames/help")
+    assert (helper["bbox"]["x"], helper["bbox"]["y"]) == (510, 70)
+    assert pay["visible"] and pay["in_viewport"] and not pay["is_occluded"]
+    assert [f["path"] for f in snap["frames"]] == ["", "checkout", "help"]
+    assert not any(f.get("error") for f in snap["frames"])
+    # Scoped queries, both forms.
+    parsed = Snapshot.parse(snap)
+    assert [e.name for e in where(frame__contains="checkout").select(parsed.elements)] == ["Pay"]
+    assert (await check(exists('frame~"help" name=Help'), "help link").once(PageSource(page))).passed
+
+
+async def test_cross_origin_and_out_of_process_frames(page: Page, pages: Pages, other_pages: Pages) -> None:
+    other_pages.add("/x/pay", f"{RESET}<button class=at>Card</button>")
+    other_pages.add("/x/oop", f"{RESET}<button class=at>Remote</button>")
+    port = other_pages.port
+    url = pages.add("/frames/cross", RESET
+                    + frame(f"src='http://127.0.0.1:{port}/x/pay'", "id=card", 100, 100)
+                    + frame(f"src='http://localhost:{port}/x/oop'", "title=remote", 500, 300))
+    await page.navigate(url)
+    snap = await settled(page, "Card", "Remote")
+    targets = (await page.cdp.call("Target.getTargets"))["targetInfos"]
+    assert any(t["type"] == "iframe" and t["url"] == f"http://localhost:{port}/x/oop" for t in targets)
+    els = by_name(snap)
+    assert (els["Card"]["bbox"]["x"], els["Card"]["bbox"]["y"], els["Card"]["frame"]) == (110, 120, "card")
+    assert (els["Remote"]["bbox"]["x"], els["Remote"]["bbox"]["y"], els["Remote"]["frame"]) == (510, 320, "remote")
+    diag = {f["path"]: f for f in snap["frames"]}
+    assert diag["remote"]["out_of_process"] and not diag["card"]["out_of_process"]
+
+
+async def test_nested_frames_compose_offsets_and_paths(page: Page, pages: Pages, other_pages: Pages) -> None:
+    port = other_pages.port
+    other_pages.add("/x/deep", f"{RESET}<button class=at>Deep</button>")
+    other_pages.add("/x/inner", RESET + "<button>Inner</button>"
+                    + frame("src='/x/deep'", "id=deep", 30, 40, 200, 100))
+    pages.add("/frames/outer", RESET + frame(f"src='http://localhost:{port}/x/inner'", "name=inner", 50, 60))
+    url = pages.add("/frames/nested", RESET + frame("src='/frames/outer'", "id=outer", 100, 100, 500, 400))
+    await page.navigate(url)
+    snap = await settled(page, "Inner", "Deep")
+    deep = by_name(snap)["Deep"]
+    assert deep["frame"] == "outer/inner/deep"
+    assert (deep["bbox"]["x"], deep["bbox"]["y"]) == (100 + 50 + 30 + 10, 100 + 60 + 40 + 20)
+    assert deep["frame_url"] == f"http://localhost:{port}/x/deep"
+
+
+async def test_frame_clipping_scrolling_and_covering(page: Page, pages: Pages) -> None:
+    inner = ("<style>body{margin:0}</style><button style='position:absolute;left:0;top:0'>Shown</button>"
+             "<button style='position:absolute;left:0;top:500px'>Below frame</button>")
+    url = pages.add("/frames/clip", RESET
+                    + frame(f"srcdoc=\"{inner}\"", "id=small", 100, 100, 200, 100)
+                    + frame("srcdoc=\"<button>Under</button>\"", "id=under", 400, 100)
+                    + "<div id=cover style='position:absolute;left:400px;top:100px;width:300px;height:200px;"
+                      "background:white'></div>"
+                    + frame("srcdoc=\"<button>Hidden</button>\"", "id=hid", 100, 300, extra="visibility:hidden"))
+    await page.navigate(url)
+    els = by_name(await settled(page, "Shown", "Below frame", "Under", "Hidden"))
+    assert els["Shown"]["in_viewport"] and not els["Shown"]["is_occluded"]
+    assert not els["Below frame"]["in_viewport"]  # inside the frame's document, outside its box
+    assert els["Under"]["is_occluded"] and els["Under"]["occluded_by"] == "div#cover"
+    assert not els["Hidden"]["visible"]
+    result = await check(exists("name=Under"), "under").once(PageSource(page))
+    assert result.reason == "match_occluded"
+
+
+async def test_not_see_and_see_look_inside_frames(page: Page, pages: Pages, other_pages: Pages) -> None:
+    other_pages.add("/x/consent", f"{RESET}<button class=at>Accept cookies</button><p>We use cookies</p>")
+    url = pages.add("/frames/consent", RESET + frame(
+        f"src='http://localhost:{other_pages.port}/x/consent'", "id=consent", 0, 0))
+    await page.navigate(url)
+    await settled(page, "Accept cookies")
+    channels = BrowserChannels(page)
+    ok, actual = await channels.not_see("Accept cookies", 100)
+    assert not ok and "in frame 'consent'" in actual
+    seen, _ = await channels.see("Accept cookies", SeeOptions())
+    assert seen
+    assert "We use cookies" in await channels.text(anyio.Event())
+
+
+async def test_readonly_and_editable_fields(page: Page, pages: Pages) -> None:
+    url = pages.add("/frames/fields", """
+      <input aria-label="Plain"><input aria-label="Native ro" readonly>
+      <input aria-label="Aria ro" aria-readonly="true"><input aria-label="Off" disabled>
+      <textarea aria-label="Notes" readonly></textarea><input type=checkbox aria-label="Box">
+      <div contenteditable="true" aria-label="Editor">Hello
+        <span role="textbox" contenteditable="false" aria-label="Locked part">fixed</span></div>
+      <div role="textbox" aria-label="Not editable div">x</div>""")
+    await page.navigate(url)
+    els = by_name(await page.snapshot())
+    expect = {"Plain": (False, True), "Native ro": (True, False), "Aria ro": (True, False),
+              "Off": (False, False), "Notes": (True, False), "Box": (False, False),
+              "Editor": (False, True), "Locked part": (True, False), "Not editable div": (False, False)}
+    assert {n: (els[n]["readonly"], els[n]["editable"]) for n in expect} == expect
+    channels = BrowserChannels(page)
+    assert (await channels.see("Plain", SeeOptions(editable=True, timeoutMs=3000)))[0]
+    assert (await channels.see("Editor", SeeOptions(editable=True, timeoutMs=3000)))[0]
+    ok, actual = await channels.see("Native ro", SeeOptions(editable=True, timeoutMs=1000))
+    assert not ok and "readonly=True" in actual
+    assert (await check(exists("readonly=true name=\"Aria ro\""), "ro").once(PageSource(page))).passed
+
+
+async def test_closed_shadow_roots_are_walked(page: Page, pages: Pages) -> None:
+    url = pages.add("/frames/closed", """<secret-box></secret-box><open-box></open-box><script>
+      document.querySelector('secret-box').attachShadow({mode: 'closed'}).innerHTML =
+        '<button>Inside closed</button><input aria-label="Closed field">';
+      document.querySelector('open-box').attachShadow({mode: 'open'}).innerHTML = '<button>Inside open</button>';
+      window.leak = document.querySelector('secret-box').shadowRoot;</script>""")
+    await page.navigate(url)
+    els = by_name(await page.snapshot())
+    assert els["Inside closed"]["in_shadow"] and els["Closed field"]["editable"]
+    assert els["Inside open"]["in_shadow"]
+    assert await page.evaluate("window.leak === null")  # page script still cannot reach it
+
+
+async def test_a_frame_detached_while_snapshotted_lowers_confidence(page: Page, pages: Pages) -> None:
+    # The frame removes itself from its parent the first time the snapshot reads a style in it.
+    gone = ("<button>Doomed</button><script>const real = window.getComputedStyle;"
+            "window.getComputedStyle = function (el) { if (frameElement) frameElement.remove();"
+            " return real.call(window, el); };</script>")
+    url = pages.add("/frames/detach", "<button>Stays</button>" + frame(f"srcdoc=\"{gone}\"", "id=doomed", 0, 100))
+    await page.navigate(url)
+    snap = Snapshot.parse(await page.snapshot())
+    assert [e.name for e in snap.elements] == ["Stays"]
+    conf = confidence(snap)
+    assert conf.value <= 0.5 and any("could not be read" in r for r in conf.reasons), conf
+
+
+async def test_a_navigating_frame_lowers_confidence_until_it_lands(page: Page, pages: Pages) -> None:
+    pages.add("/frames/slow", "<button>Landed</button>")
+    pages.add("/frames/first", "<button>Before</button>")
+    release = pages.hold("/frames/slow")
+    url = pages.add("/frames/nav", "<button>Stays</button>" + frame("src='/frames/first'", "id=moving", 0, 100))
+    await page.navigate(url)
+    await settled(page, "Before")
+    started = anyio.Event()
+    remove = page.cdp.on("Page.frameStartedLoading", lambda _m: started.set(), session_id=page.session_id)
+    try:
+        await page.evaluate("document.getElementById('moving').src = '/frames/slow'")
+        with anyio.fail_after(10):
+            await started.wait()
+        snap = Snapshot.parse(await page.snapshot())
+        assert "Stays" in {e.name for e in snap.elements}
+        conf = confidence(snap)
+        assert conf.value <= 0.5 and "frame moving is navigating" in conf.reasons
+    finally:
+        remove()
+        release.set()
+    landed = Snapshot.parse(await settled(page, "Landed"))
+    with anyio.fail_after(10):
+        while confidence(landed).value < 1:
+            await anyio.sleep(0.05)
+            landed = Snapshot.parse(await page.snapshot())
+    assert landed.frames[1]["path"] == "moving"
+
+
+async def test_diff_predicates_inside_eventually(page: Page, pages: Pages) -> None:
+    url = pages.add("/frames/diff", """<button id=add onclick="setTimeout(() => {
+        const b = document.createElement('button'); b.textContent = 'Row ' + (document.querySelectorAll('.row').length + 1);
+        b.className = 'row'; document.body.appendChild(b); }, 100)">Add</button><button class=row>Row 1</button>""")
+    await page.navigate(url)
+    source = PageSource(page)
+    assert source.baseline is None  # nothing happened through the page since the source was made
+    snap = await page.snapshot()
+    await page.click(by_name(snap)["Add"])  # the source snapshots the page just before the click
+    result = await check(added('name="Row 2"'), "a row appears").eventually(source, timeout=5, poll=0.05)
+    assert result.passed, result.message()
+    assert source.baseline is not None and "Row 2" not in {e.name for e in source.baseline.elements}
+    source.forget()
+    missing = await check(added('name="Row 2"'), "no baseline").once(source)
+    assert missing.reason == "no_baseline"
+    source.close()
