@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fabric_jev import HostConfig
-from fabric_jev.calibration.labels import LabeledExample, parse_labels
+from fabric_jev.calibration.labels import LabeledExample, parse_labels, read_labels
 from fabric_jev.calibration.learn import Prepared, fit_signature, learn, split
 from fabric_jev.contract.evaluation import validate_request
 from fabric_jev.errors import ConfigError, ProfileInvalid
@@ -122,6 +122,9 @@ def test_learn_reports_held_out_before_and_after(learned: Any) -> None:
     assert r["before"]["examples"] == r["after"]["examples"] == 5
     assert learned.profile.report["after"]["accuracy"] == r["after"]["accuracy"]
     assert {s["type"] for s in r["signatures"]} == {"noul", "choice"}
+    cv = r["crossValidated"]  # every example answered once by a profile fitted without it
+    assert cv["folds"] == 5 and cv["before"]["examples"] == cv["after"]["examples"] == 20
+    assert learned.profile.report["crossValidated"]["after"]["ece"] == cv["after"]["ece"]
 
 
 def test_a_profile_from_other_embedding_weights_is_refused(tmp_path: Path, learned: Any) -> None:
@@ -175,6 +178,23 @@ def test_profile_comes_from_config_and_only_for_local(tmp_path: Path, learned: A
         build_evaluator(f"fixture:{fixture}", HostConfig(evaluator={"profile": str(path)}))
     with pytest.raises(ProfileInvalid, match="cannot read profile"):
         build_evaluator("local", HostConfig(evaluator={"profile": str(tmp_path / "missing.json")}))
+
+
+@pytest.mark.timeout(900)  # 122 examples through the real encoder; ~1 min on an idle 2-core machine
+def test_the_shipped_example_improves_as_documented(local: LocalEvaluator) -> None:
+    examples = read_labels(ROOT / "examples" / "learn" / "labels.jsonl")
+    assert [sum(e.question.type == t for e in examples) for t in ("noul", "choice", "score")] == [42, 40, 40]
+    r = learn(local, examples, name="support").report
+    cv = r["crossValidated"]
+    # The figures in docs/evaluators.md ("The shipped example"); a change here must update the docs.
+    assert (r["heldOut"], cv["examples"]) == (37, 122)
+    assert (round(r["before"]["accuracy"] * 37), round(r["after"]["accuracy"] * 37)) == (11, 32)
+    assert (round(cv["before"]["accuracy"] * 122), round(cv["after"]["accuracy"] * 122)) == (47, 92)
+    assert r["before"]["ece"] == pytest.approx(0.477, abs=0.005)
+    assert r["after"]["ece"] == pytest.approx(0.203, abs=0.005)
+    assert cv["before"]["ece"] == pytest.approx(0.399, abs=0.005)
+    assert cv["after"]["ece"] == pytest.approx(0.0996, abs=0.005)
+    assert cv["after"]["accuracy"] - cv["before"]["accuracy"] >= 0.15
 
 
 # ---------------------------------------------------------------- command line

@@ -62,8 +62,13 @@ class Prepared:
         return answer_distribution(self.example.question, self.prior_answer)
 
 
-def split(examples: Sequence[LabeledExample], holdout: float,
-          seed: str = "") -> tuple[list[LabeledExample], list[LabeledExample]]:
+def _rank(example: LabeledExample) -> str:
+    """A fixed, content-based order: splits and folds never depend on the file's order."""
+    return hashlib.sha256(f"{example.key}{example.id}".encode()).hexdigest()
+
+
+def split(examples: Sequence[LabeledExample],
+          holdout: float) -> tuple[list[LabeledExample], list[LabeledExample]]:
     """(training, held out): per signature, the `holdout` share with the lowest digests is held out."""
     by_signature: dict[str, list[LabeledExample]] = {}
     for e in examples:
@@ -71,7 +76,7 @@ def split(examples: Sequence[LabeledExample], holdout: float,
     train: list[LabeledExample] = []
     test: list[LabeledExample] = []
     for group in by_signature.values():
-        ranked = sorted(group, key=lambda e: hashlib.sha256(f"{seed}{e.key}{e.id}".encode()).hexdigest())
+        ranked = sorted(group, key=_rank)
         n_test = min(round(len(ranked) * holdout), max(0, len(ranked) - MIN_TRAINING))
         test += ranked[:n_test]
         train += ranked[n_test:]
@@ -163,37 +168,80 @@ class LearnResult:
     report: dict[str, Any]
 
 
+def _fit_all(prepared: Sequence[Prepared]) -> tuple[dict[str, SignatureModel], dict[str, list[Prepared]]]:
+    groups: dict[str, list[Prepared]] = {}
+    for p in prepared:
+        groups.setdefault(p.example.signature, []).append(p)
+    models = {sig: fit_signature(items) for sig, items in groups.items() if len(items) >= MIN_TRAINING}
+    return models, groups
+
+
+Measured = dict[str, dict[str, list[Outcome]]]  # signature → {"before": [...], "after": [...]}
+
+
+def _measure(evaluator: LocalEvaluator, profile: Profile, prepared: Sequence[Prepared],
+             into: Measured) -> None:
+    """The heuristic's and the profile's outcomes on `prepared`, which the profile never saw."""
+    adapted = evaluator.adapted(profile)
+    for p in prepared:
+        e = p.example
+        answer = adapted.answer_sync(e.request()).answers["q"]
+        pair = into.setdefault(e.signature, {"before": [], "after": []})
+        pair["before"].append(outcome(e.question, p.prior_answer, e.label))
+        pair["after"].append(outcome(e.question, answer, e.label))
+
+
+def _pooled(measured: Measured, key: str, target: float) -> dict[str, Any] | None:
+    outs = [o for pair in measured.values() for o in pair[key]]
+    return summary(outs, target) if outs else None
+
+
+def cross_validate(evaluator: LocalEvaluator, prepared: Sequence[Prepared], folds: int, *,
+                   target: float = 0.95, embedding_sha256: str = "") -> dict[str, Any]:
+    """Every example answered by a profile fitted without it (`folds` folds per signature)."""
+    by_signature: dict[str, list[Prepared]] = {}
+    for p in prepared:
+        by_signature.setdefault(p.example.signature, []).append(p)
+    ranked = {sig: sorted(items, key=lambda p: _rank(p.example)) for sig, items in by_signature.items()}
+    measured: Measured = {}
+    for fold in range(folds):
+        held = [p for items in ranked.values() for i, p in enumerate(items) if i % folds == fold]
+        rest = [p for items in ranked.values() for i, p in enumerate(items) if i % folds != fold]
+        models, _ = _fit_all(rest)
+        profile = Profile(name="fold", embedding_sha256=embedding_sha256, models=models,
+                          training=frozenset(p.example.key for p in rest))
+        _measure(evaluator, profile, held, measured)
+    return {"folds": folds, "examples": len(prepared),
+            "before": _pooled(measured, "before", target), "after": _pooled(measured, "after", target),
+            "types": {t: {k: summary([o for pair in measured.values() for o in pair[k] if o.type == t], target)
+                          for k in ("before", "after")}
+                      for t in ("noul", "choice", "score")
+                      if any(o.type == t for pair in measured.values() for o in pair["before"])}}
+
+
 def learn(evaluator: LocalEvaluator, examples: Sequence[LabeledExample], *, name: str,
-          holdout: float = 0.3, target: float = 0.95, progress: Progress | None = None,
+          holdout: float = 0.3, folds: int = 5, target: float = 0.95, progress: Progress | None = None,
           embedding_sha256: str | None = None) -> LearnResult:
-    """Fit a profile on the training share; measure the heuristic and the profile on the held-out share."""
+    """Fit a profile on the training share; measure the heuristic and the profile on the held-out share.
+
+    With `folds` ≥ 2, also cross-validate over every example (a larger, less noisy measurement
+    than one held-out share; the shipped profile is still the one fitted on the training share).
+    """
+    sha = embedding_sha256 or embedding_fingerprint()
     train, test = split(examples, holdout)
     prepared = prepare(evaluator, [*train, *test], progress)
     train_p, test_p = prepared[: len(train)], prepared[len(train):]
-    groups: dict[str, list[Prepared]] = {}
-    for p in train_p:
-        groups.setdefault(p.example.signature, []).append(p)
-    models = {sig: fit_signature(items) for sig, items in groups.items() if len(items) >= MIN_TRAINING}
-    skipped = sorted(sig for sig, items in groups.items() if len(items) < MIN_TRAINING)
-    profile = Profile(name=name, embedding_sha256=embedding_sha256 or embedding_fingerprint(),
-                      models=models, training=frozenset(p.example.key for p in train_p))
-    adapted = evaluator.adapted(profile)
-    before: list[Outcome] = []
-    after: list[Outcome] = []
-    per_signature: dict[str, dict[str, list[Outcome]]] = {}
-    for p in test_p:
-        e = p.example
-        answer = adapted.answer_sync(e.request()).answers["q"]
-        pair = per_signature.setdefault(e.signature, {"before": [], "after": []})
-        for bucket, got in ((before, p.prior_answer), (after, answer)):
-            o = outcome(e.question, got, e.label)
-            bucket.append(o)
-            pair["before" if bucket is before else "after"].append(o)
+    models, groups = _fit_all(train_p)
+    skipped = sorted(sig for sig in groups if sig not in models)
+    profile = Profile(name=name, embedding_sha256=sha, models=models,
+                      training=frozenset(p.example.key for p in train_p))
+    measured: Measured = {}
+    _measure(evaluator, profile, test_p, measured)
     signatures = []
     for sig, items in groups.items():
         model = models.get(sig)
         q = items[0].example.question
-        pair = per_signature.get(sig, {"before": [], "after": []})
+        pair = measured.get(sig, {"before": [], "after": []})
         signatures.append({
             "signature": sig, "type": q.type, "instructions": _clip(q.instructions),
             "trained": len(items), "heldOut": len(pair["before"]),
@@ -204,14 +252,16 @@ def learn(evaluator: LocalEvaluator, examples: Sequence[LabeledExample], *, name
             "before": summary(pair["before"], target) if pair["before"] else None,
             "after": summary(pair["after"], target) if pair["after"] else None,
         })
-    report = {
+    report: dict[str, Any] = {
         "examples": len(examples), "trained": len(train), "heldOut": len(test), "holdout": holdout,
-        "before": summary(before, target) if before else None,
-        "after": summary(after, target) if after else None,
+        "before": _pooled(measured, "before", target), "after": _pooled(measured, "after", target),
         "signatures": signatures, "skipped": skipped,
     }
-    return LearnResult(Profile(name=profile.name, embedding_sha256=profile.embedding_sha256,
-                               models=models, training=profile.training, report=_short(report)), report)
+    if folds >= 2:
+        report["crossValidated"] = cross_validate(evaluator, prepared, folds, target=target,
+                                                  embedding_sha256=sha)
+    return LearnResult(Profile(name=name, embedding_sha256=sha, models=models,
+                               training=profile.training, report=_short(report)), report)
 
 
 def _short(report: dict[str, Any]) -> dict[str, Any]:
@@ -219,5 +269,9 @@ def _short(report: dict[str, Any]) -> dict[str, Any]:
     def pick(s: dict[str, Any] | None) -> dict[str, float] | None:
         return None if s is None else {k: s[k] for k in ("examples", "accuracy", "brier", "ece")}
 
-    return {"examples": report["examples"], "trained": report["trained"], "heldOut": report["heldOut"],
-            "before": pick(report["before"]), "after": pick(report["after"])}
+    out = {"examples": report["examples"], "trained": report["trained"], "heldOut": report["heldOut"],
+           "before": pick(report["before"]), "after": pick(report["after"])}
+    if "crossValidated" in report:
+        cv = report["crossValidated"]
+        out["crossValidated"] = {"folds": cv["folds"], "before": pick(cv["before"]), "after": pick(cv["after"])}
+    return out

@@ -38,29 +38,31 @@ def _reliability(by_type: Mapping[str, Sequence[Outcome]], kinds: list[str],
                  path: Path, title: str) -> Path:
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(kinds), figsize=(4.6 * len(kinds), 4.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(kinds), figsize=(4.4 * len(kinds), 5.0), squeeze=False,
+                             layout="constrained")
     for ax, kind in zip(axes[0], kinds, strict=True):
         outs = by_type[kind]
         bins = [b for b in reliability(outs) if b.count]
-        ax.plot([0, 1], [0, 1], linestyle="--", color="0.45", linewidth=1.2, label="perfectly calibrated")
+        ax.plot([0, 1], [0, 1], linestyle="--", color="0.35", linewidth=1.3, label="perfect calibration")
         ax.bar([(b.low + b.high) / 2 for b in bins], [b.accuracy for b in bins], width=1 / BINS * 0.9,
-               color="#4878d0", alpha=0.75, edgecolor="#1f3f8a", label="accuracy in bin")
+               color="#4878d0", alpha=0.7, edgecolor="#1f3f8a", label="accuracy in the bin")
         ax.plot([b.confidence for b in bins], [b.accuracy for b in bins], "o", color="#d65f00",
-                markersize=5, label="bin mean confidence")
+                markersize=5, label="(mean confidence, accuracy)")
         for b in bins:
-            ax.annotate(str(b.count), ((b.low + b.high) / 2, min(b.accuracy + 0.02, 0.96)),
-                        ha="center", fontsize=8, color="0.25")
+            ax.annotate(f"n={b.count}", ((b.low + b.high) / 2, b.accuracy + 0.015), ha="center",
+                        va="bottom", fontsize=7.5, color="0.2")
         ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1)
-        ax.set_aspect("equal")
-        ax.set_xlabel("confidence (probability of the picked answer)")
+        ax.set_ylim(0, 1.1)
+        ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+        ax.set_aspect(1 / 1.1)
+        ax.set_xlabel("confidence of the picked answer")
         ax.set_ylabel("accuracy")
-        ax.set_title(f"{TYPE_TITLES[kind]}\n{len(outs)} examples · accuracy {accuracy(outs):.0%} · "
+        ax.set_title(f"{TYPE_TITLES[kind]}: {len(outs)} answers\naccuracy {accuracy(outs):.0%}, "
                      f"ECE {ece(outs):.3f}", fontsize=10)
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="upper left", fontsize=8)
-    fig.suptitle(f"Reliability — {title} (numbers: examples per bin)", fontsize=11)
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8.5, frameon=False)
+    fig.suptitle(f"Reliability: {title}", fontsize=11)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -70,24 +72,26 @@ def _coverage(by_type: Mapping[str, Sequence[Outcome]], kinds: list[str],
               path: Path, title: str) -> Path:
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(kinds), figsize=(4.6 * len(kinds), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(kinds), figsize=(4.4 * len(kinds), 4.4), squeeze=False,
+                             layout="constrained")
     for ax, kind in zip(axes[0], kinds, strict=True):
         outs = by_type[kind]
         curve = coverage_curve(outs)
         xs = [0.0] + [p.coverage for p in curve]
         ys = [curve[0].accuracy] + [p.accuracy for p in curve]
-        ax.step(xs, ys, where="post", color="#4878d0", linewidth=2, label="accuracy of kept answers")
-        ax.axhline(accuracy(outs), linestyle="--", color="0.45", linewidth=1.2,
-                   label=f"accuracy of all answers ({accuracy(outs):.0%})")
+        ax.step(xs, ys, where="post", color="#4878d0", linewidth=2, label="accuracy of the kept answers")
+        ax.axhline(accuracy(outs), linestyle="--", color="0.35", linewidth=1.2,
+                   label="accuracy of all answers")
         ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1.02)
-        ax.set_xlabel("coverage (share of answers kept, most confident first)")
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel("coverage: share kept, most confident first")
         ax.set_ylabel("accuracy")
-        ax.set_title(f"{TYPE_TITLES[kind]} · {len(outs)} examples", fontsize=10)
+        ax.set_title(f"{TYPE_TITLES[kind]}: {len(outs)} answers, all {accuracy(outs):.0%} right",
+                     fontsize=10)
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="lower left", fontsize=8)
-    fig.suptitle(f"Confidence vs accuracy — {title}", fontsize=11)
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8.5, frameon=False)
+    fig.suptitle(f"Confidence vs accuracy: {title}", fontsize=11)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -136,7 +136,9 @@ async def _cmd_calibrate(args: argparse.Namespace) -> int:
         from ..calibration.report import write_pngs
 
         folder = Path(args.report)
-        pngs = write_pngs(by_type, folder, title=str(status.get("model") or status.get("route")))
+        # Titled by what actually answered (the profile, say), not only by the evaluator's name.
+        answered_by = max(models, key=lambda m: models[m]) if models else ""
+        pngs = write_pngs(by_type, folder, title=answered_by or str(status.get("model") or status.get("route")))
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n",
                                             encoding="utf-8")
@@ -180,13 +182,15 @@ async def _cmd_learn(args: argparse.Namespace) -> int:
 
     if not 0 <= args.holdout < 1:
         raise ConfigError("--holdout must be in [0, 1)")
+    if args.folds == 1 or not 0 <= args.folds <= 50:
+        raise ConfigError("--folds must be 0 (no cross-validation) or from 2 to 50")
     examples = _examples(args)
     evaluator = LocalEvaluator()
     bar = _progress(len(examples), "learning")
     try:
         result = await anyio.to_thread.run_sync(lambda: learn(
             evaluator, examples, name=args.name or profile_name(args.out), holdout=args.holdout,
-            target=args.target_precision, progress=bar.update))
+            folds=args.folds, target=args.target_precision, progress=bar.update))
     finally:
         bar.close()
     size = result.profile.save(args.out)
@@ -211,7 +215,12 @@ def _print_learning(report: dict[str, Any]) -> None:
                                ("brier", "Brier", "{:.3f}".format)):
             w(f"  {name:<12} {fmt(before[key]):>9}   {fmt(after[key]):>12}\n")
     else:
-        w("no held-out examples: nothing measured (use --holdout > 0)\n")
+        w("no held-out examples: nothing measured on a held-out share (use --holdout > 0)\n")
+    cv = report.get("crossValidated")
+    if cv and cv["before"] and cv["after"]:
+        w(f"cross-validated ({cv['folds']} folds, each of the {cv['examples']} examples answered by a "
+          f"profile fitted without it): accuracy {_pct(cv['before']['accuracy'])} → "
+          f"{_pct(cv['after']['accuracy'])}, ECE {cv['before']['ece']:.3f} → {cv['after']['ece']:.3f}\n")
     for sig in report["signatures"]:
         head = f"  [{sig['type']}] {sig['instructions']}: trained on {sig['trained']}"
         if sig["before"] and sig["after"]:
@@ -248,6 +257,8 @@ def add_learning_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     le.add_argument("--name", help="the profile's name in answers' model (default: from --out)")
     le.add_argument("--holdout", type=float, default=0.3,
                     help="share of each signature's examples held out to measure it (default 0.3)")
+    le.add_argument("--folds", type=int, default=5,
+                    help="also cross-validate over all examples with this many folds (0: don't; default 5)")
     le.add_argument("--target-precision", type=float, default=0.95, help=argparse.SUPPRESS)
     le.add_argument("--json", action="store_true", help="print the report as JSON")
     le.set_defaults(handler=_cmd_learn)

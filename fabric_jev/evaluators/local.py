@@ -260,8 +260,13 @@ class LocalEvaluator:
         return evaluation
 
     def status(self) -> dict[str, Any]:
-        return {"route": "local", "model": MODEL_NAME,
-                "credentials": {"configured": False, "source": "missing", "verified": False}}
+        status: dict[str, Any] = {
+            "route": "local", "model": MODEL_NAME,
+            "credentials": {"configured": False, "source": "missing", "verified": False}}
+        if self.profile is not None:
+            status["profile"] = {"name": self.profile.name, "signatures": len(self.profile.models),
+                                 "examples": self.profile.examples}
+        return status
 
     async def aclose(self) -> None:
         return None
