@@ -41,14 +41,16 @@ from .errors import (
     UpstreamError,
 )
 from .evaluators import Evaluator, FixtureEvaluator
-from .host import Advice, CallContext, CapabilityRegistry, JevHost, MainSession
+from .host import Advice, Approver, CallContext, CapabilityCall, CapabilityRegistry, JevHost, MainSession
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Advice",
     "AnswerInvalid",
+    "Approver",
     "CallContext",
+    "CapabilityCall",
     "CapabilityError",
     "CapabilityRegistry",
     "CheckFailed",

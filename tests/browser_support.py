@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import signal
 import subprocess
 import sys
 import threading
@@ -22,10 +24,17 @@ class Launched:
     proc: subprocess.Popen[str]
 
 
+def terminate_with_parent() -> None:
+    """Between fork and exec: the launcher gets SIGTERM (and cleans up) if the test run
+    is killed, instead of leaving a browser behind for the rest of the machine's life."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
 @pytest.fixture(scope="session")
 def chromium() -> Iterator[Launched]:
     proc = subprocess.Popen([sys.executable, "-m", "fabric_jev.cli", "browser", "launch"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            preexec_fn=terminate_with_parent)
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
     if not url.startswith("ws://127.0.0.1:"):

@@ -11,6 +11,7 @@ from fabric_jev_browser.checks import PageSource
 
 from fabric_jev.assertions import (
     AssertionFailed,
+    EscalationPolicy,
     SnapshotDiff,
     check,
     exists,
@@ -110,3 +111,19 @@ async def test_a_password_never_shows_its_value(page: Page, pages: Pages, tmp_pa
     texts += [p.read_text() for p in tmp_path.glob("*.json")]
     assert all("correct-horse" not in t for t in texts)
     assert (tmp_path / "password-typed-1.png").read_bytes().startswith(b"\x89PNG")
+
+
+async def test_reload_through_the_page_source_only_when_allowed(page: Page, pages: Pages) -> None:
+    # The Ready button exists only after a reload (the first load leaves a mark in sessionStorage).
+    await page.navigate(pages.add("/reload.html", """<!doctype html><body><button>Other</button><script>
+      if (sessionStorage.getItem('seen')) document.body.insertAdjacentHTML('beforeend', '<button>Ready</button>');
+      sessionStorage.setItem('seen', '1');</script></body>"""))
+    policy = EscalationPolicy(max_reloads=1, reload_after=1)
+    refused = await check(exists("name=Ready"), "ready", policy=policy).eventually(
+        PageSource(page), timeout=3, poll=0.05)
+    reloads = [a for a in refused.attempts if a.action == "reload"]
+    assert not refused.passed and [a.detail for a in reloads] == ["refused by the source"]
+    allowed = await check(exists("name=Ready"), "ready", policy=policy).eventually(
+        PageSource(page, allow_reload=True), timeout=10, poll=0.05)
+    assert allowed.passed, allowed.message()
+    assert [a.detail for a in allowed.attempts if a.action == "reload"] == ["reloaded"]

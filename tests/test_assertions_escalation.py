@@ -387,3 +387,21 @@ async def test_cancellation_is_re_raised_from_eventually() -> None:
     with anyio.move_on_after(0.02) as scope:
         await check(is_enabled("name=Save"), "stuck").eventually(Stuck(), timeout=30)
     assert scope.cancelled_caught
+
+
+def test_frames_that_cannot_be_read_or_are_navigating_lower_confidence() -> None:
+    from fabric_jev.assertions import confidence
+
+    frames = ({"path": "", "url": "http://127.0.0.1/"},
+              {"path": "checkout", "url": "http://127.0.0.1/pay", "error": "detached"},
+              {"path": "help", "url": "http://127.0.0.1/help", "navigating": True},
+              {"path": "ads", "url": "http://127.0.0.1/ads", "ready_state": "loading"})
+    conf = confidence(snap(el(name="Save"), frames=frames))
+    assert conf.value == pytest.approx(0.5 * 0.5 * 0.7)
+    assert conf.reasons == ("frame checkout could not be read (detached)", "frame help is navigating",
+                            "frame ads is still loading")
+
+
+async def test_a_policy_that_answers_no_recovery_action_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a recovery action"):
+        await run(check(exists("name=Save"), "save", policy=Fixed(A.DONE)), Source(MISSING))

@@ -397,6 +397,16 @@ async def test_artifacts_on_failure(tmp_path: Path) -> None:
     assert passed.passed and not (tmp_path / "none").exists()
 
 
+async def test_trace_artifacts_are_redacted_like_snapshots(tmp_path: Path) -> None:
+    page = snap(el(name="API key sk-abcdefghijklmnopqrstuv"), url="https://bob:hunter2pw@app.example/settings")
+    result = await check(exists('name="API key sk-abcdefghijklmnopqrstuw"'), "Key shown",
+                         artifacts_dir=tmp_path).once(Source(page))
+    assert not result.passed and result.nearest
+    written = (tmp_path / "key-shown-1.trace.json").read_text()
+    assert "sk-abcdefghijklmnopqrstuv" not in written and "hunter2pw" not in written
+    assert "[redacted: api key]" in written and "[redacted: url credentials]" in written
+
+
 # ---------------------------------------------------------------- diffs
 
 

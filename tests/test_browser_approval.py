@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 from fabric_jev_browser import BrowserConnector
 
-from fabric_jev import FixtureEvaluator, HostConfig, JevHost
-from fabric_jev.host.policy import ApprovalRequest
+from fabric_jev import CapabilityCall, FixtureEvaluator, HostConfig, JevHost
 from tests.browser_support import Launched, Pages
 
 pytestmark = [pytest.mark.anyio, pytest.mark.browser]
@@ -45,9 +44,9 @@ def cdp_decisions(env: Any) -> list[tuple[str, str, bool]]:
 
 async def test_the_click_happens_only_after_the_approver_allows_it(chromium: Launched, pages: Pages) -> None:
     url = pages.add("/terms.html", (EXAMPLE / "terms.html").read_text())
-    asked: list[ApprovalRequest] = []
+    asked: list[CapabilityCall] = []
 
-    async def approver(request: ApprovalRequest) -> str:
+    async def approver(request: CapabilityCall) -> str:
         asked.append(request)
         return "allow"
 
@@ -67,7 +66,7 @@ async def test_the_click_happens_only_after_the_approver_allows_it(chromium: Lau
 async def test_a_denied_click_is_not_sent_and_shows_in_the_envelope(chromium: Launched, pages: Pages) -> None:
     url = pages.add("/terms.html", (EXAMPLE / "terms.html").read_text())
 
-    async def approver(request: ApprovalRequest) -> str:
+    async def approver(request: CapabilityCall) -> str:
         return "deny"
 
     env = await run_example(chromium, url, approver)

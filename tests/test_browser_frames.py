@@ -30,11 +30,11 @@ def by_name(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {e["name"]: e for e in snap["elements"]}
 
 
-async def settled(page: Page, *names: str) -> dict[str, Any]:
+async def settled(page: Page, *names: str, **options: Any) -> dict[str, Any]:
     """Snapshot once every named element is there (frames load after the top document)."""
     with anyio.fail_after(10):
         while True:
-            snap = await page.snapshot()
+            snap = await page.snapshot(**options)
             if set(names) <= set(by_name(snap)):
                 return snap
             await anyio.sleep(0.02)
@@ -124,7 +124,7 @@ async def test_not_see_and_see_look_inside_frames(page: Page, pages: Pages, othe
     await settled(page, "Accept cookies")
     channels = BrowserChannels(page)
     ok, actual = await channels.not_see("Accept cookies", 100)
-    assert not ok and "in frame 'consent'" in actual
+    assert not ok and actual.startswith('button "Accept cookies" in frame "consent" was visible')
     seen, _ = await channels.see("Accept cookies", SeeOptions())
     assert seen
     assert "We use cookies" in await channels.text(anyio.Event())
@@ -222,3 +222,29 @@ async def test_diff_predicates_inside_eventually(page: Page, pages: Pages) -> No
     missing = await check(added('name="Row 2"'), "no baseline").once(source)
     assert missing.reason == "no_baseline"
     source.close()
+
+
+async def test_a_frame_inside_a_closed_shadow_root(page: Page, pages: Pages) -> None:
+    url = pages.add("/frames/closed-frame", """<frame-box></frame-box><script>
+      document.querySelector('frame-box').attachShadow({mode: 'closed'}).innerHTML =
+        '<iframe id="boxed" style="border:0;width:300px;height:100px" srcdoc="<button>In a boxed frame</button>">'
+        + '</iframe>';</script>""")
+    await page.navigate(url)
+    boxed = by_name(await settled(page, "In a boxed frame"))["In a boxed frame"]
+    assert boxed["frame"] == "boxed" and boxed["in_viewport"] and not boxed["is_occluded"]
+
+
+async def test_closed_roots_on_built_in_hosts_and_nested_with_all(page: Page, pages: Pages) -> None:
+    url = pages.add("/frames/closed-all", """<div id=plain></div><iframe id=f srcdoc="<p id=q></p><script>
+      q.attachShadow({mode: 'closed'}).innerHTML = '<button>Framed closed</button>';</script>"></iframe><script>
+      const outer = document.getElementById('plain').attachShadow({mode: 'closed'});
+      outer.innerHTML = '<button>On a div</button><inner-box></inner-box>';
+      outer.querySelector('inner-box').attachShadow({mode: 'closed'}).innerHTML = '<button>Nested</button>';
+      </script>""")
+    await page.navigate(url)
+    everything = by_name(await settled(page, "On a div", "Nested", "Framed closed", closed_shadow="all"))
+    by_default = by_name(await page.snapshot())
+    assert not {"On a div", "Nested", "Framed closed"} & set(by_default)  # the documented limit
+    assert all(everything[n]["in_shadow"] for n in ("On a div", "Nested", "Framed closed"))
+    assert everything["Framed closed"]["frame"] == "f"
+    assert "On a div" not in by_name(await page.snapshot(closed_shadow="off"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from fabric_jev_browser import launch_chromium
 
+from tests.browser_support import terminate_with_parent
 from tests.conftest import live_processes
 
 pytestmark = pytest.mark.browser
@@ -23,7 +25,8 @@ def group_alive(pgid: int) -> bool:
 
 def launch_cli() -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([sys.executable, "-m", "fabric_jev.cli", "browser", "launch"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            preexec_fn=terminate_with_parent)
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
 
@@ -48,6 +51,20 @@ def test_crashed_browser_leaves_nothing_behind() -> None:
     _, err = proc.communicate(timeout=30)
     assert "Chromium exited" in err
     assert not group_alive(chromium) and not profile.exists()
+
+
+def test_a_killed_launcher_takes_its_browser_with_it() -> None:
+    # SIGKILL gives the launcher no chance to clean up: the kernel must end Chromium.
+    proc, _ = launch_cli()
+    chromium, _ = _chromium_of(proc.pid)
+    pidfd = os.pidfd_open(chromium)
+    try:
+        proc.kill()
+        proc.communicate(timeout=30)
+        readable, _, _ = select.select([pidfd], [], [], 30)
+        assert readable, f"Chromium {chromium} outlived its killed launcher"
+    finally:
+        os.close(pidfd)
 
 
 @pytest.mark.anyio

@@ -8,10 +8,10 @@ from typing import Any
 import anyio
 import pytest
 
-from fabric_jev import CapabilityRegistry, FixtureEvaluator, HostConfig, JevHost
+from fabric_jev import CapabilityCall, CapabilityRegistry, FixtureEvaluator, HostConfig, JevHost
 from fabric_jev.contract.policy import POLICIES, RISKS, resolve
 from fabric_jev.errors import CapabilityError, ConfigError
-from fabric_jev.host.policy import ApprovalRequest, PolicyGate
+from fabric_jev.host.policy import PolicyGate
 from fabric_jev.host.registry import CallContext
 from tests.conftest import program
 
@@ -72,11 +72,11 @@ def classifier_evaluator(kind: str) -> Any:
                                          "destructive": {"noul": 0.0}, "sessionOwned": {"noul": 0.0}}})
 
 
-def make_approver(kind: str, seen: list[ApprovalRequest]) -> Any:
+def make_approver(kind: str, seen: list[CapabilityCall]) -> Any:
     if kind == "absent":
         return None
 
-    async def approver(request: ApprovalRequest) -> Any:
+    async def approver(request: CapabilityCall) -> Any:
         seen.append(request)
         if kind == "raising":
             raise RuntimeError("approver bug")
@@ -90,7 +90,7 @@ def make_approver(kind: str, seen: list[ApprovalRequest]) -> Any:
 @pytest.mark.parametrize(("risk", "policy", "approver", "classifier"),
                          list(itertools.product(("write", "agent"), POLICIES, APPROVERS, ("allow", "ask", "error"))))
 async def test_truth_table_through_the_gate(risk: str, policy: str, approver: str, classifier: str) -> None:
-    seen: list[ApprovalRequest] = []
+    seen: list[CapabilityCall] = []
     gate = PolicyGate({risk: policy}, approver=make_approver(approver, seen),  # type: ignore[dict-item]
                       evaluator=classifier_evaluator(classifier), threshold=0.5, approver_timeout_s=0.05,
                       classifier_timeout_s=5, max_request_bytes=1_048_576)
@@ -146,9 +146,9 @@ async def test_without_an_approver_ask_is_a_catchable_denial_that_costs_no_budge
 
 
 async def test_the_approver_decides_and_sees_the_call() -> None:
-    seen: list[ApprovalRequest] = []
+    seen: list[CapabilityCall] = []
 
-    async def approver(request: ApprovalRequest) -> str:
+    async def approver(request: CapabilityCall) -> str:
         seen.append(request)
         return "allow" if request.arguments["n"] == 1 else "deny"
 

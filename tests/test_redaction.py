@@ -132,6 +132,12 @@ SPELLINGS = [
  ("MjQ1NjM2NzQ1NjM1Njc4OTAx.GhJkLm.AbCdEfGhIjKlMnOpQrStUvWxYz0123456", "GhJkLm.AbCdEf"),
  ("PuTTY-User-Key-File-2: ssh-rsa\nPrivate-Lines: 1\nAAAAgQCabc\nPrivate-MAC: 0a1b", "AAAAgQCabc"),
  ("mysqldump --user=root -pS3cr3t db > x.sql", "S3cr3t"),
+ ("redis://:s3cretpw@cache:6379/0", "s3cretpw"),
+ ("secret_key_base: 7f3a9b1c2d", "7f3a9b1c2d"),
+ ("jdbc:mysql://db/app?user=root&password=jdbcpw1", "jdbcpw1"),
+ ("Server=db;User Id=sa;Password=Pass123;", "Pass123"),
+ ("mongodb+srv://app:mongopw@cluster0.example.net", "mongopw"),
+ ("https://api.example.com/v1?access_token=tok123abc", "tok123abc"),
 ]
 
 

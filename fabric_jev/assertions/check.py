@@ -418,8 +418,13 @@ class Check:
                 atomic_write(self.artifacts_dir / name, png)
                 result.artifacts["screenshot"] = name
         result.artifacts["trace"] = f"{stem}.trace.json"
+        # The same redaction as the snapshot artifact, observer payloads and approval
+        # evidence: nearest matches, actual values and the URL can carry credentials.
+        from ..contract.redaction import redact
+
+        trace, _ = redact(result.trace_event())
         atomic_write(self.artifacts_dir / f"{stem}.trace.json",
-                     json.dumps(result.trace_event(), indent=1, sort_keys=True, ensure_ascii=False))
+                     json.dumps(trace, indent=1, sort_keys=True, ensure_ascii=False))
 
 
 def check(predicate: Predicate, label: str, required: bool = False, **options: Any) -> Check:

@@ -67,7 +67,8 @@ class Element(BaseModel):
 
     def label(self) -> str:
         shown = self.name or self.text or self.placeholder or self.testid or ""
-        return f'{self.role or self.tag} "{shown[:60]}"'
+        where = f' in frame "{self.frame}"' if self.frame else ""
+        return f'{self.role or self.tag} "{shown[:60]}"{where}'
 
 
 class Snapshot(BaseModel):

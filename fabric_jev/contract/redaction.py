@@ -94,7 +94,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("authorization header", r"(?im)^\s*(?:proxy-)?authorization\s*:\s*(?P<s>\S.*)$"),
     _Rule("cookie header", r"(?im)^\s*(?:set-)?cookie\s*:\s*(?P<s>\S.*)$"),
     _Rule("url credentials",
-          r"(?i)(?:^|[^a-z0-9+.-])[a-z][a-z0-9+.-]{0,30}://(?P<s>[^\s/:@]+:[^\s/@]+)@"),
+          r"(?i)(?:^|[^a-z0-9+.-])[a-z][a-z0-9+.-]{0,30}://(?P<s>[^\s/:@]*:[^\s/@]+)@"),
     _Rule("slack webhook", r"(?P<s>https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/+-]+)"),
     _Rule("bearer token", r"(?i)\bbearer\s+(?P<s>[A-Za-z0-9\-._~+/]{8,}=*)"),
     _Rule("basic credentials", r"(?i)\bbasic\s+(?P<s>[A-Za-z0-9+/]{8,}={0,2})"),
@@ -129,7 +129,8 @@ _RULES: tuple[_Rule, ...] = (
           r"(?P<s>[^\s'\"-][^\s'\"]*)"),
     _Rule("secret assignment",
           r"(?i)(?:^|[^A-Za-z0-9_.-])\\?[\"']?[A-Za-z0-9_.-]*?" + _KEYWORDS +
-          r"(?:[_-]?(?:key|value|b64|base64))?\\?[\"']?\s*(?::=|=>|=|:)\s*" + _VALUE,
+          r"(?:[_-]?(?:key|value|b64|base64|base|hash|str|string|text|data|bytes|file_content))?"
+          r"\\?[\"']?\s*(?::=|=>|=|:)\s*" + _VALUE,
           check=_not_placeholder),
     _Rule("azure storage key", r"(?i)\bAccountKey=(?P<s>[A-Za-z0-9+/=]{20,})"),
     _Rule("base64 data", r"(?P<s>(?:[A-Za-z0-9+/]{4}){40,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)",

@@ -18,8 +18,12 @@ class ValueRejected(ValueError):
     """A value is not finite JSON, too large, or off its schema (message says which side)."""
 
 
+# One encoder, built once: json.dumps with options builds a new one per call.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def json_bytes(value: Any) -> int:
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    return len(_COMPACT.encode(value).encode("utf-8"))
 
 
 def normalize_json(value: Any, side: str) -> Any:

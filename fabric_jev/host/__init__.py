@@ -2,7 +2,8 @@
 
 from .host import JevHost
 from .observers import Advice, AdviceLatch, MainSession, Observer
+from .policy import Approver, CapabilityCall
 from .registry import CallContext, CapabilityRegistry
 
-__all__ = ["Advice", "AdviceLatch", "CallContext", "CapabilityRegistry", "JevHost", "MainSession",
-           "Observer"]
+__all__ = ["Advice", "AdviceLatch", "Approver", "CallContext", "CapabilityCall", "CapabilityRegistry",
+           "JevHost", "MainSession", "Observer"]

@@ -142,7 +142,7 @@ class HostCalls:
         except ValueRejected as exc:
             reply(False, str(exc))
             return
-        if json_bytes(value) > EMIT_MAX_BYTES:
+        if not _surely_small(value) and json_bytes(value) > EMIT_MAX_BYTES:
             reply(False, f"program.emit value exceeds {EMIT_MAX_BYTES} bytes")
             return
         record.ring.append(value)
@@ -251,6 +251,15 @@ class HostCalls:
             reply(False, clip_error(f"{ctx.ref} failed: {exc}"))
             return
         reply(True, json.dumps(value))
+
+
+def _surely_small(value: Any) -> bool:
+    """True when `value` cannot exceed EMIT_MAX_BYTES as JSON, known without encoding it:
+    a scalar from the guest (numbers are at most 25 characters), or a short string
+    (a character takes at most 6 bytes, as an escape)."""
+    if value is None or isinstance(value, bool | int | float):
+        return True
+    return isinstance(value, str) and len(value) * 6 + 2 <= EMIT_MAX_BYTES
 
 
 async def _sleep_then_reply(seconds: float, reply: Reply) -> None:

@@ -34,6 +34,7 @@ from ..sandbox.pool import WorkerPool
 from ..sandbox.session import (
     Ended,
     Ending,
+    Event,
     HostCall,
     Logs,
     SessionLimits,
@@ -91,7 +92,7 @@ class JevHost:
         approver: Approver | None = None,
     ) -> None:
         """`approver` decides the calls whose risk policy is `ask` (and what `auto`
-        hands on): ``async def approver(request: ApprovalRequest) -> Decision``.
+        hands on): ``async def approver(call: CapabilityCall) -> Decision``.
         Without one, those calls are refused."""
         self.config = config or HostConfig()
         if evaluator is None:
@@ -507,14 +508,21 @@ class JevHost:
                     calls: anyio.abc.TaskGroup) -> Outcome:
         dispatch = self._calls.dispatch
         reply = session.reply
-        while True:
-            for event in await session.events():
+        outcome: list[Outcome] = []
+
+        def handle(events: list[Event]) -> bool:
+            for event in events:
                 if type(event) is HostCall:
                     dispatch(record, reply, calls, event.call_id, event.kind, event.args)
                 elif type(event) is Logs:
                     record.logs.extend(event.lines)
                 elif type(event) is Ended:
-                    return self._outcome(record, event)
+                    outcome.append(self._outcome(record, event))
+                    return True
+            return False
+
+        await session.run(handle)
+        return outcome[0]
 
     @staticmethod
     def _outcome(record: RunRecord, ended: Ended) -> Outcome:

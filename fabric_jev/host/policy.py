@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import contextvars
 import math
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -22,7 +24,6 @@ import anyio
 from ..contract.policy import Answer, Outcome, Policy, Risk, needs_approver, resolve
 from ..contract.redaction import redact
 from ..evaluators.base import Evaluator
-from .ring import utc_now
 
 AUDIT_KEEP = 64
 
@@ -33,8 +34,8 @@ CALLER_GRANT: contextvars.ContextVar[frozenset[str] | None] = contextvars.Contex
 
 
 @dataclass(frozen=True, slots=True)
-class ApprovalRequest:
-    """What the approver is asked about one capability call.
+class CapabilityCall:
+    """The capability call an approver is asked about.
 
     `arguments` are redacted like every other evidence. `classifier` is the
     classifier's decision when an `auto` policy handed the call on.
@@ -50,10 +51,10 @@ class ApprovalRequest:
     classifier: Any = None  # fabric_jev.approval.Decision | None
 
 
-#: ``async def approver(request: ApprovalRequest) -> Decision | bool | str``: only an
+#: ``async def approver(request: CapabilityCall) -> Decision | bool | str``: only an
 #: explicit allow (``True``, ``"allow"`` or a Decision whose ``decision`` is
 #: ``"allow"``) allows; anything else, an exception or a timeout refuses.
-Approver = Callable[[ApprovalRequest], Awaitable[Any]]
+Approver = Callable[[CapabilityCall], Awaitable[Any]]
 
 
 def _approver_answer(value: Any) -> Answer:
@@ -62,34 +63,54 @@ def _approver_answer(value: Any) -> Answer:
     return "deny"
 
 
+_Decision = tuple[int, float, str, Risk, Policy, Outcome, "float | None"]
+
+
 @dataclass(slots=True)
 class AuditTrail:
-    """The newest decisions of one run, with totals (the envelope's `approvals`)."""
+    """The newest decisions of one run, with totals (the envelope's `approvals`).
 
-    entries: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=AUDIT_KEEP))
+    Decisions are kept as tuples and shown as dicts only when an envelope is
+    built: recording one stays cheap on the per-call path.
+    """
+
+    kept: deque[_Decision] = field(default_factory=lambda: deque(maxlen=AUDIT_KEEP))
     allowed: int = 0
     denied: int = 0
 
     def add(self, ref: str, risk: Risk, policy: Policy, outcome: Outcome,
             probability: float | None = None) -> None:
-        entry: dict[str, Any] = {
-            "sequence": self.allowed + self.denied + 1, "at": utc_now(), "ref": ref, "risk": risk,
-            "policy": policy, "decidedBy": outcome.decided_by, "allowed": outcome.allowed,
-            # Reasons are fixed templates naming only the risk and who decided;
-            # arguments are never recorded here.
-            "reason": outcome.reason,
-        }
-        if probability is not None:
-            entry["probability"] = probability
-        self.entries.append(entry)
+        self.kept.append((self.allowed + self.denied + 1, time.time(), ref, risk, policy, outcome,
+                          probability))
         if outcome.allowed:
             self.allowed += 1
         else:
             self.denied += 1
 
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        out = []
+        for sequence, at, ref, risk, policy, outcome, probability in self.kept:
+            entry: dict[str, Any] = {
+                "sequence": sequence, "at": _iso(at), "ref": ref, "risk": risk, "policy": policy,
+                "decidedBy": outcome.decided_by, "allowed": outcome.allowed,
+                # Reasons are fixed templates naming only the risk and who decided;
+                # arguments are never recorded here.
+                "reason": outcome.reason,
+            }
+            if probability is not None:
+                entry["probability"] = probability
+            out.append(entry)
+        return out
+
     def actions(self) -> list[dict[str, Any]]:
         """The run's earlier decisions as the classifier's session actions."""
-        return [{"ref": e["ref"], "risk": e["risk"], "allowed": e["allowed"]} for e in self.entries]
+        return [{"ref": ref, "risk": risk, "allowed": outcome.allowed}
+                for _, _, ref, risk, _, outcome, _ in self.kept]
+
+
+def _iso(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class PolicyGate:
@@ -99,6 +120,8 @@ class PolicyGate:
                  evaluator: Evaluator | None, threshold: float, approver_timeout_s: float,
                  classifier_timeout_s: float, max_request_bytes: int) -> None:
         self.approvals = approvals
+        # allow and deny decide alone: their outcomes are made once, not per call.
+        self._immediate: dict[tuple[Risk, Policy], Outcome] = {}
         self.approver = approver
         self.evaluator = evaluator
         self.threshold = threshold
@@ -112,9 +135,12 @@ class PolicyGate:
     def immediate(self, risk: Risk) -> Outcome | None:
         """The outcome when the policy alone decides (allow, deny); None when it must ask."""
         policy = self.policy(risk)
-        if policy in ("allow", "deny"):
-            return resolve(risk, policy)
-        return None
+        if policy not in ("allow", "deny"):
+            return None
+        outcome = self._immediate.get((risk, policy))
+        if outcome is None:
+            outcome = self._immediate[(risk, policy)] = resolve(risk, policy)
+        return outcome
 
     async def decide(self, ref: str, risk: Risk, *, run_id: str, run_name: str, arguments: Any,
                      intent: str | None, actions: list[dict[str, Any]] | None = None,
@@ -138,7 +164,7 @@ class PolicyGate:
                 probability = safe
         approver: Answer = "absent"
         if needs_approver(policy, classifier) and self.approver is not None:
-            approver = await self._ask(ApprovalRequest(
+            approver = await self._ask(CapabilityCall(
                 ref=ref, risk=risk, policy=policy, run_id=run_id, run_name=run_name,
                 arguments=shown, intent=intent, classifier=decision))
         return policy, resolve(risk, policy, classifier=classifier, approver=approver), probability
@@ -159,7 +185,7 @@ class PolicyGate:
         verdict = decision.decision
         return (verdict if verdict in ("allow", "ask", "deny") else "error"), decision
 
-    async def _ask(self, request: ApprovalRequest) -> Answer:
+    async def _ask(self, request: CapabilityCall) -> Answer:
         assert self.approver is not None
         try:
             with anyio.move_on_after(self.approver_timeout_s) as scope:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -17,30 +18,34 @@ LOG_TRUNCATED = "[logs truncated]"
 
 
 def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return utc_text(time.time())
+
+
+def utc_text(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds") \
+        .replace("+00:00", "Z")
 
 
 class ProgressRing:
     """Keeps the newest 64 events; sequences start at 1 and never repeat."""
 
     def __init__(self, capacity: int = RING_CAPACITY) -> None:
-        self._events: deque[ProgressEvent] = deque(maxlen=capacity)
+        # (sequence, time, value): an emit stores three fields; the event models are
+        # built only when someone reads them.
+        self._events: deque[tuple[int, float, Any]] = deque(maxlen=capacity)
         self.next_sequence = 1
         self.listener: Callable[[ProgressEvent], None] | None = None
         self._changed: anyio.Event | None = None  # only while someone waits for progress
 
-    def append(self, value: Any) -> ProgressEvent:
-        # Values were validated at the boundary; skip pydantic's second pass.
-        event = ProgressEvent.model_construct(sequence=self.next_sequence, at=utc_now(),
-                                              value=value)
-        self._events.append(event)
+    def append(self, value: Any) -> None:
+        entry = (self.next_sequence, time.time(), value)
+        self._events.append(entry)
         self.next_sequence += 1
         if self.listener is not None:
-            self.listener(event)
+            self.listener(_event(entry))
         if self._changed is not None:
             self._changed.set()
             self._changed = None
-        return event
 
     def changed(self) -> anyio.Event:
         """An event set by the next append (made on demand: emit stays allocation-free)."""
@@ -49,7 +54,12 @@ class ProgressRing:
         return self._changed
 
     def after(self, sequence: int) -> tuple[ProgressEvent, ...]:
-        return tuple(e for e in self._events if e.sequence > sequence)
+        return tuple(_event(e) for e in self._events if e[0] > sequence)
+
+
+def _event(entry: tuple[int, float, Any]) -> ProgressEvent:
+    # Values were validated at the boundary; skip pydantic's second pass.
+    return ProgressEvent.model_construct(sequence=entry[0], at=utc_text(entry[1]), value=entry[2])
 
 
 class LogBuffer:

@@ -76,8 +76,9 @@ class HostCall(NamedTuple):
     args: Any
 
 
-@dataclass(frozen=True, slots=True)
-class Outbox:
+class Outbox(NamedTuple):
+    """(A named tuple: one is built per slice, and tuples are the cheapest records.)"""
+
     calls: list[HostCall]
     logs: list[str]
     #: The program's end, once it has one: ``(True, value)`` or ``(False, message)``.
@@ -152,8 +153,11 @@ def _scrub(value: Any) -> Any:
     return value
 
 
+_parse = json.JSONDecoder().decode
+
+
 def _json(payload: bytes) -> Any:
-    value = json.loads(payload)
+    value = _parse(payload.decode("utf-8", "replace"))
     # Only a JSON escape can make a lone surrogate: skip the walk without one.
     if b"\\ud" in payload or b"\\uD" in payload:
         value = _scrub(value)
@@ -169,11 +173,12 @@ def decode(tag: bytes, payload: bytes) -> Message:
     try:
         if tag == _OUTBOX:
             out = _json(payload)
-            if out["l"] and not all(type(line) is str for line in out["l"]):
+            logs = out["l"]
+            if logs and not all(type(line) is str for line in logs):
                 raise ValueError("log lines must be strings")
-            return Outbox(calls=[HostCall(*c) for c in out["c"]], logs=out["l"],
-                          result=None if out["d"] is None else (bool(out["d"][0]), out["d"][1]),
-                          fault=out.get("f"))
+            done = out["d"]
+            return Outbox([HostCall(*c) for c in out["c"]], logs,
+                          None if done is None else (bool(done[0]), done[1]), out["f"])
         if tag == _SETTLE:
             call_id, ok, text = payload.split(b" ", 2)
             return Settle(int(call_id), ok == b"1", text.decode("utf-8", "replace"))

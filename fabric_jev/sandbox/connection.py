@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Callable
 
 import anyio
 
 from ._wire import FrameBuffer
 
 _READ_CHUNK = 1 << 18
+
+#: Called with the complete frames that arrived, and whether the worker is gone.
+Listener = Callable[[list[tuple[bytes, bytes]], bool], None]
 
 
 def asyncio_loop() -> asyncio.AbstractEventLoop | None:
@@ -43,6 +47,7 @@ class WorkerConnection:
         # anyio.wait_readable does) costs more than the rest of a host call.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiter: asyncio.Future[None] | None = None
+        self._listener: Listener | None = None
 
     def fileno(self) -> int:
         return self._sock.fileno()
@@ -105,9 +110,34 @@ class WorkerConnection:
         self._pull()
         if self._eof and self._loop is not None:
             self._loop.remove_reader(self._sock.fileno())
+        listener = self._listener
+        if listener is not None:
+            frames = self._inbox.frames()
+            if frames or self._eof:
+                listener(frames, self._eof)
+            return
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def _register(self) -> bool:
+        if self._loop is None:
+            self._loop = asyncio_loop()
+            if self._loop is not None and not self._eof:
+                self._loop.add_reader(self._sock.fileno(), self._on_readable)
+        return self._loop is not None
+
+    def listen(self, listener: Listener | None) -> bool:
+        """On asyncio, hand frames to `listener` from the reader callback itself, with no
+        task switch per message (None stops). Returns False on other backends."""
+        if self._closed or not self._register():
+            return False
+        self._listener = listener
+        if listener is not None:
+            frames = self._inbox.frames()
+            if frames or self._eof:
+                listener(frames, self._eof)
+        return True
 
     async def receive(self) -> list[tuple[bytes, bytes]]:
         """Wait for at least one complete frame and return all that arrived."""
@@ -117,11 +147,8 @@ class WorkerConnection:
                 return frames
             if self._eof or self._closed:
                 raise WorkerGone
-            if self._loop is None:
-                self._loop = asyncio_loop()
-                if self._loop is not None:
-                    self._loop.add_reader(self._sock.fileno(), self._on_readable)
-            if self._loop is not None:
+            if self._register():
+                assert self._loop is not None
                 # The registered reader pulls data as it arrives: just wait for it.
                 self._waiter = self._loop.create_future()
                 try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -19,7 +20,7 @@ import anyio
 from ..errors import CompileError, SandboxUnavailable, clip_error
 from . import _wire
 from ._wire import HostCall
-from .connection import WorkerGone
+from .connection import Listener, WorkerGone
 
 SLICE_OVERRUN_TEMPLATE = (
     "Jev program ran for more than {slice_ms} ms without awaiting and was stopped; "
@@ -84,6 +85,12 @@ class Transport(Protocol):
     async def receive(self) -> list[tuple[bytes, bytes]]: ...
 
     async def flusher(self) -> None: ...
+
+    def listen(self, listener: Listener | None) -> bool: ...
+
+
+#: Handles one batch of events synchronously; returns True once it has seen the `Ended`.
+Handler = Callable[[list["Event"]], bool]
 
 
 def memory_message(limit: int) -> str:
@@ -173,6 +180,62 @@ class WorkerSession:
             if events:
                 self._corked = True
                 return events
+
+    async def run(self, handle: Handler) -> None:
+        """Feed every batch of events to `handle` until it returns True (it saw the end).
+
+        On asyncio the batches are handled inside the socket's reader callback:
+        no task switch and no extra loop iteration per host call. Replies made
+        by `handle` go out in one write when it returns.
+        """
+        done = anyio.Event()
+        failure: list[BaseException] = []
+        gone = False
+
+        def on_frames(frames: list[tuple[bytes, bytes]], eof: bool) -> None:
+            nonlocal gone
+            if done.is_set():
+                return
+            try:
+                events = self._events(frames)
+                if events:
+                    self._corked = True
+                    try:
+                        finished = handle(events)
+                    finally:
+                        self._uncork()
+                    if finished:
+                        done.set()
+                        return
+                if eof:
+                    gone = True
+                    done.set()
+            except Exception as exc:  # surfaces in the driving task, not the event loop's log
+                failure.append(exc)
+                done.set()
+
+        if self._early:  # what arrived with Ready comes first
+            early, self._early = self._early, []
+            on_frames(early, False)
+        if done.is_set() or self._conn.listen(on_frames):
+            try:
+                await done.wait()
+            finally:
+                self._conn.listen(None)
+            if failure:
+                raise failure[0]
+            if gone:
+                handle([await self._exit()])
+            return
+        while not handle(await self.events()):
+            pass
+
+    def _uncork(self) -> None:
+        self._corked = False
+        if self._replies:
+            data = b"".join(self._replies) if len(self._replies) > 1 else self._replies[0]
+            self._replies.clear()
+            self._conn.send(data)
 
     def _events(self, frames: list[tuple[bytes, bytes]]) -> list[Event]:
         events: list[Event] = []

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import anyio
 
 from . import _wire
+from .connection import Listener
 from .js import runtime_js_path
 from .pool import WorkerPool
 
@@ -55,11 +57,37 @@ class _InProcessTransport:
         self._frames = _wire.FrameBuffer()
         self._inbox: list[tuple[bytes, bytes]] = []
         self._ready = anyio.Event()
+        self._listener: Listener | None = None
+        self._scheduled = False
 
     def _push(self, data: bytes) -> None:
         self._frames.feed(data)
         self._inbox.extend(self._frames.frames())
-        self._ready.set()
+        if self._listener is not None:
+            # Delivered from the loop, as a socket's reader callback would be:
+            # never from inside the send that produced it.
+            if not self._scheduled:
+                self._scheduled = True
+                asyncio.get_running_loop().call_soon(self._deliver)
+        else:
+            self._ready.set()
+
+    def _deliver(self) -> None:
+        self._scheduled = False
+        frames, self._inbox = self._inbox, []
+        if self._listener is not None and frames:
+            self._listener(frames, False)
+
+    def listen(self, listener: Listener | None) -> bool:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        self._listener = listener
+        if listener is not None and self._inbox:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._deliver)
+        return True
 
     def send(self, data: bytes) -> None:
         incoming = _wire.FrameBuffer()

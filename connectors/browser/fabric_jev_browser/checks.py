@@ -6,6 +6,7 @@ import json
 
 from fabric_jev.assertions import Element, Snapshot
 
+from .frames import ClosedShadow
 from .page import Page
 
 
@@ -19,16 +20,19 @@ class PageSource:
     `changed()` compare against the page as it was just before the last action.
     `mark()` takes a new baseline now; `forget()` drops it. `track=False` turns
     the automatic snapshot before actions off (it costs one snapshot per action).
+    `closed_shadow` chooses which closed shadow roots are walked (docs/browser.md).
     """
 
-    def __init__(self, page: Page, *, track: bool = True, allow_reload: bool = False) -> None:
+    def __init__(self, page: Page, *, track: bool = True, allow_reload: bool = False,
+                 closed_shadow: ClosedShadow = "custom-elements") -> None:
         self.page = page
         self.allow_reload = allow_reload
+        self.closed_shadow: ClosedShadow = closed_shadow
         self.baseline: Snapshot | None = None
         self._untrack = page.on_before_action(self.mark) if track else None
 
     async def _fresh(self) -> Snapshot:
-        return Snapshot.parse(await self.page.snapshot())
+        return Snapshot.parse(await self.page.snapshot(closed_shadow=self.closed_shadow))
 
     async def snapshot(self) -> Snapshot:
         return (await self._fresh()).with_baseline(self.baseline)

@@ -14,9 +14,11 @@ visible part, and `is_occluded` when something in an ancestor document covers
 the frame at the element's centre (one hit test per owner, batched).
 A frame that cannot be read (detached, navigating, no document yet) is listed
 in the snapshot's `frames` with an `error`, which lowers its confidence
-instead of failing it. Closed shadow roots are found through CDP
-(`DOM.describeNode` with `pierce`) on custom elements without an open root,
-and handed to the page walk as arguments: page script still cannot reach them.
+instead of failing it. Closed shadow roots are found through CDP — by
+default with `DOM.describeNode {pierce}` on custom elements without an open
+root; with `closed_shadow="all"` in the whole DOM (`DOM.getDocument
+{pierce}`, as costly as the walk) — and handed to the page walk as
+arguments: page script still cannot reach them.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 
@@ -33,6 +35,8 @@ from .errors import BrowserError, CDPError
 
 T = TypeVar("T")
 X = TypeVar("X")
+#: Which closed shadow roots a snapshot looks up through CDP (see docs/browser.md).
+ClosedShadow = Literal["custom-elements", "all", "off"]
 #: Remote objects made for one snapshot live in this group and are released after it.
 GROUP = "fabric-jev-snapshot"
 
@@ -90,6 +94,14 @@ OWNER_HITS = """function (points) {
     const cls = (typeof el.className === "string" ? el.className : "").trim().split(/\\s+/).filter(Boolean).slice(0, 2);
     return cls.length ? s + "." + cls.join(".") : s;
   };
+  // The owner inside a closed shadow root: the hit stops at a host page script cannot
+  // enter, so a host above the owner says nothing about covering.
+  const hostOfThis = (hit) => {
+    for (let node = this; node; node = node.parentNode || node.host || null) {
+      if (node.host === hit) return true;
+    }
+    return false;
+  };
   return points.map(([x, y]) => {
     let hit = doc.elementFromPoint(x, y);
     while (hit && hit.shadowRoot) {
@@ -97,7 +109,7 @@ OWNER_HITS = """function (points) {
       if (!inner || inner === hit) break;
       hit = inner;
     }
-    return !hit || hit === this ? null : describe(hit);
+    return !hit || hit === this || hostOfThis(hit) ? null : describe(hit);
   });
 }"""
 
@@ -272,10 +284,16 @@ def _intersect(a: tuple[float, float, float, float],
 class FrameSnapshot:
     """One snapshot of a page across its frames (see the module doc)."""
 
-    def __init__(self, cdp: CDPConnection, tracker: FrameTracker, script: str, options: dict[str, Any]) -> None:
+    def __init__(self, cdp: CDPConnection, tracker: FrameTracker, script: str, options: dict[str, Any],
+                 closed_shadow: ClosedShadow = "custom-elements") -> None:
+        if closed_shadow not in ("custom-elements", "all", "off"):
+            raise ValueError(f"closed_shadow must be custom-elements, all or off, not {closed_shadow!r}")
         self.cdp = cdp
         self.tracker = tracker
         self.options = options
+        self.closed_shadow = closed_shadow
+        #: closed shadow roots (backend node ids) per frame, when looked up in the whole DOM
+        self.closed_nodes: dict[str, list[int]] = {}
         self.wrapped = f"function (options, ...closed) {{ return JSON.stringify(({script})(options, closed)); }}"
         self.used_sessions: set[str] = set()
 
@@ -327,6 +345,12 @@ class FrameSnapshot:
 
     async def _take(self) -> dict[str, Any]:
         top_id, frames = await self._frames()
+        if self.closed_shadow == "all":
+            roots = {f.session: f.id for f in frames.values()
+                     if f.parent not in frames or frames[f.parent or ""].session != f.session}
+            for found in await each(self._closed_in_session, list(roots.items())):
+                if not isinstance(found, Exception):
+                    self.closed_nodes.update(found)
         async with anyio.create_task_group() as tg:
             for f in frames.values():
                 tg.start_soon(self._read, f)
@@ -344,7 +368,12 @@ class FrameSnapshot:
             f.error = "no document to read (navigating or detached)"
             return
         try:
-            closed = await self._closed_roots(f.session, ctx)
+            if self.closed_shadow == "all":
+                closed = await self._resolve_all(f.session, ctx, self.closed_nodes.get(f.id, []))
+            elif self.closed_shadow == "custom-elements":
+                closed = await self._closed_roots(f.session, ctx)
+            else:
+                closed = []
             reply = await self.call(f.session, "Runtime.callFunctionOn", {
                 "functionDeclaration": self.wrapped, "executionContextId": ctx, "returnByValue": True,
                 "arguments": [{"value": self.options}, *({"objectId": o} for o in closed)]})
@@ -360,6 +389,37 @@ class FrameSnapshot:
             f.raw = json.loads(reply["result"]["value"])
         except (KeyError, TypeError, ValueError) as exc:
             f.error = f"unreadable answer ({_brief(exc)})"
+
+    async def _closed_in_session(self, root: tuple[str, str]) -> dict[str, list[int]]:
+        """Every closed shadow root in one session's documents, by frame (the whole DOM
+        crosses the protocol: as costly as a snapshot of the same page)."""
+        session, frame_id = root
+        document = (await self.call(session, "DOM.getDocument", {"depth": -1, "pierce": True}))["root"]
+        found: dict[str, list[int]] = {}
+        stack: list[tuple[dict[str, Any], str]] = [(document, frame_id)]
+        while stack:
+            node, frame = stack.pop()
+            for shadow in node.get("shadowRoots", ()):
+                if shadow.get("shadowRootType") == "closed":
+                    found.setdefault(frame, []).append(shadow["backendNodeId"])
+                stack.append((shadow, frame))
+            stack.extend((child, frame) for child in node.get("children", ()))
+            if "contentDocument" in node:
+                stack.append((node["contentDocument"], node.get("frameId", frame)))
+        return found
+
+    async def _resolve_all(self, session: str, ctx: int, nodes: list[int]) -> list[str]:
+        async def resolve(node: int) -> str:
+            reply = await self.call(session, "DOM.resolveNode", {
+                "backendNodeId": node, "executionContextId": ctx, "objectGroup": GROUP})
+            return str(reply["object"]["objectId"])
+
+        out = []
+        for got in await each(resolve, nodes):
+            if isinstance(got, Exception):
+                raise got
+            out.append(got)
+        return out
 
     async def _closed_roots(self, session: str, ctx: int) -> list[str]:
         found = await self.call(session, "Runtime.callFunctionOn", {
@@ -489,6 +549,11 @@ class FrameSnapshot:
                         self._queue_hits(f, frames, e, centre, checks)
                 e["index"] = len(elements)
                 elements.append(e)
+        for f in frames.values():
+            if not f.placed:  # read or not, a frame that cannot be placed is not shown
+                diagnostics.append({"path": f.path, "url": f.raw["url"] if f.raw else f.url,
+                                    "out_of_process": f.session != self.tracker.top,
+                                    "error": f.error or "its parent frame could not be placed"})
         await self._hit_test(checks)
         return {**top.raw, "node_count": nodes, "quiet_ms": quiet, "element_count": len(elements),
                 "truncated": truncated, "elements": elements, "frames": diagnostics}
@@ -547,4 +612,4 @@ async def frame_texts(cdp: CDPConnection, tracker: FrameTracker) -> list[str]:
     return [t for t in await each(text, keys) if isinstance(t, str)]
 
 
-__all__ = ["QUIET_OBSERVER", "FrameSnapshot", "FrameTracker", "each", "frame_texts"]
+__all__ = ["QUIET_OBSERVER", "ClosedShadow", "FrameSnapshot", "FrameTracker", "each", "frame_texts"]

@@ -15,6 +15,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -104,6 +105,16 @@ class LaunchedBrowser:
             shutil.rmtree(self.profile, ignore_errors=True)
 
 
+def _die_with_parent() -> None:
+    """Runs in the child between fork and exec: Chromium gets SIGKILL when the
+    thread that started it dies. Chromium runs in its own session (so a Ctrl-C
+    meant for us is not delivered to it twice), which also means nothing else
+    would end it if we were killed without a chance to clean up."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
 async def launch_chromium(*, executable: str | None = None, window: tuple[int, int] = (1280, 800),
                           timeout: float = 30.0, extra_flags: tuple[str, ...] = ()) -> LaunchedBrowser:
     """Start Chromium and return once its DevTools endpoint is listening."""
@@ -120,7 +131,8 @@ async def launch_chromium(*, executable: str | None = None, window: tuple[int, i
             f"--window-size={window[0]},{window[1]}", *extra_flags, "about:blank"]
     try:
         proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, env=env, start_new_session=True)
+                                stderr=subprocess.PIPE, env=env, start_new_session=True,
+                                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
     except OSError as exc:
         shutil.rmtree(profile, ignore_errors=True)
         raise LaunchError(f"cannot start Chromium: {exc.strerror}") from None

@@ -11,7 +11,7 @@ from fabric_jev.protocol import runtime_js
 
 from .cdp import CDPConnection
 from .errors import BrowserError
-from .frames import QUIET_OBSERVER, FrameSnapshot, FrameTracker, frame_texts
+from .frames import QUIET_OBSERVER, ClosedShadow, FrameSnapshot, FrameTracker, frame_texts
 
 ActionHook = Callable[[], Awaitable[None]]
 
@@ -130,13 +130,15 @@ class Page:
             raise EvaluationFailed(f"page evaluation failed: {str(text).splitlines()[0]}")
         return result.get("result", {}).get("value")
 
-    async def snapshot(self, *, occlusion: bool = True, max_elements: int = 5000) -> dict[str, Any]:
+    async def snapshot(self, *, occlusion: bool = True, max_elements: int = 5000,
+                       closed_shadow: ClosedShadow = "custom-elements") -> dict[str, Any]:
         """Run runtime_js/snapshot.js in every frame and place the frames on the page
-        (frames.py; see docs/browser.md for the fields)."""
+        (frames.py; see docs/browser.md for the fields and `closed_shadow`)."""
         # Each frame answers with one JSON string: it crosses the protocol far faster
         # than thousands of objects serialised field by field by returnByValue.
         raw = await FrameSnapshot(self.cdp, self.frames, snapshot_script(),
-                                  {"occlusion": occlusion, "maxElements": max_elements}).take()
+                                  {"occlusion": occlusion, "maxElements": max_elements},
+                                  closed_shadow).take()
         return expand_snapshot(raw)
 
     async def texts(self) -> list[str]:

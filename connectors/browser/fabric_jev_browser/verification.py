@@ -87,8 +87,7 @@ class BrowserChannels:
             samples = waiter.record(len(waiter.log) + 1)
             shown = [e for e in select_targets(target, snap.elements, _fields) if e.visible]
             if shown:
-                where = f" in frame {shown[0].frame!r}" if shown[0].frame else ""
-                return False, f"{shown[0].label()}{where} was visible at sample {samples}"
+                return False, f"{shown[0].label()} was visible at sample {samples}"
             if waiter.expired:
                 return True, f"absent in all {samples} samples"
             await waiter.pause()
