@@ -15,6 +15,7 @@ from .contract import (
 from .contract.observe import ToolResult
 from .errors import (
     AnswerInvalid,
+    BatchError,
     CapabilityError,
     CheckFailed,
     CompileError,
@@ -49,6 +50,7 @@ __all__ = [
     "Advice",
     "AnswerInvalid",
     "Approver",
+    "BatchError",
     "CallContext",
     "CapabilityCall",
     "CapabilityError",

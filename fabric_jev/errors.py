@@ -15,6 +15,7 @@
     │   └── ProfileInvalid        a local-evaluator profile that cannot be used
     ├── LabelsInvalid             a labels file (or cassette read as labels) with a bad line
     ├── SandboxUnavailable        worker processes cannot be started
+    ├── BatchError                a batch's files or cluster cannot be used (fabric_jev.batch)
     ├── HostCallRefused           a guest's host call was refused (the guest sees the message)
     ├── EvaluationError           jev.evaluate failed (see evaluators)
     │   ├── RequestInvalid        the request breaks contract §5
@@ -142,6 +143,10 @@ class ReaderFailed(JevError):
 
 class CheckFailed(JevError, AssertionError):
     """A required check did not hold. Also an `AssertionError`, so test runners report a failure."""
+
+
+class BatchError(JevError):
+    """A batch cannot go on: an unreadable inputs or output file, or no Ray actor left."""
 
 
 class ProfileInvalid(ConfigError):

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+import anyio
 import pytest
 
 from fabric_jev import FixtureEvaluator, HostConfig, JevHost
@@ -53,6 +54,20 @@ def live_processes() -> dict[int, tuple[int, int]]:
         if fields[0] != "Z":
             table[int(entry)] = (int(fields[1]), int(fields[2]))
     return table
+
+
+async def wait_gone(pids: Iterable[int], timeout: float = 5) -> None:
+    """Wait until every process in `pids` has exited, woken by its pidfd (no polling)."""
+    with anyio.fail_after(timeout):
+        for pid in pids:
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            try:
+                await anyio.wait_readable(fd)
+            finally:
+                os.close(fd)
 
 
 def child_pids() -> set[int]:

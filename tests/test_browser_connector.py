@@ -98,8 +98,7 @@ async def test_stopping_a_run_closes_its_connection(chromium: Launched) -> None:
             "await tools.call({ref: 'browser.connect'}); await program.emit('up');"
             " for (;;) await program.sleep(50);", requires=["browser.connect", "browser.cdp"]), None)
         with anyio.fail_after(10):
-            while not host.status(env.id).events:
-                await anyio.sleep(0.005)
+            await host.progress(env.id)  # 'up': the run holds its connection
         conn = connector._connections[env.id]
         stopped = await host.stop(env.id)
         assert stopped.state is RunState.CANCELLED

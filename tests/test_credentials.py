@@ -12,6 +12,7 @@ import pytest
 from fabric_jev import ConfigError, CredentialError
 from fabric_jev.evaluators import OPENROUTER, TYPESAFE, VERCEL, AuthStore, CredentialResolver
 from fabric_jev.evaluators.credentials import run_credential_command
+from tests.conftest import wait_gone
 
 pytestmark = pytest.mark.anyio
 PY = sys.executable
@@ -105,10 +106,7 @@ time.sleep(60)
     assert time.monotonic() - start < 3
     child = int(pidfile.read_text())
     # The grandchild was in the command's process group, so it was killed too.
-    for _ in range(200):
-        if not _alive(child):
-            break
-        time.sleep(0.01)
+    await wait_gone([child])
     assert not _alive(child)
 
 
@@ -123,10 +121,7 @@ print("the-key")
 """)
     assert await run_credential_command(cmd) == "the-key"
     child = int(pidfile.read_text())
-    for _ in range(200):
-        if not _alive(child):
-            break
-        time.sleep(0.01)
+    await wait_gone([child])
     assert not _alive(child)
 
 

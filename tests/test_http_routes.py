@@ -99,8 +99,8 @@ def test_models_are_mapped_or_refused_per_route() -> None:
     ("confidence-over", "confidence is outside [0, 1]"),
     ("float-usage", "usage.input_tokens is not a non-negative integer"),
     ("no-usage", "has no usage"),
-    ("nan", "not finite JSON"),
-    ("xssi-200", "not JSON"),
+    ("nan", "contains NaN, which JSON does not allow"),
+    ("xssi-200", "is not valid JSON"),
 ])
 async def test_invalid_answers_reject_the_whole_evaluation(fault: str, needle: str) -> None:
     with mock(fault, key=KEY) as upstream:
@@ -142,6 +142,43 @@ async def test_oversized_body_is_cut_at_1_mib() -> None:
         with pytest.raises(AnswerInvalid, match="exceeds 1 MiB"):
             await ev.evaluate(REQUEST, timeout=10)
         await ev.aclose()
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    (b'{"answers": ' + b"[" * 200_000 + b"]" * 200_000 + b"}", "nests deeper than 32 levels"),
+    (b'{"answers": {}, "model": "\xff"}', "is not UTF-8"),
+    (b"\xef\xbb\xbf{}", "byte order mark"),
+    (b"", "is empty"),
+])
+async def test_hostile_answer_bytes_are_one_clear_refusal(body: bytes, needle: str) -> None:
+    def answer(rec: Recorded) -> tuple[int, dict[str, str], bytes]:
+        return 200, {"Content-Type": "application/json"}, body
+
+    with front(Front(answer=answer)) as f:
+        ev = evaluator(TYPESAFE, f.url)
+        with pytest.raises(AnswerInvalid) as err:
+            await ev.evaluate(REQUEST, timeout=10)
+        await ev.aclose()
+    assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("where", ["model", "answer", "extra"])
+async def test_an_answer_echoing_the_key_is_refused(where: str) -> None:
+    def echo(body: dict[str, Any]) -> dict[str, Any]:
+        if where == "model":
+            body["model"] = f"jev-latest for {KEY}"
+        elif where == "answer":
+            body["answers"]["refund"]["x_note"] = KEY
+        else:
+            body["x_debug"] = {"headers": [f"Bearer {KEY}"]}
+        return body
+
+    with mock(key=KEY) as upstream, front(Front(upstream=upstream, tamper=echo)) as f:
+        ev = evaluator(TYPESAFE, f.url)
+        with pytest.raises(AnswerInvalid, match="contains the credential it was sent with") as err:
+            await ev.evaluate(REQUEST, timeout=10)
+        await ev.aclose()
+    assert KEY not in str(err.value)
 
 
 async def test_redirects_are_refused() -> None:

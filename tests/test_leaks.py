@@ -2,11 +2,10 @@ from __future__ import annotations
 
 import threading
 
-import anyio
 import pytest
 
 from fabric_jev import JevHost, RunState
-from tests.conftest import child_pids, open_fds, program
+from tests.conftest import child_pids, open_fds, program, wait_gone
 
 pytestmark = pytest.mark.anyio
 
@@ -22,10 +21,8 @@ async def test_close_leaves_no_process_thread_or_fd() -> None:
         await host.spawn(program("await program.sleep(10000)"), None)
         await host.spawn(program("for (;;) await program.sleep(1)"), None)
         assert child_pids() - children_before, "workers should exist while the host is open"
-    # Workers die with the zygote (PDEATHSIG); give the kernel a moment to reap.
-    with anyio.fail_after(5):
-        while child_pids() - children_before:
-            await anyio.sleep(0.01)
+    # Workers die with the zygote (PDEATHSIG): wait for each to exit.
+    await wait_gone(child_pids() - children_before)
     assert open_fds() == fds_before
     assert threading.active_count() == threads_before
 

@@ -81,3 +81,16 @@ async def test_the_host_uses_the_local_evaluator_by_default() -> None:
     assert env.state is RunState.COMPLETED, env.error
     assert env.result["answers"]["refund"]["noul"] > 0.5
     assert env.result["model"] == MODEL_NAME
+
+
+@pytest.mark.parametrize("text", [
+    "word " * 100_000,
+    ("naïve CAFÉ résumé 東京都 " * 3_000) + "tail",
+    "x" * 20_000 + " short words after a very long one " * 500,
+    ("\n".join(f"line {i}: value={i * 7}; ok" for i in range(20_000))),
+    "no-whitespace-at-all-" * 5_000,
+    "few words then " + "y" * 300_000,
+])
+def test_a_huge_text_has_the_same_leading_tokens_as_when_tokenized_whole(text: str) -> None:
+    model = shared_model()
+    assert model.token_ids(text) == model.tokenizer.encode(text).ids

@@ -4,14 +4,29 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import re
+import select
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
+from typing import Any
 
+import anyio
+import anyio.to_thread
 import httpx
 import pytest
+
+from fabric_jev import FixtureEvaluator
+from fabric_jev.contract.evaluation import Evaluation, EvaluationRequest
+from fabric_jev.evaluators.base import Evaluator
+from fabric_jev.evaluators.local import LocalEvaluator
+from fabric_jev.serve import ServeLimits, serve
 
 ROOT = Path(__file__).resolve().parent.parent
 JEVCOMPAT = Path(sys.executable).with_name("jevcompat")
@@ -82,3 +97,289 @@ def test_validation_errors_and_unknown_models_have_the_spec_shape() -> None:
     assert bad.status_code == 422 and "choice, score and noul only" in bad.json()["detail"][0]["msg"]
     assert unknown.status_code == 400 and unknown.json()["detail"]["error_type"] == "api_usage_error"
     assert "jev-latest" in [m["name"] for m in models.json()["models"]]
+
+
+# ---------------------------------------------------------------- limits, on a real uvicorn server
+
+STATE_OK = {"state": "refund please", "model": "jev-latest",
+            "questions": {"q": {"type": "noul", "instructions": "Refund?"}}}
+
+
+def fixture() -> FixtureEvaluator:
+    return FixtureEvaluator({"answers": {"q": {"noul": 0.5}}})
+
+
+@contextmanager
+def running(evaluator: Evaluator, limits: ServeLimits | None = None,
+            key: str | None = None) -> Iterator[tuple[str, int]]:
+    """`serve()` on 127.0.0.1:0 in a thread with its own event loop; yields (url, port)."""
+    ports: queue.Queue[int] = queue.Queue()
+    stop = threading.Event()
+
+    async def main() -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(partial(serve, evaluator, port=0, key=key, limits=limits, ready=ports.put))
+                await anyio.to_thread.run_sync(stop.wait)
+                tg.cancel_scope.cancel()
+        finally:
+            await evaluator.aclose()  # on its own loop, as the CLI does
+
+    thread = threading.Thread(target=anyio.run, args=(main,))
+    thread.start()
+    try:
+        port = ports.get(timeout=30)
+        yield f"http://127.0.0.1:{port}", port
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not thread.is_alive()
+
+
+def raw_exchange(port: int, data: bytes) -> bytes:
+    """Send raw bytes, read until the server closes or the response is complete."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(data)
+        return read_response(s)
+
+
+def read_response(s: socket.socket) -> bytes:
+    out = b""
+    while True:
+        try:
+            chunk = s.recv(65536)
+        except ConnectionResetError:
+            return out
+        if not chunk:
+            return out
+        out += chunk
+        head, sep, body = out.partition(b"\r\n\r\n")
+        length = re.search(rb"(?i)content-length: *(\d+)", head)
+        if sep and length and len(body) >= int(length.group(1)):
+            return out
+
+
+def status_and_json(response: bytes) -> tuple[int, Any]:
+    head, _, body = response.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def closed_by_server(s: socket.socket) -> bool:
+    try:
+        return s.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_a_slow_loris_is_dropped_while_others_are_served() -> None:
+    request = (b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"X-Padding: " + b"a" * 200 + b"\r\n\r\n")
+    with running(fixture(), ServeLimits(header_timeout_s=0.3)) as (url, port):
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        sent = 0
+        with s:
+            # One byte per readiness check: select() paces the trickle and notices the close.
+            while sent < len(request):
+                s.send(request[sent:sent + 1])
+                sent += 1
+                readable, _, _ = select.select([s], [], [], 0.05)
+                if readable:
+                    break
+            assert sent < len(request), "the trickling client was never dropped"
+            assert closed_by_server(s)
+        assert httpx.post(url + "/v1/systemone", json=STATE_OK, timeout=30).status_code == 200
+
+
+def test_a_connection_that_sends_nothing_is_dropped() -> None:
+    with running(fixture(), ServeLimits(header_timeout_s=0.2)) as (_, port), \
+            socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        assert closed_by_server(s)
+
+
+def test_a_kept_alive_connection_is_closed_when_idle() -> None:
+    body = json.dumps(STATE_OK).encode()
+    with running(fixture(), ServeLimits(idle_timeout_s=0.2)) as (_, port), \
+            socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                  + str(len(body)).encode() + b"\r\n\r\n" + body)
+        assert status_and_json(read_response(s))[0] == 200
+        assert closed_by_server(s)
+
+
+def test_a_body_that_never_arrives_gets_408() -> None:
+    with running(fixture(), ServeLimits(body_timeout_s=0.2)) as (_, port), \
+            socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"state\"")
+        status, payload = status_and_json(read_response(s))
+        assert status == 408 and payload["detail"]["error_type"] == "request_timeout"
+        assert closed_by_server(s)
+
+
+def test_oversize_bodies_are_refused_with_413() -> None:
+    limits = ServeLimits(max_body_bytes=1000)
+    with running(fixture(), limits) as (url, port):
+        # Declared too large: refused before a byte of the body is read.
+        declared = raw_exchange(port, b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\n")
+        # Streamed without a length: refused once it passes the limit.
+        chunk = b"x" * 600
+        streamed = raw_exchange(port, b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                + (b"258\r\n" + chunk + b"\r\n") * 3)
+        ok = httpx.post(url + "/v1/systemone", json=STATE_OK, timeout=30)
+    for response in (declared, streamed):
+        status, payload = status_and_json(response)
+        assert status == 413 and payload["detail"]["error_type"] == "request_too_large"
+    assert ok.status_code == 200
+
+
+def test_deep_json_bodies_are_422_and_the_server_keeps_serving() -> None:
+    deep = b'{"state": ' + b"[" * 100_000 + b"]" * 100_000 + b', "questions": {}}'
+    with running(fixture()) as (url, _):
+        bad = httpx.post(url + "/v1/systemone", content=deep, timeout=30)
+        bad_unicode = httpx.post(url + "/v1/systemone", content=b'{"state": "\xff"}', timeout=30)
+        ok = httpx.post(url + "/v1/systemone", json=STATE_OK, timeout=30)
+    assert bad.status_code == 422
+    assert bad.json()["detail"][0]["type"] == "json_invalid" and "nests deeper than" in bad.json()["detail"][0]["msg"]
+    assert bad_unicode.status_code == 422 and "not UTF-8" in bad_unicode.json()["detail"][0]["msg"]
+    assert ok.status_code == 200
+
+
+class Broken(FixtureEvaluator):
+    """A dependency with a bug: the server, not this, is under test."""
+
+    async def evaluate(self, request: EvaluationRequest, *, timeout: float,
+                       cancel: anyio.Event | None = None) -> Evaluation:
+        raise RuntimeError("bug holding sk-do-not-echo-0001")
+
+
+def test_an_exception_inside_a_request_is_a_json_500_and_serving_goes_on() -> None:
+    with running(Broken({"answers": {}})) as (url, _):
+        first = httpx.post(url + "/v1/systemone", json=STATE_OK, timeout=30)
+        second = httpx.post(url + "/v1/systemone", json=STATE_OK, timeout=30)
+        models = httpx.get(url + "/v1/models", timeout=30)
+    for resp in (first, second):
+        assert resp.status_code == 500 and resp.json()["detail"]["error_type"] == "internal_error"
+        assert "sk-do-not-echo" not in resp.text
+    assert models.status_code == 200
+
+
+def test_connections_over_the_cap_get_a_json_503() -> None:
+    with running(fixture(), ServeLimits(max_connections=2)) as (url, port):
+        held = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(2)]
+        try:
+            # Accepted in order: the third connection is over the cap.
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as third:
+                status, payload = status_and_json(read_response(third))
+        finally:
+            for s in held:
+                s.close()
+        assert status == 503 and payload["detail"]["error_type"] == "overloaded"
+        assert httpx.get(url + "/v1/models", timeout=30).status_code == 200
+
+
+def test_model_is_optional() -> None:
+    with running(fixture()) as (url, _):
+        resp = httpx.post(url + "/v1/systemone", json={k: v for k, v in STATE_OK.items() if k != "model"},
+                          timeout=30)
+    assert resp.status_code == 200 and resp.json()["answers"]["q"]["noul"] == 0.5
+
+
+class Announcing(LocalEvaluator):
+    """The real local evaluator, telling the test when an evaluation has begun."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.began = threading.Event()
+
+    async def evaluate(self, request: EvaluationRequest, *, timeout: float,
+                       cancel: anyio.Event | None = None) -> Evaluation:
+        self.began.set()
+        return await super().evaluate(request, timeout=timeout, cancel=cancel)
+
+
+@pytest.mark.timeout(180)
+def test_a_small_request_is_answered_while_a_large_one_is_judged() -> None:
+    evaluator = Announcing()
+    large_state = ("The customer was charged twice and wants the money back. " * 60_000)[:3_000_000]
+    finished: list[str] = []
+
+    def post(name: str, state: str, url: str) -> None:
+        resp = httpx.post(url + "/v1/systemone", timeout=170,
+                          json={**STATE_OK, "state": state})
+        assert resp.status_code == 200, resp.text
+        finished.append(name)
+
+    with running(evaluator) as (url, _):
+        large = threading.Thread(target=post, args=("large", large_state, url))
+        large.start()
+        assert evaluator.began.wait(120)
+        post("small", "refund please", url)
+        large.join(170)
+    assert finished == ["small", "large"]
+
+
+@pytest.mark.timeout(120)
+def test_running_out_of_file_descriptors_on_accept_is_survived() -> None:
+    script = (
+        "import resource, os, anyio\n"
+        "from fabric_jev import FixtureEvaluator\n"
+        "from fabric_jev.serve import serve, announce\n"
+        "def ready(port):\n"
+        "    used = len(os.listdir('/proc/self/fd'))\n"
+        "    resource.setrlimit(resource.RLIMIT_NOFILE, (used + 4, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+        "    announce(port)\n"
+        "ev = FixtureEvaluator({'answers': {'q': {'noul': 0.5}}})\n"
+        "anyio.run(lambda: serve(ev, ready=ready))\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT)
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), proc.stderr.read()
+        port = int(url.rsplit(":", 1)[1])
+        lines: queue.Queue[str] = queue.Queue()
+        stderr = proc.stderr
+        drain = threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True)
+        drain.start()
+        held = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(16)]
+        line = lines.get(timeout=60)  # the server says it ran out, in one line
+        assert "out of system resource" in line and "Traceback" not in line
+        for s in held:
+            s.close()
+        resp = httpx.post(url + "/v1/systemone", json=STATE_OK, timeout=60)
+        assert resp.status_code == 200
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)
+
+
+def test_serve_on_a_busy_or_impossible_port_says_so_in_one_line() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        runs = [subprocess.run([sys.executable, "-m", "fabric_jev.cli", "serve", "--port", str(port)],
+                               capture_output=True, text=True, cwd=ROOT, timeout=60)
+                for port in (taken, 99999)]
+    for done, needle in zip(runs, ("already in use", "port must be 0-65535"), strict=True):
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr.count("\n") == 1 and needle in done.stderr, done.stderr
+
+
+def test_a_deep_upstream_answer_is_a_502_and_serving_goes_on() -> None:
+    from fabric_jev.evaluators import TYPESAFE, CredentialResolver, HttpEvaluator
+    from tests.upstream import Front, Recorded, front
+
+    def deep(rec: Recorded) -> tuple[int, dict[str, str], bytes]:
+        return 200, {"Content-Type": "application/json"}, b'{"answers": ' + b"[" * 300_000 + b"]" * 300_000 + b"}"
+
+    environ = {TYPESAFE.env_keys[0]: "sk-serve-upstream-0001"}
+    with front(Front(answer=deep)) as f:
+        route = HttpEvaluator(TYPESAFE, base_urls={TYPESAFE.name: f.url}, environ=environ,
+                              credentials=CredentialResolver(TYPESAFE, environ=environ))
+        with running(route) as (url, _):
+            first = httpx.post(url + "/v1/systemone", json=STATE_OK, timeout=30)
+            models = httpx.get(url + "/v1/models", timeout=30)
+    assert first.status_code == 502 and "nests deeper than" in first.json()["detail"]["message"]
+    assert models.status_code == 200

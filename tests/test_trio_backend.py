@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from fabric_jev import CompileError, FixtureEvaluator, JevHost, RunState
-from tests.conftest import child_pids, program
+from tests.conftest import child_pids, program, wait_gone
 
 pytestmark = pytest.mark.anyio
 
@@ -39,8 +39,4 @@ async def test_runaways_stop_and_close_leave_nothing_on_trio() -> None:
         assert (await host.stop(env.id)).state is RunState.CANCELLED
         await host.spawn(program("await program.sleep(10000)"), None)
     assert threading.active_count() == before_threads
-    import anyio
-
-    with anyio.fail_after(5):
-        while child_pids() - before_children:
-            await anyio.sleep(0.01)
+    await wait_gone(child_pids() - before_children)

@@ -197,7 +197,7 @@ def route(url: str, tmp: Path) -> HttpEvaluator:
     (("first-question-only",), 0, "missing answers"),
     (("boolean-type",), 0, "expected 'noul'"),
     (("extra-answer",), 0, "nobody asked for"),
-    (("xssi-200",), 0, "not JSON"),
+    (("xssi-200",), 0, "not valid JSON"),
     ((), 1, "HTTP 429"),
 ])
 async def test_evaluator_faults_from_a_real_server_are_incomplete(faults: tuple[str, ...], busy: int,

@@ -148,3 +148,65 @@ def _print_host(r: dict[str, Any]) -> None:
     print(f"  {pp['runs']} paced runs keep    {pp['host_pace_ratio'] * 100:7.1f} % of solo pace "
           f"(worst {pp['host_worst_pace_ratio'] * 100:.1f} %; floor "
           f"{pp['floor_pace_ratio'] * 100:.1f} %; goal >= 80 %)")
+
+
+# ---------------------------------------------------------------- event-loop lag
+
+#: 12 KB of nested brackets: not JavaScript, so the launch goes through the TypeScript parser.
+PATHOLOGICAL_CODE = "(" * 6000 + ")" * 6000
+_TICK_S = 0.001
+
+
+def _p99(xs: list[float]) -> float:
+    ordered = sorted(xs)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+async def bench_loop_lag(launches: int = 10) -> dict[str, Any]:
+    """How late a 1 ms timer fires on the host's loop: idle, then while pathological code is launched.
+
+    The pathological launches are rejected (the code compiles neither as
+    JavaScript nor as TypeScript); the figure says whether rejecting them
+    holds up everything else the host is doing.
+    """
+    from ..errors import CompileError
+
+    async def lags_while(work: Any) -> list[float]:
+        lags: list[float] = []
+        done = anyio.Event()
+
+        async def ticker() -> None:
+            while not done.is_set():
+                start = time.perf_counter()
+                await anyio.sleep(_TICK_S)
+                lags.append((time.perf_counter() - start - _TICK_S) * 1000)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker)
+            await work()
+            done.set()
+        return lags
+
+    async with JevHost(HostConfig(warmWorkers=2)) as host:
+        await anyio.sleep(0.3)  # let the pool warm up
+        started = time.perf_counter()
+
+        async def launch_all() -> None:
+            for _ in range(launches):
+                try:
+                    await host.run(_program(PATHOLOGICAL_CODE), None)
+                except CompileError:
+                    continue
+                raise RuntimeError("the pathological program was not rejected at launch")
+
+        busy = await lags_while(launch_all)
+        spent = time.perf_counter() - started
+        idle = await lags_while(lambda: anyio.sleep(spent))
+    return {"idle_p99_ms": _p99(idle), "pathological_p99_ms": _p99(busy), "launches": launches,
+            "launch_ms": spent / launches * 1000, "code_bytes": len(PATHOLOGICAL_CODE)}
+
+
+def _print_loop_lag(r: dict[str, Any]) -> None:
+    print(f"  host loop lag (p99)    idle {r['idle_p99_ms']:7.2f} ms   while a pathological program is "
+          f"launched {r['pathological_p99_ms']:7.2f} ms ({r['launches']} launches of {r['code_bytes']} "
+          f"bytes, {r['launch_ms']:.0f} ms each)")

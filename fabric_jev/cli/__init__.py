@@ -13,10 +13,12 @@ from .common import EXIT_REJECTED
 
 def build_parser() -> argparse.ArgumentParser:
     from .approval import add_approval_commands
+    from .batch import add_batch_command
     from .bench import add_bench_command
     from .browser import add_browser_commands
     from .evaluators import add_evaluator_commands
     from .learning import add_learning_commands
+    from .mcp import add_mcp_command
     from .run import add_run_command
     from .verification import add_verification_commands
 
@@ -29,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_browser_commands(sub)
     add_bench_command(sub)
     add_learning_commands(sub)
+    add_batch_command(sub)
+    add_mcp_command(sub)
     return parser
 
 

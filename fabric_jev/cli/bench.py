@@ -13,9 +13,9 @@ from typing import Any
 
 from ..benchmarks.browser import _print_browser, bench_browser
 from ..benchmarks.evaluators import _print_evaluators, bench_evaluators
-from ..benchmarks.host import _print_host, bench_host
+from ..benchmarks.host import _print_host, _print_loop_lag, bench_host, bench_loop_lag
 
-SUITES = ("host", "evaluators", "browser")
+SUITES = ("host", "evaluators", "browser", "batch")
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -24,12 +24,20 @@ async def _run(args: argparse.Namespace) -> int:
     for suite in suites:
         if suite == "host":
             report["host"] = await bench_host(samples=args.samples)
+            report["host"]["loop_lag"] = await bench_loop_lag()
             if not args.json:
                 _print_host(report["host"])
+                _print_loop_lag(report["host"]["loop_lag"])
         elif suite == "browser":
             report["browser"] = await bench_browser()
             if not args.json:
                 _print_browser(report["browser"])
+        elif suite == "batch":
+            from ..benchmarks.batch import _print_batch, bench_batch
+
+            report["batch"] = await bench_batch()
+            if not args.json:
+                _print_batch(report["batch"])
         elif suite == "evaluators":
             report["evaluators"] = await bench_evaluators(samples=min(args.samples, 30))
             if not args.json:

@@ -12,7 +12,7 @@ import anyio
 from ..contract.evaluation import validate_request
 from ..errors import CredentialError, EvaluationError
 from ..evaluators.routes import LOGIN_NAMES
-from .common import EVALUATOR_HELP, PROFILE_HELP, BadInput, config_from, load_json, print_json
+from .common import EVALUATOR_HELP, EXIT_REJECTED, PROFILE_HELP, BadInput, config_from, load_json, print_json
 
 
 async def _cmd_evaluate(args: argparse.Namespace) -> int:
@@ -56,9 +56,18 @@ async def _cmd_status(args: argparse.Namespace) -> int:
 
 async def _cmd_serve(args: argparse.Namespace) -> int:
     from ..evaluators.select import build_evaluator
-    from ..serve import announce, serve, serve_key_from_env
+    from ..serve import ListenError, announce, listen, serve, serve_key_from_env
 
-    evaluator = build_evaluator(args.evaluator, config_from(args))
+    try:
+        sock = listen(args.port)  # before the evaluator loads: a busy port is one line, at once
+    except ListenError as exc:
+        sys.stderr.write(f"fabric-jev: serve: {exc.strerror}\n")
+        return EXIT_REJECTED
+    try:
+        evaluator = build_evaluator(args.evaluator, config_from(args))
+    except BaseException:
+        sock.close()
+        raise
     try:
         # Signals are handled before the URL is announced.
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -69,7 +78,7 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
                         return
 
                 tg.start_soon(stop_on_signal)
-                await serve(evaluator, port=args.port, key=serve_key_from_env(), ready=announce)
+                await serve(evaluator, sock=sock, key=serve_key_from_env(), ready=announce)
     finally:
         await evaluator.aclose()
     return 0

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._json import JSONInputError, loads_bounded
 from ..errors import AnswerInvalid, RequestInvalid
 from .model_id import MODEL_ID_RULE, is_model_id
 
@@ -261,16 +262,33 @@ def validate_answers(request: EvaluationRequest, body: Any) -> Evaluation:
     return Evaluation(answers=rebuilt, usage=usage, model=model)
 
 
-def parse_response_bytes(request: EvaluationRequest, raw: bytes) -> Evaluation:
-    """Parse and validate a raw response body (≤ 1 MiB, finite JSON)."""
-    if len(raw) > MAX_RESPONSE_BYTES:
-        raise AnswerInvalid("evaluator response exceeds 1 MiB")
+def _carries(value: Any, secret: str) -> bool:
+    """Whether any string in a parsed JSON value (object keys included) contains `secret`."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if secret in v:
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
 
-    def refuse_constant(name: str) -> Any:
-        raise AnswerInvalid(f"evaluator response is not finite JSON ({name})")
 
+def parse_response_bytes(request: EvaluationRequest, raw: bytes, *, secret: str | None = None) -> Evaluation:
+    """Parse and validate a raw response body (≤ 1 MiB, finite JSON, nested ≤ MAX_DEPTH).
+
+    `secret` is the credential the request was sent with: an answer that
+    carries it anywhere (an upstream echoing it in `model`, say) is refused, so
+    it can never reach a program or an envelope.
+    """
     try:
-        body = json.loads(raw.decode("utf-8"), parse_constant=refuse_constant)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise AnswerInvalid("evaluator response is not JSON") from None
+        body = loads_bounded(raw, what="evaluator response", max_bytes=MAX_RESPONSE_BYTES, max_depth=MAX_DEPTH)
+    except JSONInputError as exc:
+        raise AnswerInvalid(str(exc)) from None
+    if secret and _carries(body, secret):
+        raise AnswerInvalid("evaluator response contains the credential it was sent with; refused")
     return validate_answers(request, body)

@@ -87,7 +87,7 @@ class HttpEvaluator:
         except httpx.HTTPError as exc:
             # The exception text can name the URL but never the key or a body.
             raise UpstreamError(f"Jev upstream unreachable ({type(exc).__name__})") from None
-        return parse_response_bytes(request, bytes(raw))
+        return parse_response_bytes(request, bytes(raw), secret=key)
 
     def status(self) -> dict[str, Any]:
         return {"route": self.route.name, "model": self.model,

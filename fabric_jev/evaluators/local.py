@@ -107,7 +107,9 @@ class LocalEvaluator:
         self._model = model
         self._cache: OrderedDict[str, np.ndarray[Any, Any]] = OrderedDict()
         self._cache_size = cache_size
-        self._lock = threading.Lock()  # one answer at a time: the cache is shared
+        # Guards the shared cache only: encoding runs unlocked, so a small request is not
+        # held behind a large one (tokenizers and numpy release the GIL while they work).
+        self._lock = threading.Lock()
         self.profile = profile
         self.calls = 0
 
@@ -120,23 +122,25 @@ class LocalEvaluator:
 
     def state_vector(self, state: Any) -> np.ndarray[Any, Any]:
         """The whole state's embedding: what a profile compares with its labeled states."""
-        with self._lock:
-            return self._vec(render(state))
+        return self._vec(render(state))
 
     # ------------------------------------------------------------------ embeddings
 
     def _vec(self, text: str) -> np.ndarray[Any, Any]:
         text = text.strip() or "(empty)"
-        hit = self._cache.get(text)
-        if hit is not None:
-            self._cache.move_to_end(text)
-            return hit
-        if self._model is None:
-            self._model = shared_model()
-        vec = self._model.encode_one(text)
-        self._cache[text] = vec
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        with self._lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit
+            if self._model is None:
+                self._model = shared_model()
+            model = self._model
+        vec = model.encode_one(text)
+        with self._lock:
+            self._cache[text] = vec
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
         return vec
 
     def _evidence(self, pieces: list[np.ndarray[Any, Any]], hypothesis: str) -> float:
@@ -193,8 +197,7 @@ class LocalEvaluator:
                 "confidence": score_confidence(probs)}
 
     def answer_sync(self, request: EvaluationRequest) -> Evaluation:
-        with self._lock:
-            return self._answer(request)
+        return self._answer(request)
 
     def _adapt(self, q: Question, prior: dict[str, Any], state: np.ndarray[Any, Any]) -> dict[str, Any] | None:
         """The profile's answer for `q`, or None when the profile does not know its signature."""

@@ -1,7 +1,8 @@
 """The one definition of the messages between the host and a guest worker.
 
-Standard library only: the worker process imports this file by path, before
-anything of the package exists there.
+Standard library only, and light: the zygote imports this file by path, and
+every worker it forks carries what it holds (records are named tuples:
+dataclasses would pull in `inspect`).
 
 Framing: a 4-byte big-endian length, one tag byte, the payload (the length
 counts tag and payload). Frames, not lines: payloads may hold newlines and
@@ -31,7 +32,6 @@ from __future__ import annotations
 import json
 import re
 import struct
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 HEADER = struct.Struct(">I")
@@ -42,8 +42,7 @@ _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 # ---------------------------------------------------------------- messages
 
 
-@dataclass(frozen=True, slots=True)
-class Load:
+class Load(NamedTuple):
     code: str
     input_json: str
     slice_ms: int
@@ -58,13 +57,11 @@ class Settle(NamedTuple):
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class Ready:
-    pass
+class Ready(NamedTuple):
+    """The program compiled and is running."""
 
 
-@dataclass(frozen=True, slots=True)
-class LoadFailed:
+class LoadFailed(NamedTuple):
     message: str
 
 
@@ -77,7 +74,7 @@ class HostCall(NamedTuple):
 
 
 class Outbox(NamedTuple):
-    """(A named tuple: one is built per slice, and tuples are the cheapest records.)"""
+    """What one CPU slice produced."""
 
     calls: list[HostCall]
     logs: list[str]
@@ -87,8 +84,7 @@ class Outbox(NamedTuple):
     fault: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Fatal:
+class Fatal(NamedTuple):
     kind: str  # "slice" | "memory" | "stack" | "error"
     message: str
 

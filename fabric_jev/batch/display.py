@@ -1,0 +1,132 @@
+"""How a batch shows itself: a live rich bar on a terminal, plain lines elsewhere, then a summary."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol, TextIO
+
+from .records import REJECTED, STATES, BatchOutcome, Tally
+
+
+class Display(Protocol):
+    def start(self) -> None: ...
+    def update(self, outcome: BatchOutcome) -> None: ...
+    def finish(self, *, interrupted: bool, show_summary: bool = True) -> None: ...
+
+
+def _rate(count: int, seconds: float) -> float:
+    return count / seconds if seconds > 0 else 0.0
+
+
+class PlainDisplay:
+    """One line per outcome (for logs and pipes), then a plain summary table."""
+
+    def __init__(self, tally: Tally, stream: TextIO, *, quiet: bool = False) -> None:
+        self.tally, self.stream, self.quiet = tally, stream, quiet
+        self.started = time.perf_counter()
+
+    def start(self) -> None:
+        self.started = time.perf_counter()
+        if self.tally.skipped:
+            self._write(f"batch: resuming; {self.tally.skipped} inputs already in the output are skipped")
+
+    def update(self, outcome: BatchOutcome) -> None:
+        if self.quiet:
+            return
+        t = self.tally
+        total = "?" if t.total is None else str(t.total - t.skipped)
+        self._write(f"batch: [{t.done}/{total}] line {outcome.line} id {outcome.id}: {outcome.state}"
+                    f" ({t.not_completed} not completed, "
+                    f"{_rate(t.done, time.perf_counter() - self.started):.1f}/s)")
+
+    def finish(self, *, interrupted: bool, show_summary: bool = True) -> None:
+        if not show_summary:
+            return
+        wall = time.perf_counter() - self.started
+        width = max(len(s) for s in (*STATES, "evaluations", "resumed"))
+        lines = ["batch summary" + (" (interrupted: rerun with --resume)" if interrupted else "")]
+        for state, count in summary_rows(self.tally):
+            lines.append(f"  {state:<{width}}  {count}")
+        for label, value in summary_totals(self.tally, wall):
+            lines.append(f"  {label:<{width}}  {value}")
+        self._write("\n".join(lines))
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def summary_rows(tally: Tally) -> list[tuple[str, str]]:
+    rows = [(state, str(tally.states[state])) for state in STATES if tally.states[state] or state in
+            ("completed", "failed")]
+    if tally.skipped:
+        earlier = ", ".join(f"{s} {n}" for s, n in sorted(tally.earlier.items()))
+        rows.append(("resumed", f"{tally.skipped} already done ({earlier})"))
+    return rows
+
+
+def summary_totals(tally: Tally, wall: float) -> list[tuple[str, str]]:
+    return [("evaluations", str(tally.evaluations)),
+            ("tokens", f"{tally.input_tokens} in / {tally.output_tokens} out"),
+            ("wall time", f"{wall:.2f} s ({_rate(tally.done, wall):.1f} inputs/s)")]
+
+
+class RichDisplay:
+    """A live bar (done / not completed / rate / ETA) and a summary table, both from rich."""
+
+    def __init__(self, tally: Tally, stream: TextIO) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.tally = tally
+        self.console = Console(file=stream)
+        self.progress = Progress(
+            TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("[red]{task.fields[failed]} not completed"),
+            TextColumn("{task.fields[rate]}/s"), TimeElapsedColumn(), TextColumn("ETA"),
+            TimeRemainingColumn(), console=self.console, redirect_stdout=False, redirect_stderr=False)
+        total = None if tally.total is None else tally.total - tally.skipped
+        self.task = self.progress.add_task("batch", total=total, failed=0, rate="0.0")
+        self.started = time.perf_counter()
+
+    def start(self) -> None:
+        self.started = time.perf_counter()
+        if self.tally.skipped:
+            self.console.print(f"resuming: {self.tally.skipped} inputs already in the output are skipped")
+        self.progress.start()
+
+    def update(self, outcome: BatchOutcome) -> None:
+        rate = _rate(self.tally.done, time.perf_counter() - self.started)
+        self.progress.update(self.task, completed=self.tally.done, failed=self.tally.not_completed,
+                             rate=f"{rate:.1f}")
+
+    def finish(self, *, interrupted: bool, show_summary: bool = True) -> None:
+        from rich.table import Table
+
+        self.progress.stop()
+        if not show_summary:
+            return
+        wall = time.perf_counter() - self.started
+        table = Table(title="batch summary" + (" (interrupted: rerun with --resume)" if interrupted else ""))
+        table.add_column("")
+        table.add_column("", justify="right")
+        for state, count in summary_rows(self.tally):
+            style = "green" if state == "completed" else "red" if state in ("failed", REJECTED) else ""
+            table.add_row(state, count, style=style)
+        for label, value in summary_totals(self.tally, wall):
+            table.add_row(label, value)
+        self.console.print(table)
+
+
+def make_display(tally: Tally, stream: TextIO, *, quiet: bool = False) -> Any:
+    """Rich on a terminal, plain lines otherwise."""
+    if stream.isatty() and not quiet:
+        return RichDisplay(tally, stream)
+    return PlainDisplay(tally, stream, quiet=quiet)

@@ -1,0 +1,58 @@
+"""Running a batch on this machine: one JevHost, a bounded number of runs at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from typing import Any
+
+import anyio
+from anyio.abc import ObjectReceiveStream
+
+from ..contract.config import HostConfig
+from ..contract.program import Program
+from ..errors import InputInvalid
+from ..evaluators.base import Evaluator
+from ..host import JevHost
+from .records import BatchItem, BatchOutcome
+
+Emit = Callable[[BatchOutcome], Awaitable[None]]
+
+
+async def run_item(host: JevHost, program: Program, item: BatchItem) -> BatchOutcome:
+    """One input → its outcome. An input the host refuses is `rejected`; a bad program raises."""
+    if item.error is not None:
+        return BatchOutcome.rejected(item, item.error)
+    try:
+        envelope = await host.run(program, item.value)
+    except InputInvalid as exc:
+        return BatchOutcome.rejected(item, str(exc))
+    return BatchOutcome.from_envelope(item, envelope)
+
+
+async def feed(items: Iterable[BatchItem], workers: int,
+               work: Callable[[ObjectReceiveStream[BatchItem]], Coroutine[Any, Any, None]]) -> None:
+    """Hand items to `workers` consumers through an unbuffered stream: reading waits for a free one."""
+    send, receive = anyio.create_memory_object_stream[BatchItem](0)
+    async with anyio.create_task_group() as tg:
+        for _ in range(workers):
+            tg.start_soon(work, receive.clone())
+        receive.close()
+        async with send:
+            for item in items:
+                await send.send(item)
+
+
+async def run_local(program: Program, items: Iterable[BatchItem], emit: Emit, *,
+                    config: HostConfig, evaluator: Evaluator | None, concurrency: int) -> None:
+    """Run every item on one host; `emit` gets each outcome as it ends (completion order).
+
+    Cancelling the caller cancels the runs in flight; their outcomes are not
+    emitted, so a resumed batch runs them again.
+    """
+    async with JevHost(config, evaluator=evaluator) as host:
+        async def work(receive: ObjectReceiveStream[BatchItem]) -> None:
+            async with receive:
+                async for item in receive:
+                    await emit(await run_item(host, program, item))
+
+        await feed(items, concurrency, work)

@@ -1,0 +1,90 @@
+"""The Ray actor of a batch: one JevHost with its own warm worker pool, in one node slot.
+
+This module does not import Ray: `ray_backend` wraps `JevActor` with
+`ray.remote` at run time, so the class travels by reference and every node
+needs fabric-jev installed (docs/scale.md).
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import anyio
+
+from ..contract.config import HostConfig
+from ..contract.program import Program, parse_program
+from .local import run_item
+from .records import BatchItem, BatchOutcome
+
+
+class JevActor:
+    """Owns a host for the actor's lifetime; `run` is called concurrently by the driver.
+
+    The host is entered and exited by one task of its own (`_own`): a task
+    group must be left by the task that entered it, and actor calls each run
+    in a task of their own.
+    """
+
+    def __init__(self, program: dict[str, Any], config: dict[str, Any], evaluator: str | None) -> None:
+        self._program: Program = parse_program(program)
+        self._config = HostConfig.model_validate(config)
+        self._evaluator = evaluator
+        self._host: Any = None
+        self._ready: anyio.Event | None = None
+        self._stop: anyio.Event | None = None
+        self._failure: BaseException | None = None
+
+    async def start(self) -> str:
+        """Start the host; returns the node's host name (for messages)."""
+        import asyncio
+
+        self._ready, self._stop = anyio.Event(), anyio.Event()
+        self._owner = asyncio.get_running_loop().create_task(self._own())
+        await self._ready.wait()
+        if self._failure is not None:
+            raise self._failure
+        return socket.gethostname()
+
+    async def _own(self) -> None:
+        from ..evaluators.select import build_evaluator
+        from ..host import JevHost
+
+        assert self._ready is not None and self._stop is not None
+        _name_asyncio()
+        try:
+            evaluator = build_evaluator(self._evaluator, self._config)
+            async with JevHost(self._config, evaluator=evaluator) as host:
+                self._host = host
+                self._ready.set()
+                await self._stop.wait()
+        except Exception as exc:  # reported to the driver by start()
+            self._failure = exc
+        finally:
+            self._host = None
+            self._ready.set()
+
+    async def run(self, item: BatchItem) -> BatchOutcome:
+        if self._host is None:
+            raise RuntimeError("the batch actor's host is not running")
+        _name_asyncio()  # the run's tasks start from this call's context
+        return await run_item(self._host, self._program, item)
+
+    async def stop(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+            await self._owner
+
+
+def _name_asyncio() -> None:
+    """Tell anyio (through sniffio) that this context runs asyncio.
+
+    Ray drives the actor with plain asyncio, not `anyio.run`, so nothing has
+    named the library; the host handles worker frames inside a socket reader
+    callback, where there is no current task to detect it from, and starting
+    a task there fails. Contexts are inherited by the tasks and callbacks
+    created from this one.
+    """
+    import sniffio
+
+    sniffio.current_async_library_cvar.set("asyncio")

@@ -1,0 +1,230 @@
+"""The MCP server: the tools of tools.py over one JevHost, on the official `mcp` SDK's stdio transport.
+
+Every tool call is checked against its input schema first; an error of
+ours becomes an MCP tool error (`isError`) whose text is our one-line
+message, never a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import jsonschema
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+from .._json import JSONInputError, read_json_file
+from ..contract.config import HostConfig
+from ..contract.evaluation import validate_request
+from ..errors import JevError, LaunchRejected, ProgramInvalid
+from ..host import JevHost
+from .tools import TOOLS
+
+log = logging.getLogger("fabric_jev.mcp")
+
+MAX_PROGRAM_FILE_BYTES = 1_048_576
+#: Progress events queued for one call before the oldest-first sending falls behind and drops.
+PROGRESS_BUFFER = 256
+
+
+class ToolError(Exception):
+    """A tool call that cannot be served; the message is what the client sees."""
+
+
+def _check_arguments(name: str, arguments: dict[str, Any]) -> None:
+    validator = jsonschema.Draft202012Validator(TOOLS[name]["input"])
+    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    if error is not None:
+        where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        message = error.message if len(error.message) <= 300 else error.message[:299] + "…"
+        raise ToolError(f"invalid arguments for {name}: {message}" + (f" at {where}" if where else ""))
+
+
+class ProgramFolder:
+    """Programs by path: only regular files under one folder, symlinks resolved before the check."""
+
+    def __init__(self, folder: str | Path | None) -> None:
+        self.root = Path(folder).resolve(strict=True) if folder is not None else None
+
+    def load(self, relative: str) -> Any:
+        if self.root is None:
+            raise ToolError("programs by path are off: start the server with --programs DIR")
+        candidate = (self.root / relative).resolve()
+        if not candidate.is_relative_to(self.root):
+            raise ToolError(f"program path {relative!r} is outside the programs folder")
+        if not candidate.is_file():
+            raise ToolError(f"no program file {relative!r} in the programs folder")
+        try:
+            return read_json_file(candidate, what=f"program {relative}", max_bytes=MAX_PROGRAM_FILE_BYTES)
+        except JSONInputError as exc:
+            raise ToolError(str(exc)) from None
+
+
+class JevTools:
+    """The tool implementations over one host, shared by every call of the session."""
+
+    def __init__(self, host: JevHost, config: HostConfig, programs: ProgramFolder) -> None:
+        self.host, self.config, self.programs = host, config, programs
+
+    def _program(self, arguments: dict[str, Any]) -> Any:
+        if "program" in arguments:
+            return arguments["program"]
+        return self.programs.load(arguments["programPath"])
+
+    async def call(self, name: str, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
+        if name not in TOOLS:
+            raise ToolError(f"unknown tool {name!r} (tools: {', '.join(TOOLS)})")
+        _check_arguments(name, arguments)
+        handler = getattr(self, "_" + name)
+        return await handler(arguments, ctx)
+
+    async def _jev_run(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
+        program = self._program(arguments)
+        send, receive = anyio.create_memory_object_stream[tuple[int, Any]](PROGRESS_BUFFER)
+
+        def on_event(event: Any) -> None:
+            # A client slower than the program loses events, as the run's own ring does.
+            with contextlib.suppress(anyio.WouldBlock):
+                send.send_nowait((event.sequence, event.value))
+
+        envelope: Any = None
+        refused: JevError | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_forward_progress, receive, ctx)
+            try:
+                envelope = await self.host.run(program, arguments.get("input"), on_event=on_event)
+            except JevError as exc:  # raised below, outside the task group, as itself
+                refused = exc
+            finally:
+                send.close()
+        if refused is not None:
+            raise refused
+        return envelope.to_json()
+
+    async def _jev_spawn(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
+        envelope = await self.host.spawn(self._program(arguments), arguments.get("input"))
+        return envelope.to_json()
+
+    async def _jev_status(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
+        if "id" not in arguments:
+            return self.host.status()
+        return self.host.status(arguments["id"], arguments.get("after", 0)).to_json()
+
+    async def _jev_wait(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
+        run_id = arguments["id"]
+        after = 0
+        timeout = arguments.get("timeoutMs", math.inf)
+        with anyio.move_on_after(timeout / 1000 if timeout != math.inf else math.inf):
+            while True:
+                envelope = await self.host.progress(run_id, after)
+                for event in envelope.events:
+                    await ctx.session.report_progress(event.sequence, None, _event_text(event.value))
+                after = envelope.nextSequence - 1
+                if envelope.state.terminal:
+                    return envelope.to_json()
+        return self.host.status(run_id).to_json()
+
+    async def _jev_stop(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
+        return (await self.host.stop(arguments["id"])).to_json()
+
+    async def _jev_evaluate(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
+        request = validate_request(arguments, max_bytes=self.config.maxRequestBytes)
+        evaluation = await self.host.evaluator.evaluate(request, timeout=self.config.requestTimeoutMs / 1000)
+        return evaluation.to_json()
+
+    async def _jev_approve(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
+        from ..approval import ApprovalRequest, ProposedAction, classify
+        from ..approval.settings import with_user_threshold
+
+        raw = arguments["action"]
+        action = ProposedAction(ref=raw["ref"], risk=raw.get("risk", "execute"),
+                                description=raw.get("description", ""), arguments=raw.get("arguments"))
+        request = ApprovalRequest(user_text=arguments.get("userText"), action=action,
+                                  conversation=list(arguments.get("conversation", [])),
+                                  session_actions=list(arguments.get("sessionActions", [])))
+        # One threshold, as for `fabric-jev approve`: the config's, else settings.json's.
+        config = with_user_threshold(self.config)
+        decision = await classify(request, evaluator=self.host.evaluator,
+                                  threshold=config.autoApprovalThreshold,
+                                  policy=arguments.get("policy", "auto"),
+                                  headless=arguments.get("headless", False),
+                                  timeout=config.requestTimeoutMs / 1000,
+                                  max_request_bytes=config.maxRequestBytes)
+        return decision.to_json()
+
+
+def _event_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+async def _forward_progress(receive: Any, ctx: ServerRequestContext[Any]) -> None:
+    """Each event as a progress notification: progress is its sequence, the message its JSON value."""
+    async with receive:
+        async for sequence, value in receive:
+            await ctx.session.report_progress(sequence, None, _event_text(value))
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, LaunchRejected):
+        return f"launch rejected: {exc}"
+    return str(exc)
+
+
+def build_server(tools: JevTools) -> Server[Any]:
+    """The low-level SDK server with our list/call handlers (schemas exactly as in tools.py)."""
+    from .. import __version__
+
+    async def list_tools(ctx: ServerRequestContext[Any],
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name=name, description=spec["description"], input_schema=spec["input"],
+                       output_schema=spec["output"] if spec["output"].get("type") == "object" else None)
+            for name, spec in TOOLS.items()])
+
+    async def call_tool(ctx: ServerRequestContext[Any],
+                        params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            value = await tools.call(params.name, dict(params.arguments or {}), ctx)
+        except (ToolError, JevError) as exc:
+            return _error_result(_error_text(exc))
+        except Exception as exc:  # a bug of ours: one line to the client, the traceback to our log
+            log.exception("tool %s failed", params.name)
+            return _error_result(f"internal error in {params.name}: {type(exc).__name__}")
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(value, ensure_ascii=False))],
+            structured_content=value)
+
+    return Server("fabric-jev", version=__version__,
+                  instructions="Run sandboxed, typed judgment programs (QuickJS + Jev) and ask Jev "
+                               "typed questions. Start with jev_run; see each tool's input schema.",
+                  on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _error_result(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+async def serve_stdio(config: HostConfig, evaluator: Any, *, programs: str | None = None,
+                      connectors: Any = None) -> None:
+    """Serve MCP on standard input/output until the client closes it; runs end with the server."""
+    from mcp.server.stdio import stdio_server
+
+    try:
+        folder = ProgramFolder(programs)
+    except OSError as exc:
+        raise ProgramInvalid(f"cannot use programs folder {programs}: {exc.strerror}") from None
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    async with JevHost(config, evaluator=evaluator) as host:
+        if connectors is not None:
+            connectors(host, config)
+        server = build_server(JevTools(host, config, folder))
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())

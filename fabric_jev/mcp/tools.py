@@ -1,0 +1,200 @@
+"""The MCP tools' names, descriptions and JSON Schemas (no I/O; the server lives in server.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PROGRAM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "A judgment program (docs/programs.md): JavaScript code run in a QuickJS sandbox, "
+                   "with JSON Schemas for its input and output.",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 128},
+        "code": {"type": "string", "minLength": 1, "maxLength": 65536,
+                 "description": "Body of an async function: may await jev.evaluate(...) and return a value."},
+        "inputSchema": {"type": "object", "description": "JSON Schema (the supported subset) of `input`."},
+        "outputSchema": {"type": "object", "description": "JSON Schema (the supported subset) of the result."},
+        "requires": {"type": "array", "maxItems": 64, "uniqueItems": True,
+                     "items": {"type": "string", "minLength": 3, "maxLength": 256,
+                               "pattern": r"^[a-z][a-z0-9_-]*\.[a-zA-Z0-9_.$-]+$"},
+                     "description": "Capabilities the code calls, e.g. jev.evaluate."},
+        "limits": {
+            "type": "object",
+            "properties": {
+                "timeoutMs": {"type": "integer", "minimum": 1},
+                "maxEvaluations": {"type": "integer", "minimum": 0},
+                "maxToolCalls": {"type": "integer", "minimum": 1},
+                "maxTokens": {"type": "integer", "minimum": 1},
+            },
+            "additionalProperties": False,
+        },
+    },
+    "required": ["name", "code", "inputSchema", "outputSchema"],
+    "additionalProperties": False,
+}
+
+_LAUNCH_PROPERTIES: dict[str, Any] = {
+    "program": PROGRAM_SCHEMA,
+    "programPath": {"type": "string", "minLength": 1, "maxLength": 4096,
+                    "description": "A program JSON file, relative to the server's programs folder "
+                                   "(fabric-jev mcp --programs DIR); nothing outside it is read."},
+    "input": {"description": "The program's input: any JSON value matching its inputSchema "
+                             "(at most 32,768 bytes). Omitted means null."},
+}
+
+_ONE_PROGRAM = {"oneOf": [{"required": ["program"]}, {"required": ["programPath"]}]}
+
+RUN_ID = {"type": "string", "minLength": 1, "maxLength": 64, "description": "A run id from jev_spawn or jev_run."}
+
+ENVELOPE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "name": {"type": "string"},
+        "state": {"enum": ["running", "completed", "failed", "cancelled", "timed_out"]},
+        "background": {"type": "boolean"},
+        "startedAt": {"type": "string"},
+        "endedAt": {"type": "string"},
+        "result": {"description": "Present when state is completed."},
+        "error": {"type": "string"},
+        "evaluations": {"type": "integer", "minimum": 0},
+        "toolCalls": {"type": "integer", "minimum": 0},
+        "usage": {"type": "object", "properties": {"input_tokens": {"type": "integer"},
+                                                     "output_tokens": {"type": "integer"}}},
+        "events": {"type": "array", "items": {"type": "object", "properties": {
+            "sequence": {"type": "integer"}, "at": {"type": "string"}, "value": {}},
+            "required": ["sequence", "at", "value"]}},
+        "nextSequence": {"type": "integer", "minimum": 1},
+        "logs": {"type": "array", "items": {"type": "string"}},
+        "observation": {"type": "object"},
+        "approvals": {"type": "array", "items": {"type": "object"},
+                      "description": "The newest policy decisions on the run's capability calls."},
+        "approvalCounts": {"type": "object", "properties": {"allowed": {"type": "integer"},
+                                                            "denied": {"type": "integer"}}},
+    },
+    "required": ["id", "name", "state", "background", "startedAt", "evaluations", "toolCalls", "usage",
+                 "events", "nextSequence", "logs"],
+}
+
+HOST_STATUS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "credentials": {"type": ["object", "null"]},
+        "model": {"type": ["string", "null"]},
+        "route": {"type": ["string", "null"]},
+        "runs": {"type": "array", "items": {"type": "object"}},
+    },
+    "required": ["runs"],
+}
+
+QUESTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "type": {"enum": ["choice", "score", "noul"]},
+        "instructions": {"type": ["string", "array", "object"]},
+        "criteria": {"type": ["object", "array"],
+                     "description": "choice: {option: description|null}; score: [level, ...] (2-10); "
+                                    "noul: optional {true, false}."},
+    },
+    "required": ["type", "instructions"],
+}
+
+EVALUATION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "answers": {"type": "object"},
+        "usage": {"type": "object", "properties": {"input_tokens": {"type": "integer"},
+                                                     "output_tokens": {"type": "integer"}}},
+        "model": {"type": ["string", "null"]},
+    },
+    "required": ["answers", "usage"],
+}
+
+DECISION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {"enum": ["allow", "ask", "deny"]},
+        "reason": {"type": "string"},
+        "probabilities": {"type": ["object", "null"]},
+        "usage": {"type": "object"},
+        "model": {"type": ["string", "null"]},
+        "redacted": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["decision", "reason"],
+}
+
+TOOLS: dict[str, dict[str, Any]] = {
+    "jev_run": {
+        "description": "Run a judgment program in the foreground and return its terminal envelope "
+                       "(state, result or error, evaluations, usage, events, logs). Progress events the "
+                       "program emits are sent as MCP progress notifications.",
+        "input": {"type": "object", "properties": _LAUNCH_PROPERTIES, **_ONE_PROGRAM,
+                  "additionalProperties": False},
+        "output": ENVELOPE_SCHEMA,
+    },
+    "jev_spawn": {
+        "description": "Start a judgment program in the background; returns the running envelope at once. "
+                       "Follow it with jev_status, jev_wait or jev_stop.",
+        "input": {"type": "object", "properties": _LAUNCH_PROPERTIES, **_ONE_PROGRAM,
+                  "additionalProperties": False},
+        "output": ENVELOPE_SCHEMA,
+    },
+    "jev_status": {
+        "description": "A run's envelope with only the events after `after`; without an id, the host's "
+                       "status (evaluator route, model, credential presence, runs).",
+        "input": {"type": "object", "properties": {
+            "id": RUN_ID, "after": {"type": "integer", "minimum": 0, "default": 0}},
+            "additionalProperties": False},
+        "output": {"anyOf": [ENVELOPE_SCHEMA, HOST_STATUS_SCHEMA]},
+    },
+    "jev_wait": {
+        "description": "Wait until a run is terminal and return its envelope (its events are sent as "
+                       "progress notifications meanwhile). With timeoutMs, return the still-running "
+                       "envelope when it passes. Cancelling the wait does not stop the run.",
+        "input": {"type": "object", "properties": {
+            "id": RUN_ID, "timeoutMs": {"type": "integer", "minimum": 1, "maximum": 86_400_000}},
+            "required": ["id"], "additionalProperties": False},
+        "output": ENVELOPE_SCHEMA,
+    },
+    "jev_stop": {
+        "description": "Stop a run (in-flight evaluations and sleeps are aborted) and return its terminal "
+                       "envelope. Idempotent. Not a rollback of effects already sent.",
+        "input": {"type": "object", "properties": {"id": RUN_ID}, "required": ["id"],
+                  "additionalProperties": False},
+        "output": ENVELOPE_SCHEMA,
+    },
+    "jev_evaluate": {
+        "description": "Ask Jev one typed batch of questions (choice, score, noul) about a state and "
+                       "return the validated answers with probabilities.",
+        "input": {"type": "object", "properties": {
+            "state": {"type": ["string", "array", "object"], "description": "What the questions are about."},
+            "questions": {"type": "object", "minProperties": 1, "maxProperties": 128,
+                          "additionalProperties": QUESTION_SCHEMA,
+                          "description": "Questions by id (1-128 characters)."},
+            "model": {"type": "string", "minLength": 1, "maxLength": 128}},
+            "required": ["state", "questions"], "additionalProperties": False},
+        "output": EVALUATION_SCHEMA,
+    },
+    "jev_approve": {
+        "description": "Decide whether an agent's proposed action may run without asking the user: allow, "
+                       "ask or deny, with the reason and the four probabilities. A probabilistic advisor, "
+                       "not a security boundary.",
+        "input": {"type": "object", "properties": {
+            "action": {"type": "object", "properties": {
+                "ref": {"type": "string", "minLength": 1, "maxLength": 256},
+                "risk": {"type": "string", "maxLength": 64, "default": "execute"},
+                "description": {"type": "string", "maxLength": 4096},
+                "arguments": {"description": "The action's arguments (any JSON)."}},
+                "required": ["ref"], "additionalProperties": False},
+            "userText": {"type": "string", "description": "The current user turn's text."},
+            "conversation": {"type": "array", "items": {"type": "object", "properties": {
+                "role": {"type": "string"}, "text": {"type": "string"}},
+                "required": ["role", "text"], "additionalProperties": False}},
+            "sessionActions": {"type": "array", "items": {"type": "object"}},
+            "policy": {"enum": ["auto", "ask", "deny", "allow"], "default": "auto"},
+            "headless": {"type": "boolean", "default": False,
+                         "description": "No human to ask: ask becomes deny."}},
+            "required": ["action"], "additionalProperties": False},
+        "output": DECISION_SCHEMA,
+    },
+}

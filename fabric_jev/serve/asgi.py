@@ -1,0 +1,86 @@
+"""The ASGI application around `JevServer`: bounded body reading and a JSON
+answer for everything, an unexpected exception included.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import anyio
+
+from .handler import JevServer, Response, error
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+log = logging.getLogger("fabric_jev.serve")
+
+
+class JevApp:
+    """ASGI 3 application serving one `JevServer`."""
+
+    def __init__(self, server: JevServer) -> None:
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return  # lifespan is off; nothing else is served
+        close = False
+        try:
+            answer = await self._answer(scope, receive)
+            if answer is None:
+                return
+            (status, payload), close = answer
+            raw = _encode(payload)
+        except Exception as exc:  # any bug inside one request must not end the server
+            # The type only: an exception's text could carry request content or a key.
+            log.error("fabric-jev serve: internal error in %s %s (%s)", scope.get("method"),
+                      scope.get("path"), type(exc).__name__)
+            status, raw = 500, _encode(error(500, "internal_error", "Internal error; the server keeps serving")[1])
+        await _send_json(send, status, raw, close=close)
+
+    async def _answer(self, scope: Scope, receive: Receive) -> tuple[Response, bool] | None:
+        limits = self.server.limits
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limits.max_body_bytes:
+            return _too_large(limits.max_body_bytes), True
+        body = bytearray()
+        with anyio.move_on_after(limits.body_timeout_s) as scope_timer:
+            more = True
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None
+                body += message.get("body", b"")
+                if len(body) > limits.max_body_bytes:
+                    return _too_large(limits.max_body_bytes), True
+                more = bool(message.get("more_body", False))
+        if scope_timer.cancelled_caught:
+            return error(408, "request_timeout",
+                         f"Request body not received within {limits.body_timeout_s:g} s"), True
+        query = scope.get("query_string", b"").decode("latin-1")
+        path = scope["path"] + (f"?{query}" if query else "")
+        return await self.server.handle(scope["method"], path, headers, bytes(body)), False
+
+
+def _too_large(limit: int) -> Response:
+    return error(413, "request_too_large", f"Request body exceeds {limit} bytes")
+
+
+def _encode(payload: dict[str, Any]) -> bytes:
+    # ASCII escapes: a lone surrogate echoed from a request stays valid JSON.
+    return json.dumps(payload, allow_nan=False).encode("ascii")
+
+
+async def _send_json(send: Send, status: int, raw: bytes, *, close: bool) -> None:
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    if close:  # the rest of the request is not read: the connection cannot be reused
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": raw, "more_body": False})

@@ -1,0 +1,115 @@
+"""The request logic of `fabric-jev serve`, separate from sockets: a function of
+(method, path, headers, body bytes) to (status, JSON payload).
+
+Answers ``POST /v1/systemone`` with the same request and response shapes as
+TypeSafe's System One, and the same error bodies (422 with ``detail[]`` for
+validation, ``detail.error_type`` / ``detail.message`` otherwise).
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from .._json import JSONInputError, loads_bounded
+from ..contract.evaluation import MAX_DEPTH, EvaluationRequest, validate_request
+from ..errors import EvaluationError, RequestInvalid, UpstreamError
+from ..evaluators.base import Evaluator
+from .limits import ServeLimits
+
+MODELS = ("jev-latest", "jev-1.13", "jev-1.13.0", "jev-preview")
+DEFAULT_MODEL = "jev-latest"
+#: Bodies above this are parsed in a worker thread: a 4 MiB parse is tens of milliseconds.
+_PARSE_INLINE_BYTES = 64 * 1024
+
+Response = tuple[int, dict[str, Any]]
+
+
+def error(status: int, error_type: str, message: str) -> Response:
+    return status, {"detail": {"error_type": error_type, "message": message}}
+
+
+def _invalid(msg: str, type_: str = "value_error", loc: tuple[str, ...] = ("body",)) -> Response:
+    return 422, {"detail": [{"loc": list(loc), "msg": msg, "type": type_}]}
+
+
+class JevServer:
+    """What each request means; sockets, limits on bytes and time live in the ASGI layer."""
+
+    def __init__(self, evaluator: Evaluator, *, key: str | None = None,
+                 limits: ServeLimits | None = None) -> None:
+        self.evaluator = evaluator
+        self.key = key
+        self.limits = limits or ServeLimits()
+        self._evaluations: anyio.CapacityLimiter | None = None
+
+    def _auth(self, headers: Mapping[str, str]) -> Response | None:
+        if self.key is None:
+            return None
+        given = headers.get("authorization", "")
+        if not given.startswith("Bearer ") or not given[7:]:
+            return error(401, "authentication_error", "Missing API key: send Authorization: Bearer <key>")
+        if not hmac.compare_digest(given[7:].encode(), self.key.encode()):
+            return error(401, "authentication_error", "Invalid API key")
+        return None
+
+    async def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response:
+        path = path.split("?", 1)[0]
+        if method == "GET" and path == "/v1/models":
+            denied = self._auth(headers)
+            if denied:
+                return denied
+            model = self.evaluator.status().get("model", "")
+            return 200, {"models": [{"name": m, "description": f"served by fabric-jev ({model})",
+                                     "release_date": "2026-11-29"} for m in MODELS]}
+        if path != "/v1/systemone":
+            return error(404, "not_found", f"No route {path}")
+        if method != "POST":
+            return error(405, "method_not_allowed", "Use POST /v1/systemone")
+        denied = self._auth(headers)
+        if denied:
+            return denied
+        if len(body) > _PARSE_INLINE_BYTES:
+            parsed = await anyio.to_thread.run_sync(self._parse, body)
+        else:
+            parsed = self._parse(body)
+        if not isinstance(parsed, EvaluationRequest):
+            return parsed
+        if parsed.model not in MODELS:
+            return error(400, "api_usage_error", f"Unknown model: {parsed.model}")
+        # The served evaluator answers with its own model; the requested alias is only checked.
+        request = EvaluationRequest(state=parsed.state, questions=parsed.questions, model=None)
+        if self._evaluations is None:
+            self._evaluations = anyio.CapacityLimiter(self.limits.max_evaluations)
+        try:
+            async with self._evaluations:
+                evaluation = await self.evaluator.evaluate(request, timeout=self.limits.request_timeout_s)
+        except UpstreamError as exc:
+            status = 429 if exc.status in (429, 529) else 502
+            return error(status, "upstream_error", str(exc))
+        except EvaluationError as exc:
+            return error(502, "evaluator_error", str(exc))
+        out = evaluation.to_json()
+        out["x_evaluator"] = self.evaluator.status().get("route", "")
+        return 200, out
+
+    def _parse(self, body: bytes) -> EvaluationRequest | Response:
+        """Bounded parse and validation of an untrusted body (may run in a worker thread)."""
+        try:
+            raw = loads_bounded(body, what="request body", max_bytes=self.limits.max_body_bytes,
+                                max_depth=MAX_DEPTH)
+        except JSONInputError as exc:
+            return _invalid(str(exc), "json_invalid")
+        if not isinstance(raw, dict):
+            return _invalid("request body must be a JSON object {state, questions, model?}", "model_attributes_type")
+        # `model` is optional, as the docs say: the SDKs' default alias stands in.
+        if raw.get("model") is None:
+            raw["model"] = DEFAULT_MODEL
+        try:
+            return validate_request(raw, max_bytes=self.limits.max_body_bytes, wire=True)
+        except RequestInvalid as exc:
+            return _invalid(str(exc))

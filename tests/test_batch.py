@@ -1,0 +1,228 @@
+"""`fabric-jev batch` and `fabric_jev.batch.batch`: real hosts, real workers, a fixture evaluator."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import signal
+import subprocess
+import sys
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fabric_jev import BatchError, CompileError, FixtureEvaluator, HostConfig
+from fabric_jev.batch import BatchOutcome, OutputLog, batch, read_inputs
+from tests.conftest import child_pids
+
+ROOT = Path(__file__).resolve().parent.parent
+COUNT = 500
+
+#: Multiples of 7 throw; every input asks one noul question of the fixture.
+PROGRAM: dict[str, Any] = {
+    "name": "judge",
+    "code": "if (input.n % 7 === 0) throw new Error('seven'); "
+            "const a = await jev.evaluate({state: input, questions: {q: {type: 'noul', instructions: 'ok?'}}}); "
+            "return {n: input.n, ok: a.answers.q.noul}",
+    "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    "outputSchema": {"type": "object"},
+    "requires": ["jev.evaluate"],
+}
+FIXTURE = {"answers": {"q": {"noul": 0.75}}, "usage": {"input_tokens": 10, "output_tokens": 2}}
+
+
+def input_line(n: int) -> str:
+    """Line n of the inputs: every 50th is off-schema, line 123 is not JSON, the rest {n}."""
+    if n == 123:
+        return "{not json"
+    if n % 50 == 0:
+        return json.dumps({"n": "fifty"})
+    return json.dumps({"n": n})
+
+
+def expected_state(n: int) -> str:
+    if n == 123 or n % 50 == 0:
+        return "rejected"
+    return "failed" if n % 7 == 0 else "completed"
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "program.json").write_text(json.dumps(PROGRAM))
+    (tmp_path / "fixture.json").write_text(json.dumps(FIXTURE))
+    (tmp_path / "inputs.jsonl").write_text("".join(input_line(n) + "\n" for n in range(1, COUNT + 1)))
+    return {"program": str(tmp_path / "program.json"), "fixture": str(tmp_path / "fixture.json"),
+            "inputs": str(tmp_path / "inputs.jsonl"), "out": str(tmp_path / "out.jsonl")}
+
+
+def batch_argv(files: dict[str, str], *extra: str) -> list[str]:
+    return [sys.executable, "-m", "fabric_jev.cli", "batch", files["program"], "--inputs", files["inputs"],
+            "--out", files["out"], "--evaluator", f"fixture:{files['fixture']}", *extra]
+
+
+def run_cli(files: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(batch_argv(files, *extra), capture_output=True, text=True, timeout=50, cwd=ROOT)
+
+
+def records(path: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+def check_complete(lines: list[dict[str, Any]]) -> None:
+    """One line per input, none twice, each with the state and result its input calls for."""
+    assert sorted(r["line"] for r in lines) == list(range(1, COUNT + 1))
+    for r in lines:
+        n = r["line"]
+        assert r["id"] == n
+        assert r["state"] == expected_state(n), r
+        if r["state"] == "completed":
+            assert r["result"] == {"n": n, "ok": 0.75}
+            assert r["evaluations"] == 1 and r["usage"] == {"input_tokens": 10, "output_tokens": 2}
+        else:
+            assert r["error"] and "result" not in r
+    rejected = {r["line"]: r["error"] for r in lines if r["state"] == "rejected"}
+    assert rejected[123] == "input line 123 is not valid JSON: Expecting property name enclosed in double quotes (line 1, column 2)"
+    assert rejected[50].startswith("input does not match its declared schema")
+
+
+def test_500_inputs_give_500_lines_with_the_right_states(files: dict[str, str]) -> None:
+    done = run_cli(files)
+    assert done.returncode == 1, done.stderr  # some inputs did not complete
+    check_complete(records(files["out"]))
+    assert "batch summary" in done.stderr
+    summary = done.stderr[done.stderr.index("batch summary"):]
+    completed = sum(expected_state(n) == "completed" for n in range(1, COUNT + 1))
+    assert f"completed    {completed}\n" in summary
+    assert f"evaluations  {completed}\n" in summary
+    assert f"tokens       {completed * 10} in / {completed * 2} out\n" in summary
+    # Not a terminal: one plain progress line per input.
+    assert done.stderr.count("batch: [") == COUNT
+
+
+def test_resume_after_a_kill_loses_and_duplicates_nothing(files: dict[str, str]) -> None:
+    proc = subprocess.Popen(batch_argv(files), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            text=True, cwd=ROOT)
+    assert proc.stderr is not None
+    try:
+        # Each progress line is printed after its output line was written.
+        for _ in range(150):
+            assert proc.stderr.readline().startswith("batch: [")
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(10)
+        proc.stderr.close()
+    first = Path(files["out"]).read_bytes()
+    assert 150 <= first.count(b"\n") < COUNT
+    done = run_cli(files, "--resume", "--quiet")
+    assert done.returncode == 1, done.stderr
+    assert Path(files["out"]).read_bytes().startswith(first.rpartition(b"\n")[0])
+    check_complete(records(files["out"]))
+    assert "already done" in done.stderr
+
+
+def test_a_cut_off_last_line_is_dropped_and_run_again(files: dict[str, str]) -> None:
+    Path(files["inputs"]).write_text("".join(input_line(n) + "\n" for n in range(1, 4)))
+    whole = json.dumps(BatchOutcome(line=1, id=1, state="completed", result={"n": 1, "ok": 0.75}).to_json())
+    Path(files["out"]).write_text(whole + "\n" + '{"line": 2, "id": 2, "sta')
+    done = run_cli(files, "--resume")
+    assert done.returncode == 0, done.stderr
+    lines = records(files["out"])
+    assert lines[0]["line"] == 1 and sorted(r["line"] for r in lines) == [1, 2, 3]
+
+
+def test_an_existing_output_needs_resume(files: dict[str, str]) -> None:
+    Path(files["out"]).write_text("{}\n")
+    done = run_cli(files)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        f"fabric-jev: output {files['out']} already has records; pass --resume to continue it or choose another --out"]
+    done = run_cli(files, "--resume")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"fabric-jev: output {files['out']} line 1 is not a batch record "
+                                   "(not a batch output record); not resuming")
+    assert Path(files["out"]).read_text() == "{}\n"
+
+
+def test_a_program_that_does_not_compile_stops_the_batch(files: dict[str, str]) -> None:
+    Path(files["program"]).write_text(json.dumps({**PROGRAM, "code": "return 1 +"}))
+    done = run_cli(files)
+    assert done.returncode == 2
+    assert "fabric-jev: launch rejected: Jev program does not compile" in done.stderr
+    assert "Traceback" not in done.stderr and "batch summary" not in done.stderr
+
+
+def test_a_terminal_gets_a_live_bar_and_a_summary_table(files: dict[str, str]) -> None:
+    Path(files["inputs"]).write_text("".join(input_line(n) + "\n" for n in range(1, 21)))
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(batch_argv(files), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=terminal, cwd=ROOT, env={**os.environ, "COLUMNS": "120", "TERM": "xterm"})
+    os.close(terminal)
+    shown = bytearray()
+    try:
+        while True:
+            try:
+                chunk = os.read(controller, 65_536)
+            except OSError:  # EIO: the batch closed its terminal
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(controller)
+        assert proc.wait(30) == 1
+    text = shown.decode()
+    assert "batch: [" not in text  # not the plain lines
+    assert "20/20" in text and "not completed" in text and "ETA" in text
+    assert "batch summary" in text and "│" in text  # rich's table
+    assert len(records(files["out"])) == 20
+
+
+def test_inputs_keyed_by_an_id_field(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"id": "a", "n": 1}\n\n{"id": "b", "n": 2}\n{"id": "a", "n": 3}\n{"n": 4}\n')
+    items = list(read_inputs(path, id_field="id"))
+    assert [(i.line, i.key, i.error) for i in items] == [
+        (1, "a", None), (3, "b", None), (4, "a", "input line 4 repeats id 'a'"),
+        (5, 5, "input line 5 has no 'id' (a string or an integer)")]
+
+
+def test_output_log_refuses_a_missing_folder(tmp_path: Path) -> None:
+    with pytest.raises(BatchError, match=r"cannot write output .*: No such file or directory"):
+        OutputLog(tmp_path / "no" / "out.jsonl").open(resume=False)
+
+
+@pytest.mark.anyio
+async def test_python_api_yields_every_outcome() -> None:
+    evaluator = FixtureEvaluator(FIXTURE)
+    seen: dict[int, BatchOutcome] = {}
+    async for outcome in batch(PROGRAM, ({"n": n} for n in range(1, 41)), evaluator=evaluator,
+                               config=HostConfig(maxConcurrentRuns=2), concurrency=4):
+        seen[outcome.line] = outcome
+    assert sorted(seen) == list(range(1, 41))
+    for n, outcome in seen.items():
+        assert outcome.state == ("failed" if n % 7 == 0 else "completed")
+    assert evaluator.calls == 40 - 5
+
+
+@pytest.mark.anyio
+async def test_python_api_raises_a_bad_program_unwrapped() -> None:
+    with pytest.raises(CompileError, match="does not compile"):
+        async with aclosing(batch({**PROGRAM, "code": "return 1 +"}, [{"n": 1}, {"n": 2}],
+                                  evaluator=FixtureEvaluator(FIXTURE))) as outcomes:
+            async for _ in outcomes:
+                pass
+
+
+@pytest.mark.anyio
+async def test_leaving_the_loop_early_cancels_the_rest() -> None:
+    before = child_pids()
+    async with aclosing(batch(PROGRAM, ({"n": n} for n in range(1, 1000)),
+                              evaluator=FixtureEvaluator(FIXTURE))) as outcomes:
+        async for outcome in outcomes:
+            assert outcome.line >= 1
+            break
+    assert child_pids() <= before  # the host closed and its workers are gone

@@ -1,0 +1,187 @@
+"""`fabric-jev mcp` as a subprocess, driven by the official SDK's own stdio client."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install -e '.[mcp]')")
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.conftest import program
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = {
+    "answers": {"q": {"noul": 0.75}, "label": {"choice": "bug"},
+                "safe": {"noul": 0.9}, "secrets": {"noul": 0.1}, "destructive": {"noul": 0.05},
+                "sessionOwned": {"noul": 0.5}},
+    "usage": {"input_tokens": 10, "output_tokens": 2},
+}
+TOOL_NAMES = {"jev_run", "jev_spawn", "jev_status", "jev_wait", "jev_stop", "jev_evaluate", "jev_approve"}
+
+
+@asynccontextmanager
+async def server(tmp_path: Path, *args: str) -> AsyncIterator[ClientSession]:
+    fixture = tmp_path / "fixture.json"
+    fixture.write_text(json.dumps(FIXTURE))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "fabric_jev.cli", "mcp", "--evaluator", f"fixture:{fixture}", *args],
+        env={**os.environ, "FABRIC_JEV_HOME": str(tmp_path / "home")}, cwd=ROOT)
+    with (tmp_path / "server.log").open("w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+def structured(result: Any) -> Any:
+    assert not result.is_error, result.content
+    assert json.loads(result.content[0].text) == result.structured_content
+    return result.structured_content
+
+
+def error_text(result: Any) -> str:
+    assert result.is_error
+    [content] = result.content
+    assert "\n" not in content.text and "Traceback" not in content.text
+    return str(content.text)
+
+
+@pytest.mark.anyio
+async def test_lists_the_seven_tools_with_full_schemas(tmp_path: Path) -> None:
+    async with server(tmp_path) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    assert set(tools) == TOOL_NAMES
+    run = tools["jev_run"].input_schema
+    assert run["additionalProperties"] is False
+    assert set(run["properties"]) == {"program", "programPath", "input"}
+    assert run["properties"]["program"]["required"] == ["name", "code", "inputSchema", "outputSchema"]
+    assert tools["jev_wait"].input_schema["required"] == ["id"]
+    assert tools["jev_run"].output_schema is not None
+    assert "state" in tools["jev_run"].output_schema["properties"]
+    assert all(tool.description for tool in tools.values())
+
+
+@pytest.mark.anyio
+async def test_run_returns_the_envelope_and_sends_progress(tmp_path: Path) -> None:
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, message))
+
+    code = ("await program.emit({step: 1}); await program.emit({step: 2}); "
+            "const a = await jev.evaluate({state: input, questions: {q: {type: 'noul', instructions: 'ok?'}}}); "
+            "return {n: input.n * 2, ok: a.answers.q.noul}")
+    async with server(tmp_path) as session:
+        result = await session.call_tool("jev_run", {
+            "program": program(code, requires=["jev.evaluate"]), "input": {"n": 21}},
+            progress_callback=on_progress)
+    envelope = structured(result)
+    assert envelope["state"] == "completed" and envelope["result"] == {"n": 42, "ok": 0.75}
+    assert envelope["evaluations"] == 1 and envelope["usage"] == {"input_tokens": 10, "output_tokens": 2}
+    assert progress == [(1.0, '{"step":1}'), (2.0, '{"step":2}')]
+
+
+@pytest.mark.anyio
+async def test_spawn_then_status_and_wait(tmp_path: Path) -> None:
+    progress: list[str | None] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message)
+
+    code = "for (let i = 0; i < 3; i++) { await program.emit(i); await program.sleep(1); } return 'done'"
+    async with server(tmp_path) as session:
+        spawned = structured(await session.call_tool("jev_spawn", {"program": program(code)}))
+        assert spawned["state"] == "running" and spawned["background"] is True
+        host = structured(await session.call_tool("jev_status", {}))
+        assert spawned["id"] in [r["id"] for r in host["runs"]]
+        done = structured(await session.call_tool("jev_wait", {"id": spawned["id"]}, progress_callback=on_progress))
+        later = structured(await session.call_tool("jev_status", {"id": spawned["id"], "after": 2}))
+        stopped = structured(await session.call_tool("jev_stop", {"id": spawned["id"]}))
+    assert done["state"] == "completed" and done["result"] == "done"
+    assert progress == ["0", "1", "2"]
+    assert [e["value"] for e in later["events"]] == [2]
+    assert stopped["state"] == "completed"  # stop is idempotent on a finished run
+
+
+@pytest.mark.anyio
+async def test_stop_cancels_a_running_program(tmp_path: Path) -> None:
+    async with server(tmp_path) as session:
+        spawned = structured(await session.call_tool("jev_spawn", {
+            "program": program("await program.sleep(30000); return 1")}))
+        waited = structured(await session.call_tool("jev_wait", {"id": spawned["id"], "timeoutMs": 1}))
+        stopped = structured(await session.call_tool("jev_stop", {"id": spawned["id"]}))
+    assert waited["state"] == "running"
+    assert stopped["state"] == "cancelled"
+
+
+@pytest.mark.anyio
+async def test_evaluate_and_approve_with_a_fixture(tmp_path: Path) -> None:
+    async with server(tmp_path) as session:
+        answer = structured(await session.call_tool("jev_evaluate", {
+            "state": "the app crashes on save",
+            "questions": {"label": {"type": "choice", "instructions": "What kind of ticket?",
+                                    "criteria": {"bug": None, "feature": None}}}}))
+        decision = structured(await session.call_tool("jev_approve", {
+            "action": {"ref": "fs.write", "description": "write notes.md", "arguments": {"path": "notes.md"}},
+            "userText": "please save my notes to notes.md"}))
+        no_user = structured(await session.call_tool("jev_approve", {
+            "action": {"ref": "fs.write"}, "headless": True}))
+    assert answer["answers"]["label"]["choice"] == "bug"
+    assert answer["answers"]["label"]["probabilities"] == {"bug": 1.0, "feature": 0.0}
+    assert answer["usage"] == {"input_tokens": 10, "output_tokens": 2}
+    assert decision["decision"] == "allow"
+    assert decision["probabilities"] == {"safe": 0.9, "secrets": 0.1, "destructive": 0.05, "sessionOwned": 0.5}
+    assert no_user["decision"] == "deny"
+
+
+@pytest.mark.anyio
+async def test_errors_are_tool_errors_with_one_line(tmp_path: Path) -> None:
+    async with server(tmp_path) as session:
+        compile_error = error_text(await session.call_tool("jev_run", {"program": program("return 1 +")}))
+        bad_arguments = error_text(await session.call_tool("jev_run", {"program": {"name": "x"}}))
+        both = error_text(await session.call_tool("jev_run", {"program": program("return 1"), "programPath": "p.json"}))
+        unknown = error_text(await session.call_tool("jev_wait", {"id": "nope"}))
+        no_folder = error_text(await session.call_tool("jev_spawn", {"programPath": "p.json"}))
+        bad_request = error_text(await session.call_tool("jev_evaluate", {
+            "state": "x", "questions": {"q": {"type": "text", "instructions": "say something"}}}))
+        off_schema = error_text(await session.call_tool("jev_run", {
+            "program": program("return input", inputSchema={"type": "integer"}), "input": "seven"}))
+        # The server is still serving after every error.
+        fine = structured(await session.call_tool("jev_run", {"program": program("return 7")}))
+    assert compile_error.startswith("launch rejected: Jev program does not compile")
+    assert bad_arguments.startswith("invalid arguments for jev_run: ") and "at .program" in bad_arguments
+    assert both.startswith("invalid arguments for jev_run: ")
+    assert unknown == "Unknown or expired Jev run ID"
+    assert no_folder == "programs by path are off: start the server with --programs DIR"
+    assert bad_request.startswith("invalid arguments for jev_evaluate: ")
+    assert off_schema == "launch rejected: input does not match its declared schema: 'seven' is not of type 'integer' at $"
+    assert fine["result"] == 7
+
+
+@pytest.mark.anyio
+async def test_programs_by_path_only_under_the_allowed_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "programs"
+    (folder / "triage").mkdir(parents=True)
+    (folder / "triage" / "double.json").write_text(json.dumps(program("return input * 2")))
+    outside = tmp_path / "secret.json"
+    outside.write_text(json.dumps(program("return 'outside'")))
+    (folder / "link.json").symlink_to(outside)
+    async with server(tmp_path, "--programs", str(folder)) as session:
+        doubled = structured(await session.call_tool("jev_run", {"programPath": "triage/double.json", "input": 4}))
+        escape = error_text(await session.call_tool("jev_run", {"programPath": "../secret.json"}))
+        absolute = error_text(await session.call_tool("jev_run", {"programPath": str(outside)}))
+        link = error_text(await session.call_tool("jev_run", {"programPath": "link.json"}))
+        missing = error_text(await session.call_tool("jev_run", {"programPath": "none.json"}))
+    assert doubled["result"] == 8
+    assert escape == "program path '../secret.json' is outside the programs folder"
+    assert absolute == f"program path {str(outside)!r} is outside the programs folder"
+    assert link == "program path 'link.json' is outside the programs folder"
+    assert missing == "no program file 'none.json' in the programs folder"
