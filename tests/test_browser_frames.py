@@ -147,7 +147,9 @@ async def test_readonly_and_editable_fields(page: Page, pages: Pages) -> None:
     channels = BrowserChannels(page)
     assert (await channels.see("Plain", SeeOptions(editable=True, timeoutMs=3000)))[0]
     assert (await channels.see("Editor", SeeOptions(editable=True, timeoutMs=3000)))[0]
-    ok, actual = await channels.see("Native ro", SeeOptions(editable=True, timeoutMs=1000))
+    # Long enough for a snapshot to finish on a loaded machine: a check that never
+    # holds waits out its whole timeout, and one with no finished snapshot says no_snapshot.
+    ok, actual = await channels.see("Native ro", SeeOptions(editable=True, timeoutMs=5000))
     assert not ok and "readonly=True" in actual
     assert (await check(exists("readonly=true name=\"Aria ro\""), "ro").once(PageSource(page))).passed
 

@@ -158,7 +158,7 @@ async def test_errors_are_tool_errors_with_one_line(tmp_path: Path) -> None:
         fine = structured(await session.call_tool("jev_run", {"program": program("return 7")}))
     assert compile_error.startswith("launch rejected: Jev program does not compile")
     assert bad_arguments.startswith("invalid arguments for jev_run: ") and "at .program" in bad_arguments
-    assert both.startswith("invalid arguments for jev_run: ")
+    assert both == "invalid arguments for jev_run: give exactly one of program (inline) or programPath"
     assert unknown == "Unknown or expired Jev run ID"
     assert no_folder == "programs by path are off: start the server with --programs DIR"
     assert bad_request.startswith("invalid arguments for jev_evaluate: ")

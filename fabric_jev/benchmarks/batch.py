@@ -8,6 +8,9 @@ Floors, in the same process and run:
   a script does: a host started and closed for each input);
 - one `host.run()` per input, one after another, on a single warm host.
 
+The same comparison is made for a program that waits 50 ms per input (a
+stand-in for a model's latency), where running several at a time matters.
+
 The Ray figure starts a local cluster (`ray.init(num_cpus=2)`, not timed) and
 times whole batches, actor start-up included; it needs the `ray` extra.
 """
@@ -30,10 +33,15 @@ PROGRAM: dict[str, Any] = {
             "return {n: input.n, ok: a.answers.q.noul}",
     "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}, "requires": ["jev.evaluate"],
 }
+#: The same with 50 ms of waiting per input, standing in for a model's latency.
+WAITING_PROGRAM: dict[str, Any] = {**PROGRAM, "name": "bench-batch-waiting",
+                                   "code": "await program.sleep(50); " + PROGRAM["code"]}
+WAITING_INPUTS = 64
 FIXTURE: dict[str, Any] = {"answers": {"q": {"noul": 0.75}}, "usage": {"input_tokens": 10, "output_tokens": 2}}
 
 
-async def _local_batch(inputs: list[Any], concurrency: int | None) -> float:
+async def _local_batch(inputs: list[Any], concurrency: int | None,
+                       program: dict[str, Any] = PROGRAM) -> float:
     from ..batch import BatchOutcome, run_batch
 
     done = 0
@@ -43,7 +51,7 @@ async def _local_batch(inputs: list[Any], concurrency: int | None) -> float:
         done += outcome.completed
 
     started = time.perf_counter()
-    await run_batch(PROGRAM, inputs, count, evaluator=FixtureEvaluator(FIXTURE), concurrency=concurrency)
+    await run_batch(program, inputs, count, evaluator=FixtureEvaluator(FIXTURE), concurrency=concurrency)
     elapsed = time.perf_counter() - started
     assert done == len(inputs), "every benchmark input completes"
     return len(inputs) / elapsed
@@ -75,13 +83,13 @@ def _run_program_loop(inputs: list[Any]) -> float:
     return len(inputs) / (time.perf_counter() - started)
 
 
-async def _host_run_loop(inputs: list[Any]) -> float:
+async def _host_run_loop(inputs: list[Any], program: dict[str, Any] = PROGRAM) -> float:
     from ..host import JevHost
 
     async with JevHost(HostConfig(), evaluator=FixtureEvaluator(FIXTURE)) as host:
         started = time.perf_counter()
         for value in inputs:
-            await host.run(PROGRAM, value)
+            await host.run(program, value)
         return len(inputs) / (time.perf_counter() - started)
 
 
@@ -94,7 +102,15 @@ async def bench_batch(*, inputs: int = 200, repeats: int = 3, with_ray: bool = T
         local_16.append(await _local_batch(values, 16))
         sequential.append(await _host_run_loop(values))
         run_program_rates.append(await anyio.to_thread.run_sync(_run_program_loop, loop_values))
+    waiting = values[:WAITING_INPUTS]
+    waiting_rates = {"batch_4": median([await _local_batch(waiting, None, WAITING_PROGRAM)
+                                         for _ in range(repeats)]),
+                     "batch_16": median([await _local_batch(waiting, 16, WAITING_PROGRAM)
+                                          for _ in range(repeats)]),
+                     "host_run_loop": median([await _host_run_loop(waiting, WAITING_PROGRAM)
+                                               for _ in range(repeats)])}
     report: dict[str, Any] = {
+        "waiting_50ms_per_s": waiting_rates,
         "inputs": inputs, "repeats": repeats,
         "local_batch_per_s": median(local),
         "local_batch_16_per_s": median(local_16),
@@ -137,6 +153,9 @@ def _print_batch(r: dict[str, Any]) -> None:
           f"batch is {r['ratio_vs_host_run_loop']:.2f}x")
     print(f"  floor: run_program per input   {r['run_program_loop_per_s']:8.1f} inputs/s   "
           f"batch is {r['ratio_vs_run_program']:.2f}x ({r['run_program_loop_inputs']} inputs)")
+    w = r["waiting_50ms_per_s"]
+    print(f"  with 50 ms of waiting per input ({WAITING_INPUTS} inputs): batch (4) {w['batch_4']:.1f}/s, "
+          f"batch (16) {w['batch_16']:.1f}/s, host.run one at a time {w['host_run_loop']:.1f}/s")
     ray = r["ray"]
     if ray is None:
         print("  ray: not measured (the ray extra is not installed)")

@@ -42,6 +42,8 @@ class ToolError(Exception):
 def _check_arguments(name: str, arguments: dict[str, Any]) -> None:
     validator = jsonschema.Draft202012Validator(TOOLS[name]["input"])
     error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    if error is not None and error.validator == "oneOf" and not error.absolute_path:
+        raise ToolError(f"invalid arguments for {name}: give exactly one of program (inline) or programPath")
     if error is not None:
         where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
         message = error.message if len(error.message) <= 300 else error.message[:299] + "…"
