@@ -1,18 +1,13 @@
-"""fabric-jev: a Python host for sandboxed, typed judgment programs."""
+"""fabric-jev: a Python host for sandboxed, typed judgment programs.
 
-from ._sync import run_program
-from .contract import (
-    Envelope,
-    Evaluation,
-    EvaluationRequest,
-    HostConfig,
-    Program,
-    ProgramLimits,
-    ProgressEvent,
-    RunState,
-    Usage,
-)
-from .contract.observe import ToolResult
+Names are imported on first use (PEP 562): `import fabric_jev` stays cheap, and a
+script that only needs `run_program` never pays for the HTTP client or numpy.
+"""
+
+import importlib as _importlib
+import types as _types
+import typing as _typing
+
 from .errors import (
     AnswerInvalid,
     BatchError,
@@ -41,10 +36,52 @@ from .errors import (
     UnknownRun,
     UpstreamError,
 )
-from .evaluators import Evaluator, FixtureEvaluator
-from .host import Advice, Approver, CallContext, CapabilityCall, CapabilityRegistry, JevHost, MainSession
+
+if _typing.TYPE_CHECKING:
+    from ._sync import run_program
+    from .contract import (
+        Envelope,
+        Evaluation,
+        EvaluationRequest,
+        HostConfig,
+        Program,
+        ProgramLimits,
+        ProgressEvent,
+        RunState,
+        Usage,
+    )
+    from .contract.observe import ToolResult
+    from .evaluators import Evaluator, FixtureEvaluator
+    from .host import Advice, Approver, CallContext, CapabilityCall, CapabilityRegistry, JevHost, MainSession
 
 __version__ = "0.1.0"
+
+#: Lazily exported name → the module that defines it.
+_LAZY = {
+    "run_program": "._sync",
+    **dict.fromkeys(("Envelope", "Evaluation", "EvaluationRequest", "HostConfig", "Program",
+                     "ProgramLimits", "ProgressEvent", "RunState", "Usage"), ".contract"),
+    "ToolResult": ".contract.observe",
+    "Evaluator": ".evaluators.base",
+    "FixtureEvaluator": ".evaluators.fixture",
+    **dict.fromkeys(("Advice", "Approver", "CallContext", "CapabilityCall", "CapabilityRegistry", "JevHost",
+                     "MainSession"), ".host"),
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fabric_jev' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    loaded = {name for name, value in globals().items() if isinstance(value, _types.ModuleType)}
+    return sorted(set(__all__) | loaded)
+
 
 __all__ = [
     "Advice",

@@ -38,7 +38,7 @@ async def test_order_store_then_environment_then_command(tmp_path: Path) -> None
     assert bare.status().source == "command" and await bare.key() == "from-command"
     none = CredentialResolver(TYPESAFE, store=store, environ={})
     assert none.status().to_json() == {"configured": False, "source": "missing", "verified": False}
-    with pytest.raises(CredentialError, match="fabric-jev login jev"):
+    with pytest.raises(CredentialError, match="fabric-jev login typesafe"):
         await none.key()
 
 

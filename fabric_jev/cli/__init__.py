@@ -1,35 +1,46 @@
-"""The `fabric-jev` command."""
+"""fabric-jev: run sandboxed, typed judgment programs and the tools around them."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from typing import cast
 
-import anyio
+from .common import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_REJECTED, Parser, exit_codes
 
-from ..errors import JevError, LaunchRejected
-from .common import EXIT_REJECTED
+VERSION = "0.1.0"  # kept equal to fabric_jev.__version__ by tests/test_cli_help.py
 
 
 def build_parser() -> argparse.ArgumentParser:
     from .approval import add_approval_commands
     from .batch import add_batch_command
     from .bench import add_bench_command
-    from .browser import add_browser_commands
     from .evaluators import add_evaluator_commands
     from .learning import add_learning_commands
     from .mcp import add_mcp_command
+    from .plugins import add_plugin_commands
     from .run import add_run_command
+    from .setup import add_setup_command
     from .verification import add_verification_commands
 
-    parser = argparse.ArgumentParser(prog="fabric-jev", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(
+        prog="fabric-jev", description=__doc__,
+        epilog=exit_codes("0 success", "1 the run or check did not succeed (see each command)",
+                          "2 bad input, a rejected launch or a missing piece (one line on stderr says which)",
+                          "3 internal error (a bug: FABRIC_JEV_DEBUG=1 shows the traceback)",
+                          "130 interrupted") + "\n\n'fabric-jev COMMAND --help' describes each command.")
+    parser.add_argument("--version", action="version", version=f"fabric-jev {VERSION}")
+    # Command modules take the plain argparse type (every subparser is a Parser at run time).
+    sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
+               parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     add_run_command(sub)
     add_evaluator_commands(sub)
     add_approval_commands(sub)
     add_verification_commands(sub)
-    add_browser_commands(sub)
     add_bench_command(sub)
+    add_setup_command(sub)
+    add_plugin_commands(sub)
     add_learning_commands(sub)
     add_batch_command(sub)
     add_mcp_command(sub)
@@ -43,19 +54,44 @@ def _unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) or "(no message)"
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # The innermost subcommand's usage, not the top-level one, for a bad flag.
+        args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    import anyio
+
+    from ..errors import JevError, LaunchRejected
+    from .common import BadInput
+
     try:
         try:
             code: int = anyio.run(args.handler, args)
         except BaseExceptionGroup as group:
             raise _unwrap(group) from None
     except LaunchRejected as exc:
-        sys.stderr.write(f"fabric-jev: launch rejected: {exc}\n")
+        sys.stderr.write(f"fabric-jev: launch rejected: {_one_line(str(exc))}\n")
         return EXIT_REJECTED
-    except JevError as exc:
-        sys.stderr.write(f"fabric-jev: {exc}\n")
+    except (JevError, BadInput) as exc:
+        sys.stderr.write(f"fabric-jev: {_one_line(str(exc))}\n")
         return EXIT_REJECTED
-    except KeyboardInterrupt:
-        return 130
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:  # a bug: still one line, the traceback only on request
+        if os.environ.get("FABRIC_JEV_DEBUG"):
+            raise
+        sys.stderr.write(f"fabric-jev: internal error: {type(exc).__name__}: {_one_line(str(exc))}\n")
+        return EXIT_INTERNAL
     return code

@@ -1,4 +1,4 @@
-"""`python -m fabric_jev.cli`."""
+"""`python -m fabric_jev.cli` (also `python -m fabric_jev`)."""
 
 import sys
 

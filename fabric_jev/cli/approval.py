@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from ..errors import JevError
-from .common import BadInput, config_from, load_json, print_json
+from .common import BadInput, add_command, config_from, load_json, print_json
 
 
 async def _cmd_approve(args: argparse.Namespace) -> int:
@@ -74,20 +74,32 @@ async def _cmd_settings_approvals(args: argparse.Namespace) -> int:
 
 
 def add_approval_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    ap = sub.add_parser("approve", help="classify one action: allow (exit 0), ask or deny (exit 1)")
-    ap.add_argument("--action", required=True, help="action JSON {ref, risk, description, arguments}")
-    ap.add_argument("--session", help="session JSON {conversation: [{role, text}], actions: [...]}")
+    ap = add_command(
+        sub, "approve", help="classify one proposed action: allow, ask or deny",
+        description="Decide whether one proposed agent action may run without asking a person: four "
+                    "noul questions to the approval model, compared with the threshold from "
+                    "`fabric-jev settings approvals`. Prints the decision as JSON.",
+        codes=("0 allow", "1 ask or deny", "2 bad action, session, settings or evaluator"))
+    ap.add_argument("--action", required=True,
+                    help="action JSON file {ref, risk?, description?, arguments?}, or - for standard input")
+    ap.add_argument("--session", help="session JSON file {conversation: [{role, text}], actions: [...]}")
     ap.add_argument("--user-text", dest="user_text", default=None, help="the current user turn's text")
-    ap.add_argument("--policy", choices=("auto", "ask", "deny", "allow"), default="auto")
+    ap.add_argument("--policy", choices=("auto", "ask", "deny", "allow"), default="auto",
+                    help="auto asks the model; ask, deny and allow decide without it (default auto)")
     ap.add_argument("--headless", action="store_true", help="no human to ask: ask becomes deny")
-    ap.add_argument("--evaluator", help="override the settings' model (e.g. fixture:FILE)")
+    ap.add_argument("--evaluator", help="override the settings' model (e.g. fixture:FILE, local, typesafe)")
     ap.add_argument("--config", help="host config JSON file (its autoApprovalThreshold, "
                     "requestTimeoutMs and maxRequestBytes apply)")
     ap.set_defaults(handler=_cmd_approve)
 
-    se = sub.add_parser("settings", help="persisted settings")
-    se_sub = se.add_subparsers(dest="settings_command", required=True)
-    sa = se_sub.add_parser("approvals", help="show or set the approval model and threshold")
+    se = add_command(sub, "settings", help="show or change persisted settings",
+                     description="Persisted settings, kept in the fabric-jev config folder.",
+                     codes=("0 shown or saved", "2 an invalid value or a missing subcommand"))
+    se_sub = se.add_subparsers(dest="settings_command", required=True, metavar="COMMAND")
+    sa = add_command(se_sub, "approvals", help="show or set the approval model and threshold",
+                     description="Show the approval settings as JSON; with --model or --threshold, "
+                                 "change and save them first.",
+                     codes=("0 shown or saved", "2 an invalid model or threshold"))
     sa.add_argument("--model", help="pi-fabric/typesafe/jev-latest, …, or legacy jev/<model>")
     sa.add_argument("--threshold", type=float, help="0-1; allow needs safe >= threshold")
     sa.set_defaults(handler=_cmd_settings_approvals)

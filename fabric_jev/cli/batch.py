@@ -10,7 +10,16 @@ from collections.abc import Iterator
 import anyio
 
 from ..errors import LaunchRejected
-from .common import EVALUATOR_HELP, EXIT_INTERRUPTED, EXIT_NOT_COMPLETED, EXIT_OK, BadInput, config_from, load_json
+from .common import (
+    EVALUATOR_HELP,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_COMPLETED,
+    EXIT_OK,
+    BadInput,
+    add_command,
+    config_from,
+    load_json,
+)
 
 
 async def batch_command(args: argparse.Namespace) -> int:
@@ -74,10 +83,10 @@ async def batch_command(args: argparse.Namespace) -> int:
 
 
 def add_batch_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    b = sub.add_parser("batch", help="run a program on every line of a JSON Lines file",
-                       description="Run PROGRAM on every input line; one output line per input. "
-                       "Exit 0 when every input completed, 1 when some did not, 2 on a bad program "
-                       "or file, 130 when interrupted (rerun with --resume).")
+    b = add_command(sub, "batch", help="run a program on every line of a JSON Lines file",
+                    description="Run PROGRAM on every input line; one output line per input.",
+                    codes=("0 every input completed", "1 some did not", "2 a bad program or file",
+                           "130 interrupted (rerun with --resume)"))
     b.add_argument("program", help="program JSON file")
     b.add_argument("--inputs", required=True, help="JSON Lines file: one program input per line")
     b.add_argument("--out", required=True, help="JSON Lines output, appended one line per input")

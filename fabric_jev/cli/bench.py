@@ -11,11 +11,9 @@ import json
 import sys
 from typing import Any
 
-from ..benchmarks.browser import _print_browser, bench_browser
-from ..benchmarks.evaluators import _print_evaluators, bench_evaluators
-from ..benchmarks.host import _print_host, _print_loop_lag, bench_host, bench_loop_lag
+from .common import add_command, positive_int
 
-SUITES = ("host", "evaluators", "browser", "batch")
+SUITES = ("host", "evaluators", "browser", "batch", "cli")
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -23,15 +21,28 @@ async def _run(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {}
     for suite in suites:
         if suite == "host":
+            from ..benchmarks.host import _print_host, _print_loop_lag, bench_host, bench_loop_lag
+
             report["host"] = await bench_host(samples=args.samples)
             report["host"]["loop_lag"] = await bench_loop_lag()
             if not args.json:
                 _print_host(report["host"])
                 _print_loop_lag(report["host"]["loop_lag"])
         elif suite == "browser":
-            report["browser"] = await bench_browser()
+            # The browser suite lives in the browser connector (a plugin).
+            from ..plugins import find_hook
+
+            report["browser"] = await find_hook("bench")(args.samples)
             if not args.json:
-                _print_browser(report["browser"])
+                find_hook("print_bench")(report["browser"])
+        elif suite == "cli":
+            import anyio.to_thread
+
+            from ..benchmarks.cli import bench_cli, print_cli
+
+            report["cli"] = await anyio.to_thread.run_sync(bench_cli, min(args.samples, 15))
+            if not args.json:
+                print_cli(report["cli"])
         elif suite == "batch":
             from ..benchmarks.batch import _print_batch, bench_batch
 
@@ -39,6 +50,8 @@ async def _run(args: argparse.Namespace) -> int:
             if not args.json:
                 _print_batch(report["batch"])
         elif suite == "evaluators":
+            from ..benchmarks.evaluators import _print_evaluators, bench_evaluators
+
             report["evaluators"] = await bench_evaluators(samples=min(args.samples, 30))
             if not args.json:
                 _print_evaluators(report["evaluators"])
@@ -48,8 +61,15 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def add_bench_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    bench = sub.add_parser("bench", help="measure speed next to floors and peers")
-    bench.add_argument("suite", nargs="?", default="all", choices=(*SUITES, "all"))
-    bench.add_argument("--samples", type=int, default=50)
+    bench = add_command(
+        sub, "bench", help="measure speed next to floors and peers",
+        description="Measure medians and ratios, each next to a floor or a peer measured in the same "
+                    "run, and print them (docs/performance.md records them). Suites: host, "
+                    "evaluators, browser (needs the browser connector), batch, cli (whole-command start-up).",
+        codes=("0 measured", "2 a suite's missing piece (for example the browser connector)"))
+    bench.add_argument("suite", nargs="?", default="all", choices=(*SUITES, "all"),
+                       help="which suite to run (default all)")
+    bench.add_argument("--samples", type=positive_int, default=50,
+                       help="samples per figure (default 50; the cli suite takes at most 15)")
     bench.add_argument("--json", action="store_true", help="print the raw report as JSON")
     bench.set_defaults(handler=_run)

@@ -1,48 +1,131 @@
-"""Helpers shared by the sub-commands."""
+"""Helpers shared by the sub-commands: exit codes, bounded file reading, parser conventions.
+
+Command modules import only this, argparse and the standard library at the top:
+everything a command needs is imported inside its handler, so `--help` and the
+commands that do not need pydantic, httpx or numpy never load them.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..contract.config import HostConfig
+if TYPE_CHECKING:
+    from ..contract.config import HostConfig
 
 EXIT_OK = 0
 EXIT_NOT_COMPLETED = 1
 EXIT_REJECTED = 2
+EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
-EVALUATOR_HELP = ("local | fixture:FILE | cassette:FILE | record:FILE | typesafe | openrouter | "
+EVALUATOR_HELP = ("the evaluator: local | fixture:FILE | cassette:FILE | record:FILE | typesafe | openrouter | "
                   "vercel (default: the config's, else local)")
+CONFIG_HELP = "host config JSON file (limits, model, evaluator, connectors; see docs/programs.md)"
+#: Upper bounds on the files commands read: a file over its bound is refused before it is read.
+MAX_PROGRAM_BYTES = 1 << 20
+MAX_INPUT_BYTES = 1 << 20
+MAX_CONFIG_BYTES = 1 << 20
+MAX_DICTIONARY_BYTES = 8 << 20
+MAX_SMALL_FILE_BYTES = 1 << 20
 PROFILE_HELP = "a profile for the local evaluator (from fabric-jev learn)"
 
 
 class BadInput(Exception):
-    """A file the user pointed at is missing or not the JSON it should be."""
+    """A file the user pointed at is missing, too large, or not the JSON it should be."""
 
 
-def load_json(path: str, what: str) -> Any:
-    """Read a JSON file (or standard input for "-")."""
+def exit_codes(*lines: str) -> str:
+    """The `--help` epilog listing a command's exit codes."""
+    return "exit codes:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, *, help: str,
+                description: str, codes: tuple[str, ...]) -> argparse.ArgumentParser:
+    """A subcommand whose --help shows what it does and its exit codes."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help, description=description,
+                                                     epilog=exit_codes(*codes))
+    return parser
+
+
+def load_json(path: str, what: str, *, max_bytes: int = MAX_SMALL_FILE_BYTES) -> Any:
+    """Read a JSON file (or standard input for "-"), bounded in size and depth."""
+    from .._json import JSONInputError, read_json_file
+
     try:
-        if path == "-":
-            return json.loads(sys.stdin.read())
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BadInput(f"cannot read {what} {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{what} {path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+        return read_json_file(path, what=what, max_bytes=max_bytes)
+    except JSONInputError as exc:
+        raise BadInput(str(exc)) from None
 
 
 def config_from(args: argparse.Namespace) -> HostConfig:
-    config = HostConfig.load(args.config) if getattr(args, "config", None) else HostConfig()
+    """The host config named by --config (ConfigError on a bad one), else the defaults."""
+    from ..contract.config import HostConfig
+    from ..errors import ConfigError
+
+    path = getattr(args, "config", None)
+    config = HostConfig()
+    if path:
+        try:
+            data = load_json(path, "config file", max_bytes=MAX_CONFIG_BYTES)
+        except BadInput as exc:
+            raise ConfigError(str(exc)) from None
+        config = HostConfig.parse(data)
     if getattr(args, "profile", None):  # --profile is the config's evaluator.profile, given on the line
         config = config.model_copy(update={"evaluator": {**config.evaluator, "profile": args.profile}})
     return config
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number ≥ 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number")
+    return value
 
 
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
     sys.stdout.flush()
 
+
+def fail(message: str, code: int = EXIT_REJECTED) -> int:
+    """Print one `fabric-jev: …` line on stderr and return the exit code."""
+    sys.stderr.write(f"fabric-jev: {message}\n")
+    return code
+
+
+class Formatter(argparse.HelpFormatter):
+    """Wraps each line of a description to the terminal; indented lines (exit codes) stay as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        return "\n".join(indent + line if line.startswith("  ") or not line.strip()
+                         else textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent)
+                         for line in text.splitlines())
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the conventions every fabric-jev command follows.
+
+    Descriptions wrap line by line; each parser records itself as `_parser`
+    so a bad flag is reported with the usage of the command it was given to; a
+    missing subcommand is named with the choices instead of a variable name.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", Formatter)
+        super().__init__(*args, **kwargs)
+        self.set_defaults(_parser=self)
+
+    def error(self, message: str) -> Any:  # argparse's signature: it never returns
+        if "required: COMMAND" in message:
+            choices = next((a.choices for a in self._actions
+                            if isinstance(a, argparse._SubParsersAction)), None) or {}
+            message = f"choose a command: {', '.join(choices)} (see {self.prog} --help)"
+        super().error(message)

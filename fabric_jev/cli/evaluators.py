@@ -3,38 +3,49 @@
 from __future__ import annotations
 
 import argparse
-import getpass
-import signal
 import sys
+from typing import Any
 
-import anyio
+from .common import (
+    CONFIG_HELP,
+    EVALUATOR_HELP,
+    EXIT_REJECTED,
+    MAX_SMALL_FILE_BYTES,
+    PROFILE_HELP,
+    BadInput,
+    add_command,
+    config_from,
+    fail,
+    load_json,
+    print_json,
+)
 
-from ..contract.evaluation import validate_request
-from ..errors import CredentialError, EvaluationError
-from ..evaluators.routes import LOGIN_NAMES
-from .common import EVALUATOR_HELP, EXIT_REJECTED, PROFILE_HELP, BadInput, config_from, load_json, print_json
+#: `login`/`logout` take the names `--evaluator` takes; the auth store's own names still work.
+LOGIN_CHOICES = ("typesafe", "openrouter", "vercel", "jev", "vercel-ai-gateway")
 
 
 async def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from ..contract.evaluation import validate_request
+    from ..errors import EvaluationError
     from ..evaluators.select import build_evaluator
 
     config = config_from(args)
     try:
-        raw = load_json(args.request, "request")
+        raw = load_json(args.request, "request", max_bytes=max(config.maxRequestBytes * 8, MAX_SMALL_FILE_BYTES))
     except BadInput as exc:
-        sys.stderr.write(f"fabric-jev: {exc}\n")
-        return 2
+        return fail(str(exc))
     try:
         request = validate_request(raw, max_bytes=config.maxRequestBytes)
     except EvaluationError as exc:
-        sys.stderr.write(f"fabric-jev: invalid request: {exc}\n")
-        return 2
+        return fail(f"invalid request: {exc}")
     evaluator = build_evaluator(args.evaluator, config)
     try:
+        problem = evaluator.status().get("problem")
+        if problem:
+            return fail(problem)
         evaluation = await evaluator.evaluate(request, timeout=config.requestTimeoutMs / 1000)
     except EvaluationError as exc:
-        sys.stderr.write(f"fabric-jev: evaluation failed: {exc}\n")
-        return 1
+        return fail(f"evaluation failed: {exc}", 1)
     finally:
         await evaluator.aclose()
     print_json(evaluation.to_json())
@@ -49,12 +60,20 @@ async def _cmd_status(args: argparse.Namespace) -> int:
         status = evaluator.status()
     finally:
         await evaluator.aclose()
-    print_json({"credentials": status.get("credentials"), "model": status.get("model"),
-            "route": status.get("route"), "runs": []})
+    out: dict[str, Any] = {"credentials": status.get("credentials"), "model": status.get("model"),
+                           "route": status.get("route"), "ready": status.get("ready", True)}
+    if status.get("problem"):
+        out["problem"] = status["problem"]
+    out["runs"] = []
+    print_json(out)
     return 0
 
 
 async def _cmd_serve(args: argparse.Namespace) -> int:
+    import signal
+
+    import anyio
+
     from ..evaluators.select import build_evaluator
     from ..serve import ListenError, announce, listen, serve, serve_key_from_env
 
@@ -69,6 +88,10 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
         sock.close()
         raise
     try:
+        problem = evaluator.status().get("problem")
+        if problem:
+            sock.close()
+            return fail(problem)
         # Signals are handled before the URL is announced.
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with anyio.create_task_group() as tg:
@@ -84,55 +107,86 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _store_name(name: str) -> str:
+    from ..evaluators.routes import get_route
+
+    return get_route(name).store_key
+
+
 async def _cmd_login(args: argparse.Namespace) -> int:
+    import getpass
+
     from ..evaluators.credentials import AuthStore
 
     if sys.stdin.isatty():
         key = getpass.getpass(f"API key for {args.name} (input hidden): ")
     else:
         key = sys.stdin.readline()
-    try:
-        AuthStore().set(args.name, key)
-    except CredentialError as exc:
-        sys.stderr.write(f"fabric-jev: {exc}\n")
-        return 2
-    sys.stderr.write(f"stored the {args.name} key in {AuthStore().path}\n")
+    store = AuthStore()
+    store.set(_store_name(args.name), key)
+    sys.stderr.write(f"stored the {args.name} key in {store.path}\n")
     return 0
 
 
 async def _cmd_logout(args: argparse.Namespace) -> int:
     from ..evaluators.credentials import AuthStore
 
-    removed = AuthStore().remove(args.name)
-    sys.stderr.write(f"{'removed' if removed else 'no'} {args.name} key\n")
+    removed = AuthStore().remove(_store_name(args.name))
+    sys.stderr.write(f"{'removed the' if removed else 'there was no'} {args.name} key\n")
     return 0
 
 
 def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    ev = sub.add_parser("evaluate", help="validate a jev.evaluate request and print the answers")
-    ev.add_argument("request", help="request JSON file, or - for standard input")
+    ev = add_command(
+        sub, "evaluate", help="validate a jev.evaluate request and print the answers",
+        description="Validate one jev.evaluate request (contract §5) and print the evaluator's answers "
+                    "as JSON. With no route configured the offline local evaluator answers: a "
+                    "heuristic, not a decision model.",
+        codes=("0 answered", "1 the evaluator failed (upstream error, invalid answer)",
+               "2 bad request file, config or evaluator, or the local model is not installed"))
+    ev.add_argument("request", help="request JSON file {state, questions, model?}, or - for standard input")
     ev.add_argument("--evaluator", help=EVALUATOR_HELP)
     ev.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
-    ev.add_argument("--config", help="host config JSON file")
+    ev.add_argument("--config", help=CONFIG_HELP)
     ev.set_defaults(handler=_cmd_evaluate)
 
-    st = sub.add_parser("status", help="print host status (never runs a command or the network)")
+    st = add_command(
+        sub, "status", help="print the evaluator's route, model, credentials and readiness",
+        description="Print host status as JSON: route, model, credential presence and whether the "
+                    "evaluator is ready (the local evaluator is not ready without its weights). "
+                    "Never runs a credential command and never uses the network.",
+        codes=("0 printed (check `ready`)", "2 bad config or evaluator"))
     st.add_argument("--evaluator", help=EVALUATOR_HELP)
     st.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
-    st.add_argument("--config", help="host config JSON file")
+    st.add_argument("--config", help=CONFIG_HELP)
     st.set_defaults(handler=_cmd_status)
 
-    sv = sub.add_parser("serve", help="serve POST /v1/systemone on 127.0.0.1")
+    sv = add_command(
+        sub, "serve", help="serve POST /v1/systemone on 127.0.0.1",
+        description="Serve the evaluator over HTTP on 127.0.0.1 (POST /v1/systemone, the TypeSafe wire "
+                    "format). The base URL is printed first. FABRIC_JEV_SERVE_KEY, when set, is the "
+                    "bearer key clients must send. Runs until Ctrl-C or SIGTERM.",
+        codes=("0 stopped by a signal", "2 bad config, evaluator or port, or the local model is not installed"))
     sv.add_argument("--evaluator", help=EVALUATOR_HELP)
     sv.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
-    sv.add_argument("--port", type=int, default=8787, help="0 picks a free port (printed first)")
-    sv.add_argument("--config", help="host config JSON file")
+    # Range checked by serve.listen, which says so in one line (as for a busy port).
+    sv.add_argument("--port", type=int, default=8787,
+                    help="TCP port on 127.0.0.1 (default 8787; 0 picks a free one)")
+    sv.add_argument("--config", help=CONFIG_HELP)
     sv.set_defaults(handler=_cmd_serve)
 
-    names = tuple(LOGIN_NAMES)
-    li = sub.add_parser("login", help="store an API key in the private auth store")
-    li.add_argument("name", choices=names)
+    li = add_command(
+        sub, "login", help="store an API key for a route in the private auth store",
+        description="Store an API key for one upstream route. The key is read without echo from the "
+                    "terminal, or as one line from standard input. Route names are the ones "
+                    "--evaluator takes.",
+        codes=("0 stored", "2 empty or multi-line key"))
+    li.add_argument("name", choices=LOGIN_CHOICES, metavar="ROUTE",
+                    help="typesafe | openrouter | vercel (also: jev, vercel-ai-gateway)")
     li.set_defaults(handler=_cmd_login)
-    lo = sub.add_parser("logout", help="remove a stored API key")
-    lo.add_argument("name", choices=names)
+    lo = add_command(sub, "logout", help="remove a route's stored API key",
+                     description="Remove one route's key from the auth store.",
+                     codes=("0 removed, or there was none",))
+    lo.add_argument("name", choices=LOGIN_CHOICES, metavar="ROUTE",
+                    help="typesafe | openrouter | vercel (also: jev, vercel-ai-gateway)")
     lo.set_defaults(handler=_cmd_logout)

@@ -9,7 +9,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import EVALUATOR_HELP, EXIT_NOT_COMPLETED, EXIT_OK, PROFILE_HELP, config_from, print_json
+from .common import (
+    CONFIG_HELP,
+    EVALUATOR_HELP,
+    EXIT_NOT_COMPLETED,
+    EXIT_OK,
+    PROFILE_HELP,
+    add_command,
+    config_from,
+    positive_int,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from ..calibration.labels import LabeledExample
@@ -234,23 +244,37 @@ def _print_learning(report: dict[str, Any]) -> None:
 
 
 def add_learning_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    cal = sub.add_parser("calibrate", help="measure an evaluator on labeled examples "
-                         "(accuracy, Brier, ECE, thresholds, PNG report)")
+    cal = add_command(
+        sub, "calibrate", help="measure an evaluator on labeled examples (accuracy, Brier, ECE, thresholds)",
+        description="Ask an evaluator every labeled example (bounded concurrency, a resumable answer "
+                    "cache) and report per question type: accuracy, Brier score, expected calibration "
+                    "error and thresholds that keep a target precision; with --report, reliability and "
+                    "coverage PNGs. With a local-evaluator profile, the examples it was trained on are "
+                    "skipped. See docs/evaluators.md.",
+        codes=("0 reported", "1 the evaluator failed on every example",
+               "2 bad labels, config, evaluator or profile"))
     cal.add_argument("labels", nargs="?", help="labels file (JSONL, one example a line)")
     cal.add_argument("--from-cassette", metavar="FILE", help="also use a cassette's recorded answers as labels")
     cal.add_argument("--evaluator", help=EVALUATOR_HELP)
     cal.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     cal.add_argument("--report", metavar="DIR", help="write reliability.png, coverage.png, report.json "
-                     "and the answer cache there")
+                     "and the answer cache there (PNGs need the report extra)")
     cal.add_argument("--cache", metavar="FILE", help="answer cache (default: DIR/answers.jsonl with --report)")
-    cal.add_argument("--concurrency", type=int, default=4, help="questions in flight at once (default 4)")
+    cal.add_argument("--concurrency", type=positive_int, default=4,
+                     help="questions in flight at once (default 4)")
     cal.add_argument("--target-precision", type=float, default=0.95,
                      help="suggest thresholds that keep this precision (default 0.95)")
     cal.add_argument("--json", action="store_true", help="print the report as JSON")
-    cal.add_argument("--config", help="host config JSON file")
+    cal.add_argument("--config", help=CONFIG_HELP)
     cal.set_defaults(handler=_cmd_calibrate)
 
-    le = sub.add_parser("learn", help="fit a local-evaluator profile from labeled examples")
+    le = add_command(
+        sub, "learn", help="fit a local-evaluator profile from labeled examples",
+        description="Fit a profile that adapts the local evaluator to labeled examples, per question "
+                    "signature, on a training share; print the heuristic's and the profile's accuracy, "
+                    "Brier and ECE on the held-out share and cross-validated over every example. Use it "
+                    "with --evaluator local --profile FILE. See docs/evaluators.md.",
+        codes=("0 profile written", "2 bad labels or options, or the local model is not installed"))
     le.add_argument("labels", nargs="?", help="labels file (JSONL, one example a line)")
     le.add_argument("--from-cassette", metavar="FILE", help="also use a cassette's recorded answers as labels")
     le.add_argument("--out", required=True, metavar="PROFILE.json", help="where to write the profile")
@@ -259,7 +283,7 @@ def add_learning_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
                     help="share of each signature's examples held out to measure it (default 0.3)")
     le.add_argument("--folds", type=int, default=5,
                     help="also cross-validate over all examples with this many folds (0: don't; default 5)")
-    le.add_argument("--target-precision", type=float, default=0.95, help=argparse.SUPPRESS)
+    le.add_argument("--target-precision", type=float, default=0.95,
+                    help="the precision the reported thresholds keep (default 0.95)")
     le.add_argument("--json", action="store_true", help="print the report as JSON")
     le.set_defaults(handler=_cmd_learn)
-

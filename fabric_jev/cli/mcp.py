@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import LaunchRejected
-from .common import EVALUATOR_HELP, EXIT_OK, config_from
+from .common import CONFIG_HELP, EVALUATOR_HELP, EXIT_OK, add_command, config_from
 
 
 async def mcp_command(args: argparse.Namespace) -> int:
@@ -14,19 +14,20 @@ async def mcp_command(args: argparse.Namespace) -> int:
     except ImportError:
         raise LaunchRejected("fabric-jev mcp needs the mcp extra: pip install 'fabric-jev[mcp]'") from None
     from ..evaluators.select import build_evaluator
-    from .run import add_configured_connectors
 
     config = config_from(args)
     evaluator = build_evaluator(args.evaluator, config)
-    await serve_stdio(config, evaluator, programs=args.programs, connectors=add_configured_connectors)
+    await serve_stdio(config, evaluator, programs=args.programs)  # JevHost builds config connectors
     return EXIT_OK
 
 
 def add_mcp_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    m = sub.add_parser("mcp", help="serve the jev_* tools over MCP on standard input/output",
-                       description="An MCP server (stdio) with the tools jev_run, jev_spawn, jev_status, "
-                       "jev_wait, jev_stop, jev_evaluate and jev_approve. See docs/mcp.md.")
-    m.add_argument("--config", help="host config JSON file")
+    m = add_command(sub, "mcp", help="serve the jev_* tools over MCP on standard input/output",
+                    description="An MCP server (stdio) with the tools jev_run, jev_spawn, jev_status, "
+                    "jev_wait, jev_stop, jev_evaluate and jev_approve. See docs/mcp.md.",
+                    codes=("0 the client closed the session", "2 bad config or evaluator, or the mcp "
+                           "extra is missing"))
+    m.add_argument("--config", help=CONFIG_HELP)
     m.add_argument("--evaluator", help=EVALUATOR_HELP)
     m.add_argument("--programs", metavar="DIR",
                    help="folder that programPath arguments are read from (default: none; only inline programs)")

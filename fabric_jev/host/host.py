@@ -30,6 +30,7 @@ from ..errors import (
     clip_error,
 )
 from ..evaluators.base import Evaluator
+from ..plugins import build_connector
 from ..sandbox.pool import WorkerPool
 from ..sandbox.session import (
     Ended,
@@ -121,6 +122,9 @@ class JevHost:
                                 max_request_bytes=self.config.maxRequestBytes,
                                 request_timeout_s=self.config.requestTimeoutMs / 1000,
                                 gate=self.policy)
+        # Connectors named in the config come from their plugins (fabric_jev.plugins).
+        for name, settings in self.config.connectors.items():
+            self.add_connector(build_connector(name, settings))
 
     # ------------------------------------------------------------------ lifecycle
 

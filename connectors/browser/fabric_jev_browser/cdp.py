@@ -51,10 +51,19 @@ class CDPConnection:
     @classmethod
     async def connect(cls, ws_url: str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
                       max_outstanding: int = MAX_OUTSTANDING) -> CDPConnection:
+        if not ws_url.startswith(("ws://", "wss://")):
+            raise ConnectionLost(f"cannot connect to {ws_url!r}: a DevTools URL starts with ws:// or wss://")
         # max_size=None: a full accessibility tree is several MB in one frame.
-        with anyio.fail_after(timeout_ms / 1000):
-            ws = await websockets.connect(ws_url, max_size=None, ping_interval=None,
-                                          compression=None, open_timeout=None)
+        try:
+            with anyio.fail_after(timeout_ms / 1000):
+                ws = await websockets.connect(ws_url, max_size=None, ping_interval=None,
+                                              compression=None, open_timeout=None)
+        except TimeoutError:
+            raise ConnectionLost(f"cannot connect to {ws_url}: no answer within {timeout_ms} ms") from None
+        except (OSError, websockets.exceptions.WebSocketException, ValueError) as exc:
+            # Refused, unreachable, not a DevTools endpoint: one line, never a traceback.
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+            raise ConnectionLost(f"cannot connect to {ws_url}: {reason}") from None
         return cls(ws, timeout_ms=timeout_ms, max_outstanding=max_outstanding)
 
     @property

@@ -1,4 +1,4 @@
-"""Browser benchmark: our CDP client next to Playwright's connect_over_cdp; snapshots,
+"""`fabric-jev bench browser`: our CDP client next to Playwright's connect_over_cdp; snapshots,
 with and without frames."""
 
 from __future__ import annotations
@@ -8,11 +8,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from statistics import median as _median
 from typing import Any
 
 import anyio
-
-from .common import median as _median
 
 
 def _rows(n: int, start: int = 0) -> str:
@@ -67,7 +66,8 @@ def _frame_server(n: int) -> Iterator[tuple[str, str]]:
 async def _frames_browser(ws_url: str, rounds: int, n: int = 2000) -> dict[str, Any]:
     """Snapshot time of n elements on one page vs split across 4 frames, one of them out
     of process; two pages, measured alternately in the same run."""
-    from fabric_jev_browser import CDPConnection, Page
+    from .cdp import CDPConnection
+    from .page import Page
 
     cdp = await CDPConnection.connect(ws_url)
     flat_page = await Page.open(cdp)
@@ -101,7 +101,8 @@ async def _frames_browser(ws_url: str, rounds: int, n: int = 2000) -> dict[str, 
 
 
 async def _ours_browser(ws_url: str, rounds: int, concurrent_calls: int) -> dict[str, Any]:
-    from fabric_jev_browser import CDPConnection, Page
+    from .cdp import CDPConnection
+    from .page import Page
 
     cdp = await CDPConnection.connect(ws_url)
     page = await Page.open(cdp)
@@ -170,7 +171,7 @@ async def _playwright_browser(ws_url: str, rounds: int, concurrent_calls: int) -
 
 
 async def bench_browser(rounds: int = 400, concurrent_calls: int = 1600) -> dict[str, Any]:
-    from fabric_jev_browser import launch_chromium
+    from .launcher import launch_chromium
 
     browser = await launch_chromium()
     try:
@@ -191,7 +192,7 @@ async def bench_browser(rounds: int = 400, concurrent_calls: int = 1600) -> dict
     return report
 
 
-def _print_browser(r: dict[str, Any]) -> None:
+def print_browser(r: dict[str, Any]) -> None:
     ours = r["fabric_jev"]
     print("browser")
     if "playwright" in r:
