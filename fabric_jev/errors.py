@@ -12,6 +12,8 @@
     │       └── TypeScriptError   (contract.typescript) the TypeScript fallback refused it
     ├── UnknownRun                unknown or expired run id
     ├── ConfigError               an invalid host configuration
+    │   └── ProfileInvalid        a local-evaluator profile that cannot be used
+    ├── LabelsInvalid             a labels file (or cassette read as labels) with a bad line
     ├── SandboxUnavailable        worker processes cannot be started
     ├── BatchError                a batch's files or cluster cannot be used (fabric_jev.batch)
     ├── HostCallRefused           a guest's host call was refused (the guest sees the message)
@@ -145,3 +147,11 @@ class CheckFailed(JevError, AssertionError):
 
 class BatchError(JevError):
     """A batch cannot go on: an unreadable inputs or output file, or no Ray actor left."""
+
+
+class ProfileInvalid(ConfigError):
+    pass
+
+
+class LabelsInvalid(JevError):
+    pass

@@ -208,6 +208,38 @@ async def test_python_api_yields_every_outcome() -> None:
     assert evaluator.calls == 40 - 5
 
 
+def test_python_api_under_plain_asyncio_run() -> None:
+    """Not only under anyio.run: a script's own `asyncio.run` works the same."""
+    import asyncio
+
+    async def main() -> list[BatchOutcome]:
+        return [o async for o in batch(PROGRAM, ({"n": n} for n in range(1, 61)),
+                                       evaluator=FixtureEvaluator(FIXTURE))]
+
+    outcomes = asyncio.run(main())
+    assert sorted(o.line for o in outcomes) == list(range(1, 61))
+    for outcome in outcomes:
+        assert outcome.state == ("failed" if outcome.line % 7 == 0 else "completed"), outcome
+
+
+def test_an_interrupted_batch_writes_no_cancelled_line_and_resumes(files: dict[str, str]) -> None:
+    proc = subprocess.Popen(batch_argv(files), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            text=True, cwd=ROOT)
+    assert proc.stderr is not None
+    with proc.stderr:
+        for _ in range(100):
+            assert proc.stderr.readline().startswith("batch: [")
+        proc.send_signal(signal.SIGINT)
+        rest = proc.stderr.read()
+    assert proc.wait(30) == 130
+    assert "batch summary (interrupted: rerun with --resume)" in rest
+    first = records(files["out"])
+    assert 100 <= len(first) < COUNT and all(r["state"] != "cancelled" for r in first)
+    done = run_cli(files, "--resume", "--quiet")
+    assert done.returncode == 1, done.stderr
+    check_complete(records(files["out"]))
+
+
 @pytest.mark.anyio
 async def test_python_api_raises_a_bad_program_unwrapped() -> None:
     with pytest.raises(CompileError, match="does not compile"):

@@ -51,7 +51,6 @@ class JevActor:
         from ..host import JevHost
 
         assert self._ready is not None and self._stop is not None
-        _name_asyncio()
         try:
             evaluator = build_evaluator(self._evaluator, self._config)
             async with JevHost(self._config, evaluator=evaluator) as host:
@@ -67,7 +66,6 @@ class JevActor:
     async def run(self, item: BatchItem) -> BatchOutcome:
         if self._host is None:
             raise RuntimeError("the batch actor's host is not running")
-        _name_asyncio()  # the run's tasks start from this call's context
         return await run_item(self._host, self._program, item)
 
     async def stop(self) -> None:
@@ -75,16 +73,3 @@ class JevActor:
             self._stop.set()
             await self._owner
 
-
-def _name_asyncio() -> None:
-    """Tell anyio (through sniffio) that this context runs asyncio.
-
-    Ray drives the actor with plain asyncio, not `anyio.run`, so nothing has
-    named the library; the host handles worker frames inside a socket reader
-    callback, where there is no current task to detect it from, and starting
-    a task there fails. Contexts are inherited by the tasks and callbacks
-    created from this one.
-    """
-    import sniffio
-
-    sniffio.current_async_library_cvar.set("asyncio")

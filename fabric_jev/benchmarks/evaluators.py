@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..contract.evaluation import EvaluationRequest
 from .common import median as _median
 
 _BENCH_FIXTURE = {"answers": {"refund": {"noul": 0.9},
@@ -143,6 +144,55 @@ async def _local_latency(questions: int, samples: int) -> list[float]:
     return out
 
 
+def _profile_examples(n: int) -> list[Any]:
+    """n labeled tickets for one choice signature: the shipped example's states, varied."""
+    from ..calibration.labels import parse_labels
+
+    root = Path(__file__).resolve().parents[2] / "examples" / "learn" / "labels.jsonl"
+    base = [e for e in parse_labels(root.read_text(encoding="utf-8"), source=str(root))
+            if e.question.type == "choice"]
+    lines = []
+    for i in range(n):
+        e = base[i % len(base)]
+        lines.append(json.dumps({"id": f"b{i}", "state": f"{e.state} (ticket {1000 + i * 7})",
+                                 "question": {"type": "choice", "instructions": e.question.instructions,
+                                              "criteria": e.question.criteria},
+                                 "label": e.label}))
+    return parse_labels("\n".join(lines), source="bench")
+
+
+async def _profile_cost(examples: int, samples: int) -> dict[str, Any]:
+    """`learn` on `examples` labels, then one-question latency with and without the profile."""
+    import anyio.to_thread
+
+    from ..calibration.learn import learn
+    from ..evaluators.local import LocalEvaluator
+
+    labeled = _profile_examples(examples)
+    ev = LocalEvaluator()
+    ev.answer_sync(labeled[0].request())  # load the encoder outside the timing
+    start = time.perf_counter()
+    result = await anyio.to_thread.run_sync(
+        lambda: learn(ev, labeled, name="bench", holdout=0.0, folds=0))
+    learn_s = time.perf_counter() - start
+    question = labeled[0].question
+    plain, adapted = LocalEvaluator(), LocalEvaluator(profile=result.profile)
+    times: dict[str, list[float]] = {"plain": [], "profile": []}
+    for i in range(samples):
+        for name, evaluator in (("plain", plain), ("profile", adapted)):  # alternate: drift hits both
+            # A new state each time: its embeddings are never cached, as in real use.
+            request = EvaluationRequest(state=f"{_BENCH_STATE} Ticket number {i * 7919} {name}.",
+                                        questions=(question,))
+            t = time.perf_counter()
+            answer = await evaluator.evaluate(request, timeout=60)
+            times[name].append((time.perf_counter() - t) * 1000)
+            if name == "profile":
+                assert "+profile:bench" in answer.model
+    plain_ms, profile_ms = _median(times["plain"]), _median(times["profile"])
+    return {"examples": examples, "learn_s": learn_s, "plain_ms": plain_ms, "profile_ms": profile_ms,
+            "ratio": profile_ms / plain_ms, "samples": samples}
+
+
 async def bench_evaluators(requests: int = 100, samples: int = 30) -> dict[str, Any]:
     proc, url, fixture = await _serve_fixture()
     try:
@@ -156,6 +206,7 @@ async def bench_evaluators(requests: int = 100, samples: int = 30) -> dict[str, 
         "local_ms": {"one_question": _median(await _local_latency(1, samples)),
                      "five_questions": _median(await _local_latency(5, samples)),
                      "samples": samples},
+        "local_profile": await _profile_cost(1000, samples),
     }
 
 
@@ -173,3 +224,8 @@ def _print_evaluators(r: dict[str, Any]) -> None:
               "pip install -e '.[bench]')")
     print(f"  local evaluator           {lo['one_question']:7.1f} ms for 1 question, "
           f"{lo['five_questions']:.1f} ms for 5 (median of {lo['samples']}; goal <= 150 ms for 1)")
+    pr = r["local_profile"]
+    print(f"  local with a profile of {pr['examples']} examples {pr['profile_ms']:7.1f} ms for 1 question, "
+          f"without {pr['plain_ms']:.1f} ms   ratio {pr['ratio']:.2f} (goal <= 1.5)")
+    print(f"  learn on {pr['examples']} examples      {pr['learn_s']:7.1f} s (heuristic answers, "
+          "embeddings and the fit)")

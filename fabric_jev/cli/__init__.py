@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .batch import add_batch_command
     from .bench import add_bench_command
     from .evaluators import add_evaluator_commands
+    from .learning import add_learning_commands
     from .mcp import add_mcp_command
     from .plugins import add_plugin_commands
     from .run import add_run_command
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_bench_command(sub)
     add_setup_command(sub)
     add_plugin_commands(sub)
+    add_learning_commands(sub)
     add_batch_command(sub)
     add_mcp_command(sub)
     return parser

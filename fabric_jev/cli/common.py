@@ -29,6 +29,7 @@ MAX_INPUT_BYTES = 1 << 20
 MAX_CONFIG_BYTES = 1 << 20
 MAX_DICTIONARY_BYTES = 8 << 20
 MAX_SMALL_FILE_BYTES = 1 << 20
+PROFILE_HELP = "a profile for the local evaluator (from fabric-jev learn)"
 
 
 class BadInput(Exception):
@@ -64,13 +65,16 @@ def config_from(args: argparse.Namespace) -> HostConfig:
     from ..errors import ConfigError
 
     path = getattr(args, "config", None)
-    if not path:
-        return HostConfig()
-    try:
-        data = load_json(path, "config file", max_bytes=MAX_CONFIG_BYTES)
-    except BadInput as exc:
-        raise ConfigError(str(exc)) from None
-    return HostConfig.parse(data)
+    config = HostConfig()
+    if path:
+        try:
+            data = load_json(path, "config file", max_bytes=MAX_CONFIG_BYTES)
+        except BadInput as exc:
+            raise ConfigError(str(exc)) from None
+        config = HostConfig.parse(data)
+    if getattr(args, "profile", None):  # --profile is the config's evaluator.profile, given on the line
+        config = config.model_copy(update={"evaluator": {**config.evaluator, "profile": args.profile}})
+    return config
 
 
 def positive_int(text: str) -> int:

@@ -11,6 +11,7 @@ from .common import (
     EVALUATOR_HELP,
     EXIT_REJECTED,
     MAX_SMALL_FILE_BYTES,
+    PROFILE_HELP,
     BadInput,
     add_command,
     config_from,
@@ -145,6 +146,7 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
                "2 bad request file, config or evaluator, or the local model is not installed"))
     ev.add_argument("request", help="request JSON file {state, questions, model?}, or - for standard input")
     ev.add_argument("--evaluator", help=EVALUATOR_HELP)
+    ev.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     ev.add_argument("--config", help=CONFIG_HELP)
     ev.set_defaults(handler=_cmd_evaluate)
 
@@ -155,6 +157,7 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
                     "Never runs a credential command and never uses the network.",
         codes=("0 printed (check `ready`)", "2 bad config or evaluator"))
     st.add_argument("--evaluator", help=EVALUATOR_HELP)
+    st.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     st.add_argument("--config", help=CONFIG_HELP)
     st.set_defaults(handler=_cmd_status)
 
@@ -165,6 +168,7 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
                     "bearer key clients must send. Runs until Ctrl-C or SIGTERM.",
         codes=("0 stopped by a signal", "2 bad config, evaluator or port, or the local model is not installed"))
     sv.add_argument("--evaluator", help=EVALUATOR_HELP)
+    sv.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     # Range checked by serve.listen, which says so in one line (as for a busy port).
     sv.add_argument("--port", type=int, default=8787,
                     help="TCP port on 127.0.0.1 (default 8787; 0 picks a free one)")

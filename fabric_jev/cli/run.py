@@ -14,6 +14,7 @@ from .common import (
     EXIT_OK,
     MAX_INPUT_BYTES,
     MAX_PROGRAM_BYTES,
+    PROFILE_HELP,
     BadInput,
     add_command,
     config_from,
@@ -93,6 +94,7 @@ def add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--input", help="input JSON file, or - for standard input (default: null)")
     run.add_argument("--config", help=CONFIG_HELP)
     run.add_argument("--evaluator", help=EVALUATOR_HELP)
+    run.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     run.add_argument("--intent", help="what the user asked for: the user text the auto-approval "
                      "classifier judges capability calls against")
     run.set_defaults(handler=run_command)

@@ -35,6 +35,7 @@ import anyio.to_thread
 from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
 from .base import refuse_if_cancelled, with_cancel
 from .local_model import weights_problem
+from .profile import Profile, answer_distribution
 
 if TYPE_CHECKING:
     # numpy and the encoder load on the first answer, not when a command merely builds the evaluator.
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from .minilm import MiniLM
 
 MODEL_NAME = "fabric-jev-local-minilm (heuristic, uncalibrated)"
+ADAPTED_MODEL = "fabric-jev-local-minilm+profile:{name}"
 # Chosen by hand on the labeled set in tests/data/local_eval_set.json.
 NOUL_CENTER = 0.38
 NOUL_WIDTH = 0.06
@@ -98,16 +100,34 @@ def score_confidence(probs: list[float]) -> float:
 
 
 class LocalEvaluator:
-    """Answers offline from sentence embeddings. Heuristic; uncalibrated confidence."""
+    """Answers offline from sentence embeddings. Heuristic; uncalibrated confidence.
 
-    def __init__(self, model: MiniLM | None = None, *, cache_size: int = 4096) -> None:
+    With a `profile` (see profile.py), questions whose signature it knows are
+    answered from the user's labeled neighbours blended with the heuristic,
+    with fitted confidence; the answer's model names the profile.
+    """
+
+    def __init__(self, model: MiniLM | None = None, *, cache_size: int = 4096,
+                 profile: Profile | None = None) -> None:
         self._model = model
         self._cache: OrderedDict[str, np.ndarray[Any, Any]] = OrderedDict()
         self._cache_size = cache_size
         # Guards the shared cache only: encoding runs unlocked, so a small request is not
         # held behind a large one (tokenizers and numpy release the GIL while they work).
         self._lock = threading.Lock()
+        self.profile = profile
         self.calls = 0
+
+    def adapted(self, profile: Profile | None) -> LocalEvaluator:
+        """The same encoder and embedding cache, answering with `profile` (None: the plain heuristic)."""
+        other = LocalEvaluator(self._model, cache_size=self._cache_size, profile=profile)
+        other._cache = self._cache
+        other._lock = self._lock
+        return other
+
+    def state_vector(self, state: Any) -> np.ndarray[Any, Any]:
+        """The whole state's embedding: what a profile compares with its labeled states."""
+        return self._vec(render(state))
 
     # ------------------------------------------------------------------ embeddings
 
@@ -186,9 +206,34 @@ class LocalEvaluator:
     def answer_sync(self, request: EvaluationRequest) -> Evaluation:
         return self._answer(request)
 
+    def _adapt(self, q: Question, prior: dict[str, Any], state: np.ndarray[Any, Any]) -> dict[str, Any] | None:
+        """The profile's answer for `q`, or None when the profile does not know its signature."""
+        model = self.profile.model_for(q) if self.profile is not None else None
+        if model is None:
+            return None
+        probs = model.adapt(answer_distribution(q, prior), state)
+        if q.type == "noul":
+            return {"type": "noul", "noul": min(1.0, max(0.0, probs[1]))}
+        if q.type == "choice":
+            names = list(q.criteria)
+            best = max(range(len(names)), key=lambda i: probs[i])
+            return {"type": "choice", "choice": names[best],
+                    "probabilities": dict(zip(names, probs, strict=True)),
+                    "confidence": choice_confidence(probs)}
+        # The expected level, kept within half a level of the most probable one so that rounding
+        # the score names the level the profile believes in (an expectation alone can land between
+        # two likely levels on a third, unlikely one).
+        mode = max(range(len(probs)), key=lambda i: probs[i])
+        expected = sum(i * p for i, p in enumerate(probs))
+        score = mode + min(0.49, max(-0.49, expected - mode))
+        return {"type": "score", "score": min(float(len(probs) - 1), max(0.0, score)),
+                "probabilities": {str(i): p for i, p in enumerate(probs)},
+                "confidence": score_confidence(probs)}
+
     def _answer(self, request: EvaluationRequest) -> Evaluation:
         pieces = self._state_pieces(render(request.state))
         answers: dict[str, Any] = {}
+        adapted = 0
         for q in request.questions:
             if q.type == "noul":
                 answers[q.id] = {"type": "noul", **self._noul(pieces, q)}
@@ -196,11 +241,24 @@ class LocalEvaluator:
                 answers[q.id] = {"type": "choice", **self._choice(pieces, q)}
             else:
                 answers[q.id] = {"type": "score", **self._score(pieces, q)}
+            better = self._adapt(q, answers[q.id], pieces[0])
+            if better is not None:
+                answers[q.id] = better
+                adapted += 1
         tokens_in = sum(len(render(x)) for x in (request.state,)) // 4 + sum(
             len(render(q.instructions)) // 4 + len(render(q.criteria)) // 4 for q in request.questions)
-        body = {"model": MODEL_NAME, "answers": answers,
+        body = {"model": self._model_name(adapted, len(request.questions)), "answers": answers,
                 "usage": {"input_tokens": tokens_in, "output_tokens": 0}}
         return validate_answers(request, body)
+
+    def _model_name(self, adapted: int, asked: int) -> str:
+        """Says which answered: the plain heuristic, the profile, or the profile for some questions."""
+        if self.profile is None or adapted == 0:
+            return MODEL_NAME
+        name = ADAPTED_MODEL.format(name=self.profile.name)
+        if adapted == asked:
+            return f"{name} (adapted from labels)"
+        return f"{name} (adapted {adapted} of {asked} questions; the rest heuristic)"
 
     async def evaluate(
         self, request: EvaluationRequest, *, timeout: float, cancel: anyio.Event | None = None
@@ -215,6 +273,9 @@ class LocalEvaluator:
         status: dict[str, Any] = {
             "route": "local", "model": MODEL_NAME,
             "credentials": {"configured": False, "source": "missing", "verified": False}}
+        if self.profile is not None:
+            status["profile"] = {"name": self.profile.name, "signatures": len(self.profile.models),
+                                 "examples": self.profile.examples}
         problem = None if self._model is not None else weights_problem()
         if problem is not None:
             status["ready"] = False

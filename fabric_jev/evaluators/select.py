@@ -1,6 +1,7 @@
 """Turn an `--evaluator` spec (or the config's `evaluator` section) into an Evaluator.
 
-Specs: ``local`` (the default when no route is configured), ``fixture:FILE``,
+Specs: ``local`` (the default when no route is configured; ``--profile FILE``
+or the section's ``profile`` adapts it), ``fixture:FILE``,
 ``cassette:FILE`` (replay only), ``record:FILE`` (replay, recording misses
 from the configured route), ``typesafe``, ``openrouter``, ``vercel``.
 
@@ -22,7 +23,7 @@ from .credentials import AuthStore, CredentialResolver
 from .fixture import FixtureEvaluator
 from .routes import ROUTE_ALIASES, ROUTES, get_route, route_for_model
 
-_SECTION_KEYS = {"kind", "baseUrls", "credentialCommand", "route"}
+_SECTION_KEYS = {"kind", "baseUrls", "credentialCommand", "route", "profile"}
 
 
 def _section(config: HostConfig) -> dict[str, Any]:
@@ -56,10 +57,16 @@ def build_evaluator(spec: str | None, config: HostConfig, *,
         else:
             spec = "local"
     kind, _, arg = spec.partition(":")
+    profile = section.get("profile")
+    if profile is not None and kind != "local":
+        raise ConfigError(f"a profile adapts the local evaluator only, not {kind!r}")
     if kind == "local":
         from .local import LocalEvaluator
+        from .profile import Profile
 
-        return LocalEvaluator()
+        if profile is not None and not isinstance(profile, str):
+            raise ConfigError("evaluator.profile must be a file name")
+        return LocalEvaluator(profile=Profile.load(profile) if profile else None)
     if kind == "fixture":
         if not arg:
             raise ConfigError("--evaluator fixture needs a file: fixture:FILE")

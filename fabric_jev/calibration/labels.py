@@ -1,0 +1,205 @@
+"""The labels format: what a question's right answer was, one example a line.
+
+JSONL, one object a line (blank lines are skipped)::
+
+    {"id": "t-17",                                   # optional, unique
+     "state": "I was charged twice ...",             # string, array or object
+     "question": {"type": "choice", "instructions": "...", "criteria": {...}},
+     "label": "Billing"}                             # true|false, an option, a 0-based level
+
+A cassette of recorded answers is a label source too: each recorded answer
+becomes an example labeled with what the evaluator answered (the choice,
+``noul >= 0.5``, the rounded score).
+
+Every problem is reported as one line naming the file and line number.
+Pure code: no I/O beyond reading the file it is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._json import JSONInputError, loads_bounded, read_json_file
+from ..contract.evaluation import (
+    EvaluationRequest,
+    Question,
+    validate_answers,
+    validate_request,
+)
+from ..errors import EvaluationError, LabelsInvalid
+from ..evaluators.profile import example_key, signature_of
+
+Label = bool | str | int
+
+MAX_FILE_BYTES = 64 << 20
+MAX_LINE_BYTES = 256 << 10
+MAX_EXAMPLES = 100_000
+_KEYS = {"id", "state", "question", "label"}
+
+
+def classes_of(question: Question) -> list[Label]:
+    """The answers a question can have, in a fixed order."""
+    if question.type == "noul":
+        return [False, True]
+    if question.type == "choice":
+        return list(question.criteria)
+    return list(range(len(question.criteria)))
+
+
+@dataclass(frozen=True, slots=True)
+class LabeledExample:
+    id: str
+    state: Any
+    question: Question  # its id is always "q"
+    label: Label
+    line: int  # 1-based line of the labels file, or the cassette entry's position
+
+    @property
+    def key(self) -> str:
+        return example_key(self.state, self.question)
+
+    @property
+    def signature(self) -> str:
+        return signature_of(self.question)
+
+    @property
+    def class_index(self) -> int:
+        return classes_of(self.question).index(self.label)
+
+    def request(self) -> EvaluationRequest:
+        return EvaluationRequest(state=self.state, questions=(self.question,))
+
+
+def check_label(question: Question, label: Any) -> Label:
+    """The label if it fits the question, else LabelsInvalid (without a place: callers add it)."""
+    if question.type == "noul":
+        if not isinstance(label, bool):
+            raise LabelsInvalid("a noul label must be true or false")
+        return label
+    if question.type == "choice":
+        if not isinstance(label, str) or label not in question.criteria:
+            options = ", ".join(repr(k) for k in list(question.criteria)[:8])
+            raise LabelsInvalid(f"a choice label must be one of the options ({options})")
+        return label
+    n = len(question.criteria)
+    if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < n:
+        raise LabelsInvalid(f"a score label must be a level index from 0 to {n - 1}")
+    return label
+
+
+def label_from_answer(question: Question, answer: dict[str, Any]) -> Label:
+    """What a recorded answer says the label is."""
+    if question.type == "noul":
+        return bool(answer["noul"] >= 0.5)
+    if question.type == "choice":
+        return str(answer["choice"])
+    level: int = min(len(question.criteria) - 1, max(0, round(answer["score"])))
+    return level
+
+
+def parse_example(raw: Any, line: int) -> LabeledExample:
+    if not isinstance(raw, dict):
+        raise LabelsInvalid("an example must be an object {state, question, label, id?}")
+    unknown = set(raw) - _KEYS
+    if unknown:
+        raise LabelsInvalid(f"unknown keys: {', '.join(sorted(unknown))}")
+    for key in ("state", "question", "label"):
+        if key not in raw:
+            raise LabelsInvalid(f"missing {key!r}")
+    example_id = raw.get("id", f"line-{line}")
+    if not isinstance(example_id, str) or not 1 <= len(example_id) <= 128:
+        raise LabelsInvalid("'id' must be a string of 1-128 characters")
+    try:
+        request = validate_request({"state": raw["state"], "questions": {"q": raw["question"]}})
+    except EvaluationError as exc:
+        raise LabelsInvalid(str(exc).replace("question 'q'", "the question")) from None
+    question = request.questions[0]
+    return LabeledExample(id=example_id, state=raw["state"], question=question,
+                          label=check_label(question, raw["label"]), line=line)
+
+
+def parse_labels(text: str, *, source: str = "labels") -> list[LabeledExample]:
+    """Every example of a JSONL text; the first bad line raises LabelsInvalid naming it."""
+    examples: list[LabeledExample] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{source} line {number}"
+        try:
+            raw = loads_bounded(line, what=where, max_bytes=MAX_LINE_BYTES)
+        except JSONInputError as exc:
+            raise LabelsInvalid(str(exc)) from None
+        try:
+            example = parse_example(raw, number)
+        except LabelsInvalid as exc:
+            raise LabelsInvalid(f"{where}: {exc}") from None
+        if example.id in seen:
+            raise LabelsInvalid(f"{where}: id {example.id!r} already used on line {seen[example.id]}")
+        seen[example.id] = number
+        examples.append(example)
+        if len(examples) > MAX_EXAMPLES:
+            raise LabelsInvalid(f"{where}: more than {MAX_EXAMPLES} examples")
+    if not examples:
+        raise LabelsInvalid(f"{source} has no examples")
+    return examples
+
+
+def _read_text(path: str | Path, what: str) -> str:
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise LabelsInvalid(f"{what} {path} is larger than {MAX_FILE_BYTES >> 20} MiB")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LabelsInvalid(f"cannot read {what} {path}: {exc.strerror}") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise LabelsInvalid(f"{what} {path} starts with a byte-order mark; save it as plain UTF-8")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise LabelsInvalid(f"{what} {path} line {line}: not UTF-8") from None
+
+
+def read_labels(path: str | Path) -> list[LabeledExample]:
+    return parse_labels(_read_text(path, "labels file"), source=str(path))
+
+
+def labels_from_cassette(path: str | Path) -> list[LabeledExample]:
+    """One example per recorded answer, labeled with what the recording answered."""
+    try:
+        data = read_json_file(path, what="cassette", max_bytes=MAX_FILE_BYTES)
+    except JSONInputError as exc:
+        raise LabelsInvalid(str(exc)) from None
+    if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("entries"), dict):
+        raise LabelsInvalid(f"cassette {path} is not a version-1 cassette")
+    examples: list[LabeledExample] = []
+    for position, (digest, entry) in enumerate(data["entries"].items(), start=1):
+        where = f"cassette {path} entry {position} ({str(digest)[:12]})"
+        try:
+            if not isinstance(entry, dict):
+                raise LabelsInvalid("not an object")
+            wire = entry.get("request")
+            if not isinstance(wire, dict):
+                raise LabelsInvalid("no recorded request")
+            request = validate_request({k: wire[k] for k in ("state", "questions") if k in wire},
+                                       max_bytes=1 << 20, wire=True)
+            evaluation = validate_answers(request, entry.get("evaluation"))
+        except (LabelsInvalid, EvaluationError) as exc:
+            raise LabelsInvalid(f"{where}: {exc}") from None
+        for q in request.questions:
+            if q.instructions is None:
+                continue  # a criteria-only noul has no signature worth learning
+            question = Question(id="q", type=q.type, instructions=q.instructions, criteria=q.criteria)
+            examples.append(LabeledExample(
+                id=f"{str(digest)[:12]}:{q.id}", state=request.state, question=question,
+                label=label_from_answer(q, evaluation.answers[q.id]), line=position))
+        if len(examples) > MAX_EXAMPLES:
+            raise LabelsInvalid(f"{where}: more than {MAX_EXAMPLES} examples")
+    if not examples:
+        raise LabelsInvalid(f"cassette {path} has no recorded answers")
+    return examples

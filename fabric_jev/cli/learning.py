@@ -1,0 +1,289 @@
+"""Calibration and learning commands: calibrate, learn."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .common import (
+    CONFIG_HELP,
+    EVALUATOR_HELP,
+    EXIT_NOT_COMPLETED,
+    EXIT_OK,
+    PROFILE_HELP,
+    add_command,
+    config_from,
+    positive_int,
+    print_json,
+)
+
+if TYPE_CHECKING:
+    from ..calibration.labels import LabeledExample
+    from ..calibration.metrics import Outcome
+
+TYPES = ("noul", "choice", "score")
+
+
+def _examples(args: argparse.Namespace) -> list[LabeledExample]:
+    from ..calibration.labels import labels_from_cassette, read_labels
+    from ..errors import LabelsInvalid
+
+    if not args.labels and not args.from_cassette:
+        raise LabelsInvalid("give a labels file, --from-cassette FILE, or both")
+    examples = read_labels(args.labels) if args.labels else []
+    if args.from_cassette:
+        examples += labels_from_cassette(args.from_cassette)
+    return examples
+
+
+def _progress(total: int, what: str) -> Any:
+    from tqdm import tqdm
+
+    # disable=None: a bar on a terminal, nothing when stderr is a pipe or a file.
+    return tqdm(total=total, desc=what, unit="example", file=sys.stderr, disable=None, leave=False)
+
+
+def _file_digest(path: str) -> str:
+    """What a cached answer depends on besides the example: the fixture, cassette or profile file."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else ""
+    except OSError:
+        return ""
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.0f} %"
+
+
+def _threshold_lines(kind: str, s: dict[str, Any]) -> list[str]:
+    target = s["targetPrecision"]
+    cuts = s["thresholds"]
+    if kind == "noul":
+        out = []
+        for side, verb, sign in (("allow", "auto-allow", "≥"), ("deny", "auto-deny", "≤")):
+            cut = cuts[side]
+            if cut is None:
+                out.append(f"  {verb}: no noul threshold keeps precision ≥ {target:g} on these labels")
+            else:
+                out.append(f"  {verb} at noul {sign} {cut['threshold']:.2f} keeps precision ≥ {target:g} "
+                           f"on these labels ({cut['precision']:.2f}), covering {_pct(cut['coverage'])} "
+                           f"(recall {_pct(cut['recall'])})")
+        return out
+    cut = cuts["accept"]
+    if cut is None:
+        return [f"  accept without review: no confidence threshold keeps accuracy ≥ {target:g} on these labels"]
+    return [f"  accept without review at confidence ≥ {cut['threshold']:.2f} keeps accuracy ≥ {target:g} "
+            f"({cut['precision']:.2f}), covering {_pct(cut['coverage'])}"]
+
+
+def _metrics_line(label: str, s: dict[str, Any]) -> str:
+    return (f"{label:<8} {s['examples']:>5} examples  accuracy {_pct(s['accuracy']):>5}  "
+            f"Brier {s['brier']:.3f}  ECE {s['ece']:.3f}")
+
+
+async def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from ..calibration.ask import AnswerCache, ask_all
+    from ..calibration.metrics import outcome, summary
+    from ..errors import ConfigError
+    from ..evaluators.local import LocalEvaluator
+    from ..evaluators.select import build_evaluator
+
+    if not 0 < args.target_precision <= 1:
+        raise ConfigError("--target-precision must be in (0, 1]")
+    config = config_from(args)
+    examples = _examples(args)
+    evaluator = build_evaluator(args.evaluator, config)
+    try:
+        status = evaluator.status()
+        skipped = 0
+        profile_digest = ""
+        if isinstance(evaluator, LocalEvaluator) and evaluator.profile is not None:
+            # Never test a profile on what it was trained on.
+            trained = evaluator.profile.training
+            kept = [e for e in examples if e.key not in trained]
+            skipped = len(examples) - len(kept)
+            examples = kept
+            profile_digest = _file_digest(config.evaluator["profile"])
+        if not examples:
+            raise ConfigError("no examples left to test: the profile was trained on all of them")
+        identity = json.dumps([status.get("route"), status.get("model"), config.model, profile_digest,
+                               _file_digest((args.evaluator or "").partition(":")[2])])
+        cache_path = Path(args.cache) if args.cache else (
+            Path(args.report) / "answers.jsonl" if args.report else None)
+        cache = AnswerCache(cache_path, identity)
+        bar = _progress(len(examples), "asking")
+        try:
+            asked = await ask_all(evaluator, examples, cache=cache, concurrency=args.concurrency,
+                                  timeout=config.requestTimeoutMs / 1000,
+                                  on_done=lambda _: bar.update(1))
+        finally:
+            bar.close()
+    finally:
+        await evaluator.aclose()
+    by_type: dict[str, list[Outcome]] = {}
+    failed = [a for a in asked if a.answer is None]
+    models: dict[str, int] = {}
+    for a in asked:
+        if a.answer is None:
+            continue
+        by_type.setdefault(a.example.question.type, []).append(
+            outcome(a.example.question, a.answer, a.example.label))
+        models[a.model] = models.get(a.model, 0) + 1
+    report: dict[str, Any] = {
+        "examples": len(asked), "answered": len(asked) - len(failed), "failed": len(failed),
+        "cached": sum(a.cached for a in asked), "skippedAsTrainingData": skipped,
+        "evaluator": {"route": status.get("route"), "model": status.get("model")},
+        "answeredBy": models,
+        "types": {t: summary(by_type[t], args.target_precision) for t in TYPES if t in by_type},
+        "errors": sorted({a.error for a in failed if a.error})[:5],
+    }
+    pngs: list[Path] = []
+    if args.report:
+        from ..calibration.report import write_pngs
+
+        folder = Path(args.report)
+        # Titled by what actually answered (the profile, say), not only by the evaluator's name.
+        answered_by = max(models, key=lambda m: models[m]) if models else ""
+        pngs = write_pngs(by_type, folder, title=answered_by or str(status.get("model") or status.get("route")))
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n",
+                                            encoding="utf-8")
+        report["files"] = [str(p) for p in [*pngs, folder / "report.json"]]
+    if args.json:
+        print_json(report)
+    else:
+        _print_calibration(report, status)
+    if len(failed) == len(asked):
+        return EXIT_NOT_COMPLETED
+    return EXIT_OK
+
+
+def _print_calibration(report: dict[str, Any], status: dict[str, Any]) -> None:
+    w = sys.stdout.write
+    w(f"calibrate: {report['examples']} examples, evaluator {status.get('route')} "
+      f"({status.get('model')})\n")
+    if report["skippedAsTrainingData"]:
+        w(f"  skipped {report['skippedAsTrainingData']} examples the profile was trained on\n")
+    if report["cached"]:
+        w(f"  {report['cached']} answers came from the answer cache\n")
+    for model, n in sorted(report["answeredBy"].items()):
+        w(f"  answered by {model}: {n}\n")
+    for kind, s in report["types"].items():
+        w(_metrics_line(kind, s) + "\n")
+        for line in _threshold_lines(kind, s):
+            w(line + "\n")
+    if report["failed"]:
+        w(f"failed: {report['failed']} examples (first error: {report['errors'][0]})\n")
+    for f in report.get("files", []):
+        w(f"wrote {f}\n")
+
+
+async def _cmd_learn(args: argparse.Namespace) -> int:
+    import anyio.to_thread
+
+    from ..calibration.learn import learn
+    from ..errors import ConfigError
+    from ..evaluators.local import LocalEvaluator
+    from ..evaluators.profile import profile_name
+
+    if not 0 <= args.holdout < 1:
+        raise ConfigError("--holdout must be in [0, 1)")
+    if args.folds == 1 or not 0 <= args.folds <= 50:
+        raise ConfigError("--folds must be 0 (no cross-validation) or from 2 to 50")
+    examples = _examples(args)
+    evaluator = LocalEvaluator()
+    bar = _progress(len(examples), "learning")
+    try:
+        result = await anyio.to_thread.run_sync(lambda: learn(
+            evaluator, examples, name=args.name or profile_name(args.out), holdout=args.holdout,
+            folds=args.folds, target=args.target_precision, progress=bar.update))
+    finally:
+        bar.close()
+    size = result.profile.save(args.out)
+    report = {**result.report, "profile": {"path": args.out, "bytes": size,
+                                           "signatures": len(result.profile.models),
+                                           "examples": result.profile.examples}}
+    if args.json:
+        print_json(report)
+        return EXIT_OK
+    _print_learning(report)
+    return EXIT_OK
+
+
+def _print_learning(report: dict[str, Any]) -> None:
+    w = sys.stdout.write
+    w(f"learn: {report['examples']} examples; trained on {report['trained']}, held out "
+      f"{report['heldOut']} ({_pct(report['holdout'])}), split per question signature\n")
+    before, after = report["before"], report["after"]
+    if before and after:
+        w("held-out       heuristic   with profile\n")
+        for key, name, fmt in (("accuracy", "accuracy", _pct), ("ece", "ECE", "{:.3f}".format),
+                               ("brier", "Brier", "{:.3f}".format)):
+            w(f"  {name:<12} {fmt(before[key]):>9}   {fmt(after[key]):>12}\n")
+    else:
+        w("no held-out examples: nothing measured on a held-out share (use --holdout > 0)\n")
+    cv = report.get("crossValidated")
+    if cv and cv["before"] and cv["after"]:
+        w(f"cross-validated ({cv['folds']} folds, each of the {cv['examples']} examples answered by a "
+          f"profile fitted without it): accuracy {_pct(cv['before']['accuracy'])} → "
+          f"{_pct(cv['after']['accuracy'])}, ECE {cv['before']['ece']:.3f} → {cv['after']['ece']:.3f}\n")
+    for sig in report["signatures"]:
+        head = f"  [{sig['type']}] {sig['instructions']}: trained on {sig['trained']}"
+        if sig["before"] and sig["after"]:
+            head += (f", held out {sig['heldOut']}: accuracy {_pct(sig['before']['accuracy'])} → "
+                     f"{_pct(sig['after']['accuracy'])}, ECE {sig['before']['ece']:.3f} → "
+                     f"{sig['after']['ece']:.3f}")
+        w(head + ("" if sig["fit"] else " (too few examples: answered by the heuristic)") + "\n")
+    p = report["profile"]
+    w(f"wrote {p['path']} ({p['signatures']} signatures, {p['examples']} examples, "
+      f"{p['bytes'] / 1024:.0f} KiB)\n")
+
+
+def add_learning_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cal = add_command(
+        sub, "calibrate", help="measure an evaluator on labeled examples (accuracy, Brier, ECE, thresholds)",
+        description="Ask an evaluator every labeled example (bounded concurrency, a resumable answer "
+                    "cache) and report per question type: accuracy, Brier score, expected calibration "
+                    "error and thresholds that keep a target precision; with --report, reliability and "
+                    "coverage PNGs. With a local-evaluator profile, the examples it was trained on are "
+                    "skipped. See docs/evaluators.md.",
+        codes=("0 reported", "1 the evaluator failed on every example",
+               "2 bad labels, config, evaluator or profile"))
+    cal.add_argument("labels", nargs="?", help="labels file (JSONL, one example a line)")
+    cal.add_argument("--from-cassette", metavar="FILE", help="also use a cassette's recorded answers as labels")
+    cal.add_argument("--evaluator", help=EVALUATOR_HELP)
+    cal.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
+    cal.add_argument("--report", metavar="DIR", help="write reliability.png, coverage.png, report.json "
+                     "and the answer cache there (PNGs need the report extra)")
+    cal.add_argument("--cache", metavar="FILE", help="answer cache (default: DIR/answers.jsonl with --report)")
+    cal.add_argument("--concurrency", type=positive_int, default=4,
+                     help="questions in flight at once (default 4)")
+    cal.add_argument("--target-precision", type=float, default=0.95,
+                     help="suggest thresholds that keep this precision (default 0.95)")
+    cal.add_argument("--json", action="store_true", help="print the report as JSON")
+    cal.add_argument("--config", help=CONFIG_HELP)
+    cal.set_defaults(handler=_cmd_calibrate)
+
+    le = add_command(
+        sub, "learn", help="fit a local-evaluator profile from labeled examples",
+        description="Fit a profile that adapts the local evaluator to labeled examples, per question "
+                    "signature, on a training share; print the heuristic's and the profile's accuracy, "
+                    "Brier and ECE on the held-out share and cross-validated over every example. Use it "
+                    "with --evaluator local --profile FILE. See docs/evaluators.md.",
+        codes=("0 profile written", "2 bad labels or options, or the local model is not installed"))
+    le.add_argument("labels", nargs="?", help="labels file (JSONL, one example a line)")
+    le.add_argument("--from-cassette", metavar="FILE", help="also use a cassette's recorded answers as labels")
+    le.add_argument("--out", required=True, metavar="PROFILE.json", help="where to write the profile")
+    le.add_argument("--name", help="the profile's name in answers' model (default: from --out)")
+    le.add_argument("--holdout", type=float, default=0.3,
+                    help="share of each signature's examples held out to measure it (default 0.3)")
+    le.add_argument("--folds", type=int, default=5,
+                    help="also cross-validate over all examples with this many folds (0: don't; default 5)")
+    le.add_argument("--target-precision", type=float, default=0.95,
+                    help="the precision the reported thresholds keep (default 0.95)")
+    le.add_argument("--json", action="store_true", help="print the report as JSON")
+    le.set_defaults(handler=_cmd_learn)
