@@ -42,19 +42,6 @@ async def feed(items: Iterable[BatchItem], workers: int,
                 await send.send(item)
 
 
-def name_event_loop() -> None:
-    """Record the running async library in this context, for the tasks and callbacks made from it.
-
-    Under `anyio.run` this is already so. Under plain `asyncio.run` (a user's
-    script, a Ray actor) nothing has recorded it, and the host handles worker
-    frames inside a socket reader callback, where there is no current task
-    for anyio to detect the library from; starting a task there then fails.
-    """
-    import sniffio
-
-    sniffio.current_async_library_cvar.set(sniffio.current_async_library())
-
-
 async def run_local(program: Program, items: Iterable[BatchItem], emit: Emit, *,
                     config: HostConfig, evaluator: Evaluator | None, concurrency: int) -> None:
     """Run every item on one host; `emit` gets each outcome as it ends (completion order).
@@ -62,7 +49,6 @@ async def run_local(program: Program, items: Iterable[BatchItem], emit: Emit, *,
     Cancelling the caller cancels the runs in flight; their outcomes are not
     emitted, so a resumed batch runs them again.
     """
-    name_event_loop()
     async with JevHost(config, evaluator=evaluator) as host:
         async def work(receive: ObjectReceiveStream[BatchItem]) -> None:
             async with receive:

@@ -14,7 +14,7 @@ import anyio
 
 from ..contract.config import HostConfig
 from ..contract.program import Program, parse_program
-from .local import name_event_loop, run_item
+from .local import run_item
 from .records import BatchItem, BatchOutcome
 
 
@@ -51,7 +51,6 @@ class JevActor:
         from ..host import JevHost
 
         assert self._ready is not None and self._stop is not None
-        name_event_loop()  # Ray runs this loop with plain asyncio
         try:
             evaluator = build_evaluator(self._evaluator, self._config)
             async with JevHost(self._config, evaluator=evaluator) as host:
@@ -67,7 +66,6 @@ class JevActor:
     async def run(self, item: BatchItem) -> BatchOutcome:
         if self._host is None:
             raise RuntimeError("the batch actor's host is not running")
-        name_event_loop()  # the run's tasks start from this call's context
         return await run_item(self._host, self._program, item)
 
     async def stop(self) -> None:

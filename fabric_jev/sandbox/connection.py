@@ -9,10 +9,12 @@ framing is `_wire`'s).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import socket
 from collections.abc import Callable
 
 import anyio
+import sniffio
 
 from ._wire import FrameBuffer
 
@@ -124,7 +126,13 @@ class WorkerConnection:
         if self._loop is None:
             self._loop = asyncio_loop()
             if self._loop is not None and not self._eof:
-                self._loop.add_reader(self._sock.fileno(), self._on_readable)
+                # Frames are handled inside this callback, which has no current task
+                # for anyio to tell the event loop by: starting a task from it fails
+                # unless the library is named in the callback's context. anyio.run
+                # names it; plain asyncio.run (a user's script, a Ray actor) does not.
+                context = contextvars.copy_context()
+                context.run(sniffio.current_async_library_cvar.set, "asyncio")
+                self._loop.add_reader(self._sock.fileno(), context.run, self._on_readable)
         return self._loop is not None
 
     def listen(self, listener: Listener | None) -> bool:
