@@ -3,7 +3,9 @@ editable fields, closed shadow roots, and frames that detach or navigate — in 
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -12,11 +14,13 @@ from fabric_jev_browser.checks import PageSource
 from fabric_jev_browser.verification import BrowserChannels
 
 from fabric_jev.assertions import Snapshot, added, check, confidence, exists, where
+from fabric_jev.assertions.snapshot import QUIET_SETTLED_MS
 from fabric_jev.verification.dictionary import SeeOptions
 from tests.browser_support import Pages
 
 pytestmark = [pytest.mark.anyio, pytest.mark.browser]
 
+T = TypeVar("T")
 RESET = "<style>body{margin:0} .at{position:absolute;left:10px;top:20px}</style>"
 
 
@@ -30,14 +34,41 @@ def by_name(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {e["name"]: e for e in snap["elements"]}
 
 
+async def after_events(page: Page, ready: Callable[[], Awaitable[T | None]],
+                       at_most: Callable[[], float] = lambda: math.inf) -> T:
+    """`ready()`'s first non-None answer, asked again only after the browser reports an event
+    (or after `at_most()` seconds, for a condition that time alone brings about).
+
+    Frames attach, load and lay out after the top document, each step announced by a protocol
+    event (attach, context created, frame stopped loading, ...). The wake-up is armed before each
+    look, so an event during the look is not missed; no polling timer decides when to look again.
+    """
+    woken = [anyio.Event()]
+
+    def wake(_msg: dict[str, Any]) -> None:
+        woken[0].set()
+
+    remove = page.cdp.on("*", wake)
+    try:
+        with anyio.fail_after(10):
+            while True:
+                woken[0] = anyio.Event()
+                found = await ready()
+                if found is not None:
+                    return found
+                with anyio.move_on_after(at_most()):
+                    await woken[0].wait()
+    finally:
+        remove()
+
+
 async def settled(page: Page, *names: str, **options: Any) -> dict[str, Any]:
     """Snapshot once every named element is there (frames load after the top document)."""
-    with anyio.fail_after(10):
-        while True:
-            snap = await page.snapshot(**options)
-            if set(names) <= set(by_name(snap)):
-                return snap
-            await anyio.sleep(0.02)
+    async def look() -> dict[str, Any] | None:
+        snap = await page.snapshot(**options)
+        return snap if set(names) <= set(by_name(snap)) else None
+
+    return await after_events(page, look)
 
 
 async def test_same_origin_srcdoc_and_src_frames(page: Page, pages: Pages) -> None:
@@ -200,11 +231,18 @@ async def test_a_navigating_frame_lowers_confidence_until_it_lands(page: Page, p
     finally:
         remove()
         release.set()
-    landed = Snapshot.parse(await settled(page, "Landed"))
-    with anyio.fail_after(10):
-        while confidence(landed).value < 1:
-            await anyio.sleep(0.05)
-            landed = Snapshot.parse(await page.snapshot())
+    seen: list[Snapshot] = []
+
+    async def fully_confident() -> Snapshot | None:
+        seen[:] = [Snapshot.parse(await page.snapshot())]
+        return seen[0] if "Landed" in {e.name for e in seen[0].elements} and confidence(seen[0]).value == 1 else None
+
+    def quiet_left() -> float:
+        # Full confidence also needs the DOM quiet for QUIET_SETTLED_MS, which no event announces.
+        quiet = seen[0].quiet_ms
+        return (QUIET_SETTLED_MS - quiet) / 1000 if quiet < QUIET_SETTLED_MS else math.inf
+
+    landed = await after_events(page, fully_confident, quiet_left)
     assert landed.frames[1]["path"] == "moving"
 
 
