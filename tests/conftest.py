@@ -76,14 +76,17 @@ async def wait_gone(pids: Iterable[int], timeout: float = 5) -> None:
                 os.close(fd)
 
 
-def child_pids() -> set[int]:
-    """Direct and indirect children of this process that are still alive."""
+def child_pids(apart_from: Iterable[int] = ()) -> set[int]:
+    """Direct and indirect children of this process that are still alive, leaving out the
+    processes in `apart_from` and all they start: a session-wide Chromium keeps starting
+    helper processes of its own, at any time, which are no test's leak."""
     me = os.getpid()
     parents = {pid: ppid for pid, (ppid, _) in live_processes().items()}
+    skip = set(apart_from)
     found: set[int] = set()
     frontier = {me}
     while frontier:
-        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found - skip
         found |= frontier
     return found
 

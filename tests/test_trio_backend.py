@@ -39,4 +39,4 @@ async def test_runaways_stop_and_close_leave_nothing_on_trio() -> None:
         assert (await host.stop(env.id)).state is RunState.CANCELLED
         await host.spawn(program("await program.sleep(10000)"), None)
     assert threading.active_count() == before_threads
-    await wait_gone(child_pids() - before_children)
+    await wait_gone(child_pids(apart_from=before_children))
