@@ -24,7 +24,7 @@ from typing import Any
 
 from ..contract.evaluation import Question
 from ..evaluators.profile import answer_distribution
-from .labels import Label, classes_of
+from .labels import Label, classes_of, label_from_answer
 
 BINS = 10
 
@@ -48,19 +48,10 @@ class Outcome:
 distribution = answer_distribution
 
 
-def predicted_class(question: Question, answer: dict[str, Any]) -> Label:
-    if question.type == "noul":
-        return bool(answer["noul"] >= 0.5)
-    if question.type == "choice":
-        return str(answer["choice"])
-    level: int = min(len(question.criteria) - 1, max(0, round(answer["score"])))
-    return level
-
-
 def outcome(question: Question, answer: dict[str, Any], label: Label) -> Outcome:
     classes = classes_of(question)
     probs = distribution(question, answer)
-    predicted = predicted_class(question, answer)
+    predicted = label_from_answer(question, answer)  # what the answer picked, as a label
     confidence = probs[classes.index(predicted)]
     if question.type == "noul":
         noul = float(answer["noul"])

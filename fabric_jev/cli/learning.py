@@ -40,11 +40,28 @@ def _examples(args: argparse.Namespace) -> list[LabeledExample]:
     return examples
 
 
-def _progress(total: int, what: str) -> Any:
-    from tqdm import tqdm
+class _Bar:
+    """A transient rich bar on a terminal (as `batch` draws); nothing when stderr is a pipe or a file."""
 
-    # disable=None: a bar on a terminal, nothing when stderr is a pipe or a file.
-    return tqdm(total=total, desc=what, unit="example", file=sys.stderr, disable=None, leave=False)
+    def __init__(self, total: int, what: str) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        console = Console(stderr=True)
+        self._progress = Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                                  console=console, transient=True, disable=not console.is_terminal)
+        self._task = self._progress.add_task(what, total=total)
+        self._progress.start()
+
+    def update(self, n: int = 1) -> None:
+        self._progress.advance(self._task, n)
+
+    def close(self) -> None:
+        self._progress.stop()
+
+
+def _progress(total: int, what: str) -> _Bar:
+    return _Bar(total, what)
 
 
 def _file_digest(path: str) -> str:
