@@ -257,4 +257,5 @@ async def test_leaving_the_loop_early_cancels_the_rest() -> None:
         async for outcome in outcomes:
             assert outcome.line >= 1
             break
-    assert child_pids() <= before  # the host closed and its workers are gone
+    # The host closed and its workers are gone (a session Chromium's own new helpers aside).
+    assert child_pids(apart_from=before) == set()
