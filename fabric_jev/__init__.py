@@ -4,10 +4,10 @@ Names are imported on first use (PEP 562): `import fabric_jev` stays cheap, and 
 script that only needs `run_program` never pays for the HTTP client or numpy.
 """
 
-import importlib as _importlib
 import types as _types
 import typing as _typing
 
+from ._lazy import lazy_exports as _lazy_exports
 from .errors import (
     AnswerInvalid,
     BatchError,
@@ -69,13 +69,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fabric_jev' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module, __name__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = _lazy_exports(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

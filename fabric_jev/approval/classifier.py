@@ -18,6 +18,7 @@ from ..contract.evaluation import validate_request
 from ..errors import EvaluationError
 from ..evaluators.base import Evaluator
 from .evidence import ApprovalRequest, build_evidence
+from .settings import check_threshold
 
 Verdict = Literal["allow", "ask", "deny"]
 Policy = Literal["auto", "ask", "deny", "allow"]
@@ -62,13 +63,6 @@ class Decision:
     def to_json(self) -> dict[str, Any]:
         return {"decision": self.decision, "reason": self.reason, "probabilities": self.probabilities,
                 "usage": self.usage, "model": self.model, "redacted": list(self.redacted)}
-
-
-def check_threshold(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or not 0 <= value <= 1:
-        raise ValueError("the approval threshold must be a finite number in [0, 1]")
-    return float(value)
 
 
 def decide(probabilities: dict[str, float], threshold: float) -> tuple[Verdict, str]:

@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._files import atomic_write, config_dir
+from .._json import JSONInputError, read_json_file
 from ..contract.config import HostConfig
 from ..errors import ConfigError
-from .classifier import check_threshold
 from .model_keys import DEFAULT_KEY, parse_model_key
 
 
 def settings_path() -> Path:
     return config_dir() / "settings.json"
 
+
+
+def check_threshold(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or not 0 <= value <= 1:
+        raise ValueError("the approval threshold must be a finite number in [0, 1]")
+    return float(value)
 
 @dataclass(frozen=True)
 class ApprovalSettings:
@@ -58,12 +66,12 @@ def with_user_threshold(config: HostConfig, path: Path | None = None) -> HostCon
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         return {}
-    except (OSError, json.JSONDecodeError):
-        raise ConfigError(f"the settings file {path} is not readable JSON") from None
+    try:
+        data = read_json_file(path, what="the settings file", max_bytes=1 << 20)
+    except JSONInputError as exc:
+        raise ConfigError(str(exc)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"the settings file {path} must hold an object")
     return data
