@@ -41,6 +41,14 @@ def exit_codes(*lines: str) -> str:
     return "exit codes:\n" + "\n".join(f"  {line}" for line in lines)
 
 
+def add_evaluator_options(parser: argparse.ArgumentParser, *, config: bool) -> None:
+    """--evaluator and --profile (and --config), the same words on every command that asks one."""
+    parser.add_argument("--evaluator", help=EVALUATOR_HELP)
+    parser.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
+    if config:
+        parser.add_argument("--config", help=CONFIG_HELP)
+
+
 def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, *, help: str,
                 description: str, codes: tuple[str, ...]) -> argparse.ArgumentParser:
     """A subcommand whose --help shows what it does and its exit codes."""

@@ -8,12 +8,11 @@ from typing import Any
 
 from .common import (
     CONFIG_HELP,
-    EVALUATOR_HELP,
     EXIT_REJECTED,
     MAX_SMALL_FILE_BYTES,
-    PROFILE_HELP,
     BadInput,
     add_command,
+    add_evaluator_options,
     config_from,
     fail,
     load_json,
@@ -145,9 +144,7 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
         codes=("0 answered", "1 the evaluator failed (upstream error, invalid answer)",
                "2 bad request file, config or evaluator, or the local model is not installed"))
     ev.add_argument("request", help="request JSON file {state, questions, model?}, or - for standard input")
-    ev.add_argument("--evaluator", help=EVALUATOR_HELP)
-    ev.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
-    ev.add_argument("--config", help=CONFIG_HELP)
+    add_evaluator_options(ev, config=True)
     ev.set_defaults(handler=_cmd_evaluate)
 
     st = add_command(
@@ -156,9 +153,7 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
                     "evaluator is ready (the local evaluator is not ready without its weights). "
                     "Never runs a credential command and never uses the network.",
         codes=("0 printed (check `ready`)", "2 bad config or evaluator"))
-    st.add_argument("--evaluator", help=EVALUATOR_HELP)
-    st.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
-    st.add_argument("--config", help=CONFIG_HELP)
+    add_evaluator_options(st, config=True)
     st.set_defaults(handler=_cmd_status)
 
     sv = add_command(
@@ -167,8 +162,7 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
                     "format). The base URL is printed first. FABRIC_JEV_SERVE_KEY, when set, is the "
                     "bearer key clients must send. Runs until Ctrl-C or SIGTERM.",
         codes=("0 stopped by a signal", "2 bad config, evaluator or port, or the local model is not installed"))
-    sv.add_argument("--evaluator", help=EVALUATOR_HELP)
-    sv.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
+    add_evaluator_options(sv, config=False)
     # Range checked by serve.listen, which says so in one line (as for a busy port).
     sv.add_argument("--port", type=int, default=8787,
                     help="TCP port on 127.0.0.1 (default 8787; 0 picks a free one)")

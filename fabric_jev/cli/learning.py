@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from .common import (
     CONFIG_HELP,
-    EVALUATOR_HELP,
     EXIT_NOT_COMPLETED,
     EXIT_OK,
-    PROFILE_HELP,
     add_command,
+    add_evaluator_options,
     config_from,
     positive_int,
     print_json,
@@ -272,8 +271,7 @@ def add_learning_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
                "2 bad labels, config, evaluator or profile"))
     cal.add_argument("labels", nargs="?", help="labels file (JSONL, one example a line)")
     cal.add_argument("--from-cassette", metavar="FILE", help="also use a cassette's recorded answers as labels")
-    cal.add_argument("--evaluator", help=EVALUATOR_HELP)
-    cal.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
+    add_evaluator_options(cal, config=False)
     cal.add_argument("--report", metavar="DIR", help="write reliability.png, coverage.png, report.json "
                      "and the answer cache there (PNGs need the report extra)")
     cal.add_argument("--cache", metavar="FILE", help="answer cache (default: DIR/answers.jsonl with --report)")

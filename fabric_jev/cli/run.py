@@ -8,15 +8,14 @@ from typing import Any
 
 from .common import (
     CONFIG_HELP,
-    EVALUATOR_HELP,
     EXIT_INTERRUPTED,
     EXIT_NOT_COMPLETED,
     EXIT_OK,
     MAX_INPUT_BYTES,
     MAX_PROGRAM_BYTES,
-    PROFILE_HELP,
     BadInput,
     add_command,
+    add_evaluator_options,
     config_from,
     load_json,
     print_json,
@@ -93,8 +92,7 @@ def add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("program", help="program JSON file (code, inputSchema, outputSchema, requires, limits)")
     run.add_argument("--input", help="input JSON file, or - for standard input (default: null)")
     run.add_argument("--config", help=CONFIG_HELP)
-    run.add_argument("--evaluator", help=EVALUATOR_HELP)
-    run.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
+    add_evaluator_options(run, config=False)
     run.add_argument("--intent", help="what the user asked for: the user text the auto-approval "
                      "classifier judges capability calls against")
     run.set_defaults(handler=run_command)
