@@ -15,6 +15,7 @@ from fabric_jev.calibration.labels import LabeledExample, parse_labels, read_lab
 from fabric_jev.calibration.learn import Prepared, fit_signature, learn, split
 from fabric_jev.contract.evaluation import validate_request
 from fabric_jev.errors import ConfigError, ProfileInvalid
+from fabric_jev.evaluators.lexical import LexicalIndex, term_ids
 from fabric_jev.evaluators.local import MODEL_NAME, LocalEvaluator
 from fabric_jev.evaluators.profile import Profile, embedding_fingerprint
 from fabric_jev.evaluators.select import build_evaluator
@@ -84,16 +85,57 @@ def _synthetic(n: int, seed: int) -> list[Prepared]:
         ex = LabeledExample(id=f"s{i}", state=f"state {i}",
                             question=validate_request({"state": "", "questions": {"q": SAFE}}).questions[0],
                             label=bool(label), line=i + 1)
-        out.append(Prepared(ex, {"type": "noul", "noul": 0.5}, (v / np.linalg.norm(v)).astype(np.float32)))
+        out.append(Prepared(ex, {"type": "noul", "noul": 0.5}, (v / np.linalg.norm(v)).astype(np.float32),
+                            term_ids(ex.state)))
     return out
 
 
 def test_fit_learns_separable_clusters_with_calibrated_confidence() -> None:
     model = fit_signature(_synthetic(40, 1))
     fresh = _synthetic(40, 1)[:0] or _synthetic(60, 1)[40:]
-    right = [np.argmax(model.adapt([0.5, 0.5], p.vector)) == p.example.class_index for p in fresh]
+    right = [np.argmax(model.adapt([0.5, 0.5], p.vector, p.terms)) == p.example.class_index for p in fresh]
     assert sum(right) >= 18
     assert model.prior_weight == 0.0  # a flat prior carries no information, and the fit sees it
+
+
+def test_word_features_compare_states_by_their_own_words() -> None:
+    docs = [term_ids(t) for t in ("The API is down in production", "staging database slow",
+                                  "Production outage for ALL customers", "")]
+    index = LexicalIndex(docs)
+    gram = index.gram()
+    for i, doc in enumerate(docs):  # a labeled state compared with the index: its own row of the Gram matrix
+        assert index.similarities(doc) == pytest.approx(gram[i])
+    assert gram[0, 0] == pytest.approx(1.0) and gram[3, 3] == 0.0 and gram[0, 1] == 0.0
+    assert 0 < gram[0, 2] < 1  # "production" is shared, case aside
+    # Words no labeled state has carry no weight: they neither match nor dilute.
+    assert index.similarities(term_ids("production outage")) == pytest.approx(
+        index.similarities(term_ids("production outage zebra quokka")))
+    assert not index.similarities(term_ids("zebra quokka")).any()
+    assert len(term_ids(" ".join(str(i) for i in range(5000)))) == 2 * 512 - 1  # bounded: 512 words and pairs
+
+
+def _alerts(n: int, seed: int) -> list[Prepared]:
+    """Alerts whose label turns on one word (staging vs production) that MiniLM barely weighs."""
+    rng = np.random.default_rng(seed)
+    topics = ["disk usage high on the build server", "login page slow to load", "certificate expires soon",
+              "queue consumer lag growing", "memory leak in the report worker", "nightly backup took long"]
+    local = LocalEvaluator()
+    out = []
+    for i in range(n):
+        production = bool(i % 2)
+        state = f"{topics[int(rng.integers(len(topics)))]}, environment {'production' if production else 'staging'}"
+        ex = LabeledExample(id=f"a{seed}-{i}", state=state, line=i + 1, label=production,
+                            question=validate_request({"state": "", "questions": {"q": SAFE}}).questions[0])
+        out.append(Prepared(ex, {"type": "noul", "noul": 0.5}, local.state_vector(state), term_ids(state)))
+    return out
+
+
+def test_fit_uses_word_features_when_the_label_turns_on_a_word() -> None:
+    model = fit_signature(_alerts(24, 2))
+    assert model.lexical_weight > 0 and model.lexical is not None
+    fresh = _alerts(20, 3)
+    right = [np.argmax(model.adapt([0.5, 0.5], p.vector, p.terms)) == p.example.class_index for p in fresh]
+    assert sum(right) >= 18
 
 
 # ---------------------------------------------------------------- profiles
@@ -103,7 +145,7 @@ def test_profile_round_trip_answers_the_same(tmp_path: Path, learned: Any, local
     path = tmp_path / "tiny.json"
     size = learned.profile.save(path)
     raw = json.loads(path.read_text())
-    assert raw["format"] == "fabric-jev-local-profile" and raw["version"] == 1 and size == path.stat().st_size
+    assert raw["format"] == "fabric-jev-local-profile" and raw["version"] == 2 and size == path.stat().st_size
     assert raw["embedding"] == {"model": "all-MiniLM-L6-v2", "sha256": embedding_fingerprint()}
     assert len(raw["signatures"]) == 2 and len(raw["training"]) == 15
     loaded = Profile.load(path)
@@ -127,6 +169,21 @@ def test_learn_reports_held_out_before_and_after(learned: Any) -> None:
     assert learned.profile.report["crossValidated"]["after"]["ece"] == cv["after"]["ece"]
 
 
+def test_a_version_1_profile_is_still_read_without_word_features(tmp_path: Path, learned: Any,
+                                                                  local: LocalEvaluator) -> None:
+    data = learned.profile.to_json()
+    data["version"] = 1
+    for sig in data["signatures"]:
+        for key in ("lexicalWeight", "terms", "termCounts"):
+            sig.pop(key, None)
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(data))
+    loaded = Profile.load(path)
+    assert all(m.lexical is None and m.lexical_weight == 0.0 for m in loaded.models.values())
+    answer = local.adapted(loaded).answer_sync(request("git diff HEAD~1", a=SAFE))
+    assert answer.model == "fabric-jev-local-minilm+profile:tiny (adapted from labels)"
+
+
 def test_a_profile_from_other_embedding_weights_is_refused(tmp_path: Path, learned: Any) -> None:
     data = learned.profile.to_json()
     data["embedding"]["sha256"] = "0" * 64
@@ -137,7 +194,11 @@ def test_a_profile_from_other_embedding_weights_is_refused(tmp_path: Path, learn
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    (lambda d: d.update(version=2), "has version 2; this fabric-jev reads version 1"),
+    (lambda d: d.update(version=3), "has version 3; this fabric-jev reads versions 1 and 2"),
+    (lambda d: d.update(version=True), "has version True"),
+    (lambda d: d["signatures"][0].update(terms="AAAA"), "signature 1: terms hold 0 ids, termCounts add up"),
+    (lambda d: d["signatures"][0].update(termCounts=[1]), "signature 1: termCounts must be a list of"),
+    (lambda d: d["signatures"][0].update(lexicalWeight=2), "signature 1: lexicalWeight must be a number in [0, 1]"),
     (lambda d: d.update(format="pickle"), "is not a fabric-jev local-evaluator profile"),
     (lambda d: d["signatures"][0].update(vectors="AAAA"), "signature 1: holds 3 bytes"),
     (lambda d: d["signatures"][0].update(instructions="Changed?"), "signature 1: its signature does not match"),
@@ -180,21 +241,22 @@ def test_profile_comes_from_config_and_only_for_local(tmp_path: Path, learned: A
         build_evaluator("local", HostConfig(evaluator={"profile": str(tmp_path / "missing.json")}))
 
 
-@pytest.mark.timeout(900)  # 122 examples through the real encoder; ~1 min on an idle 2-core machine
+@pytest.mark.timeout(900)  # 182 examples through the real encoder; ~1 min on an idle 2-core machine
 def test_the_shipped_example_improves_as_documented(local: LocalEvaluator) -> None:
     examples = read_labels(ROOT / "examples" / "learn" / "labels.jsonl")
-    assert [sum(e.question.type == t for e in examples) for t in ("noul", "choice", "score")] == [42, 40, 40]
+    assert [sum(e.question.type == t for e in examples) for t in ("noul", "choice", "score")] == [62, 60, 60]
     r = learn(local, examples, name="support").report
     cv = r["crossValidated"]
+    # The issue's goal on the held-out share: at least 15 points more accuracy, ECE at most 0.10.
+    assert r["after"]["accuracy"] - r["before"]["accuracy"] >= 0.15 and r["after"]["ece"] <= 0.10
     # The figures in docs/evaluators.md ("The shipped example"); a change here must update the docs.
-    assert (r["heldOut"], cv["examples"]) == (37, 122)
-    assert (round(r["before"]["accuracy"] * 37), round(r["after"]["accuracy"] * 37)) == (11, 32)
-    assert (round(cv["before"]["accuracy"] * 122), round(cv["after"]["accuracy"] * 122)) == (47, 92)
-    assert r["before"]["ece"] == pytest.approx(0.477, abs=0.005)
-    assert r["after"]["ece"] == pytest.approx(0.203, abs=0.005)
-    assert cv["before"]["ece"] == pytest.approx(0.399, abs=0.005)
-    assert cv["after"]["ece"] == pytest.approx(0.0996, abs=0.005)
-    assert cv["after"]["accuracy"] - cv["before"]["accuracy"] >= 0.15
+    assert (r["heldOut"], cv["examples"]) == (55, 182)
+    assert (round(r["before"]["accuracy"] * 55), round(r["after"]["accuracy"] * 55)) == (20, 48)
+    assert (round(cv["before"]["accuracy"] * 182), round(cv["after"]["accuracy"] * 182)) == (72, 160)
+    assert r["before"]["ece"] == pytest.approx(0.429, abs=0.005)
+    assert r["after"]["ece"] == pytest.approx(0.072, abs=0.005)
+    assert cv["before"]["ece"] == pytest.approx(0.384, abs=0.005)
+    assert cv["after"]["ece"] == pytest.approx(0.061, abs=0.005)
 
 
 # ---------------------------------------------------------------- command line

@@ -193,6 +193,26 @@ async def _profile_cost(examples: int, samples: int) -> dict[str, Any]:
             "ratio": profile_ms / plain_ms, "samples": samples}
 
 
+def _shipped_example_splits(seeds: int) -> dict[str, Any]:
+    """`learn` on the shipped example with `seeds` different held-out shares: how much the figures move."""
+    from ..calibration.labels import read_labels
+    from ..calibration.learn import learn
+    from ..evaluators.local import LocalEvaluator
+
+    examples = read_labels(Path(__file__).resolve().parents[2] / "examples" / "learn" / "labels.jsonl")
+    ev = LocalEvaluator()  # one embedding cache: every seed encodes the same states
+    runs = []
+    for seed in range(seeds):
+        r = learn(ev, examples, name="splits", folds=0, seed=seed).report
+        runs.append({"seed": seed, "heldOut": r["heldOut"], "gain": r["after"]["accuracy"] - r["before"]["accuracy"],
+                     "ece": r["after"]["ece"], "accuracy": r["after"]["accuracy"]})
+    eces = sorted(x["ece"] for x in runs)
+    return {"seeds": seeds, "examples": len(examples), "heldOut": runs[0]["heldOut"], "runs": runs,
+            "ece_median": _median(eces), "ece_max": eces[-1],
+            "ece_within_goal": sum(e <= 0.10 for e in eces),
+            "gain_min": min(x["gain"] for x in runs), "accuracy_median": _median([x["accuracy"] for x in runs])}
+
+
 async def bench_evaluators(requests: int = 100, samples: int = 30) -> dict[str, Any]:
     proc, url, fixture = await _serve_fixture()
     try:
@@ -207,6 +227,7 @@ async def bench_evaluators(requests: int = 100, samples: int = 30) -> dict[str, 
                      "five_questions": _median(await _local_latency(5, samples)),
                      "samples": samples},
         "local_profile": await _profile_cost(1000, samples),
+        "shipped_example": _shipped_example_splits(20),
     }
 
 
@@ -229,3 +250,8 @@ def _print_evaluators(r: dict[str, Any]) -> None:
           f"without {pr['plain_ms']:.1f} ms   ratio {pr['ratio']:.2f} (goal <= 1.5)")
     print(f"  learn on {pr['examples']} examples      {pr['learn_s']:7.1f} s (heuristic answers, "
           "embeddings and the fit)")
+    se = r["shipped_example"]
+    print(f"  shipped example, {se['seeds']} held-out shares of {se['heldOut']}: profile ECE median "
+          f"{se['ece_median']:.3f}, worst {se['ece_max']:.3f}, {se['ece_within_goal']} of {se['seeds']} "
+          f"<= 0.10; accuracy median {se['accuracy_median']:.1%}, gain over the heuristic >= "
+          f"{se['gain_min'] * 100:.0f} points")

@@ -8,19 +8,22 @@ share only, the "before" being the plain heuristic and the "after" the local
 evaluator answering with the new profile through its normal path.
 
 Fitting (see fabric_jev.evaluators.profile for the model): for each signature,
-a grid over the kernel temperature, the ridge penalty, the two blend weights
-and the floor, scored by the exact leave-one-out log loss of the training
-examples (ridge regression gives every example's prediction without itself in
-closed form). numpy only; no pickle anywhere.
+a grid over the word features' share of the similarity, the kernel
+temperature, the ridge penalty, the two blend weights and the floor, scored
+by the exact leave-one-out log loss of the training examples (ridge
+regression gives every example's prediction without itself in closed form).
+numpy only; no pickle anywhere.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..evaluators.lexical import LexicalIndex, term_ids
+from ..evaluators.local import render
 from ..evaluators.profile import (
     PRIOR_FLOOR,
     Profile,
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
 
     from ..evaluators.local import LocalEvaluator
 
+LEXICAL_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)  # λ: 0 is MiniLM alone, 1 the words alone
 KERNEL_TEMPERATURES = (0.0, 0.1, 0.2, 0.5)  # 0: plain cosine
 RIDGE_PENALTIES = (0.03, 0.1, 0.3, 1.0, 3.0)
 READOUT_WEIGHTS = tuple(i * 0.5 for i in range(41))  # 0 … 20
@@ -51,24 +55,30 @@ Progress = Callable[[int], None]
 
 @dataclass(frozen=True)
 class Prepared:
-    """An example with the heuristic's answer to it and its state's embedding."""
+    """An example with the heuristic's answer to it, its state's embedding and its word features."""
 
     example: LabeledExample
     prior_answer: dict[str, Any]
     vector: npt.NDArray[np.float32]
+    terms: npt.NDArray[np.uint32]
 
     @property
     def prior(self) -> list[float]:
         return answer_distribution(self.example.question, self.prior_answer)
 
 
-def _rank(example: LabeledExample) -> str:
-    """A fixed, content-based order: splits and folds never depend on the file's order."""
-    return hashlib.sha256(f"{example.key}{example.id}".encode()).hexdigest()
+def _rank(example: LabeledExample, seed: int = 0) -> str:
+    """A fixed, content-based order: splits and folds never depend on the file's order.
+
+    Another `seed` gives another order (another split), so a user can see how much the
+    held-out figures move with the split; seed 0 is the default split.
+    """
+    salt = f"{seed}:" if seed else ""
+    return hashlib.sha256(f"{salt}{example.key}{example.id}".encode()).hexdigest()
 
 
-def split(examples: Sequence[LabeledExample],
-          holdout: float) -> tuple[list[LabeledExample], list[LabeledExample]]:
+def split(examples: Sequence[LabeledExample], holdout: float,
+          seed: int = 0) -> tuple[list[LabeledExample], list[LabeledExample]]:
     """(training, held out): per signature, the `holdout` share with the lowest digests is held out."""
     by_signature: dict[str, list[LabeledExample]] = {}
     for e in examples:
@@ -76,7 +86,7 @@ def split(examples: Sequence[LabeledExample],
     train: list[LabeledExample] = []
     test: list[LabeledExample] = []
     for group in by_signature.values():
-        ranked = sorted(group, key=_rank)
+        ranked = sorted(group, key=lambda e: _rank(e, seed))
         n_test = min(round(len(ranked) * holdout), max(0, len(ranked) - MIN_TRAINING))
         test += ranked[:n_test]
         train += ranked[n_test:]
@@ -90,22 +100,30 @@ def prepare(evaluator: LocalEvaluator, examples: Sequence[LabeledExample],
     out = []
     for e in examples:
         answer = plain.answer_sync(e.request()).answers["q"]
-        out.append(Prepared(e, answer, plain.state_vector(e.state)))
+        out.append(Prepared(e, answer, plain.state_vector(e.state), term_ids(render(e.state))))
         if progress is not None:
             progress(1)
     return out
 
 
-def _ridge_loo(k: Any, targets: Any, penalty: float) -> tuple[Any, Any]:
-    """(weights, leave-one-out read-outs) of kernel ridge regression, in closed form."""
+def _ridge_path(k: Any, targets: Any, penalties: Sequence[float]) -> Iterator[tuple[float, Any, Any]]:
+    """(penalty, weights, leave-one-out read-outs) of kernel ridge regression for each penalty.
+
+    One eigendecomposition of the (symmetric) kernel serves every penalty: with
+    K = V·diag(s)·Vᵀ, the hat matrix is V·diag(s / (s + p))·Vᵀ, and each example's
+    read-out without itself follows in closed form from the hat matrix's diagonal.
+    """
     import numpy as np
 
-    n = len(k)
-    inverse = np.linalg.inv(k + penalty * np.eye(n))
-    hat = k @ inverse
-    fitted = hat @ targets
-    leverage = np.clip(1.0 - np.diag(hat), 1e-9, None)[:, None]
-    return inverse @ targets, targets - (targets - fitted) / leverage
+    s, v = np.linalg.eigh(k)
+    s = np.clip(s, 0.0, None)  # a kernel is positive semi-definite; rounding can dip below 0
+    projected = v.T @ targets
+    for penalty in penalties:
+        shrink = s / (s + penalty)
+        fitted = v @ (shrink[:, None] * projected)
+        leverage = np.clip(1.0 - (v**2) @ shrink, 1e-9, None)[:, None]
+        weights = v @ (projected / (s + penalty)[:, None])
+        yield penalty, weights, targets - (targets - fitted) / leverage
 
 
 def _blend_loss(readout: Any, log_prior: Any, labels: Any, classes: int) -> tuple[float, float, float, float]:
@@ -130,7 +148,7 @@ def _blend_loss(readout: Any, log_prior: Any, labels: Any, classes: int) -> tupl
 
 
 def fit_signature(items: Sequence[Prepared]) -> SignatureModel:
-    """Grid-search τ, the ridge penalty, a, b and ε by leave-one-out log loss on `items` (one signature)."""
+    """Grid-search λ, τ, the ridge penalty, a, b and ε by leave-one-out log loss on `items` (one signature)."""
     import numpy as np
 
     question = items[0].example.question
@@ -140,21 +158,24 @@ def fit_signature(items: Sequence[Prepared]) -> SignatureModel:
     labels = np.asarray([p.example.class_index for p in items])
     targets = np.eye(classes)[labels] - 1.0 / classes
     log_prior = np.log(np.clip(np.asarray([p.prior for p in items]), PRIOR_FLOOR, 1.0))
-    sims = (vectors @ vectors.T).astype(np.float64)
-    best: tuple[float, float, float, float, float, float] | None = None
-    for temperature in KERNEL_TEMPERATURES:
-        k = kernel(sims, temperature)
-        for penalty in RIDGE_PENALTIES:
-            _, loo = _ridge_loo(k, targets, penalty)
-            loss, a, b, floor = _blend_loss(loo, log_prior, labels, classes)
-            if best is None or loss < best[0] - 1e-12:
-                best = (loss, temperature, penalty, a, b, floor)
+    lexical = LexicalIndex([p.terms for p in items])
+    minilm, words = (vectors @ vectors.T).astype(np.float64), lexical.gram()
+    best: tuple[float, float, float, float, float, float, float] | None = None
+    for share in LEXICAL_WEIGHTS:
+        sims = (1.0 - share) * minilm + share * words
+        for temperature in KERNEL_TEMPERATURES:
+            for penalty, _, loo in _ridge_path(kernel(sims, temperature), targets, RIDGE_PENALTIES):
+                loss, a, b, floor = _blend_loss(loo, log_prior, labels, classes)
+                if best is None or loss < best[0] - 1e-12:
+                    best = (loss, share, temperature, penalty, a, b, floor)
     assert best is not None
-    _, temperature, penalty, a, b, floor = best
-    weights, _ = _ridge_loo(kernel(sims, temperature), targets, penalty)
+    _, share, temperature, penalty, a, b, floor = best
+    ((_, weights, _),) = _ridge_path(kernel((1.0 - share) * minilm + share * words, temperature), targets,
+                                     (penalty,))
     return SignatureModel(question=question, vectors=vectors, weights=weights.astype(np.float32),
                           labels=tuple(int(y) for y in labels), kernel_temperature=temperature,
-                          ridge=penalty, readout_weight=a, prior_weight=b, floor=floor)
+                          ridge=penalty, readout_weight=a, prior_weight=b, floor=floor,
+                          lexical_weight=share, lexical=lexical)
 
 
 def _clip(text: Any, n: int = 80) -> str:
@@ -221,14 +242,14 @@ def cross_validate(evaluator: LocalEvaluator, prepared: Sequence[Prepared], fold
 
 def learn(evaluator: LocalEvaluator, examples: Sequence[LabeledExample], *, name: str,
           holdout: float = 0.3, folds: int = 5, target: float = 0.95, progress: Progress | None = None,
-          embedding_sha256: str | None = None) -> LearnResult:
+          embedding_sha256: str | None = None, seed: int = 0) -> LearnResult:
     """Fit a profile on the training share; measure the heuristic and the profile on the held-out share.
 
     With `folds` ≥ 2, also cross-validate over every example (a larger, less noisy measurement
     than one held-out share; the shipped profile is still the one fitted on the training share).
     """
     sha = embedding_sha256 or embedding_fingerprint()
-    train, test = split(examples, holdout)
+    train, test = split(examples, holdout, seed)
     prepared = prepare(evaluator, [*train, *test], progress)
     train_p, test_p = prepared[: len(train)], prepared[len(train):]
     models, groups = _fit_all(train_p)
@@ -246,7 +267,8 @@ def learn(evaluator: LocalEvaluator, examples: Sequence[LabeledExample], *, name
             "signature": sig, "type": q.type, "instructions": _clip(q.instructions),
             "trained": len(items), "heldOut": len(pair["before"]),
             "fit": None if model is None else {
-                "kernelTemperature": model.kernel_temperature, "ridge": model.ridge,
+                "lexicalWeight": model.lexical_weight, "kernelTemperature": model.kernel_temperature,
+                "ridge": model.ridge,
                 "readoutWeight": model.readout_weight, "priorWeight": model.prior_weight,
                 "floor": model.floor},
             "before": summary(pair["before"], target) if pair["before"] else None,
@@ -254,6 +276,7 @@ def learn(evaluator: LocalEvaluator, examples: Sequence[LabeledExample], *, name
         })
     report: dict[str, Any] = {
         "examples": len(examples), "trained": len(train), "heldOut": len(test), "holdout": holdout,
+        "seed": seed,
         "before": _pooled(measured, "before", target), "after": _pooled(measured, "after", target),
         "signatures": signatures, "skipped": skipped,
     }
@@ -270,7 +293,7 @@ def _short(report: dict[str, Any]) -> dict[str, Any]:
         return None if s is None else {k: s[k] for k in ("examples", "accuracy", "brier", "ece")}
 
     out = {"examples": report["examples"], "trained": report["trained"], "heldOut": report["heldOut"],
-           "before": pick(report["before"]), "after": pick(report["after"])}
+           "seed": report["seed"], "before": pick(report["before"]), "after": pick(report["after"])}
     if "crossValidated" in report:
         cv = report["crossValidated"]
         out["crossValidated"] = {"folds": cv["folds"], "before": pick(cv["before"]), "after": pick(cv["after"])}

@@ -208,6 +208,8 @@ async def _cmd_learn(args: argparse.Namespace) -> int:
 
     if not 0 <= args.holdout < 1:
         raise ConfigError("--holdout must be in [0, 1)")
+    if not 0 <= args.seed <= 1_000_000:
+        raise ConfigError("--seed must be from 0 to 1000000")
     if args.folds == 1 or not 0 <= args.folds <= 50:
         raise ConfigError("--folds must be 0 (no cross-validation) or from 2 to 50")
     examples = _examples(args)
@@ -216,7 +218,7 @@ async def _cmd_learn(args: argparse.Namespace) -> int:
     try:
         result = await anyio.to_thread.run_sync(lambda: learn(
             evaluator, examples, name=args.name or profile_name(args.out), holdout=args.holdout,
-            folds=args.folds, target=args.target_precision, progress=bar.update))
+            folds=args.folds, target=args.target_precision, progress=bar.update, seed=args.seed))
     finally:
         bar.close()
     size = result.profile.save(args.out)
@@ -233,7 +235,8 @@ async def _cmd_learn(args: argparse.Namespace) -> int:
 def _print_learning(report: dict[str, Any]) -> None:
     w = sys.stdout.write
     w(f"learn: {report['examples']} examples; trained on {report['trained']}, held out "
-      f"{report['heldOut']} ({_pct(report['holdout'])}), split per question signature\n")
+      f"{report['heldOut']} ({_pct(report['holdout'])}), split per question signature"
+      + (f" (seed {report['seed']})" if report["seed"] else "") + "\n")
     before, after = report["before"], report["after"]
     if before and after:
         w("held-out       heuristic   with profile\n")
@@ -296,6 +299,9 @@ def add_learning_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     le.add_argument("--name", help="the profile's name in answers' model (default: from --out)")
     le.add_argument("--holdout", type=float, default=0.3,
                     help="share of each signature's examples held out to measure it (default 0.3)")
+    le.add_argument("--seed", type=int, default=0,
+                    help="another seed holds out another share, to see how much the held-out figures "
+                         "move (default 0)")
     le.add_argument("--folds", type=int, default=5,
                     help="also cross-validate over all examples with this many folds (0: don't; default 5)")
     le.add_argument("--target-precision", type=float, default=0.95,

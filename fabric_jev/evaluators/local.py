@@ -27,6 +27,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -34,11 +35,14 @@ import anyio.to_thread
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
 from .base import refuse_if_cancelled, with_cancel
+from .lexical import term_ids
 from .local_model import weights_problem
 from .profile import Profile, answer_distribution
 
 if TYPE_CHECKING:
     # numpy and the encoder load on the first answer, not when a command merely builds the evaluator.
+    from collections.abc import Callable
+
     import numpy as np
 
     from .minilm import MiniLM
@@ -206,12 +210,13 @@ class LocalEvaluator:
     def answer_sync(self, request: EvaluationRequest) -> Evaluation:
         return self._answer(request)
 
-    def _adapt(self, q: Question, prior: dict[str, Any], state: np.ndarray[Any, Any]) -> dict[str, Any] | None:
+    def _adapt(self, q: Question, prior: dict[str, Any], state: np.ndarray[Any, Any],
+               terms: Callable[[], Any]) -> dict[str, Any] | None:
         """The profile's answer for `q`, or None when the profile does not know its signature."""
         model = self.profile.model_for(q) if self.profile is not None else None
         if model is None:
             return None
-        probs = model.adapt(answer_distribution(q, prior), state)
+        probs = model.adapt(answer_distribution(q, prior), state, terms() if model.lexical else None)
         if q.type == "noul":
             return {"type": "noul", "noul": min(1.0, max(0.0, probs[1]))}
         if q.type == "choice":
@@ -231,7 +236,9 @@ class LocalEvaluator:
                 "confidence": score_confidence(probs)}
 
     def _answer(self, request: EvaluationRequest) -> Evaluation:
-        pieces = self._state_pieces(render(request.state))
+        text = render(request.state)
+        pieces = self._state_pieces(text)
+        terms = cache(partial(term_ids, text))  # word features, once, and only if a profile asks
         answers: dict[str, Any] = {}
         adapted = 0
         for q in request.questions:
@@ -241,7 +248,7 @@ class LocalEvaluator:
                 answers[q.id] = {"type": "choice", **self._choice(pieces, q)}
             else:
                 answers[q.id] = {"type": "score", **self._score(pieces, q)}
-            better = self._adapt(q, answers[q.id], pieces[0])
+            better = self._adapt(q, answers[q.id], pieces[0], terms)
             if better is not None:
                 answers[q.id] = better
                 adapted += 1

@@ -7,11 +7,13 @@ signature the local evaluator scores each class by its labeled neighbours,
 each weighted by its similarity to the new state and its fitted weight (a
 kernel ridge read-out: ``r = Σᵢ k(xᵢ, x)·wᵢ``, with ``k`` the cosine
 similarity, or ``exp((cos − 1)/τ)`` to favour the nearest), and blends that
-with the heuristic's own answer in log space::
+with the heuristic's own answer in log space. The similarity mixes the
+MiniLM cosine with the cosine of the states' word features (lexical.py),
+``(1 − λ)·cos_minilm + λ·cos_words``, λ fitted like the rest::
 
     p ∝ exp(a·r) · prior^b,   then   p ← (1 − ε)·p + ε/classes
 
-``τ``, the ridge penalty, ``a``, ``b`` and ``ε`` are fitted on the training
+``λ``, ``τ``, the ridge penalty, ``a``, ``b`` and ``ε`` are fitted on the training
 examples by exact leave-one-out log loss, so ``a`` acts as a temperature
 (Platt-style scaling): confidence is fitted to match accuracy. Questions
 without a matching signature get the plain heuristic answer.
@@ -19,7 +21,8 @@ without a matching signature get the plain heuristic answer.
 The file is plain JSON (never pickle), versioned, bounded in size, and names
 the embedding model by the SHA-256 of its weights: a profile built with other
 weights is refused, since its vectors would mean nothing. Vectors are stored
-as base64 float16 (768 bytes each), weights as base64 float32.
+as base64 float16 (768 bytes each), weights as base64 float32, word features
+as base64 uint32 ids. Version 1 profiles (no word features) are still read.
 
 This module stays light: numpy is imported by the functions that need it.
 """
@@ -40,6 +43,7 @@ from .._files import atomic_write
 from .._json import JSONInputError, read_json_file
 from ..contract.evaluation import Question, validate_request
 from ..errors import EvaluationError, ProfileInvalid
+from .lexical import LexicalIndex, decode_docs, encode_docs
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,7 +52,8 @@ if TYPE_CHECKING:
     Matrix = npt.NDArray[np.float32]
 
 FORMAT = "fabric-jev-local-profile"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)  # 1: before word features (read as λ = 0)
 EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 DIM = 384
 MAX_PROFILE_BYTES = 48 << 20
@@ -148,6 +153,8 @@ class SignatureModel:
     readout_weight: float  # a
     prior_weight: float  # b
     floor: float  # ε
+    lexical_weight: float = 0.0  # λ: the word features' share of the similarity
+    lexical: LexicalIndex | None = None  # the labeled states' word features (None: version 1)
 
     @property
     def signature(self) -> str:
@@ -157,18 +164,26 @@ class SignatureModel:
     def classes(self) -> int:
         return class_count(self.question)
 
-    def readout(self, vector: Matrix) -> Matrix:
+    def similarities(self, vector: Matrix, terms: Any = None) -> Any:
+        """The mixed similarity of a state (its vector and word ids) to each labeled state."""
         import numpy as np
 
-        sims = self.vectors @ np.asarray(vector, dtype=np.float32)
-        result: Matrix = kernel(sims, self.kernel_temperature) @ self.weights
-        return result
+        sims = (self.vectors @ np.asarray(vector, dtype=np.float32)).astype(np.float64)
+        if self.lexical is None or not self.lexical_weight:
+            return sims
+        if terms is None:
+            raise ValueError("this signature compares word features too; pass the state's term ids")
+        return (1.0 - self.lexical_weight) * sims + self.lexical_weight * self.lexical.similarities(terms)
 
-    def adapt(self, prior: list[float], vector: Matrix) -> list[float]:
+    def readout(self, vector: Matrix, terms: Any = None) -> Any:
+        return kernel(self.similarities(vector, terms), self.kernel_temperature) @ self.weights
+
+    def adapt(self, prior: list[float], vector: Matrix, terms: Any = None) -> list[float]:
         import numpy as np
 
         log_prior = np.log(np.clip(np.asarray(prior, dtype=np.float64), PRIOR_FLOOR, 1.0))
-        z = self.readout_weight * self.readout(vector).astype(np.float64) + self.prior_weight * log_prior
+        z = (self.readout_weight * self.readout(vector, terms).astype(np.float64)
+             + self.prior_weight * log_prior)
         z -= z.max()
         p = np.exp(z)
         p = (1.0 - self.floor) * p / p.sum() + self.floor / self.classes
@@ -199,7 +214,7 @@ class Profile:
                 "kernelTemperature": m.kernel_temperature, "ridge": m.ridge,
                 "readoutWeight": m.readout_weight, "priorWeight": m.prior_weight, "floor": m.floor,
                 "labels": list(m.labels), "vectors": encode_floats(m.vectors, "<f2"),
-                "weights": encode_floats(m.weights, "<f4"),
+                "weights": encode_floats(m.weights, "<f4"), **_lexical_json(m),
             } for m in self.models.values()],
             "training": sorted(self.training),
             "report": self.report,
@@ -229,9 +244,10 @@ class Profile:
         where = f"profile {source}"
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ProfileInvalid(f"{where} is not a fabric-jev local-evaluator profile")
-        if data.get("version") != VERSION:
-            raise ProfileInvalid(f"{where} has version {data.get('version')!r}; this fabric-jev reads "
-                                 f"version {VERSION} (rebuild it with fabric-jev learn)")
+        version = data.get("version")
+        if isinstance(version, bool) or version not in READABLE_VERSIONS:
+            raise ProfileInvalid(f"{where} has version {version!r}; this fabric-jev reads versions "
+                                 f"{' and '.join(map(str, READABLE_VERSIONS))} (rebuild it with fabric-jev learn)")
         embedding = data.get("embedding")
         sha = embedding.get("sha256") if isinstance(embedding, dict) else None
         if not isinstance(sha, str) or sha != embedding_sha256:
@@ -248,7 +264,7 @@ class Profile:
         total = 0
         for i, raw in enumerate(raw_models):
             try:
-                model = _signature_model(raw)
+                model = _signature_model(raw, version)
             except (ValueError, TypeError, KeyError, EvaluationError) as exc:
                 raise ProfileInvalid(f"{where}: signature {i + 1}: {exc}") from None
             if model.signature in models:
@@ -275,7 +291,14 @@ def _number(raw: dict[str, Any], key: str, low: float, high: float) -> float:
     return float(v)
 
 
-def _signature_model(raw: Any) -> SignatureModel:
+def _lexical_json(model: SignatureModel) -> dict[str, Any]:
+    if model.lexical is None:
+        return {"lexicalWeight": 0.0}
+    terms, counts = encode_docs(model.lexical.docs)
+    return {"lexicalWeight": model.lexical_weight, "terms": terms, "termCounts": counts}
+
+
+def _signature_model(raw: Any, version: int = VERSION) -> SignatureModel:
     if not isinstance(raw, dict):
         raise ValueError("not an object")
     body = {k: raw[k] for k in ("type", "instructions", "criteria") if raw.get(k) is not None}
@@ -295,6 +318,11 @@ def _signature_model(raw: Any) -> SignatureModel:
     if 0 < temperature < 1e-3:
         raise ValueError("kernelTemperature must be 0 or at least 0.001")
     n = len(labels)
+    lexical_weight, lexical = 0.0, None
+    if version >= 2:
+        lexical_weight = _number(raw, "lexicalWeight", 0.0, 1.0)
+        if "terms" in raw or lexical_weight:
+            lexical = LexicalIndex(decode_docs(raw.get("terms"), raw.get("termCounts"), n))
     return SignatureModel(
         question=question, labels=tuple(labels),
         vectors=_checked(decode_floats(vectors, (n, DIM), "<f2"), "vectors"),
@@ -302,7 +330,7 @@ def _signature_model(raw: Any) -> SignatureModel:
         kernel_temperature=temperature, ridge=_number(raw, "ridge", 0.0, 1e6),
         readout_weight=_number(raw, "readoutWeight", 0.0, 1000.0),
         prior_weight=_number(raw, "priorWeight", 0.0, 100.0),
-        floor=_number(raw, "floor", 0.0, 1.0))
+        floor=_number(raw, "floor", 0.0, 1.0), lexical_weight=lexical_weight, lexical=lexical)
 
 
 def _checked(values: Matrix, what: str) -> Matrix:
