@@ -72,6 +72,11 @@ def test_split_is_per_signature_deterministic_and_order_free(examples: list[Labe
     # 12 noul → 3 held out; 8 choice → 2 held out.
     assert sorted(e.question.type for e in test) == ["choice", "choice", "noul", "noul", "noul"]
     assert not {e.key for e in train} & {e.key for e in test}
+    # Another seed holds out another share of the same size per signature; seed 0 is the default.
+    _, other = split(examples, 0.25, seed=3)
+    assert {e.id for e in other} != {e.id for e in test}
+    assert sorted(e.question.type for e in other) == sorted(e.question.type for e in test)
+    assert {e.id for e in split(examples, 0.25, seed=0)[1]} == {e.id for e in test}
 
 
 def _synthetic(n: int, seed: int) -> list[Prepared]:
@@ -327,3 +332,16 @@ def test_bad_labels_are_one_line_without_a_traceback(tmp_path: Path) -> None:
     assert done.stderr.strip() == f"fabric-jev: {labels} line 21: a noul label must be true or false"
     done = cli("learn", "--out", str(tmp_path / "p.json"))
     assert done.returncode == 2 and "give a labels file, --from-cassette FILE, or both" in done.stderr
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    (("--holdout", "1"), "--holdout must be in [0, 1)"),
+    (("--folds", "1"), "--folds must be 0 (no cross-validation) or from 2 to 50"),
+    (("--seed", "-1"), "--seed must be from 0 to 1000000"),
+])
+def test_learn_options_out_of_range_are_one_line(tmp_path: Path, option: tuple[str, str], message: str) -> None:
+    labels = tmp_path / "l.jsonl"
+    labels.write_text(labels_text())
+    done = cli("learn", str(labels), "--out", str(tmp_path / "p.json"), *option)
+    assert done.returncode == 2 and done.stderr.strip() == f"fabric-jev: {message}"
+    assert not (tmp_path / "p.json").exists()
