@@ -77,3 +77,18 @@ def test_interrupt_prints_the_cancelled_envelope(tmp_path: Path, sig: signal.Sig
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 1, err
     assert json.loads(out)["state"] == "cancelled"
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("2", "2")])
+def test_commands_use_one_blas_thread_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch,
+                                                             given: str | None, expected: str) -> None:
+    """numpy reads OPENBLAS_NUM_THREADS when it loads; a command sets it before anything loads numpy."""
+    from fabric_jev.cli import main
+
+    if given is None:
+        monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", given)
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert os.environ["OPENBLAS_NUM_THREADS"] == expected

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..contract.evaluation import EvaluationRequest
 from .common import median as _median
+from .encoder_threads import bench_encoder_threads, print_encoder_threads
 
 _BENCH_FIXTURE = {"answers": {"refund": {"noul": 0.9},
                               "team": {"choice": "Billing"},
@@ -228,6 +229,7 @@ async def bench_evaluators(requests: int = 100, samples: int = 30) -> dict[str, 
                      "samples": samples},
         "local_profile": await _profile_cost(1000, samples),
         "shipped_example": _shipped_example_splits(20),
+        "encoder_threads": bench_encoder_threads(),
     }
 
 
@@ -255,3 +257,4 @@ def _print_evaluators(r: dict[str, Any]) -> None:
           f"{se['ece_median']:.3f}, worst {se['ece_max']:.3f}, {se['ece_within_goal']} of {se['seeds']} "
           f"<= 0.10; accuracy median {se['accuracy_median']:.1%}, gain over the heuristic >= "
           f"{se['gain_min'] * 100:.0f} points")
+    print_encoder_threads(r["encoder_threads"])

@@ -59,6 +59,11 @@ def _one_line(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The local evaluator's encoder multiplies small matrices: OpenBLAS's extra threads save
+    # little on an idle machine and cost several times over on a busy one (docs/performance.md,
+    # "BLAS threads"). A command owns its process, so it uses one unless the user says otherwise;
+    # numpy is not loaded yet here, so the setting takes effect.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
