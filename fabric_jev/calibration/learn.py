@@ -22,9 +22,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..evaluators.lexical import LexicalIndex, term_ids
+from ..errors import ProfileInvalid
+from ..evaluators.lexical import MAX_PROFILE_IDS, LexicalIndex, term_ids
 from ..evaluators.local import render
 from ..evaluators.profile import (
+    MAX_EXAMPLES,
+    MAX_EXAMPLES_PER_SIGNATURE,
+    MAX_PROFILE_BYTES,
+    MAX_SIGNATURES,
     PRIOR_FLOOR,
     Profile,
     SignatureModel,
@@ -91,6 +96,30 @@ def split(examples: Sequence[LabeledExample], holdout: float,
         test += ranked[:n_test]
         train += ranked[n_test:]
     return train, test
+
+
+def check_limits(train: Sequence[LabeledExample]) -> None:
+    """Refuse, before any embedding or fitting, a training share whose profile could not be saved or loaded."""
+    counts: dict[str, int] = {}
+    for e in train:
+        counts[e.signature] = counts.get(e.signature, 0) + 1
+    fix = "use fewer examples (or a larger --holdout)"
+    if len(counts) > MAX_SIGNATURES:
+        raise ProfileInvalid(f"the labels ask {len(counts)} different questions; a profile holds at most "
+                             f"{MAX_SIGNATURES}")
+    if max(counts.values(), default=0) > MAX_EXAMPLES_PER_SIGNATURE or len(train) > MAX_EXAMPLES:
+        raise ProfileInvalid(f"a profile holds at most {MAX_EXAMPLES_PER_SIGNATURE} training examples per "
+                             f"question and {MAX_EXAMPLES} in all; these labels would train "
+                             f"{max(counts.values())} for one question, {len(train)} in all: {fix}")
+    ids = sum(len(term_ids(render(e.state))) for e in train)
+    if ids > MAX_PROFILE_IDS:
+        raise ProfileInvalid(f"the training states hold {ids} word ids; a profile holds at most "
+                             f"{MAX_PROFILE_IDS}: {fix}, or shorter states")
+    # Base64 of a float16 vector, of the weights and of the word ids, plus a training digest.
+    estimate = sum(1024 + 24 + 19 for _ in train) + ids * 16 // 3
+    if estimate > MAX_PROFILE_BYTES:
+        raise ProfileInvalid(f"a profile of {len(train)} examples would take about {estimate >> 20} MiB; "
+                             f"the limit is {MAX_PROFILE_BYTES >> 20} MiB: {fix}, or shorter states")
 
 
 def prepare(evaluator: LocalEvaluator, examples: Sequence[LabeledExample],
@@ -218,12 +247,12 @@ def _pooled(measured: Measured, key: str, target: float) -> dict[str, Any] | Non
 
 
 def cross_validate(evaluator: LocalEvaluator, prepared: Sequence[Prepared], folds: int, *,
-                   target: float = 0.95, embedding_sha256: str = "") -> dict[str, Any]:
-    """Every example answered by a profile fitted without it (`folds` folds per signature)."""
+                   target: float = 0.95, embedding_sha256: str = "", seed: int = 0) -> dict[str, Any]:
+    """Every example answered by a profile fitted without it (`folds` folds per signature; `seed` as split's)."""
     by_signature: dict[str, list[Prepared]] = {}
     for p in prepared:
         by_signature.setdefault(p.example.signature, []).append(p)
-    ranked = {sig: sorted(items, key=lambda p: _rank(p.example)) for sig, items in by_signature.items()}
+    ranked = {sig: sorted(items, key=lambda p: _rank(p.example, seed)) for sig, items in by_signature.items()}
     measured: Measured = {}
     for fold in range(folds):
         held = [p for items in ranked.values() for i, p in enumerate(items) if i % folds == fold]
@@ -250,6 +279,7 @@ def learn(evaluator: LocalEvaluator, examples: Sequence[LabeledExample], *, name
     """
     sha = embedding_sha256 or embedding_fingerprint()
     train, test = split(examples, holdout, seed)
+    check_limits(train)
     prepared = prepare(evaluator, [*train, *test], progress)
     train_p, test_p = prepared[: len(train)], prepared[len(train):]
     models, groups = _fit_all(train_p)
@@ -281,7 +311,7 @@ def learn(evaluator: LocalEvaluator, examples: Sequence[LabeledExample], *, name
         "signatures": signatures, "skipped": skipped,
     }
     if folds >= 2:
-        report["crossValidated"] = cross_validate(evaluator, prepared, folds, target=target,
+        report["crossValidated"] = cross_validate(evaluator, prepared, folds, target=target, seed=seed,
                                                   embedding_sha256=sha)
     return LearnResult(Profile(name=name, embedding_sha256=sha, models=models,
                                training=profile.training, report=_short(report)), report)

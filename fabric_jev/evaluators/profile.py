@@ -43,7 +43,7 @@ from .._files import atomic_write
 from .._json import JSONInputError, read_json_file
 from ..contract.evaluation import Question, validate_request
 from ..errors import EvaluationError, ProfileInvalid
-from .lexical import LexicalIndex, decode_docs, encode_docs
+from .lexical import MAX_PROFILE_IDS, LexicalIndex, b64decode, decode_docs, encode_docs
 
 if TYPE_CHECKING:
     import numpy as np
@@ -120,16 +120,16 @@ def encode_floats(values: Matrix, dtype: str) -> str:
     return base64.b64encode(np.asarray(values, dtype=dtype).tobytes()).decode("ascii")
 
 
-def decode_floats(text: str, shape: tuple[int, int], dtype: str) -> Matrix:
+def decode_floats(text: str, shape: tuple[int, int], dtype: str, what: str = "data") -> Matrix:
     import numpy as np
 
-    raw = base64.b64decode(text.encode("ascii"), validate=True)
+    raw = b64decode(text, what)
     width = np.dtype(dtype).itemsize
     if len(raw) != shape[0] * shape[1] * width:
-        raise ValueError(f"holds {len(raw)} bytes, expected {shape[0] * shape[1] * width} for {shape}")
+        raise ValueError(f"{what} hold {len(raw)} bytes, expected {shape[0] * shape[1] * width} for {shape}")
     out = np.frombuffer(raw, dtype=dtype).reshape(shape).astype(np.float32)
     if not np.isfinite(out).all():
-        raise ValueError("holds numbers that are not finite")
+        raise ValueError(f"{what} hold numbers that are not finite")
     return out
 
 
@@ -245,7 +245,7 @@ class Profile:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ProfileInvalid(f"{where} is not a fabric-jev local-evaluator profile")
         version = data.get("version")
-        if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        if type(version) is not int or version not in READABLE_VERSIONS:
             raise ProfileInvalid(f"{where} has version {version!r}; this fabric-jev reads versions "
                                  f"{' and '.join(map(str, READABLE_VERSIONS))} (rebuild it with fabric-jev learn)")
         embedding = data.get("embedding")
@@ -261,12 +261,15 @@ class Profile:
         if not isinstance(raw_models, list) or len(raw_models) > MAX_SIGNATURES:
             raise ProfileInvalid(f"{where}: signatures must be a list of at most {MAX_SIGNATURES}")
         models: dict[str, SignatureModel] = {}
-        total = 0
+        total = ids = 0
         for i, raw in enumerate(raw_models):
             try:
-                model = _signature_model(raw, version)
-            except (ValueError, TypeError, KeyError, EvaluationError) as exc:
+                model = _signature_model(raw, version, MAX_PROFILE_IDS - ids)
+            except KeyError as exc:
+                raise ProfileInvalid(f"{where}: signature {i + 1}: {exc.args[0]} is missing") from None
+            except (ValueError, TypeError, EvaluationError) as exc:
                 raise ProfileInvalid(f"{where}: signature {i + 1}: {exc}") from None
+            ids += model.lexical.ids if model.lexical is not None else 0
             if model.signature in models:
                 raise ProfileInvalid(f"{where}: signature {i + 1} repeats an earlier question")
             total += len(model.labels)
@@ -298,7 +301,7 @@ def _lexical_json(model: SignatureModel) -> dict[str, Any]:
     return {"lexicalWeight": model.lexical_weight, "terms": terms, "termCounts": counts}
 
 
-def _signature_model(raw: Any, version: int = VERSION) -> SignatureModel:
+def _signature_model(raw: Any, version: int = VERSION, max_ids: int = MAX_PROFILE_IDS) -> SignatureModel:
     if not isinstance(raw, dict):
         raise ValueError("not an object")
     body = {k: raw[k] for k in ("type", "instructions", "criteria") if raw.get(k) is not None}
@@ -322,11 +325,11 @@ def _signature_model(raw: Any, version: int = VERSION) -> SignatureModel:
     if version >= 2:
         lexical_weight = _number(raw, "lexicalWeight", 0.0, 1.0)
         if "terms" in raw or lexical_weight:
-            lexical = LexicalIndex(decode_docs(raw.get("terms"), raw.get("termCounts"), n))
+            lexical = LexicalIndex(decode_docs(raw.get("terms"), raw.get("termCounts"), n, max_ids))
     return SignatureModel(
         question=question, labels=tuple(labels),
-        vectors=_checked(decode_floats(vectors, (n, DIM), "<f2"), "vectors"),
-        weights=_checked(decode_floats(weights, (n, classes), "<f4"), "weights"),
+        vectors=_checked(decode_floats(vectors, (n, DIM), "<f2", "vectors"), "vectors"),
+        weights=_checked(decode_floats(weights, (n, classes), "<f4", "weights"), "weights"),
         kernel_temperature=temperature, ridge=_number(raw, "ridge", 0.0, 1e6),
         readout_weight=_number(raw, "readoutWeight", 0.0, 1000.0),
         prior_weight=_number(raw, "priorWeight", 0.0, 100.0),
