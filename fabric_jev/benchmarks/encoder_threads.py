@@ -3,8 +3,10 @@
 Each measurement is a fresh process (OpenBLAS reads OPENBLAS_NUM_THREADS when
 numpy loads), answering one question about a new state each time; the two
 settings alternate so that drift hits both. First on the machine as it is
-(idle or not), then with one busy-loop process per core added, as a shared
-CI machine or a host busy with its workers would be.
+(idle or not), then with one process per core added that multiplies numpy
+matrices in a loop with OpenBLAS's default threads: other numeric work on the
+machine (another evaluator, a test suite, a model), where OpenBLAS's spinning
+threads oversubscribe the cores.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ print(json.dumps(statistics.median(times)))
 """
 
 
+_NUMERIC_WORK = "import numpy as np\na = np.random.rand(300, 300)\nwhile True:\n    a @ a\n"
+
+
 def _probe(threads: int, answers: int) -> float:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads)}
     done = subprocess.run([sys.executable, "-c", _PROBE, str(answers)], env=env, capture_output=True,
@@ -59,7 +64,8 @@ def _pairs(cores: int, rounds: int, answers: int) -> dict[str, float]:
 def bench_encoder_threads(rounds: int = 3, answers: int = 15) -> dict[str, Any]:
     cores = os.cpu_count() or 1
     idle = _pairs(cores, rounds, answers)
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(cores)]
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    hogs = [subprocess.Popen([sys.executable, "-c", _NUMERIC_WORK], env=env) for _ in range(cores)]
     try:
         loaded = _pairs(cores, rounds, answers)
     finally:
@@ -72,7 +78,7 @@ def bench_encoder_threads(rounds: int = 3, answers: int = 15) -> dict[str, Any]:
 def print_encoder_threads(r: dict[str, Any]) -> None:
     for name in ("idle", "loaded"):
         m = r[name]
-        what = "the machine as it is" if name == "idle" else f"{r['cores']} busy processes added"
+        what = "the machine as it is" if name == "idle" else f"{r['cores']} numpy processes added"
         print(f"  local, BLAS threads 1 vs {r['cores']} ({what}) {m['one_thread_ms']:7.1f} ms vs "
               f"{m['all_cores_ms']:.1f} ms   ratio {m['one_thread_ms'] / m['all_cores_ms']:.2f} "
               f"(median of {r['rounds']} processes x {r['answers']} answers)")
