@@ -49,7 +49,8 @@ def _reliability(by_type: Mapping[str, Sequence[Outcome]], kinds: list[str],
         ax.plot([b.confidence for b in bins], [b.accuracy for b in bins], "o", color="#d65f00",
                 markersize=5, label="(mean confidence, accuracy)")
         for b in bins:
-            ax.annotate(f"n={b.count}", ((b.low + b.high) / 2, b.accuracy + 0.015), ha="center",
+            # Above the bar and clear of the dot (which sits at the bar's height).
+            ax.annotate(f"n={b.count}", ((b.low + b.high) / 2, b.accuracy + 0.035), ha="center",
                         va="bottom", fontsize=7.5, color="0.2")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1.1)
