@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,21 @@ def test_fit_uses_word_features_when_the_label_turns_on_a_word() -> None:
     fresh = _alerts(20, 3)
     right = [np.argmax(model.adapt([0.5, 0.5], p.vector, p.terms)) == p.example.class_index for p in fresh]
     assert sum(right) >= 18
+
+
+def test_a_state_unlike_every_labeled_one_is_answered_less_confidently() -> None:
+    model = fit_signature(_alerts(24, 2))
+    assert 0 < model.support < 1  # the 10th percentile of the training states' nearest-neighbour similarity
+    local = LocalEvaluator()
+    near = "disk usage high on the build server, environment production"
+    far = "Sonnet about the autumn sea and a lighthouse keeper"
+    for state, trusted in ((near, True), (far, False)):
+        vector, terms = local.state_vector(state), term_ids(state)
+        assert (model.trust(model.similarities(vector, terms)) == 1.0) is trusted
+    vector, terms = local.state_vector(far), term_ids(far)
+    guarded = max(model.adapt([0.5, 0.5], vector, terms))
+    unguarded = max(replace(model, support=0.0).adapt([0.5, 0.5], vector, terms))
+    assert 0.5 <= guarded < unguarded  # toward the prior (here 50/50), not past it
 
 
 # ---------------------------------------------------------------- profiles
@@ -294,11 +310,11 @@ def test_the_shipped_example_improves_as_documented(local: LocalEvaluator) -> No
     # The figures in docs/evaluators.md ("The shipped example"); a change here must update the docs.
     assert (r["heldOut"], cv["examples"]) == (55, 182)
     assert (round(r["before"]["accuracy"] * 55), round(r["after"]["accuracy"] * 55)) == (20, 47)
-    assert (round(cv["before"]["accuracy"] * 182), round(cv["after"]["accuracy"] * 182)) == (72, 156)
+    assert (round(cv["before"]["accuracy"] * 182), round(cv["after"]["accuracy"] * 182)) == (72, 157)
     assert r["before"]["ece"] == pytest.approx(0.429, abs=0.005)
     assert r["after"]["ece"] == pytest.approx(0.050, abs=0.005)
     assert cv["before"]["ece"] == pytest.approx(0.384, abs=0.005)
-    assert cv["after"]["ece"] == pytest.approx(0.047, abs=0.005)
+    assert cv["after"]["ece"] == pytest.approx(0.039, abs=0.005)
 
 
 # ---------------------------------------------------------------- command line

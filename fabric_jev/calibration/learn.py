@@ -54,6 +54,7 @@ READOUT_WEIGHTS = tuple(i * 0.5 for i in range(41))  # 0 … 20
 PRIOR_WEIGHTS = tuple(i * 0.25 for i in range(9))  # 0 … 2
 FLOORS = (0.0, 0.05, 0.1, 0.2)
 MIN_TRAINING = 2  # leave-one-out needs a neighbour
+SUPPORT_QUANTILE = 0.1  # the support threshold: this share of training states have a nearer neighbour
 
 Progress = Callable[[int], None]
 
@@ -189,22 +190,27 @@ def fit_signature(items: Sequence[Prepared]) -> SignatureModel:
     log_prior = np.log(np.clip(np.asarray([p.prior for p in items]), PRIOR_FLOOR, 1.0))
     lexical = LexicalIndex([p.terms for p in items])
     minilm, words = (vectors @ vectors.T).astype(np.float64), lexical.gram()
-    best: tuple[float, float, float, float, float, float, float] | None = None
+    best: tuple[float, float, float, float, float, float, float, float] | None = None
     for share in LEXICAL_WEIGHTS:
         sims = (1.0 - share) * minilm + share * words
+        # Each training state's nearest *other* labeled state: what a new state's nearest is
+        # compared with, and what its read-out is trusted by in the leave-one-out fit too.
+        nearest = (sims - 4.0 * np.eye(len(items))).max(axis=1)
+        support = max(0.0, float(np.quantile(nearest, SUPPORT_QUANTILE)))
+        trust = (np.clip(nearest / support, 0.0, 1.0) if support > 0 else np.ones(len(items)))[:, None]
         for temperature in KERNEL_TEMPERATURES:
             for penalty, _, loo in _ridge_path(kernel(sims, temperature), targets, RIDGE_PENALTIES):
-                loss, a, b, floor = _blend_loss(loo, log_prior, labels, classes)
+                loss, a, b, floor = _blend_loss(trust * loo, log_prior, labels, classes)
                 if best is None or loss < best[0] - 1e-12:
-                    best = (loss, share, temperature, penalty, a, b, floor)
+                    best = (loss, share, temperature, penalty, a, b, floor, support)
     assert best is not None
-    _, share, temperature, penalty, a, b, floor = best
+    _, share, temperature, penalty, a, b, floor, support = best
     ((_, weights, _),) = _ridge_path(kernel((1.0 - share) * minilm + share * words, temperature), targets,
                                      (penalty,))
     return SignatureModel(question=question, vectors=vectors, weights=weights.astype(np.float32),
                           labels=tuple(int(y) for y in labels), kernel_temperature=temperature,
                           ridge=penalty, readout_weight=a, prior_weight=b, floor=floor,
-                          lexical_weight=share, lexical=lexical)
+                          lexical_weight=share, lexical=lexical, support=support)
 
 
 def _clip(text: Any, n: int = 80) -> str:

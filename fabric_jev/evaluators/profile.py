@@ -155,6 +155,7 @@ class SignatureModel:
     floor: float  # ε
     lexical_weight: float = 0.0  # λ: the word features' share of the similarity
     lexical: LexicalIndex | None = None  # the labeled states' word features (None: version 1)
+    support: float = 0.0  # σ: a state whose nearest labeled state is less similar is trusted less (0: off)
 
     @property
     def signature(self) -> str:
@@ -175,15 +176,19 @@ class SignatureModel:
             raise ValueError("this signature compares word features too; pass the state's term ids")
         return (1.0 - self.lexical_weight) * sims + self.lexical_weight * self.lexical.similarities(terms)
 
-    def readout(self, vector: Matrix, terms: Any = None) -> Any:
-        return kernel(self.similarities(vector, terms), self.kernel_temperature) @ self.weights
+    def trust(self, sims: Any) -> float:
+        """How far the read-out counts: 1 when the nearest labeled state is at least σ similar, less below."""
+        if not self.support or not len(sims):
+            return 1.0
+        return min(1.0, max(0.0, float(sims.max()) / self.support))
 
     def adapt(self, prior: list[float], vector: Matrix, terms: Any = None) -> list[float]:
         import numpy as np
 
         log_prior = np.log(np.clip(np.asarray(prior, dtype=np.float64), PRIOR_FLOOR, 1.0))
-        z = (self.readout_weight * self.readout(vector, terms).astype(np.float64)
-             + self.prior_weight * log_prior)
+        sims = self.similarities(vector, terms)
+        readout = kernel(sims, self.kernel_temperature) @ self.weights
+        z = self.trust(sims) * self.readout_weight * readout.astype(np.float64) + self.prior_weight * log_prior
         z -= z.max()
         p = np.exp(z)
         p = (1.0 - self.floor) * p / p.sum() + self.floor / self.classes
@@ -214,7 +219,7 @@ class Profile:
                 "kernelTemperature": m.kernel_temperature, "ridge": m.ridge,
                 "readoutWeight": m.readout_weight, "priorWeight": m.prior_weight, "floor": m.floor,
                 "labels": list(m.labels), "vectors": encode_floats(m.vectors, "<f2"),
-                "weights": encode_floats(m.weights, "<f4"), **_lexical_json(m),
+                "weights": encode_floats(m.weights, "<f4"), "support": m.support, **_lexical_json(m),
             } for m in self.models.values()],
             "training": sorted(self.training),
             "report": self.report,
@@ -321,9 +326,10 @@ def _signature_model(raw: Any, version: int = VERSION, max_ids: int = MAX_PROFIL
     if 0 < temperature < 1e-3:
         raise ValueError("kernelTemperature must be 0 or at least 0.001")
     n = len(labels)
-    lexical_weight, lexical = 0.0, None
+    lexical_weight, lexical, support = 0.0, None, 0.0
     if version >= 2:
         lexical_weight = _number(raw, "lexicalWeight", 0.0, 1.0)
+        support = _number(raw, "support", 0.0, 1.0) if "support" in raw else 0.0
         if "terms" in raw or lexical_weight:
             lexical = LexicalIndex(decode_docs(raw.get("terms"), raw.get("termCounts"), n, max_ids))
     return SignatureModel(
@@ -333,7 +339,8 @@ def _signature_model(raw: Any, version: int = VERSION, max_ids: int = MAX_PROFIL
         kernel_temperature=temperature, ridge=_number(raw, "ridge", 0.0, 1e6),
         readout_weight=_number(raw, "readoutWeight", 0.0, 1000.0),
         prior_weight=_number(raw, "priorWeight", 0.0, 100.0),
-        floor=_number(raw, "floor", 0.0, 1.0), lexical_weight=lexical_weight, lexical=lexical)
+        floor=_number(raw, "floor", 0.0, 1.0), lexical_weight=lexical_weight, lexical=lexical,
+        support=support)
 
 
 def _checked(values: Matrix, what: str) -> Matrix:
