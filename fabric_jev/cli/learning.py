@@ -180,8 +180,10 @@ async def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 def _print_calibration(report: dict[str, Any], status: dict[str, Any]) -> None:
     w = sys.stdout.write
+    profile = status.get("profile")
+    with_profile = f", profile {profile['name']}" if isinstance(profile, dict) else ""
     w(f"calibrate: {report['examples']} examples, evaluator {status.get('route')} "
-      f"({status.get('model')})\n")
+      f"({status.get('model')}{with_profile})\n")
     if report["skippedAsTrainingData"]:
         w(f"  skipped {report['skippedAsTrainingData']} examples the profile was trained on\n")
     if report["cached"]:
