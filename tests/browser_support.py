@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.upstream import serving
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -104,16 +106,10 @@ def _serve() -> Iterator[Pages]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    store.port = server.server_address[1]
-    store.base = f"http://127.0.0.1:{store.port}"
-    try:
+    with serving(server) as port:
+        store.port = port
+        store.base = f"http://127.0.0.1:{port}"
         yield store
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 @pytest.fixture

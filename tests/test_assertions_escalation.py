@@ -26,6 +26,7 @@ from fabric_jev.assertions import (
     removed,
 )
 from fabric_jev.verification import poll
+from tests.assertion_support import ScriptedSource
 
 pytestmark = pytest.mark.anyio
 K, A = FailureKind, RecoveryAction
@@ -93,30 +94,17 @@ def test_kinds_and_actions_are_the_trace_strings() -> None:
 # ---------------------------------------------------------------- every action honoured
 
 
-class Source:
-    """Hands out snapshots in order (the last repeats) on a fake clock; records what it was asked."""
-
+class Source(ScriptedSource):
     def __init__(self, *snapshots: Snapshot | Exception, reload_ok: bool | None = None,
                  after_reload: Snapshot | None = None, can_scroll: bool = True) -> None:
-        self.snapshots = list(snapshots)
-        self.taken = 0
-        self.asked: list[str] = []
-        self.now = 0.0
+        super().__init__(*snapshots)
         self.reload_ok = reload_ok
         self.after_reload = after_reload
         if not can_scroll:
-            self.scroll_into_view = None  # type: ignore[assignment]
+            self.scroll_into_view = None  # type: ignore[assignment,method-assign]
 
-    async def snapshot(self) -> Snapshot:
-        item = self.snapshots[min(self.taken, len(self.snapshots) - 1)]
-        self.taken += 1
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-    async def scroll_into_view(self, element: Any) -> None:
-        self.asked.append(f"scroll {element.name}")
-        self.snapshots.insert(self.taken, snap(el(name=element.name)))
+    def after_scroll(self, element: Any) -> Snapshot:
+        return snap(el(name=element.name))
 
     async def reload(self) -> bool:
         self.asked.append("reload")
@@ -126,16 +114,6 @@ class Source:
             self.snapshots = [self.after_reload]
             self.taken = 0
         return self.reload_ok
-
-    async def screenshot(self) -> bytes:
-        self.asked.append("screenshot")
-        return b"\x89PNG"
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class Fixed:

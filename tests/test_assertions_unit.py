@@ -39,6 +39,7 @@ from fabric_jev.assertions import (
     value_equals,
     where,
 )
+from tests.assertion_support import ScriptedSource
 
 pytestmark = pytest.mark.anyio
 GOLDEN = Path(__file__).parent / "golden"
@@ -248,35 +249,12 @@ def test_fresh_observer_is_not_penalised() -> None:
 # ---------------------------------------------------------------- the funnel
 
 
-class Source:
-    """Hands out snapshots in order (the last one repeats), on a fake clock."""
-
+class Source(ScriptedSource):
     def __init__(self, *snapshots: Snapshot | Exception, screenshot: bytes = b"\x89PNG fake") -> None:
-        self.snapshots = list(snapshots)
-        self.taken = 0
-        self.scrolled: list[str] = []
-        self.png = screenshot
-        self.now = 0.0
+        super().__init__(*snapshots, screenshot=screenshot)
 
-    async def snapshot(self) -> Snapshot:
-        item = self.snapshots[min(self.taken, len(self.snapshots) - 1)]
-        self.taken += 1
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-    async def scroll_into_view(self, element: Any) -> None:
-        self.scrolled.append(element.name)
-        self.snapshots.insert(self.taken, snap(el(name=element.name)))
-
-    async def screenshot(self) -> bytes:
-        return self.png
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.now += seconds
+    def after_scroll(self, element: Any) -> Snapshot:
+        return snap(el(name=element.name))
 
 
 async def run_eventually(c: Any, source: Source, **kw: Any) -> Any:

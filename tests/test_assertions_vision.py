@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +23,7 @@ from fabric_jev.assertions import (
     check,
     exists,
 )
+from tests.upstream import serving
 
 pytestmark = pytest.mark.anyio
 KEY = "sk-vision-test-0123456789abcdef"
@@ -77,15 +77,9 @@ def endpoint() -> Iterator[Endpoint]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    state.base = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+    with serving(server) as port:
+        state.base = f"http://127.0.0.1:{port}/v1"
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 def provider(endpoint: Endpoint, **kw: Any) -> OpenAIVision:

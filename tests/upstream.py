@@ -25,16 +25,22 @@ POLL = 0.01  # serve_forever's shutdown latency; the default 0.5 s adds up over 
 
 
 @contextmanager
-def mock(*faults: str, key: str | None = None, busy_every: int = 0) -> Iterator[str]:
-    server = make_server(MockConfig(key=key, faults=frozenset(faults), busy_every=busy_every))
+def serving(server: Any) -> Iterator[int]:
+    """Run a socketserver-style `server` in a daemon thread; yields its port; stops and closes it after."""
     thread = threading.Thread(target=server.serve_forever, args=(POLL,), daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield int(server.server_address[1])
     finally:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+@contextmanager
+def mock(*faults: str, key: str | None = None, busy_every: int = 0) -> Iterator[str]:
+    with serving(make_server(MockConfig(key=key, faults=frozenset(faults), busy_every=busy_every))) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @dataclass
@@ -113,14 +119,9 @@ def front(spec: Front) -> Iterator[Front]:
             if not isinstance(sys.exc_info()[1], ConnectionError):
                 super().handle_error(request, client_address)
 
-    server = Server(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(POLL,), daemon=True)
-    thread.start()
-    spec.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        yield spec
-    finally:
-        spec.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with serving(Server(("127.0.0.1", 0), Handler)) as port:
+        spec.url = f"http://127.0.0.1:{port}"
+        try:
+            yield spec
+        finally:
+            spec.release.set()  # before the server stops: a stalled handler would hold shutdown

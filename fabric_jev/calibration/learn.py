@@ -99,8 +99,11 @@ def split(examples: Sequence[LabeledExample], holdout: float,
     return train, test
 
 
-def check_limits(train: Sequence[LabeledExample]) -> None:
-    """Refuse, before any embedding or fitting, a training share whose profile could not be saved or loaded."""
+def check_limits(train: Sequence[LabeledExample], terms: Sequence[npt.NDArray[np.uint32]]) -> None:
+    """Refuse, before any embedding or fitting, a training share whose profile could not be saved or loaded.
+
+    `terms`: the word ids of each training state, as the profile would store them.
+    """
     counts: dict[str, int] = {}
     for e in train:
         counts[e.signature] = counts.get(e.signature, 0) + 1
@@ -112,25 +115,35 @@ def check_limits(train: Sequence[LabeledExample]) -> None:
         raise ProfileInvalid(f"a profile holds at most {MAX_EXAMPLES_PER_SIGNATURE} training examples per "
                              f"question and {MAX_EXAMPLES} in all; these labels would train "
                              f"{max(counts.values())} for one question, {len(train)} in all: {fix}")
-    ids = sum(len(term_ids(render(e.state))) for e in train)
+    ids = sum(len(t) for t in terms)
     if ids > MAX_PROFILE_IDS:
         raise ProfileInvalid(f"the training states hold {ids} word ids; a profile holds at most "
                              f"{MAX_PROFILE_IDS}: {fix}, or shorter states")
     # Base64 of a float16 vector, of the weights and of the word ids, plus a training digest.
-    estimate = sum(1024 + 24 + 19 for _ in train) + ids * 16 // 3
+    estimate = len(train) * (1024 + 24 + 19) + ids * 16 // 3
     if estimate > MAX_PROFILE_BYTES:
         raise ProfileInvalid(f"a profile of {len(train)} examples would take about {estimate >> 20} MiB; "
                              f"the limit is {MAX_PROFILE_BYTES >> 20} MiB: {fix}, or shorter states")
 
 
+def word_ids(examples: Sequence[LabeledExample]) -> list[npt.NDArray[np.uint32]]:
+    """Each example's state as word-feature ids (cheap: no model)."""
+    return [term_ids(render(e.state)) for e in examples]
+
+
 def prepare(evaluator: LocalEvaluator, examples: Sequence[LabeledExample],
-            progress: Progress | None = None) -> list[Prepared]:
-    """The heuristic's answer and the state vector for each example (the evaluator has no profile)."""
+            progress: Progress | None = None,
+            terms: Sequence[npt.NDArray[np.uint32]] | None = None) -> list[Prepared]:
+    """The heuristic's answer, the state vector and the word ids for each example (no profile).
+
+    `terms`, when given, are the examples' word ids already computed (see word_ids).
+    """
     plain = evaluator.adapted(None)
+    terms = word_ids(examples) if terms is None else terms
     out = []
-    for e in examples:
+    for e, ids in zip(examples, terms, strict=True):
         answer = plain.answer_sync(e.request()).answers["q"]
-        out.append(Prepared(e, answer, plain.state_vector(e.state), term_ids(render(e.state))))
+        out.append(Prepared(e, answer, plain.state_vector(e.state), ids))
         if progress is not None:
             progress(1)
     return out
@@ -285,8 +298,9 @@ def learn(evaluator: LocalEvaluator, examples: Sequence[LabeledExample], *, name
     """
     sha = embedding_sha256 or embedding_fingerprint()
     train, test = split(examples, holdout, seed)
-    check_limits(train)
-    prepared = prepare(evaluator, [*train, *test], progress)
+    terms = word_ids([*train, *test])
+    check_limits(train, terms[: len(train)])
+    prepared = prepare(evaluator, [*train, *test], progress, terms)
     train_p, test_p = prepared[: len(train)], prepared[len(train):]
     models, groups = _fit_all(train_p)
     skipped = sorted(sig for sig in groups if sig not in models)

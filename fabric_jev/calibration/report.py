@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
 from .metrics import BINS, Outcome, accuracy, coverage_curve, ece, reliability
@@ -32,6 +33,18 @@ def write_pngs(by_type: Mapping[str, Sequence[Outcome]], folder: Path, *, title:
     folder.mkdir(parents=True, exist_ok=True)
     return [_reliability(by_type, kinds, folder / "reliability.png", title),
             _coverage(by_type, kinds, folder / "coverage.png", title)]
+
+
+def _finish(fig: Any, axes: Any, path: Path, title: str, *, legend_columns: int) -> Path:
+    """One legend for the panels (they share it), the title, the PNG written, the figure freed."""
+    import matplotlib.pyplot as plt
+
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=legend_columns, fontsize=8.5, frameon=False)
+    fig.suptitle(title, fontsize=11)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def _reliability(by_type: Mapping[str, Sequence[Outcome]], kinds: list[str],
@@ -61,12 +74,7 @@ def _reliability(by_type: Mapping[str, Sequence[Outcome]], kinds: list[str],
         ax.set_title(f"{TYPE_TITLES[kind]}: {len(outs)} answers\naccuracy {accuracy(outs):.0%}, "
                      f"ECE {ece(outs):.3f}", fontsize=10)
         ax.grid(True, alpha=0.3)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8.5, frameon=False)
-    fig.suptitle(f"Reliability: {title}", fontsize=11)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _finish(fig, axes, path, f"Reliability: {title}", legend_columns=3)
 
 
 def _coverage(by_type: Mapping[str, Sequence[Outcome]], kinds: list[str],
@@ -90,9 +98,4 @@ def _coverage(by_type: Mapping[str, Sequence[Outcome]], kinds: list[str],
         ax.set_title(f"{TYPE_TITLES[kind]}: {len(outs)} answers, all {accuracy(outs):.0%} right",
                      fontsize=10)
         ax.grid(True, alpha=0.3)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8.5, frameon=False)
-    fig.suptitle(f"Confidence vs accuracy: {title}", fontsize=11)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _finish(fig, axes, path, f"Confidence vs accuracy: {title}", legend_columns=2)

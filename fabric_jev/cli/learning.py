@@ -264,6 +264,12 @@ def _print_learning(report: dict[str, Any]) -> None:
       f"{p['bytes'] / 1024:.0f} KiB)\n")
 
 
+def _add_label_sources(parser: argparse.ArgumentParser) -> None:
+    """LABELS and --from-cassette: where calibrate and learn read examples (see _examples)."""
+    parser.add_argument("labels", nargs="?", help="labels file (JSONL, one example a line)")
+    parser.add_argument("--from-cassette", metavar="FILE", help="also use a cassette's recorded answers as labels")
+
+
 def add_learning_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cal = add_command(
         sub, "calibrate", help="measure an evaluator on labeled examples (accuracy, Brier, ECE, thresholds)",
@@ -274,8 +280,7 @@ def add_learning_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
                     "skipped. See docs/evaluators.md.",
         codes=("0 reported", "1 the evaluator failed on every example",
                "2 bad labels, config, evaluator or profile"))
-    cal.add_argument("labels", nargs="?", help="labels file (JSONL, one example a line)")
-    cal.add_argument("--from-cassette", metavar="FILE", help="also use a cassette's recorded answers as labels")
+    _add_label_sources(cal)
     add_evaluator_options(cal, config=False)
     cal.add_argument("--report", metavar="DIR", help="write reliability.png, coverage.png, report.json "
                      "and the answer cache there (PNGs need the report extra)")
@@ -295,8 +300,7 @@ def add_learning_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
                     "Brier and ECE on the held-out share and cross-validated over every example. Use it "
                     "with --evaluator local --profile FILE. See docs/evaluators.md.",
         codes=("0 profile written", "2 bad labels or options, or the local model is not installed"))
-    le.add_argument("labels", nargs="?", help="labels file (JSONL, one example a line)")
-    le.add_argument("--from-cassette", metavar="FILE", help="also use a cassette's recorded answers as labels")
+    _add_label_sources(le)
     le.add_argument("--out", required=True, metavar="PROFILE.json", help="where to write the profile")
     le.add_argument("--name", help="the profile's name in answers' model (default: from --out)")
     le.add_argument("--holdout", type=float, default=0.3,
