@@ -75,11 +75,6 @@ class Waiter(Generic[E]):
     def expired(self) -> bool:
         return self.clock() >= self.deadline
 
-    @property
-    def next_delay(self) -> float:
-        """The pause the next `pause()` would take before the deadline clips it."""
-        return self._delay
-
     def room_for_pause(self) -> bool:
         """Whether the next pause ends before the deadline (otherwise the wait is over)."""
         return self.elapsed + self._delay <= self.timeout
