@@ -280,6 +280,29 @@ async def test_backoff_grows_and_timeout_reports_the_last_reason() -> None:
     assert source.now == pytest.approx(0.975) and len(result.attempts) == 6
 
 
+async def test_eventually_defaults_are_the_seeds() -> None:
+    # Seed 002: eventually(timeout_s=10, poll_s=0.25, min_confidence=0.7).
+    source = Source(DISABLED)
+    result = await run_eventually(check(is_enabled("name=Save"), "save enabled"), source)
+    assert result.reason == "timeout"
+    # Waits 0.25, 0.375, 0.5625, 0.84375, 1.265625, 1.8984375, then capped at 10/4 = 2.5;
+    # the last try is the one with no room left for another pause before 10 s.
+    pauses = [0.25 * 1.5 ** k for k in range(6)] + [2.5]
+    assert source.now == pytest.approx(sum(pauses)) and source.now <= 10
+    assert len(result.attempts) == len(pauses) + 1
+    # A page without interactive elements has confidence 0.6: judged under the old 0.6,
+    # not under the seed's 0.7; an interactive document with a quiet DOM (0.7) is judged.
+    bare = snap()
+    assert confidence(bare).value == pytest.approx(0.6)
+    low = await run_eventually(check(not_exists("name=Error"), "no error"), Source(bare))
+    assert low.reason == "snapshot_exhausted"
+    judged = await run_eventually(check(not_exists("name=Error"), "no error"), Source(bare), min_confidence=0.6)
+    assert judged.passed
+    fine = snap(el(name="Save"), ready_state="interactive")
+    assert confidence(fine).value == pytest.approx(0.7)
+    assert (await run_eventually(check(exists("name=Save"), "interactive"), Source(fine))).passed
+
+
 async def test_offscreen_match_is_scrolled_into_view() -> None:
     far = snap(el(name="Far", in_viewport=False))
     source = Source(far)

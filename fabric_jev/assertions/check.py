@@ -36,6 +36,11 @@ from .snapshot import QUIET_SETTLED_MS, Element, Snapshot, confidence
 #: only ever appears on single attempts).
 REASONS = tuple(k.value for k in FailureKind if k is not FailureKind.LOW_CONFIDENCE)
 TRACE_TYPE = "fabric_jev.check"
+#: `eventually`'s defaults, the smart-assert seed's (timeout_s=10, poll_s=0.25, min_confidence=0.7).
+EVENTUALLY_TIMEOUT = 10.0
+EVENTUALLY_POLL = 0.25
+EVENTUALLY_MIN_CONFIDENCE = 0.7
+EVENTUALLY_MAX_RETRIES = 3
 
 
 @runtime_checkable
@@ -193,8 +198,9 @@ class Check:
         return await self._finish(result, self._source(source))
 
     async def eventually(
-        self, source: SnapshotSource | None = None, *, timeout: float = 5.0, poll: float = 0.1,
-        min_confidence: float = 0.6, max_retries: int = 3,
+        self, source: SnapshotSource | None = None, *, timeout: float = EVENTUALLY_TIMEOUT,
+        poll: float = EVENTUALLY_POLL, min_confidence: float = EVENTUALLY_MIN_CONFIDENCE,
+        max_retries: int = EVENTUALLY_MAX_RETRIES,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     ) -> CheckResult:
