@@ -43,13 +43,50 @@ async def test_order_store_then_environment_then_command(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(("route", "names"), [
     (OPENROUTER, ["OPENROUTER_API_KEY", "TYPESAFE_OPENROUTER_API_KEY"]),
-    (VERCEL, ["AI_GATEWAY_API_KEY"]),
+    (VERCEL, ["AI_GATEWAY_API_KEY", "JEV_AI_GATEWAY_API_KEY"]),
 ])
 async def test_environment_names_per_route(tmp_path: Path, route: object, names: list[str]) -> None:
     store = AuthStore(tmp_path / "auth.json")
     for name in names:
         resolver = CredentialResolver(route, store=store, environ={name: f"k-{name}"})  # type: ignore[arg-type]
         assert await resolver.key() == f"k-{name}"
+        assert resolver.status().source == "environment"
+    # Read in the documented order: the first name set wins.
+    both = CredentialResolver(route, store=store, environ={n: f"k-{n}" for n in names})  # type: ignore[arg-type]
+    assert await both.key() == f"k-{names[0]}"
+    # Blank values count as unset, for status as for the key.
+    blank = CredentialResolver(route, store=store,  # type: ignore[arg-type]
+                               environ={names[0]: "  ", names[-1]: f"k-{names[-1]}"})
+    assert await blank.key() == f"k-{names[-1]}"
+    nothing = CredentialResolver(route, store=store, environ={n: " " for n in names})  # type: ignore[arg-type]
+    assert nothing.status().source == "missing"
+
+
+async def test_the_verification_seeds_gateway_key_reaches_the_vercel_route(tmp_path: Path) -> None:
+    # Seed 000 names the key JEV_AI_GATEWAY_API_KEY; a real server checks the bearer key.
+    from fabric_jev.evaluators import HttpEvaluator
+    from fabric_jev.verification import compile_verification
+    from tests.upstream import Front, front, mock
+
+    def to_mock(body: dict[str, object]) -> dict[str, object]:
+        return {**body, "model": "jev-latest"}
+
+    env = {"JEV_AI_GATEWAY_API_KEY": "sk-gateway-seed"}
+    with mock(key="sk-gateway-seed") as upstream, front(Front(upstream, rewrite=to_mock)) as relay:
+        ev = HttpEvaluator(VERCEL, base_urls={"vercel-ai-gateway": relay.url}, environ=env,
+                           credentials=CredentialResolver(VERCEL, store=AuthStore(tmp_path / "a.json"),
+                                                          environ=env))
+        try:
+            assert ev.status()["credentials"]["source"] == "environment"
+            result = await compile_verification("Verify the Save button is visible.", {
+                "id": "d", "version": "1", "checks": [{"id": "save", "description": "Save is visible",
+                                                       "assertion": {"kind": "see", "target": "Save"}}]}, ev)
+        finally:
+            await ev.aclose()
+    [request] = relay.requests
+    assert request.path == "/typesafe/v1/systemone"
+    assert request.headers["authorization"] == "Bearer sk-gateway-seed"
+    assert result.request_count == 1 and "HTTP" not in (result.reason or "")
 
 
 async def test_status_never_runs_the_command(tmp_path: Path) -> None:

@@ -189,7 +189,7 @@ class CredentialResolver:
         """Presence only: never runs the command, never touches the network."""
         if self.store.has(self.route.store_key):
             return CredentialStatus(True, "store")
-        if any(self._env().get(k) for k in self.route.env_keys):
+        if any(self._env().get(k, "").strip() for k in self.route.env_keys):
             return CredentialStatus(True, "environment")
         if self.command:
             return CredentialStatus(True, "command")

@@ -59,7 +59,8 @@ VERCEL = Route(
     models=frozenset({"typesafe-ai/jev"}),
     aliases={"jev-latest": "typesafe-ai/jev"},
     store_key="vercel-ai-gateway",
-    env_keys=("AI_GATEWAY_API_KEY",),
+    # The gateway's own name first, then the name the verification seed gives the same key.
+    env_keys=("AI_GATEWAY_API_KEY", "JEV_AI_GATEWAY_API_KEY"),
 )
 ROUTES: dict[str, Route] = {r.name: r for r in (TYPESAFE, OPENROUTER, VERCEL)}
 ROUTE_ALIASES = {"jev": "typesafe", "vercel": "vercel-ai-gateway"}
