@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from fabric_jev import FixtureEvaluator, JevError
+from fabric_jev.contract.evaluation import Evaluation, EvaluationUsage
 from fabric_jev.evaluators import TYPESAFE, AuthStore, CredentialResolver, HttpEvaluator
 from fabric_jev.verification import (
     DictionaryInvalid,
@@ -183,6 +184,151 @@ async def test_cancellation_gives_incomplete() -> None:
     ev = fixture()
     result = await compile_verification(INTENT, DICT, ev, cancel=cancelled)
     assert result.status == "incomplete" and result.request_count == 0 and ev.calls == 0
+
+
+class Custom:
+    """A caller's own evaluator (no validation of its own), scripted per test."""
+
+    def __init__(self, behave: Any) -> None:
+        self.behave = behave
+        self.started = anyio.Event()
+        self.calls = 0
+
+    async def evaluate(self, request: Any, *, timeout: float, cancel: anyio.Event | None = None) -> Any:
+        self.calls += 1
+        self.started.set()
+        return await self.behave(request)
+
+    def status(self) -> dict[str, Any]:
+        return {"route": "custom"}
+
+    async def aclose(self) -> None:
+        return None
+
+
+def good(request: Any) -> Evaluation:
+    return Evaluation({q.id: {"noul": 0.97} for q in request.questions}, EvaluationUsage(10, 5), "custom")
+
+
+async def test_an_evaluator_that_ignores_its_timeout_cannot_hold_compile_past_it() -> None:
+    async def forever(request: Any) -> Any:
+        await anyio.sleep_forever()
+
+    ev = Custom(forever)
+    result = await compile_verification(INTENT, DICT, ev, timeout=0.2)  # type: ignore[arg-type]
+    assert result.status == "incomplete" and result.plan is None and ev.calls == 1
+    assert result.reason == "the evaluator failed: no answer within 0.2 s" and result.request_count == 1
+
+
+async def test_an_evaluator_that_ignores_the_cancel_event_is_cancelled_by_compile() -> None:
+    async def forever(request: Any) -> Any:
+        await anyio.sleep_forever()
+
+    ev, cancel = Custom(forever), anyio.Event()
+    out: list[Any] = []
+    async with anyio.create_task_group() as tg:
+        async def run() -> None:
+            out.append(await compile_verification(INTENT, DICT, ev, timeout=30, cancel=cancel))  # type: ignore[arg-type]
+
+        tg.start_soon(run)
+        await ev.started.wait()
+        cancel.set()
+    [result] = out
+    assert result.status == "incomplete" and result.reason == "the evaluator failed: cancelled"
+
+
+async def test_a_late_answer_from_an_evaluator_that_swallows_cancellation_is_not_used() -> None:
+    async def stubborn(request: Any) -> Any:
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            return good(request)  # swallowed: a perfect answer, after the deadline
+
+    result = await compile_verification(INTENT, DICT, Custom(stubborn), timeout=0.2)  # type: ignore[arg-type]
+    assert result.status == "incomplete" and result.plan is None
+    assert "no answer within 0.2 s" in (result.reason or "")
+
+
+async def test_the_callers_own_cancellation_is_re_raised() -> None:
+    async def forever(request: Any) -> Any:
+        await anyio.sleep_forever()
+
+    ev = Custom(forever)
+    with anyio.CancelScope() as outer:
+        async with anyio.create_task_group() as tg:
+            async def stop() -> None:
+                await ev.started.wait()
+                outer.cancel()
+
+            tg.start_soon(stop)
+            await compile_verification(INTENT, DICT, ev, timeout=30)  # type: ignore[arg-type]
+            pytest.fail("compile returned although its caller was cancelled")
+    assert outer.cancelled_caught
+
+
+def _answers(noul: Any = 0.97, drop: str | None = None, extra: bool = False) -> Any:
+    def make(request: Any) -> Evaluation:
+        answers = {q.id: {"noul": noul} for q in request.questions if q.id != drop}
+        if extra:
+            answers["check_99"] = {"noul": 0.5}
+        return Evaluation(answers, EvaluationUsage(1, 1), "custom")
+    return make
+
+
+@pytest.mark.parametrize(("answer", "needle"), [
+    (lambda r: None, "it returned NoneType, not an Evaluation"),
+    (lambda r: {"answers": {"coverage": {"noul": 0.99}}}, "it returned dict, not an Evaluation"),
+    (lambda r: "YES", "it returned str, not an Evaluation"),
+    (_answers(drop="coverage"), "missing answers for ['coverage']"),
+    (_answers(drop="check_2"), "missing answers for ['check_2']"),
+    (_answers(extra=True), "nobody asked for"),
+    (_answers(noul=1.5), "noul is outside"),
+    (_answers(noul=float("nan")), "noul"),
+    (_answers(noul="0.97"), "noul"),
+    (_answers(noul=True), "noul"),
+    (_answers(noul=None), "noul"),
+    (lambda r: Evaluation(None, EvaluationUsage(), ""), "no answers object"),  # type: ignore[arg-type]
+    (lambda r: Evaluation({q.id: 0.97 for q in r.questions}), "is not an object"),  # type: ignore[misc]
+    (lambda r: Evaluation({q.id: {"choice": "yes"} for q in r.questions}), "noul"),
+    (lambda r: Evaluation(good(r).answers, EvaluationUsage(-1, 0), "m"), "usage.input_tokens"),
+    (lambda r: Evaluation(good(r).answers, "lots", "m"), "malformed Evaluation"),  # type: ignore[arg-type]
+    (lambda r: Evaluation(good(r).answers, EvaluationUsage(), 42), "model"),  # type: ignore[arg-type]
+])
+async def test_any_malformed_result_is_incomplete_never_an_exception_or_a_pass(answer: Any, needle: str) -> None:
+    async def behave(request: Any) -> Any:
+        return answer(request)
+
+    result = await compile_verification(INTENT, DICT, Custom(behave))  # type: ignore[arg-type]
+    assert result.status == "incomplete" and result.plan is None
+    assert result.reason is not None and result.reason.startswith("the evaluator failed: ")
+    assert needle in result.reason
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyError("answers"), ValueError("bad"),
+                                   ConnectionResetError("peer")])
+async def test_any_exception_from_the_evaluator_is_incomplete(error: Exception) -> None:
+    async def behave(request: Any) -> Any:
+        raise error
+
+    result = await compile_verification(INTENT, DICT, Custom(behave))  # type: ignore[arg-type]
+    assert result.status == "incomplete" and result.plan is None
+    assert result.reason == f"the evaluator failed: {type(error).__name__}: {error}"
+
+
+async def test_a_custom_evaluators_well_formed_answer_compiles() -> None:
+    async def behave(request: Any) -> Any:
+        return good(request)
+
+    result = await compile_verification(INTENT, DICT, Custom(behave))  # type: ignore[arg-type]
+    assert result.status == "ready" and result.usage == {"input_tokens": 10, "output_tokens": 5}
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf"), "5", True])
+async def test_a_bad_compile_timeout_raises_before_any_request(timeout: Any) -> None:
+    ev = fixture()
+    with pytest.raises(JevError, match="timeout"):
+        await compile_verification(INTENT, DICT, ev, timeout=timeout)
+    assert ev.calls == 0
 
 
 def route(url: str, tmp: Path) -> HttpEvaluator:

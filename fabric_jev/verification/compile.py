@@ -2,16 +2,25 @@
 
 Only the intent and each check's id, version and description leave the host —
 never targets, expected values, readers or page data.
+
+Compile holds its own deadline and cancel event around the evaluator, so a
+custom evaluator that ignores `timeout` or `cancel` cannot make it hang, and
+an answer that arrives after either is not used. Whatever the evaluator
+returns is validated as an upstream answer would be: anything malformed
+(`None` included) or any exception it raises gives `incomplete`, never an
+exception and never a plan.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
 
-from ..contract.evaluation import validate_request
+from ..contract.evaluation import Evaluation, EvaluationRequest, validate_answers, validate_request
 from ..errors import EvaluationError, RequestInvalid
 from ..evaluators.base import Evaluator
 from .dictionary import Dictionary, parse_dictionary
@@ -95,21 +104,69 @@ def decide(dictionary: Dictionary, probabilities: dict[str, float]) -> tuple[tup
     return selected, ""
 
 
+async def _ask(evaluator: Evaluator, request: EvaluationRequest, timeout: float,
+               cancel: anyio.Event | None) -> Evaluation | str:
+    """The evaluator's validated answer, or why there is none (see the module doc)."""
+    got: list[Any] = []
+    failure: list[Exception] = []
+    stopped = False
+    deadline = time.monotonic() + timeout
+    with anyio.move_on_after(timeout) as scope:
+        async with anyio.create_task_group() as tg:
+            if cancel is not None:
+                async def watch() -> None:
+                    nonlocal stopped
+                    await cancel.wait()
+                    stopped = True
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(watch)
+            try:
+                got.append(await evaluator.evaluate(request, timeout=timeout, cancel=cancel))
+            except anyio.get_cancelled_exc_class():
+                raise  # ours (the deadline or the event) or the caller's: the scopes sort it out
+            except Exception as exc:  # provider errors of any kind are an incomplete compile
+                failure.append(exc)
+            tg.cancel_scope.cancel()
+    # Checked before the answer: an evaluator that swallowed the cancellation and
+    # answered late gives no plan.
+    if stopped or (cancel is not None and cancel.is_set()):
+        return "the evaluator failed: cancelled"
+    if scope.cancelled_caught or time.monotonic() > deadline:
+        return f"the evaluator failed: no answer within {timeout:g} s"
+    if failure:
+        error = failure[0]
+        detail = str(error) if isinstance(error, EvaluationError) else f"{type(error).__name__}: {error}"
+        return f"the evaluator failed: {detail}"[:2000]
+    answer = got[0]
+    if not isinstance(answer, Evaluation):
+        return f"the evaluator failed: it returned {type(answer).__name__}, not an Evaluation"
+    try:
+        return validate_answers(request, answer.to_json())
+    except EvaluationError as exc:
+        return f"the evaluator failed: {exc}"
+    except Exception as exc:  # fields of the wrong types that to_json cannot even read
+        return f"the evaluator failed: malformed Evaluation ({type(exc).__name__})"
+
+
 async def compile_verification(intent: str, dictionary: Dictionary | dict[str, Any],
                                evaluator: Evaluator, *, timeout: float = 30.0,
                                cancel: anyio.Event | None = None) -> CompileResult:
-    """Compile an intent into a plan. Invalid caller data raises before any request."""
+    """Compile an intent into a plan. Invalid caller data raises before any request;
+    after that every failure is `incomplete` with a reason (see the module doc)."""
     if not isinstance(intent, str) or not intent.strip() or len(intent) > MAX_INTENT_CHARS:
         raise RequestInvalid(f"the intent must be a non-empty string of at most {MAX_INTENT_CHARS} characters")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) \
+            or timeout <= 0:
+        raise RequestInvalid("the compile timeout must be a positive number of seconds")
     parsed = parse_dictionary(dictionary)
     request = validate_request(build_request(intent, parsed), max_bytes=1_048_576)
     if cancel is not None and cancel.is_set():
         return CompileResult("incomplete", reason="cancelled before the request was sent")
     result = CompileResult("incomplete", request_count=1)
-    try:
-        evaluation = await evaluator.evaluate(request, timeout=timeout, cancel=cancel)
-    except EvaluationError as exc:
-        result.reason = f"the evaluator failed: {exc}"
+    evaluation = await _ask(evaluator, request, float(timeout), cancel)
+    if isinstance(evaluation, str):
+        result.reason = evaluation
         return result
     probabilities = {qid: float(answer["noul"]) for qid, answer in evaluation.answers.items()}
     result.probabilities = probabilities
