@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -481,6 +482,51 @@ def test_offline_benchmark_exits_0() -> None:
     assert all(r["modelCalls"] == 1 and r["requestCount"] == 1 for r in report["scenarios"])
     assert all(len(r["replayMs"]) == 3 for r in report["scenarios"] if r["status"] == "ready")
     assert s["replayMs"]["samples"] == 24 and s["compileMs"]["samples"] == 12
+    # The adapter's own metrics per scenario: its call's duration and the usage it reported
+    # (the ground-truth fixture reports none, so zeros — not invented token counts).
+    assert s["adapter"] == "fixture" and s["adapterMs"]["samples"] == 12
+    for r in report["scenarios"]:
+        a = r["adapter"]
+        assert a["calls"] == 1 and 0 < a["durationMs"] <= r["compileMs"]
+        assert a["usage"] == {"input_tokens": 0, "output_tokens": 0}
+    assert s["usage"] == {"input_tokens": 0, "output_tokens": 0}
+
+
+def test_live_benchmark_reports_adapter_duration_and_usage_from_a_real_server(tmp_path: Path) -> None:
+    with mock(key="sk-bench-live") as url:
+        done = subprocess.run(
+            [sys.executable, "-m", "fabric_jev.cli", "verify", "bench", "--live", "--evaluator", "typesafe",
+             "--json"], capture_output=True, text=True, timeout=120, cwd=ROOT,
+            env={**os.environ, "TYPESAFE_API_KEY": "sk-bench-live", "FABRIC_JEV_TYPESAFE_BASE_URL": url,
+                 "FABRIC_JEV_HOME": str(tmp_path)})
+    # The mock's hashed answers are no semantic judge: scenarios abstain or select wrongly.
+    assert done.returncode in (1, 2), done.stderr + done.stdout[-2000:]
+    report = json.loads(done.stdout)
+    s = report["summary"]
+    assert s["mode"] == "live (typesafe)" and s["adapter"] == "typesafe" and s["unavailable"] == 0
+    assert s["adapterMs"]["samples"] == 12
+    total = {"input_tokens": 0, "output_tokens": 0}
+    for r in report["scenarios"]:
+        a = r["adapter"]
+        assert a["calls"] == 1 and a["durationMs"] > 0
+        # The usage the server reported for this scenario's one request.
+        assert set(a["usage"]) == {"input_tokens", "output_tokens"} and a["usage"]["input_tokens"] > 0
+        total = {k: total[k] + a["usage"][k] for k in total}
+    assert s["usage"] == total
+    assert "sk-bench-live" not in done.stdout + done.stderr
+
+
+async def test_benchmark_adapter_metrics_for_a_failing_adapter_have_no_usage() -> None:
+    from fabric_jev.verification.bench import run_bench
+
+    async def down(request: Any) -> Any:
+        raise ConnectionRefusedError("no route to the service")
+
+    report, code = await run_bench(Custom(down), mode="live (custom)")  # type: ignore[arg-type]
+    assert code == 2 and report["summary"]["unavailable"] == 12 and report["summary"]["adapter"] == "custom"
+    for r in report["scenarios"]:
+        assert r["adapter"]["calls"] == 1 and r["adapter"]["durationMs"] >= 0 and r["adapter"]["usage"] is None
+    assert report["summary"]["usage"] == {"input_tokens": 0, "output_tokens": 0}
 
 
 def test_live_benchmark_without_a_route_exits_2() -> None:

@@ -4,6 +4,11 @@ Offline mode answers with a ground-truth fixture and replays against in-memory
 worlds; it checks plumbing, replay and a deliberately wrong expected-value
 negative control — not semantic accuracy or UI behaviour. Live mode compiles
 through the configured route (one request per scenario) and replays offline.
+
+Every scenario reports the adapter's own metrics — the evaluator call's
+`durationMs` and the token `usage` it reported (null when it gave no
+answer) — next to `compileMs`, which also counts building and checking the
+request and the threshold rule.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 import anyio
 
+from ..contract.evaluation import Evaluation
 from ..errors import EvaluationError
 from ..evaluators.base import Evaluator
 from ..evaluators.fixture import FixtureEvaluator
@@ -137,25 +143,54 @@ class ScenarioReport:
     replay_ms: list[float] = field(default_factory=list)
     replay_status: str = "skipped"
     outcome: str = ""  # correct | wrong_selection | supported_abstention | expected_abstention | unavailable
+    adapter: list[AdapterCall] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "expected": self.expected, "selected": self.selected,
                 "status": self.status, "reason": self.reason, "requestCount": self.request_count,
                 "modelCalls": self.model_calls, "compileMs": round(self.compile_ms, 3),
+                "adapter": _adapter_json(self.adapter),
                 "replayMs": [round(x, 3) for x in self.replay_ms], "replayStatus": self.replay_status,
                 "outcome": self.outcome}
 
 
+@dataclass(frozen=True)
+class AdapterCall:
+    """One evaluator invocation as the adapter saw it."""
+
+    duration_ms: float
+    usage: dict[str, int] | None  # None: no answer (an error, a timeout, a cancellation)
+
+
+def _adapter_json(calls: list[AdapterCall]) -> dict[str, Any]:
+    """A scenario's adapter metrics: the call's duration and reported usage (summed if several)."""
+    answered = [c.usage for c in calls if c.usage is not None]
+    usage = None if not answered else {k: sum(u[k] for u in answered) for k in ("input_tokens", "output_tokens")}
+    return {"calls": len(calls), "durationMs": round(sum(c.duration_ms for c in calls), 3) if calls else None,
+            "usage": usage}
+
+
 class _Counting:
-    """Counts evaluator invocations (model calls) around any evaluator."""
+    """Counts evaluator invocations (model calls) around any evaluator and times each one."""
 
     def __init__(self, inner: Evaluator) -> None:
         self.inner = inner
         self.calls = 0
+        self.log: list[AdapterCall] = []
 
     async def evaluate(self, request: Any, *, timeout: float, cancel: Any = None) -> Any:
         self.calls += 1
-        return await self.inner.evaluate(request, timeout=timeout, cancel=cancel)
+        start = time.perf_counter()
+        answer: Any = None
+        try:
+            answer = await self.inner.evaluate(request, timeout=timeout, cancel=cancel)
+            return answer
+        finally:
+            # Recorded whatever happened (an error, a cancellation) so every call is counted.
+            usage = None
+            if isinstance(answer, Evaluation):
+                usage = {"input_tokens": answer.usage.input_tokens, "output_tokens": answer.usage.output_tokens}
+            self.log.append(AdapterCall((time.perf_counter() - start) * 1000, usage))
 
     def status(self) -> dict[str, Any]:
         return self.inner.status()
@@ -178,9 +213,11 @@ async def run_bench(evaluator: Evaluator, *, mode: str) -> tuple[dict[str, Any],
     for s in SCENARIOS:
         rep = ScenarioReport(s.name, s.kind, list(s.expected) if s.expected else None)
         before = counting.calls
+        logged = len(counting.log)
         start = time.perf_counter()
         result = await compile_verification(s.intent, s.dictionary, counting, timeout=30)
         rep.compile_ms = (time.perf_counter() - start) * 1000
+        rep.adapter = counting.log[logged:]
         rep.request_count = result.request_count
         rep.status, rep.reason = result.status, result.reason
         rep.selected = list(result.plan.checkIds) if result.plan else None
@@ -209,14 +246,19 @@ async def run_bench(evaluator: Evaluator, *, mode: str) -> tuple[dict[str, Any],
 
     negative = await _negative_control()
     compile_ms = [r.compile_ms for r in reports if r.request_count]
+    adapter_ms = [c.duration_ms for r in reports for c in r.adapter]
+    answered = [c.usage for r in reports for c in r.adapter if c.usage is not None]
     replay_ms = [x for r in reports for x in r.replay_ms]
     counts = {k: sum(1 for r in reports if r.outcome == k) for k in
               ("correct", "wrong_selection", "supported_abstention", "expected_abstention", "unavailable")}
     replay_failures = sum(1 for r in reports if r.replay_status.startswith("failed"))
     summary = {
-        "mode": mode, "scenarios": len(reports), **counts, "replayFailures": replay_failures,
+        "mode": mode, "adapter": _route(evaluator), "scenarios": len(reports), **counts,
+        "replayFailures": replay_failures,
         "negativeControl": negative,
         "compileMs": {"p50": _pct(compile_ms, 50), "p95": _pct(compile_ms, 95), "samples": len(compile_ms)},
+        "adapterMs": {"p50": _pct(adapter_ms, 50), "p95": _pct(adapter_ms, 95), "samples": len(adapter_ms)},
+        "usage": {k: sum(u[k] for u in answered) for k in ("input_tokens", "output_tokens")},
         "replayMs": {"p50": _pct(replay_ms, 50), "p95": _pct(replay_ms, 95), "samples": len(replay_ms)},
         "readyAccuracy": (counts["correct"] / max(1, counts["correct"] + counts["wrong_selection"])),
         "exactReadyFraction": counts["correct"] / len(reports),
@@ -228,6 +270,14 @@ async def run_bench(evaluator: Evaluator, *, mode: str) -> tuple[dict[str, Any],
     else:
         code = 0
     return {"summary": summary, "scenarios": [r.to_json() for r in reports]}, code
+
+
+def _route(evaluator: Evaluator) -> str | None:
+    try:
+        route = evaluator.status().get("route")
+    except Exception:  # a caller's evaluator whose status fails: the report still stands
+        return None
+    return route if isinstance(route, str) else None
 
 
 async def _negative_control() -> str:
@@ -250,18 +300,24 @@ async def _negative_control() -> str:
 
 def print_report(report: dict[str, Any]) -> None:
     s = report["summary"]
-    print(f"verification benchmark ({s['mode']}): {s['scenarios']} scenarios")
+    print(f"verification benchmark ({s['mode']}): {s['scenarios']} scenarios, adapter {s['adapter'] or '-'}")
     for r in report["scenarios"]:
         sel = ",".join(r["selected"] or []) or "-"
         exp = ",".join(r["expected"] or []) or "(abstain)"
+        a = r["adapter"]
+        usage = "no usage" if a["usage"] is None else \
+            f"{a['usage']['input_tokens']}+{a['usage']['output_tokens']} tokens"
         print(f"  {r['name']:<18} {r['kind']:<11} {r['status']:<10} {r['outcome']:<20} "
-              f"expected {exp} selected {sel}; requests {r['requestCount']}, replay {r['replayStatus']}")
+              f"expected {exp} selected {sel}; requests {r['requestCount']}, adapter "
+              f"{_fmt(a['durationMs'])} ms {usage}, replay {r['replayStatus']}")
     print(f"  correct {s['correct']}, wrong {s['wrong_selection']}, supported abstentions "
           f"{s['supported_abstention']}, expected abstentions {s['expected_abstention']}, unavailable "
           f"{s['unavailable']}, replay failures {s['replayFailures']}")
-    c, r = s["compileMs"], s["replayMs"]
+    c, a, r, u = s["compileMs"], s["adapterMs"], s["replayMs"], s["usage"]
     print(f"  compile p50 {_fmt(c['p50'])} ms p95 {_fmt(c['p95'])} ms (n={c['samples']}); "
+          f"adapter p50 {_fmt(a['p50'])} ms p95 {_fmt(a['p95'])} ms (n={a['samples']}); "
           f"replay p50 {_fmt(r['p50'])} ms p95 {_fmt(r['p95'])} ms (n={r['samples']})")
+    print(f"  usage reported by the adapter: {u['input_tokens']} input + {u['output_tokens']} output tokens")
     print(f"  negative control: {s['negativeControl']}")
 
 
