@@ -1,7 +1,8 @@
 """browser.cdp clicks only after approval: the browser-click example under an `auto` policy.
 
-Real Chromium; the classifier runs on the example's fixture evaluator, which
-lets observation calls through and hands every mouse event to the approver.
+Real Chromium; the program's choice and the classifier both run on the
+example's fixture evaluator, which picks the Accept button, lets observation
+calls through and hands every mouse event to the approver.
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ def load(name: str) -> Any:
 async def run_example(chromium: Launched, url: str, approver: Any) -> Any:
     config = load("config.json")
     settings = {**config["connectors"]["browser"], "wsUrl": chromium.ws_url}
-    evaluator = FixtureEvaluator.from_file(EXAMPLE / "approvals-fixture.json")
+    evaluator = FixtureEvaluator.from_file(EXAMPLE / "fixture.json")
     async with JevHost(HostConfig(approvals=config["approvals"]), evaluator=evaluator,
                        approver=approver) as host:
         host.add_connector(BrowserConnector(settings))
-        return await host.run(load("program.json"), {"url": url, "click": "Accept", "expect": "Accepted"},
+        return await host.run(load("program.json"), {**load("input.json"), "url": url},
                               intent="Accept the terms of service on the page")
 
 
@@ -52,7 +53,7 @@ async def test_the_click_happens_only_after_the_approver_allows_it(chromium: Lau
 
     env = await run_example(chromium, url, approver)
     assert env.result == {"clicked": "Accept", "before": "Pending", "after": "Accepted", "verified": True,
-                          "reason": None}
+                          "confidence": 0.92, "reason": None}
     # Observation calls were allowed by the classifier; each mouse event went to the approver.
     assert [r.arguments["method"] for r in asked] == ["Input.dispatchMouseEvent"] * 3
     assert all(r.ref == "browser.cdp" and r.risk == "execute" and r.policy == "auto" for r in asked)
@@ -60,7 +61,9 @@ async def test_the_click_happens_only_after_the_approver_allows_it(chromium: Lau
     decisions = cdp_decisions(env)
     assert decisions.count(("browser.cdp", "approver", True)) == 3
     assert ("browser.cdp", "classifier", True) in decisions
-    assert all(a["probability"] in (0.95, 0.2) for a in env.approvals)
+    assert all(a["probability"] in (0.95, 0.2) for a in env.approvals if a["ref"] == "browser.cdp")
+    # The program asked Jev once (a read, allowed by policy) before it acted.
+    assert env.evaluations == 1 and ("jev.evaluate", "policy", True) in decisions
 
 
 async def test_a_denied_click_is_not_sent_and_shows_in_the_envelope(chromium: Launched, pages: Pages) -> None:
@@ -71,7 +74,7 @@ async def test_a_denied_click_is_not_sent_and_shows_in_the_envelope(chromium: La
 
     env = await run_example(chromium, url, approver)
     assert env.result == {"clicked": None, "before": "Pending", "after": "Pending", "verified": False,
-                          "reason": "click not approved"}
+                          "confidence": 0.92, "reason": "click not approved"}
     denied = [a for a in env.approvals if not a["allowed"]]
     assert [(a["ref"], a["risk"], a["policy"], a["decidedBy"], a["reason"]) for a in denied] == [
         ("browser.cdp", "execute", "auto", "approver", "the approver denied it")]
@@ -84,10 +87,10 @@ def test_from_the_command_line_without_an_approver_the_click_is_denied(
     config = load("config.json")
     config["connectors"]["browser"]["wsUrl"] = chromium.ws_url
     (tmp_path / "config.json").write_text(json.dumps(config))
-    (tmp_path / "input.json").write_text(json.dumps({"url": url, "click": "Accept", "expect": "Accepted"}))
+    (tmp_path / "input.json").write_text(json.dumps({**load("input.json"), "url": url}))
     done = subprocess.run([sys.executable, "-m", "fabric_jev.cli", "run", str(EXAMPLE / "program.json"),
                            "--input", str(tmp_path / "input.json"), "--config", str(tmp_path / "config.json"),
-                           "--evaluator", f"fixture:{EXAMPLE / 'approvals-fixture.json'}",
+                           "--evaluator", f"fixture:{EXAMPLE / 'fixture.json'}",
                            "--intent", "Accept the terms of service on the page"],
                           capture_output=True, text=True, timeout=60, cwd=ROOT,
                           env={"PATH": "/usr/bin:/bin", "FABRIC_JEV_HOME": str(tmp_path / "home"),

@@ -134,18 +134,33 @@ def test_browser_click_example_end_to_end(chromium: Launched, pages: Pages, tmp_
     config["connectors"]["browser"]["wsUrl"] = chromium.ws_url
     config["approvals"] = {"execute": "allow"}  # the approval flow: tests/test_browser_approval.py
     (tmp_path / "config.json").write_text(json.dumps(config))
-    (tmp_path / "input.json").write_text(json.dumps({"url": url, "click": "Accept", "expect": "Accepted"}))
-    done = subprocess.run([sys.executable, "-m", "fabric_jev.cli", "run", str(example / "program.json"),
-                           "--input", str(tmp_path / "input.json"), "--config", str(tmp_path / "config.json")],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert done.returncode == 0, done.stderr + done.stdout
-    env = json.loads(done.stdout)
+
+    def run(goal: str, fixture: dict[str, Any] | None = None) -> dict[str, Any]:
+        (tmp_path / "input.json").write_text(json.dumps({"url": url, "goal": goal, "expect": "Accepted"}))
+        answers = json.loads((example / "fixture.json").read_text())
+        if fixture is not None:
+            answers["answers"]["control"] = fixture
+        (tmp_path / "fixture.json").write_text(json.dumps(answers))
+        done = subprocess.run([sys.executable, "-m", "fabric_jev.cli", "run", str(example / "program.json"),
+                               "--input", str(tmp_path / "input.json"), "--config", str(tmp_path / "config.json"),
+                               "--evaluator", f"fixture:{tmp_path / 'fixture.json'}"],
+                              capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert done.returncode == 0, done.stderr + done.stdout
+        envelope: dict[str, Any] = json.loads(done.stdout)
+        return envelope
+
+    env = run("Accept the terms of service")
     assert env["result"] == {"clicked": "Accept", "before": "Pending", "after": "Accepted",
-                             "verified": True, "reason": None}
+                             "verified": True, "confidence": 0.92, "reason": None}
     assert env["events"][0]["value"]["observed"] == ["Accept", "Decline", "Maybe later"]
-    # A disabled target is never clicked.
-    (tmp_path / "input.json").write_text(json.dumps({"url": url, "click": "Maybe later", "expect": "x"}))
-    done = subprocess.run([sys.executable, "-m", "fabric_jev.cli", "run", str(example / "program.json"),
-                           "--input", str(tmp_path / "input.json"), "--config", str(tmp_path / "config.json")],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert json.loads(done.stdout)["result"]["reason"] == "no such enabled button"
+    assert env["events"][1]["value"] == {"choice": "control_0", "confidence": 0.92}
+    assert env["evaluations"] == 1
+    # Jev was asked about the enabled buttons only (the disabled one is no candidate), with a
+    # no-match path; nothing is clicked when it picks none or is unsure.
+    none = {"choice": "none", "probabilities": {"none": 0.9, "control_0": 0.05, "control_1": 0.05},
+            "confidence": 0.9}
+    assert run("Maybe later", none)["result"]["reason"] == "no control achieves the goal"
+    unsure = {"choice": "control_1", "probabilities": {"none": 0.3, "control_0": 0.3, "control_1": 0.4},
+              "confidence": 0.4}
+    result = run("Decline", unsure)["result"]
+    assert result["reason"] == "unsure which control (review)" and result["after"] == "Pending"

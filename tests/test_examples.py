@@ -6,6 +6,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -34,10 +37,53 @@ def test_paced_counter_reports_progress() -> None:
     assert env["logs"] == ["summed 10 squares"]
 
 
+def seed_starters() -> dict[str, Any]:
+    """The seed's own JavaScript (tests/data/seed-001-starters.js), evaluated by QuickJS."""
+    import quickjs
+
+    source = (ROOT / "tests" / "data" / "seed-001-starters.js").read_text()
+    value: dict[str, Any] = json.loads(quickjs.Context().eval(source))
+    return value
+
+
+def test_the_seeds_starter_programs_ship_unchanged() -> None:
+    seed = seed_starters()
+    triage = EXAMPLES / "ticket-triage"
+    assert json.loads((triage / "program.json").read_text()) == seed["request"]["program"]
+    assert json.loads((triage / "input.json").read_text()) == seed["request"]["input"]
+    observer = EXAMPLES / "observer-session"
+    assert json.loads((observer / "advisor.json").read_text()) == seed["observer"]["program"]
+    assert json.loads((observer / "observe.json").read_text()) == seed["observer"]["observe"]
+    # The wording and the threshold a user copies from the seed are the ones that run.
+    code = seed["request"]["program"]["code"]
+    assert "Which team handles the request in text?" in code and "a.route.confidence < 0.8" in code
+
+
 def test_ticket_triage_with_fixture_answers() -> None:
     env = run_example("ticket-triage", "--evaluator",
                       f"fixture:{EXAMPLES / 'ticket-triage' / 'fixture.json'}")
-    rows = env["result"]
-    assert [r["route"] for r in rows] == ["billing", "technical", "review"]  # type: ignore[union-attr,index]
-    assert rows[0]["refundProbability"] == 0.96  # type: ignore[index]
-    assert env["evaluations"] == 3 and env["usage"] == {"input_tokens": 360, "output_tokens": 18}
+    assert env["name"] == "triage-tickets" and env["state"] == "completed"
+    assert env["result"] == [{"route": "billing", "refundProbability": 0.96, "urgency": 0.2},
+                             {"route": "technical", "refundProbability": 0.05, "urgency": 0.65}]
+    # One evaluation, one emit and one paced sleep per ticket: all host calls.
+    assert env["evaluations"] == 2 and env["toolCalls"] == 6
+    assert env["usage"] == {"input_tokens": 240, "output_tokens": 12}
+    assert [e["value"] for e in env["events"]] == [{"processed": 1}, {"processed": 2}]  # type: ignore[index,union-attr]
+
+
+@pytest.mark.parametrize(("confidence", "route"), [(0.79, "review"), (0.8, "billing"), (0.95, "billing")])
+def test_ticket_triage_routes_under_the_seeds_threshold_to_review(tmp_path: Path, confidence: float,
+                                                                  route: str) -> None:
+    fixture = json.loads((EXAMPLES / "ticket-triage" / "fixture.json").read_text())
+    fixture["rules"][0]["answer"]["confidence"] = confidence  # the refund ticket's route answer
+    (tmp_path / "fixture.json").write_text(json.dumps(fixture))
+    env = run_example("ticket-triage", "--evaluator", f"fixture:{tmp_path / 'fixture.json'}")
+    assert [r["route"] for r in env["result"]] == [route, "technical"]  # type: ignore[union-attr,index]
+
+
+def test_ticket_triage_offline_with_the_local_evaluator() -> None:
+    env = run_example("ticket-triage")
+    assert env["state"] == "completed" and env["evaluations"] == 2
+    for row in env["result"]:  # type: ignore[union-attr]
+        assert row["route"] in ("billing", "technical", "review")  # type: ignore[index]
+        assert 0 <= row["refundProbability"] <= 1 and 0 <= row["urgency"] <= 2  # type: ignore[index]

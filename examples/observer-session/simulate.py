@@ -4,7 +4,8 @@ Run:  .venv/bin/python examples/observer-session/simulate.py
 
 The "agent" claims success while a check failed; the observer (a judgment
 program spawned with `observe`) notices and sends one piece of advice, which
-the session's delivery callback prints. Answers come from a fixture so the
+the session's delivery callback prints. `advisor.json` and `observe.json` are
+the verification-advisor of the Jev skill seed (001), unchanged. Answers come from a fixture so the
 run is deterministic; drop `evaluator=` to use the configured evaluator.
 """
 
@@ -34,9 +35,9 @@ async def main() -> list[str]:
     config = HostConfig(approvals={"agent": "allow"})
     async with JevHost(config, evaluator=evaluator) as host:
         host.bind_session(session)
-        observer = await host.spawn(program, None, observe={
-            "events": ["turn_end"], "include": ["assistantText", "toolResults"],
-            "delivery": "steer", "maxAdvice": 2})
+        # The seed's observe options, unchanged (observe.json).
+        observe = json.loads((HERE / "observe.json").read_text())
+        observer = await host.spawn(program, None, observe=observe)
 
         session.user_input("Fix the failing login test.")
         session.turn_end(["I changed the session check."],
