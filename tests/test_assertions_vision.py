@@ -1,5 +1,6 @@
-"""The OpenAI-compatible vision provider against a loopback server written here, which checks
-the request shape and answers YES, NO, garbage and errors; one request per question."""
+"""The vision providers (OpenAI-compatible, Anthropic Messages, Gemini generateContent) against a
+loopback server written here that speaks each wire format: it checks every request's shape and
+where its key travels, and answers YES, NO, garbage and errors; one request per question."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from fabric_jev import ConfigError
 from fabric_jev.assertions import (
+    AnthropicVision,
+    GeminiVision,
     OpenAIVision,
     RecoveryAction,
     Snapshot,
@@ -22,24 +26,90 @@ from fabric_jev.assertions import (
     VisionFallback,
     check,
     exists,
+    vision_provider,
 )
 from tests.upstream import serving
 
 pytestmark = pytest.mark.anyio
 KEY = "sk-vision-test-0123456789abcdef"
 PNG = b"\x89PNG\r\n\x1a\nfake-image-bytes"
+PROVIDERS = ("openai", "anthropic", "gemini")
 
 
 @dataclass
 class Endpoint:
     """What the server answers next, and every request it saw (checked for shape)."""
 
-    base: str = ""
+    port: int = 0
     status: int = 200
     content: Any = "YES"
     raw: bytes | None = None
-    seen: list[dict[str, Any]] = field(default_factory=list)
+    seen: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+
+    def base(self, provider: str) -> str:
+        root = f"http://127.0.0.1:{self.port}"
+        return root + "/v1" if provider == "openai" else root
+
+
+def _openai(headers: Any, body: dict[str, Any], problems: list[str]) -> bytes | None:
+    if headers.get("Authorization") != f"Bearer {KEY}":
+        problems.append("authorization")
+    messages = body.get("messages", [])
+    if body.get("model") != "vision-model" or messages[0]["role"] != "system":
+        problems.append("model or system message")
+    user = messages[-1]["content"]
+    image = next((part for part in user if part.get("type") == "image_url"), None)
+    url = image["image_url"]["url"] if image else ""
+    if not url.startswith("data:image/png;base64,") or base64.b64decode(url.split(",", 1)[1]) != PNG:
+        problems.append("image")
+    text = next(part["text"] for part in user if part.get("type") == "text")
+    return text.encode()
+
+
+def _anthropic(headers: Any, body: dict[str, Any], problems: list[str]) -> bytes | None:
+    if headers.get("x-api-key") != KEY or headers.get("anthropic-version") != "2023-06-01":
+        problems.append("authorization")
+    if headers.get("Authorization") is not None:
+        problems.append("bearer header")
+    if body.get("model") != "vision-model" or not isinstance(body.get("system"), str) \
+            or not isinstance(body.get("max_tokens"), int):
+        problems.append("model, system or max_tokens")
+    [message] = body["messages"]
+    image, text = message["content"]
+    source = image.get("source", {})
+    if (message["role"], image["type"], source.get("type"), source.get("media_type")) != (
+            "user", "image", "base64", "image/png") or base64.b64decode(source["data"]) != PNG:
+        problems.append("image")
+    return str(text["text"]).encode() if text.get("type") == "text" else None
+
+
+def _gemini(headers: Any, body: dict[str, Any], problems: list[str]) -> bytes | None:
+    if headers.get("x-goog-api-key") != KEY or headers.get("Authorization") is not None:
+        problems.append("authorization")
+    if "parts" not in body.get("systemInstruction", {}):
+        problems.append("system instruction")
+    [content] = body["contents"]
+    image, text = content["parts"]
+    inline = image.get("inlineData", {})
+    if inline.get("mimeType") != "image/png" or base64.b64decode(inline.get("data", "")) != PNG:
+        problems.append("image")
+    return str(text["text"]).encode()
+
+
+def _reply(provider: str, content: Any) -> dict[str, Any]:
+    if provider == "openai":
+        return {"choices": [{"message": {"role": "assistant", "content": content}}]}
+    if provider == "anthropic":
+        return {"id": "msg_01", "type": "message", "role": "assistant", "model": "vision-model",
+                "content": [{"type": "text", "text": content}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": 1500, "output_tokens": 1}}
+    return {"candidates": [{"content": {"role": "model", "parts": [{"text": content}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 1300, "candidatesTokenCount": 1}}
+
+
+ROUTES = {"/v1/chat/completions": ("openai", _openai), "/v1/messages": ("anthropic", _anthropic),
+          "/v1beta/models/vision-model:generateContent": ("gemini", _gemini)}
 
 
 @pytest.fixture
@@ -51,24 +121,23 @@ def endpoint() -> Iterator[Endpoint]:
             pass
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state.seen.append(body)
-            if self.path != "/v1/chat/completions":
+            raw_body = self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.loads(raw_body)
+            parts = urlsplit(self.path)
+            route = ROUTES.get(parts.path)
+            if route is None:
                 state.problems.append(f"path {self.path}")
-            if self.headers.get("Authorization") != f"Bearer {KEY}":
-                state.problems.append("authorization")
-            messages = body.get("messages", [])
-            user = messages[-1]["content"] if messages else []
-            image = next((part for part in user if part.get("type") == "image_url"), None)
-            url = image["image_url"]["url"] if image else ""
-            if not url.startswith("data:image/png;base64,") or base64.b64decode(url.split(",", 1)[1]) != PNG:
-                state.problems.append("image")
-            if body.get("model") != "vision-model" or messages[0]["role"] != "system":
-                state.problems.append("model or system message")
-            if KEY in json.dumps(body):
-                state.problems.append("key in body")
-            raw = state.raw if state.raw is not None else json.dumps(
-                {"choices": [{"message": {"role": "assistant", "content": state.content}}]}).encode()
+                provider = "openai"
+            else:
+                provider, check_request = route
+                state.seen.append((provider, body))
+                prompt = check_request(self.headers, body, state.problems)
+                if prompt is None or b"Answer YES or NO." not in prompt:
+                    state.problems.append("question")
+            # The key travels in its header only: never in the body or the URL.
+            if KEY.encode() in raw_body or KEY in self.path or parts.query:
+                state.problems.append("key or query outside the header")
+            raw = state.raw if state.raw is not None else json.dumps(_reply(provider, state.content)).encode()
             self.send_response(state.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(raw)))
@@ -78,52 +147,79 @@ def endpoint() -> Iterator[Endpoint]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     with serving(server) as port:
-        state.base = f"http://127.0.0.1:{port}/v1"
+        state.port = port
         yield state
 
 
-def provider(endpoint: Endpoint, **kw: Any) -> OpenAIVision:
-    return OpenAIVision(base_url=endpoint.base, model="vision-model", api_key=KEY, **kw)
+def provider(endpoint: Endpoint, name: str = "openai", **kw: Any) -> Any:
+    return vision_provider(name, base_url=endpoint.base(name), model="vision-model", api_key=KEY, environ={},
+                           **kw)
 
 
+@pytest.mark.parametrize("name", PROVIDERS)
 @pytest.mark.parametrize(("content", "answer"), [
     ("YES", True), ("NO", False), ("yes.", True), (" No \n", False),
     ("Yes, the button is visible.", None), ("MAYBE", None), ("", None), (None, None), (7, None),
 ])
-async def test_answers_are_parsed_strictly(endpoint: Endpoint, content: Any, answer: bool | None) -> None:
+async def test_answers_are_parsed_strictly(endpoint: Endpoint, name: str, content: Any,
+                                           answer: bool | None) -> None:
     endpoint.content = content
-    vision = provider(endpoint)
+    vision = provider(endpoint, name)
     try:
         assert await vision.ask("Is a Save button visible?", PNG) is answer
     finally:
         await vision.aclose()
-    assert endpoint.problems == [] and len(endpoint.seen) == 1
-    text = endpoint.seen[0]["messages"][1]["content"][0]["text"]
-    assert text.startswith("Is a Save button visible?") and "YES or NO" in text
+    assert endpoint.problems == [] and [p for p, _ in endpoint.seen] == [name]
 
 
+@pytest.mark.parametrize("name", PROVIDERS)
 @pytest.mark.parametrize(("status", "raw", "message"), [
-    (500, None, "answered HTTP 500"), (429, None, "answered HTTP 429"),
-    (200, b"not json", "reply has no answer"), (200, b'{"choices": []}', "reply has no answer"),
-    (200, b'{"choices": [{"message": {}}]}', "reply has no answer"),
+    (500, None, "answered HTTP 500"), (429, None, "answered HTTP 429"), (401, None, "answered HTTP 401"),
+    (200, b"not json", "reply has no answer"), (200, b"{}", "reply has no answer"),
+    (200, b'{"choices": [], "content": [], "candidates": []}', "reply has no answer"),
+    (200, b'{"choices": [{"message": {}}], "content": [{}], "candidates": [{"content": {}}]}',
+     "reply has no answer"),
 ])
 async def test_errors_raise_once_without_retry_and_without_the_key(
-        endpoint: Endpoint, status: int, raw: bytes | None, message: str,
+        endpoint: Endpoint, name: str, status: int, raw: bytes | None, message: str,
         caplog: pytest.LogCaptureFixture) -> None:
     endpoint.status, endpoint.raw = status, raw
-    vision = provider(endpoint)
+    vision = provider(endpoint, name)
     caplog.set_level(logging.DEBUG)
     try:
         with pytest.raises(VisionError, match=message) as err:
             await vision.ask("Is it there?", PNG)
     finally:
         await vision.aclose()
-    assert len(endpoint.seen) == 1  # no retries
+    assert len(endpoint.seen) == 1 and endpoint.problems == []  # no retries
     assert KEY not in str(err.value) and KEY not in repr(vision) and KEY not in caplog.text
 
 
-async def test_an_unreachable_endpoint_is_a_vision_error() -> None:
-    vision = OpenAIVision(base_url="http://127.0.0.1:9/v1", model="m", api_key=KEY, timeout=5)
+async def test_an_anthropic_reply_without_a_text_block_has_no_answer(endpoint: Endpoint) -> None:
+    endpoint.raw = json.dumps({"type": "message", "content": [{"type": "tool_use", "id": "t", "name": "x",
+                                                                "input": {}}]}).encode()
+    vision = provider(endpoint, "anthropic")
+    try:
+        with pytest.raises(VisionError, match="reply has no answer"):
+            await vision.ask("Is it there?", PNG)
+    finally:
+        await vision.aclose()
+
+
+async def test_a_gemini_thought_part_is_not_the_answer(endpoint: Endpoint) -> None:
+    endpoint.raw = json.dumps({"candidates": [{"content": {"parts": [
+        {"text": "NO, let me look again", "thought": True}, {"text": "YES"}]}}]}).encode()
+    vision = provider(endpoint, "gemini")
+    try:
+        assert await vision.ask("Is it there?", PNG) is True
+    finally:
+        await vision.aclose()
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_an_unreachable_endpoint_is_a_vision_error(name: str) -> None:
+    vision = vision_provider(name, base_url="http://127.0.0.1:9/v1", model="m", api_key=KEY, timeout=5,
+                             environ={})
     try:
         with pytest.raises(VisionError, match="could not be reached"):
             await vision.ask("?", PNG)
@@ -145,6 +241,27 @@ def test_configuration_from_the_environment_and_url_rules() -> None:
         OpenAIVision(environ={**env, "FABRIC_JEV_VISION_MODEL": ""})
 
 
+@pytest.mark.parametrize(("name", "cls", "base", "own_key"), [
+    ("openai", OpenAIVision, "https://api.openai.com/v1", "OPENAI_API_KEY"),
+    ("anthropic", AnthropicVision, "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
+    ("gemini", GeminiVision, "https://generativelanguage.googleapis.com", "GEMINI_API_KEY"),
+    ("gemini", GeminiVision, "https://generativelanguage.googleapis.com", "GOOGLE_API_KEY"),
+])
+def test_each_provider_by_name_with_its_own_key_variable(name: str, cls: type, base: str, own_key: str) -> None:
+    env = {"FABRIC_JEV_VISION_PROVIDER": name, "FABRIC_JEV_VISION_MODEL": "m", own_key: " k-own "}
+    vision = vision_provider(environ=env)
+    assert type(vision) is cls and vision.base_url == base and vision._key == "k-own"
+    # FABRIC_JEV_VISION_API_KEY is read first.
+    assert vision_provider(environ={**env, "FABRIC_JEV_VISION_API_KEY": KEY})._key == KEY
+    with pytest.raises(ConfigError, match=f"needs an API key .*{own_key}"):
+        vision_provider(environ={**env, own_key: "  "})
+
+
+def test_an_unknown_provider_name_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown vision provider 'glm'; expected openai, anthropic, gemini"):
+        vision_provider("glm", environ={})
+
+
 class Busy:
     """A page that never settles (every snapshot has low confidence) and can take screenshots."""
 
@@ -156,11 +273,12 @@ class Busy:
         return PNG
 
 
+@pytest.mark.parametrize("name", PROVIDERS)
 @pytest.mark.parametrize(("content", "passed", "said"), [("YES", True, "yes"), ("NO", False, "no")])
-async def test_used_by_a_check_only_when_enabled(endpoint: Endpoint, content: str, passed: bool,
+async def test_used_by_a_check_only_when_enabled(endpoint: Endpoint, name: str, content: str, passed: bool,
                                                  said: str) -> None:
     endpoint.content = content
-    vision = provider(endpoint)
+    vision = provider(endpoint, name)
     try:
         c = check(exists("name=Save"), "busy page", vision=VisionFallback(vision, "Is a Save button visible?"))
         result = await c.eventually(Busy(), timeout=30, max_retries=1)
@@ -170,12 +288,13 @@ async def test_used_by_a_check_only_when_enabled(endpoint: Endpoint, content: st
         assert without.vision is None and without.reason == "snapshot_exhausted"
     finally:
         await vision.aclose()
-    assert len(endpoint.seen) == 1 and endpoint.problems == []
+    assert [p for p, _ in endpoint.seen] == [name] and endpoint.problems == []
 
 
-async def test_a_failing_provider_leaves_the_check_unsure_and_says_why(endpoint: Endpoint) -> None:
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_failing_provider_leaves_the_check_unsure_and_says_why(endpoint: Endpoint, name: str) -> None:
     endpoint.status = 503
-    vision = provider(endpoint)
+    vision = provider(endpoint, name)
     try:
         c = check(exists("name=Save"), "busy page", vision=VisionFallback(vision, "Is Save visible?"))
         result = await c.eventually(Busy(), timeout=30, max_retries=1)

@@ -39,15 +39,16 @@ from .predicates import (
 )
 from .query import Condition, Query, QuerySyntaxError, where
 from .snapshot import Confidence, Element, Snapshot, confidence
-from .vision import OpenAIVision, VisionError
+from .vision import AnthropicVision, GeminiVision, OpenAIVision, VisionError, vision_provider
 
 __all__ = [
-    "REASONS", "AssertionFailed", "Attempt", "Check", "CheckResult", "Condition", "Confidence",
-    "Element", "Escalation", "EscalationPolicy", "FailureEvent", "FailureKind", "Near", "OpenAIVision", "Outcome",
+    "REASONS", "AnthropicVision", "AssertionFailed", "Attempt", "Check", "CheckResult", "Condition", "Confidence",
+    "Element", "Escalation", "EscalationPolicy", "FailureEvent", "FailureKind", "GeminiVision", "Near",
+    "OpenAIVision", "Outcome",
     "Predicate", "Query", "QuerySyntaxError", "RecoveryAction", "Snapshot", "SnapshotDiff",
     "SnapshotSource", "VisionError", "VisionFallback", "VisionProvider", "added", "all_of", "any_of", "changed",
     "check", "confidence", "element_count", "exists", "is_checked", "is_collapsed",
     "is_disabled", "is_enabled", "is_expanded", "is_mixed", "is_pressed", "is_selected",
     "is_unchecked", "modified", "nearest", "not_", "not_exists", "removed", "url_contains", "url_matches",
-    "value_contains", "value_equals", "where",
+    "value_contains", "value_equals", "vision_provider", "where",
 ]

@@ -1,15 +1,25 @@
-"""A vision provider that ships: any OpenAI-compatible chat-completions endpoint.
+"""Vision providers for the fallback: OpenAI-compatible, Anthropic and Gemini, behind one interface.
 
 Used only by checks that enable it (`check(..., vision=VisionFallback(provider,
-question))`). One request per question — no retries: a check is the place that
-decides whether to try again. The screenshot goes as a PNG data URL with one
-narrow yes/no question; the answer must be exactly YES or NO (case and a final
-full stop aside), anything else is "unsure". Base URL, model and key come from
-the arguments or the environment (`FABRIC_JEV_VISION_BASE_URL`,
-`FABRIC_JEV_VISION_MODEL`, `FABRIC_JEV_VISION_API_KEY`); the base URL must be
-https, or plain http to loopback only, like the evaluator routes'. The key goes
-into the Authorization header and nowhere else: never into an error, a log or
-the provider's repr.
+question))`). Each provider asks one narrow yes/no question per call — no
+retries: a check is the place that decides whether to try again. The
+screenshot goes inline as base64 PNG in the provider's own wire format:
+
+- `OpenAIVision`: `POST {base}/chat/completions`, an `image_url` part with a
+  data URL; `Authorization: Bearer KEY`.
+- `AnthropicVision`: `POST {base}/v1/messages` (the Messages API), an `image`
+  block with a base64 source; `x-api-key: KEY` and `anthropic-version`.
+- `GeminiVision`: `POST {base}/v1beta/models/{model}:generateContent`, an
+  `inlineData` part; `x-goog-api-key: KEY` (never the `?key=` query form).
+
+The answer must be exactly YES or NO (case and a final full stop aside);
+anything else is "unsure". Base URL, model and key come from the arguments or
+the environment (`FABRIC_JEV_VISION_BASE_URL`, `FABRIC_JEV_VISION_MODEL`,
+`FABRIC_JEV_VISION_API_KEY`, then the provider's own key variable); the base
+URL must be https, or plain http to loopback only, like the evaluator
+routes'. `vision_provider(name)` builds one by name, and `FABRIC_JEV_VISION_PROVIDER`
+names the default. The key goes into a request header and nowhere else: never
+into the URL, the body, an error, a log or the provider's repr.
 """
 
 from __future__ import annotations
@@ -18,7 +28,7 @@ import base64
 import os
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
@@ -29,6 +39,7 @@ if TYPE_CHECKING:
     import httpx
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+ENV_PROVIDER = "FABRIC_JEV_VISION_PROVIDER"
 ENV_BASE_URL = "FABRIC_JEV_VISION_BASE_URL"
 ENV_MODEL = "FABRIC_JEV_VISION_MODEL"
 ENV_KEY = "FABRIC_JEV_VISION_API_KEY"
@@ -51,8 +62,17 @@ def parse_answer(text: Any) -> bool | None:
     return None if m is None else m.group(1).upper() == "YES"
 
 
-class OpenAIVision:
-    """`VisionProvider` over `POST {base_url}/chat/completions` (see the module doc)."""
+def _prompt(question: str) -> str:
+    return f"{question}\nAnswer YES or NO."
+
+
+class _HttpVision:
+    """One provider's wire format around the shared rules (see the module doc)."""
+
+    name: ClassVar[str]
+    default_base_url: ClassVar[str]
+    #: The provider's own key variables, read after FABRIC_JEV_VISION_API_KEY.
+    key_env: ClassVar[tuple[str, ...]]
 
     def __init__(self, *, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                  timeout: float = 30.0, environ: Mapping[str, str] | None = None,
@@ -60,21 +80,22 @@ class OpenAIVision:
         from ..evaluators.routes import check_base_url
 
         env = os.environ if environ is None else environ
-        self.base_url = check_base_url(base_url or env.get(ENV_BASE_URL) or DEFAULT_BASE_URL)
+        self.base_url = check_base_url(base_url or env.get(ENV_BASE_URL) or self.default_base_url)
         chosen = model or env.get(ENV_MODEL)
         if not chosen:
-            raise ConfigError(f"the vision provider needs a model (argument or {ENV_MODEL})")
+            raise ConfigError(f"the {self.name} vision provider needs a model (argument or {ENV_MODEL})")
         self.model = chosen
-        key = api_key or env.get(ENV_KEY)
+        key = api_key or next((env[k].strip() for k in (ENV_KEY, *self.key_env) if env.get(k, "").strip()), "")
         if not key:
-            raise ConfigError(f"the vision provider needs an API key (argument or {ENV_KEY})")
+            raise ConfigError(f"the {self.name} vision provider needs an API key (argument, {ENV_KEY} or "
+                              f"{' or '.join(self.key_env)})")
         self._key = key
         self.timeout = timeout
         self._client = client
         self._own_client = client is None
 
     def __repr__(self) -> str:
-        return f"OpenAIVision(base_url={self.base_url!r}, model={self.model!r})"
+        return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
@@ -83,19 +104,19 @@ class OpenAIVision:
             self._client = httpx.AsyncClient(follow_redirects=False, timeout=None, trust_env=False)
         return self._client
 
+    def url(self) -> str:
+        raise NotImplementedError
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        raise NotImplementedError
+
     def request_body(self, question: str, image: bytes) -> dict[str, Any]:
-        """The chat-completions request for one question (no key in it)."""
-        data_url = "data:image/png;base64," + base64.b64encode(image).decode("ascii")
-        return {
-            "model": self.model, "temperature": 0, "max_tokens": 3,
-            "messages": [
-                {"role": "system", "content": SYSTEM},
-                {"role": "user", "content": [
-                    {"type": "text", "text": f"{question}\nAnswer YES or NO."},
-                    {"type": "image_url", "image_url": {"url": data_url}},
-                ]},
-            ],
-        }
+        """The request for one question (no key in it)."""
+        raise NotImplementedError
+
+    def reply_text(self, data: Any) -> Any:
+        """The model's text from a parsed reply; KeyError/IndexError/TypeError when absent."""
+        raise NotImplementedError
 
     async def ask(self, question: str, image: bytes) -> bool | None:
         """One request; YES/NO as True/False, any other reply None; failures raise VisionError."""
@@ -103,11 +124,11 @@ class OpenAIVision:
 
         if len(image) > MAX_IMAGE_BYTES:
             raise VisionError(f"screenshot too large for the vision provider ({len(image)} bytes)")
-        headers = {"Authorization": f"Bearer {self._key}", "Content-Type": "application/json"}
+        headers = {**self.auth_headers(self._key), "Content-Type": "application/json"}
         try:
             with anyio.fail_after(self.timeout):
-                reply = await self._http().post(f"{self.base_url}/chat/completions",
-                                                json=self.request_body(question, image), headers=headers)
+                reply = await self._http().post(self.url(), json=self.request_body(question, image),
+                                                headers=headers)
         except TimeoutError:
             raise VisionError(f"the vision provider did not answer within {self.timeout:g} s") from None
         except httpx.HTTPError as exc:
@@ -116,8 +137,8 @@ class OpenAIVision:
             raise VisionError(f"the vision provider answered HTTP {reply.status_code}")
         try:
             data = loads_bounded(reply.content, what="vision reply", max_bytes=MAX_REPLY_BYTES)
-            content = data["choices"][0]["message"]["content"]
-        except (JSONInputError, KeyError, IndexError, TypeError) as exc:
+            content = self.reply_text(data)
+        except (JSONInputError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise VisionError(f"the vision provider's reply has no answer ({type(exc).__name__})") from None
         return parse_answer(content)
 
@@ -127,4 +148,125 @@ class OpenAIVision:
             self._client = None
 
 
-__all__ = ["OpenAIVision", "VisionError", "parse_answer"]
+def _joined(texts: list[Any]) -> Any:
+    """The text of a reply made of blocks; none at all is a reply without an answer."""
+    if not texts:
+        raise KeyError("text")
+    return "".join(texts) if all(isinstance(t, str) for t in texts) else None
+
+
+def _b64(image: bytes) -> str:
+    return base64.b64encode(image).decode("ascii")
+
+
+class OpenAIVision(_HttpVision):
+    """`VisionProvider` over any OpenAI-compatible `POST {base_url}/chat/completions`."""
+
+    name = "openai"
+    default_base_url = DEFAULT_BASE_URL
+    key_env = ("OPENAI_API_KEY",)
+
+    def url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"}
+
+    def request_body(self, question: str, image: bytes) -> dict[str, Any]:
+        return {
+            "model": self.model, "temperature": 0, "max_tokens": 3,
+            "messages": [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": [
+                    {"type": "text", "text": _prompt(question)},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64," + _b64(image)}},
+                ]},
+            ],
+        }
+
+    def reply_text(self, data: Any) -> Any:
+        return data["choices"][0]["message"]["content"]
+
+
+class AnthropicVision(_HttpVision):
+    """`VisionProvider` over Anthropic's Messages API (`POST {base_url}/v1/messages`)."""
+
+    name = "anthropic"
+    default_base_url = "https://api.anthropic.com"
+    key_env = ("ANTHROPIC_API_KEY",)
+    #: The Messages API version this wire format follows.
+    api_version = "2023-06-01"
+
+    def url(self) -> str:
+        return f"{self.base_url}/v1/messages"
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        return {"x-api-key": key, "anthropic-version": self.api_version}
+
+    def request_body(self, question: str, image: bytes) -> dict[str, Any]:
+        # The image block goes before the text, as the Messages API advises for images.
+        return {
+            "model": self.model, "max_tokens": 5, "temperature": 0, "system": SYSTEM,
+            "messages": [{"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _b64(image)}},
+                {"type": "text", "text": _prompt(question)},
+            ]}],
+        }
+
+    def reply_text(self, data: Any) -> Any:
+        texts = [b["text"] for b in data["content"] if b["type"] == "text"]
+        return _joined(texts)
+
+
+class GeminiVision(_HttpVision):
+    """`VisionProvider` over the Gemini API's `generateContent` with inline image data."""
+
+    name = "gemini"
+    default_base_url = "https://generativelanguage.googleapis.com"
+    key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+    def url(self) -> str:
+        from urllib.parse import quote
+
+        return f"{self.base_url}/v1beta/models/{quote(self.model, safe='-._')}:generateContent"
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        return {"x-goog-api-key": key}
+
+    def request_body(self, question: str, image: bytes) -> dict[str, Any]:
+        # No output-token cap: on thinking models it would also cap the thinking, and
+        # the reply could end before the one word. The answer is still parsed strictly.
+        return {
+            "systemInstruction": {"parts": [{"text": SYSTEM}]},
+            "contents": [{"role": "user", "parts": [
+                {"inlineData": {"mimeType": "image/png", "data": _b64(image)}},
+                {"text": _prompt(question)},
+            ]}],
+            "generationConfig": {"temperature": 0},
+        }
+
+    def reply_text(self, data: Any) -> Any:
+        parts = data["candidates"][0]["content"]["parts"]
+        # Thought summaries, when a model sends them, are not the answer.
+        return _joined([p["text"] for p in parts if "text" in p and not p.get("thought")])
+
+
+#: The vision providers by the name `vision_provider` and FABRIC_JEV_VISION_PROVIDER take.
+VISION_PROVIDERS: dict[str, type[_HttpVision]] = {
+    "openai": OpenAIVision, "anthropic": AnthropicVision, "gemini": GeminiVision}
+
+
+def vision_provider(name: str | None = None, *, environ: Mapping[str, str] | None = None,
+                    **options: Any) -> _HttpVision:
+    """A provider by name (`openai`, `anthropic`, `gemini`; default FABRIC_JEV_VISION_PROVIDER,
+    else `openai`), configured from `options` and the environment."""
+    env = os.environ if environ is None else environ
+    chosen = name or env.get(ENV_PROVIDER) or "openai"
+    cls = VISION_PROVIDERS.get(chosen)
+    if cls is None:
+        raise ConfigError(f"unknown vision provider {chosen!r}; expected {', '.join(VISION_PROVIDERS)}")
+    return cls(environ=env, **options)
+
+
+__all__ = ["VISION_PROVIDERS", "AnthropicVision", "GeminiVision", "OpenAIVision", "VisionError", "parse_answer",
+           "vision_provider"]
