@@ -262,11 +262,21 @@ def test_an_exception_inside_a_request_is_a_json_500_and_serving_goes_on() -> No
     assert models.status_code == 200
 
 
-def test_connections_over_the_cap_get_a_json_503() -> None:
+def serving_request(port: int) -> socket.socket:
+    """A connection whose request is being served: the app reads its body, which never comes."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
+              b"Expect: 100-continue\r\n\r\n")
+    # The server says "go on" when the app asks for the body: the request is being served.
+    assert s.recv(100).startswith(b"HTTP/1.1 100 ")
+    return s
+
+
+def test_a_newcomer_gets_a_json_503_only_when_every_connection_is_serving() -> None:
     with running(fixture(), ServeLimits(max_connections=2)) as (url, port):
-        held = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(2)]
+        held = [serving_request(port) for _ in range(2)]
         try:
-            # Accepted in order: the third connection is over the cap.
+            # Nothing to shed: the third connection is refused.
             with socket.create_connection(("127.0.0.1", port), timeout=30) as third:
                 status, payload = status_and_json(read_response(third))
         finally:
@@ -274,6 +284,130 @@ def test_connections_over_the_cap_get_a_json_503() -> None:
                 s.close()
         assert status == 503 and payload["detail"]["error_type"] == "overloaded"
         assert httpx.get(url + "/v1/models", timeout=30).status_code == 200
+
+
+def test_idle_sockets_are_shed_for_a_real_client() -> None:
+    with running(fixture(), ServeLimits(max_connections=4)) as (url, port):
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(4)]
+        try:
+            with httpx.Client(timeout=30) as a, httpx.Client(timeout=30) as b:
+                # At the cap, each newcomer closes the oldest connection that has sent nothing,
+                # before a kept-alive one (a's, between its requests).
+                first = a.post(url + "/v1/systemone", json=STATE_OK)
+                second = b.post(url + "/v1/systemone", json=STATE_OK)
+            shed = [status_and_json(read_response(s)) for s in idle[:2]]
+            assert all(closed_by_server(s) for s in idle[:2])
+        finally:
+            for s in idle:
+                s.close()
+    assert first.status_code == second.status_code == 200
+    assert [(status, payload["detail"]["error_type"]) for status, payload in shed] == [(503, "overloaded")] * 2
+
+
+def test_a_few_hundred_clients_at_once_are_all_served_by_default() -> None:
+    body = json.dumps(STATE_OK).encode()
+    request = (b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: "
+               + str(len(body)).encode() + b"\r\n\r\n" + body)
+    with served() as url:
+        port = int(url.rsplit(":", 1)[1])
+        # All 300 open at once before any request is sent: the cap counts them together.
+        clients = [socket.create_connection(("127.0.0.1", port), timeout=60) for _ in range(300)]
+        try:
+            for s in clients:
+                s.sendall(request)
+            statuses = [status_and_json(read_response(s))[0] for s in clients]
+        finally:
+            for s in clients:
+                s.close()
+    assert statuses == [200] * 300
+
+
+def server_end(client: socket.socket) -> socket.socket:
+    """The server's socket of `client`'s connection (the server runs in this process)."""
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            s = socket.socket(fileno=os.dup(int(fd)))
+        except OSError:
+            continue
+        try:
+            if s.getpeername() == client.getsockname():
+                return s
+        except OSError:
+            pass
+        s.close()
+    raise AssertionError("the server's end of the connection was not found")
+
+
+def test_answers_leave_without_waiting_for_a_delayed_ack() -> None:
+    body = json.dumps(STATE_OK).encode()
+    with running(fixture()) as (_, port), socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                  + str(len(body)).encode() + b"\r\n\r\n" + body)
+        assert status_and_json(read_response(s))[0] == 200
+        with server_end(s) as end:
+            # Head and body are two writes: with Nagle's algorithm on, the body waits ~40 ms for an ACK.
+            assert end.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+def test_a_body_in_300000_one_byte_chunks_does_not_hold_up_other_clients() -> None:
+    body = json.dumps({**STATE_OK, "state": "x" * 299_900}).encode()
+    chunked = b"".join(b"1\r\n" + body[i:i + 1] + b"\r\n" for i in range(len(body))) + b"0\r\n\r\n"
+    begun = threading.Event()
+    order: list[str] = []
+    with served() as url:
+        port = int(url.rsplit(":", 1)[1])
+
+        def dribble() -> None:
+            with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+                s.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                          + chunked[:65536])
+                begun.set()
+                s.sendall(chunked[65536:])
+                status, _ = status_and_json(read_response(s))
+                order.append(f"slow {status}")
+
+        slow = threading.Thread(target=dribble)
+        slow.start()
+        try:
+            assert begun.wait(60)
+            # Ten requests one after another, each needing a few turns of the server's event loop,
+            # while the server works through the slow body's 300,000 chunks.
+            with httpx.Client(timeout=60) as client:
+                statuses = {client.post(url + "/v1/systemone", json=STATE_OK).status_code for _ in range(10)}
+            order.append(f"others {statuses}")
+        finally:
+            slow.join(60)
+    assert order == ["others {200}", "slow 200"]
+
+
+def test_a_header_block_over_64_kib_is_400_even_in_one_piece() -> None:
+    def request(padding: int) -> bytes:
+        body = json.dumps(STATE_OK).encode()
+        return (b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nX-Padding: " + b"a" * padding
+                + b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+    with running(fixture()) as (_, port):
+        big = raw_exchange(port, request(70_000))
+        fits = raw_exchange(port, request(60_000))
+    assert int(big.split()[1]) == 400
+    assert status_and_json(fits)[0] == 200
+
+
+@pytest.mark.timeout(120)
+def test_lone_surrogates_in_a_body_are_422_not_500() -> None:
+    bodies = [b'{"state": "\\ud800", "questions": {"q": {"type": "noul", "instructions": "x"}}}',
+              b'{"state": {"k": ["\\udfff"]}, "questions": {"q": {"type": "noul"}}}',
+              b'{"state": "a", "questions": {"q": {"type": "choice", "instructions": "x", '
+              b'"criteria": {"\\ud800": null, "b": "\\udc00"}}}}']
+    paired = b'{"state": "\\ud83d\\ude00 and \\\\ud800 as text", "questions": {"q": {"type": "noul"}}}'
+    with running(LocalEvaluator()) as (url, _):
+        refused = [httpx.post(url + "/v1/systemone", content=b, timeout=100) for b in bodies]
+        fine = httpx.post(url + "/v1/systemone", content=paired, timeout=100)
+    for resp in refused:
+        assert resp.status_code == 422, resp.text
+        assert resp.json()["detail"][0]["type"] == "json_invalid"
+        assert "lone surrogate" in resp.json()["detail"][0]["msg"]
+    assert fine.status_code == 200, fine.text
 
 
 def test_model_is_optional() -> None:

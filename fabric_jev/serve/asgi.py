@@ -46,6 +46,10 @@ class JevApp:
 
     async def _answer(self, scope: Scope, receive: Receive) -> tuple[Response, bool] | None:
         limits = self.server.limits
+        if _head_bytes(scope) > limits.max_header_bytes:
+            # h11 bounds headers that arrive in pieces; one read can bring a whole larger block.
+            return error(400, "request_header_too_large",
+                         f"Request line and headers exceed {limits.max_header_bytes} bytes"), True
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limits.max_body_bytes:
@@ -67,6 +71,14 @@ class JevApp:
         query = scope.get("query_string", b"").decode("latin-1")
         path = scope["path"] + (f"?{query}" if query else "")
         return await self.server.handle(scope["method"], path, headers, bytes(body)), False
+
+
+def _head_bytes(scope: Scope) -> int:
+    """The size of the request line and headers as sent (`NAME: value` lines, CRLF ends)."""
+    query = scope.get("query_string", b"")
+    line = (len(scope["method"]) + len(scope.get("raw_path") or scope["path"].encode())
+            + (1 + len(query) if query else 0) + len(" HTTP/1.1\r\n") + 1)
+    return line + sum(len(k) + len(v) + 4 for k, v in scope["headers"]) + 2
 
 
 def _too_large(limit: int) -> Response:

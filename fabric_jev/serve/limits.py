@@ -11,9 +11,10 @@ class ServeLimits:
     max_body_bytes: int = 4 * 1024 * 1024
     #: Request line plus headers; larger gets 400.
     max_header_bytes: int = 64 * 1024
-    #: Open connections; one more gets a JSON 503 and is closed.
-    max_connections: int = 64
-    #: From the connection (or the first byte of a request) to the end of its headers.
+    #: Open connections. At the cap a newcomer closes the oldest that has sent nothing (then an idle
+    #: kept-alive one, then one still sending headers); if all are serving, it gets a JSON 503.
+    max_connections: int = 512
+    #: From the connection (or the end of the previous response) to the end of a request's headers.
     header_timeout_s: float = 10.0
     #: From the end of the headers to the end of the body; past it, 408.
     body_timeout_s: float = 30.0

@@ -1,8 +1,11 @@
-"""`serve()`: the ASGI app on uvicorn, with the limits uvicorn lacks added to its
-HTTP/1.1 protocol: a connection cap and a header timeout that a client
-trickling one byte at a time cannot reset (uvicorn only times out idle
-kept-alive connections). Accept failures (out of file descriptors) are left
-to asyncio, which pauses accepting for a second and goes on.
+"""`serve()`: the ASGI app on uvicorn.
+
+uvicorn's documented settings carry what they can: the HTTP/1.1 protocol
+(``http="h11"``), the idle keep-alive timeout, the size of trickled headers,
+the backlog and the shutdown grace. The connection cap, the header timeout
+and the slicing of large reads sit in front of uvicorn's protocol (guard.py).
+Accept failures (out of file descriptors) are left to asyncio, which pauses
+accepting for a second and goes on.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ from typing import Any
 import anyio
 
 from ..evaluators.base import Evaluator
-from .asgi import JevApp
+from .asgi import JevApp, Receive, Scope, Send
+from .guard import Connections, guarded
 from .handler import JevServer
 from .limits import ServeLimits
 
 HOST = "127.0.0.1"
 #: Pending connections the kernel holds; asyncio also accepts at most this many per wake-up.
-_BACKLOG = 128
+_BACKLOG = 1024
 log = logging.getLogger("fabric_jev.serve")
 
 
@@ -33,70 +37,30 @@ class ListenError(OSError):
     """The port cannot be listened on (busy, out of range, not permitted)."""
 
 
-def _busy_response(limits: ServeLimits) -> bytes:
-    body = (b'{"detail": {"error_type": "overloaded", "message": "More than '
-            + str(limits.max_connections).encode() + b' open connections; retry later"}}')
-    return (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
-            b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body)
+class _Tracked:
+    """The ASGI app, telling each request's connection when it is served and when it is done."""
 
+    def __init__(self, app: JevApp, connections: Connections) -> None:
+        self.app, self.connections = app, connections
 
-def _protocol_for(limits: ServeLimits) -> type[Any]:
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    busy = _busy_response(limits)
-
-    class GuardedH11Protocol(H11Protocol):
-        _header_timer: asyncio.TimerHandle | None = None
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            if len(self.connections) > limits.max_connections:
-                transport.write(busy)
-                transport.close()
-                return
-            self._guard_headers()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            self._guard_headers()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self._guard_headers()  # pipelined bytes may have started the next request
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._stop_header_timer()
-            super().connection_lost(exc)
-
-        def _guard_headers(self) -> None:
-            """Time the headers from their first byte (or the connection) to their end, once."""
-            # Between requests uvicorn's keep-alive timer runs; its first byte stops that timer.
-            reading_headers = (self.conn.their_state is h11.IDLE and self.timeout_keep_alive_task is None
-                               and not self.transport.is_closing())
-            if reading_headers and self._header_timer is None:
-                self._header_timer = self.loop.call_later(limits.header_timeout_s, self._headers_too_slow)
-            elif not reading_headers:
-                self._stop_header_timer()
-
-        def _stop_header_timer(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _headers_too_slow(self) -> None:
-            self._header_timer = None
-            if not self.transport.is_closing():
-                self.transport.close()
-
-    return GuardedH11Protocol
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        guard = self.connections.find(scope.get("client"))
+        if guard is not None:
+            guard.request_started()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            if guard is not None:
+                guard.request_finished()
 
 
 def listen(port: int) -> socket.socket:
     """Bind 127.0.0.1:port now, so a busy or invalid port is one clear error before anything starts."""
     if not 0 <= port <= 65535:
         raise ListenError(errno.EINVAL, f"port must be 0-65535, not {port}")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio turns Nagle's algorithm off only on sockets made with it (the
+    # guard sets TCP_NODELAY on each connection too, for sockets a caller made).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((HOST, port))
@@ -141,9 +105,10 @@ async def serve(evaluator: Evaluator, *, port: int = 0, key: str | None = None,
 
     limits = limits or ServeLimits()
     sock = sock or listen(port)
+    connections = Connections(limits)
     config = uvicorn.Config(
-        JevApp(JevServer(evaluator, key=key, limits=limits)),
-        interface="asgi3", lifespan="off", ws="none", http=_protocol_for(limits),
+        _Tracked(JevApp(JevServer(evaluator, key=key, limits=limits)), connections),
+        interface="asgi3", lifespan="off", ws="none", http="h11",
         log_config=None, log_level="warning", access_log=False, server_header=False,
         proxy_headers=False, backlog=_BACKLOG, h11_max_incomplete_event_size=limits.max_header_bytes,
         # Annotated int, used as a float delay: tests configure fractions of a second.
@@ -151,6 +116,8 @@ async def serve(evaluator: Evaluator, *, port: int = 0, key: str | None = None,
         timeout_graceful_shutdown=limits.shutdown_grace_s,  # type: ignore[arg-type]
     )
     config.load()
+    # The protocol the `http` setting chose, behind the guard (composition, see guard.py).
+    config.http_protocol_class = guarded(config.http_protocol_class, connections)
     server = uvicorn.Server(config)
     server.lifespan = config.lifespan_class(config)  # what Server.serve() would set; lifespan is "off"
     loop = asyncio.get_running_loop()

@@ -1,0 +1,339 @@
+"""The connection guard of `fabric-jev serve`: what uvicorn's settings cannot express.
+
+uvicorn's documented settings cover idle kept-alive connections
+(``timeout_keep_alive``), headers trickled past a size (``h11_max_incomplete_event_size``)
+and the listen backlog; they are used as they are. Its ``limit_concurrency``
+does not fit: it counts every open connection, so sockets that never send a
+byte push real clients into 503s. What is missing sits here, in front of
+uvicorn's HTTP/1.1 protocol, by composition: the guard is an asyncio
+Protocol that owns the socket and hands the bytes on; it uses only the
+asyncio Protocol and Transport interfaces, never uvicorn's internals.
+
+* **A cap that sheds the least useful connection first.** At the cap, a new
+  connection closes the oldest one that has sent nothing, else the oldest
+  kept-alive one waiting between requests, else the oldest one still sending
+  its headers (none of them authenticated yet). A connection whose request
+  is being served is never shed; only when every one is, the newcomer gets
+  a JSON 503 and is closed.
+* **A header timeout** from the connection (or the end of the previous
+  response) to the end of the next request's headers; trickling one byte
+  at a time cannot reset it.
+* **Bytes in slices.** h11 spends ~10 µs per event, and a chunked body of
+  300,000 one-byte chunks is 300,000 events: handed over in one piece, one
+  read of it holds the event loop for a second while every other client
+  waits. Large reads are handed on 4 KiB per loop turn instead, and the
+  socket stops being read while a backlog is pending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import itertools
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from .limits import ServeLimits
+
+#: Bytes handed to the HTTP protocol per loop turn: ~700 one-byte chunks, a few milliseconds of h11.
+SLICE_BYTES = 4096
+#: Bytes held back before the socket stops being read (asyncio reads up to 256 KiB at a time).
+BACKLOG_BYTES = 65536
+
+Peer = tuple[str, int]
+
+
+class Phase(enum.Enum):
+    """Where a connection is in its request cycle, in the order it is shed under pressure."""
+
+    #: Connected, not a byte received yet.
+    FRESH = 0
+    #: Kept alive after a response; nothing of the next request received yet.
+    IDLE = 1
+    #: Bytes of a request received, its headers not complete (the app has not been called).
+    READING = 2
+    #: Headers complete: the app is serving the request. Never shed.
+    SERVING = 3
+
+
+def overloaded(message: str) -> bytes:
+    """A complete JSON 503 `overloaded` response that closes the connection."""
+    body = ('{"detail": {"error_type": "overloaded", "message": "' + message + '"}}').encode()
+    return (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+            b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body)
+
+
+class Connections:
+    """The open connections of one server: the cap, shedding order, and who is serving a request."""
+
+    def __init__(self, limits: ServeLimits) -> None:
+        self.limits = limits
+        cap = limits.max_connections
+        self.busy = overloaded(f"All {cap} connections are serving requests; retry later")
+        self.make_room = overloaded(f"Closed to make room for a request ({cap} connections at most); retry")
+        self._open: dict[Guard, None] = {}  # admitted and not closed, in admission order
+        self._by_peer: dict[Peer, Guard] = {}
+        self._clock = itertools.count()
+        #: Connections closed to make room, and newcomers refused: for logs and tests.
+        self.shed = 0
+        self.refused = 0
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def tick(self) -> int:
+        """A monotonic order of phase changes: "oldest" means the longest in its phase."""
+        return next(self._clock)
+
+    def admit(self, guard: Guard) -> bool:
+        if len(self._open) >= self.limits.max_connections:
+            victim = min((g for g in self._open if g.phase is not Phase.SERVING),
+                         key=lambda g: (g.phase.value, g.since), default=None)
+            if victim is None:
+                self.refused += 1
+                return False
+            self.shed += 1
+            victim.shed()
+        self._open[guard] = None
+        if guard.peer is not None:
+            self._by_peer[guard.peer] = guard
+        return True
+
+    def forget(self, guard: Guard) -> None:
+        self._open.pop(guard, None)
+        if guard.peer is not None and self._by_peer.get(guard.peer) is guard:
+            del self._by_peer[guard.peer]
+
+    def find(self, peer: Any) -> Guard | None:
+        """The connection of an ASGI scope's ``client`` (its peer address)."""
+        return self._by_peer.get(peer) if isinstance(peer, tuple) else None
+
+
+class _ProtocolTransport(asyncio.Transport):
+    """The transport the HTTP protocol sees: the real one, except that its pausing of reads is
+    combined with the guard's (reading goes on only when neither wants a pause)."""
+
+    def __init__(self, real: asyncio.Transport, guard: Guard) -> None:
+        super().__init__()
+        self._real, self._guard = real, guard
+
+    def pause_reading(self) -> None:
+        self._guard.protocol_paused = True
+        self._guard.update_reading()
+
+    def resume_reading(self) -> None:
+        self._guard.protocol_paused = False
+        self._guard.update_reading()
+        self._guard.schedule_feed()
+
+    def is_reading(self) -> bool:
+        return not self._guard.protocol_paused and not self._real.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._real.get_extra_info(name, default)
+
+    def is_closing(self) -> bool:
+        return self._real.is_closing()
+
+    def close(self) -> None:
+        self._real.close()
+
+    def abort(self) -> None:
+        self._real.abort()
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self._real.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self._real.get_protocol()
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self._real.write(data)
+
+    def writelines(self, list_of_data: Any) -> None:
+        self._real.writelines(list_of_data)
+
+    def write_eof(self) -> None:
+        self._real.write_eof()
+
+    def can_write_eof(self) -> bool:
+        return self._real.can_write_eof()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._real.set_write_buffer_limits(high, low)
+
+    def get_write_buffer_size(self) -> int:
+        return self._real.get_write_buffer_size()
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self._real.get_write_buffer_limits()
+
+
+class Guard(asyncio.Protocol):
+    """One connection: admitted or refused, timed while it reads headers, fed in slices."""
+
+    def __init__(self, connections: Connections, make_protocol: Callable[[], asyncio.Protocol]) -> None:
+        self.connections = connections
+        self._make_protocol = make_protocol
+        self.protocol: asyncio.Protocol | None = None
+        self.transport: asyncio.Transport | None = None
+        self.peer: Peer | None = None
+        self.phase = Phase.FRESH
+        self.since = connections.tick()
+        self.protocol_paused = False
+        self._backlog = bytearray()
+        self._eof = False
+        self._feeding: asyncio.Handle | None = None
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._loop = asyncio.get_running_loop()
+
+    # ------------------------------------------------------------ asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            # Responses leave in two writes (head, body): without this, Nagle's algorithm holds
+            # the second until the client's delayed ACK, ~40 ms later. asyncio sets it itself
+            # only on sockets made with proto IPPROTO_TCP, which an accepted socket may not be.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        peer = transport.get_extra_info("peername")
+        self.peer = (str(peer[0]), int(peer[1])) if isinstance(peer, tuple) else None
+        if not self.connections.admit(self):
+            transport.write(self.connections.busy)
+            transport.close()
+            return
+        self.protocol = self._make_protocol()
+        self.protocol.connection_made(_ProtocolTransport(transport, self))
+        self._time_headers()
+
+    def data_received(self, data: bytes) -> None:
+        if self.protocol is None:
+            return  # refused or shed: nothing more is read
+        if self.phase in (Phase.FRESH, Phase.IDLE):
+            self._enter(Phase.READING)
+        if not self._backlog and not self.protocol_paused and len(data) <= SLICE_BYTES:
+            self.protocol.data_received(data)  # the common case: a small read, handed on at once
+            return
+        self._backlog += data
+        self.update_reading()
+        self.schedule_feed()
+
+    def eof_received(self) -> bool | None:
+        if self.protocol is None:
+            return None
+        if self._backlog:
+            self._eof = True  # handed on once the backlog is
+            return True
+        return self.protocol.eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.connections.forget(self)
+        self._stop_header_timer()
+        if self._feeding is not None:
+            self._feeding.cancel()
+            self._feeding = None
+        self._backlog.clear()
+        if self.protocol is not None:
+            self.protocol.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        if self.protocol is not None:
+            self.protocol.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self.protocol is not None:
+            self.protocol.resume_writing()
+
+    # ------------------------------------------------------------ request cycle (from the app)
+
+    def request_started(self) -> None:
+        self._enter(Phase.SERVING)
+        self._stop_header_timer()
+
+    def request_finished(self) -> None:
+        if self.transport is None or self.transport.is_closing() or self.protocol is None:
+            return
+        # Bytes of a pipelined request may already be in; otherwise it waits, kept alive.
+        self._enter(Phase.IDLE)
+        self._time_headers()
+
+    # ------------------------------------------------------------ shedding and timing
+
+    def shed(self) -> None:
+        """Close to make room for a newcomer; a half-sent request learns why."""
+        self.connections.forget(self)
+        if self.transport is None or self.transport.is_closing():
+            return
+        if self.phase is not Phase.IDLE:  # between requests a close is the ordinary keep-alive end
+            self.transport.write(self.connections.make_room)
+        self.transport.close()
+
+    def _enter(self, phase: Phase) -> None:
+        self.phase = phase
+        self.since = self.connections.tick()
+
+    def _time_headers(self) -> None:
+        self._stop_header_timer()
+        self._header_timer = self._loop.call_later(self.connections.limits.header_timeout_s,
+                                                   self._headers_too_slow)
+
+    def _stop_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        self._header_timer = None
+        if self.phase is not Phase.SERVING and self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    # ------------------------------------------------------------ feeding in slices
+
+    def update_reading(self) -> None:
+        """Read the socket only while the protocol wants bytes and the backlog is short."""
+        if self.transport is None:
+            return
+        if self.protocol_paused or len(self._backlog) >= BACKLOG_BYTES:
+            self.transport.pause_reading()
+        else:
+            self.transport.resume_reading()
+
+    def schedule_feed(self) -> None:
+        if self._feeding is None and self._backlog and not self.protocol_paused:
+            self._feeding = self._loop.call_soon(self._feed)
+
+    def _feed(self) -> None:
+        self._feeding = None
+        if self.protocol is None or self.transport is None or self.transport.is_closing():
+            self._backlog.clear()
+            return
+        if self.protocol_paused:
+            return  # resumed by the protocol's resume_reading
+        piece = bytes(self._backlog[:SLICE_BYTES])
+        del self._backlog[:SLICE_BYTES]
+        self.protocol.data_received(piece)
+        if self._backlog:
+            self.schedule_feed()
+        elif self._eof:
+            self._eof = False
+            if not self.protocol.eof_received():
+                self.transport.close()
+        self.update_reading()
+
+
+def guarded(protocol_class: type[asyncio.Protocol], connections: Connections) -> type[asyncio.Protocol]:
+    """A protocol class for uvicorn's ``http`` setting: `protocol_class` behind a `Guard`.
+
+    uvicorn makes its protocol with keyword arguments (config, server_state,
+    app_state, _loop); they are passed on unchanged when the connection is
+    admitted.
+    """
+
+    class GuardedProtocol(Guard):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(connections, lambda: protocol_class(**kwargs))
+
+    return GuardedProtocol
