@@ -18,7 +18,7 @@ from fabric_jev import (
     RunState,
     ToolResult,
 )
-from fabric_jev.contract.observe import parse_observe
+from fabric_jev.contract.observe import AdviceRequest, parse_advice, parse_observe
 from fabric_jev.host.observers import Advice, Observer
 from tests.conftest import program
 
@@ -49,7 +49,7 @@ def session_with(deliveries: list[Advice], *, fail: bool = False) -> tuple[MainS
 
 def observer(session: MainSession, **options: Any) -> Observer:
     raw = {"events": ["input", "turn_end", "tool_error", "agent_end", "agent_settled"], **options}
-    return session.create(raw, None)  # type: ignore[arg-type]
+    return session.create(parse_observe(raw))
 
 
 async def consume(obs: Observer) -> dict[str, Any]:
@@ -188,7 +188,7 @@ async def test_old_events_are_discarded_at_dequeue() -> None:
 async def test_only_subscribed_events_and_no_replay() -> None:
     session, _ = session_with([])
     session.user_input("before the observer existed")
-    obs = session.create({"events": ["turn_end"]}, None)  # type: ignore[arg-type]
+    obs = session.create(parse_observe({"events": ["turn_end"]}))
     session.user_input("not subscribed")
     session.turn_end(["t"])
     assert obs.received == 1 and (await consume(obs))["event"] == "turn_end"
@@ -227,7 +227,7 @@ async def test_delivered_advice_shape() -> None:
     session, _ = session_with(got)
     obs = observer(session, delivery="followUp", triggerTurn=True)
     ev = await turn(session, obs)
-    assert await obs.advise({"eventId": ev["id"], "message": MSG}) == {"delivered": True}
+    assert await obs.advise(AdviceRequest(ev["id"], MSG)) == {"delivered": True}
     assert got == [Advice(MSG, "followUp", True, "s-1", ev["id"], "")]
     assert obs.counts()["adviceDelivered"] == 1
 
@@ -236,7 +236,7 @@ async def test_reason_disabled() -> None:
     session, _ = session_with([])
     obs = observer(session)
     ev = await turn(session, obs)
-    assert await obs.advise({"eventId": ev["id"], "message": MSG}) == {"delivered": False, "reason": "disabled"}
+    assert await obs.advise(AdviceRequest(ev["id"], MSG)) == {"delivered": False, "reason": "disabled"}
 
 
 async def test_reason_stale_not_the_last_consumed() -> None:
@@ -246,7 +246,7 @@ async def test_reason_stale_not_the_last_consumed() -> None:
     first = await consume(obs)
     session.turn_end(["x"])
     await consume(obs)
-    assert (await obs.advise({"eventId": first["id"], "message": MSG}))["reason"] == "stale"
+    assert (await obs.advise(AdviceRequest(first["id"], MSG)))["reason"] == "stale"
 
 
 async def test_reason_stale_revision_moved() -> None:
@@ -254,7 +254,7 @@ async def test_reason_stale_revision_moved() -> None:
     obs = observer(session, delivery="steer")
     ev = await turn(session, obs)
     session.compaction()
-    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["reason"] == "stale"
+    assert (await obs.advise(AdviceRequest(ev["id"], MSG)))["reason"] == "stale"
 
 
 async def test_reason_stale_too_old() -> None:
@@ -262,7 +262,7 @@ async def test_reason_stale_too_old() -> None:
     obs = observer(session, delivery="steer", maxEventAgeMs=1000)
     ev = await turn(session, obs)
     clock.now += 1.5
-    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["reason"] == "stale"
+    assert (await obs.advise(AdviceRequest(ev["id"], MSG)))["reason"] == "stale"
 
 
 async def test_reason_stale_main_halted() -> None:
@@ -270,7 +270,7 @@ async def test_reason_stale_main_halted() -> None:
     obs = observer(session, delivery="steer")
     ev = await turn(session, obs)
     session.halted = True  # what abort sets, before observers are torn down
-    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["reason"] == "stale"
+    assert (await obs.advise(AdviceRequest(ev["id"], MSG)))["reason"] == "stale"
 
 
 async def test_reason_duplicate() -> None:
@@ -278,8 +278,8 @@ async def test_reason_duplicate() -> None:
     session, _ = session_with(got)
     obs = observer(session, delivery="steer")
     ev = await turn(session, obs)
-    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["delivered"] is True
-    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["reason"] == "duplicate"
+    assert (await obs.advise(AdviceRequest(ev["id"], MSG)))["delivered"] is True
+    assert (await obs.advise(AdviceRequest(ev["id"], MSG)))["reason"] == "duplicate"
 
 
 async def test_reason_budget() -> None:
@@ -287,9 +287,9 @@ async def test_reason_budget() -> None:
     session, _ = session_with(got)
     obs = observer(session, delivery="steer", maxAdvice=1)
     first = await turn(session, obs, "one")
-    assert (await obs.advise({"eventId": first["id"], "message": MSG}))["delivered"] is True
+    assert (await obs.advise(AdviceRequest(first["id"], MSG)))["delivered"] is True
     second = await turn(session, obs, "two")
-    assert (await obs.advise({"eventId": second["id"], "message": MSG}))["reason"] == "budget"
+    assert (await obs.advise(AdviceRequest(second["id"], MSG)))["reason"] == "budget"
     assert len(got) == 1
 
 
@@ -298,14 +298,14 @@ async def test_reason_feedback_and_automatic_input_keeps_the_latch() -> None:
     session, _ = session_with(got)
     obs = observer(session, delivery="steer")
     first = await turn(session, obs, "real input")
-    assert (await obs.advise({"eventId": first["id"], "message": MSG}))["delivered"] is True
+    assert (await obs.advise(AdviceRequest(first["id"], MSG)))["delivered"] is True
     session.user_input("continuation", automatic=True)
     session.turn_end(["again"])
     await consume(obs)
     ev = await consume(obs)
-    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["reason"] == "feedback"
+    assert (await obs.advise(AdviceRequest(ev["id"], MSG)))["reason"] == "feedback"
     ev = await turn(session, obs, "real input again")
-    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["delivered"] is True
+    assert (await obs.advise(AdviceRequest(ev["id"], MSG)))["delivered"] is True
     assert len(got) == 2
 
 
@@ -313,10 +313,10 @@ async def test_reason_delivery_failed_is_not_retried() -> None:
     session, _ = session_with([], fail=True)
     obs = observer(session, delivery="steer")
     ev = await turn(session, obs)
-    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["reason"] == "delivery_failed"
+    assert (await obs.advise(AdviceRequest(ev["id"], MSG)))["reason"] == "delivery_failed"
     # The latch was set before delivering, and the attempt counted: no retry path.
     assert session.latch.set and obs.attempts == 1
-    assert (await obs.advise({"eventId": ev["id"], "message": MSG}))["reason"] == "duplicate"
+    assert (await obs.advise(AdviceRequest(ev["id"], MSG)))["reason"] == "duplicate"
 
 
 async def test_two_observers_on_one_input_deliver_once() -> None:
@@ -327,19 +327,16 @@ async def test_two_observers_on_one_input_deliver_once() -> None:
     session.turn_end(["done"])
     ev_a = [await consume(a), await consume(a)][1]
     ev_b = [await consume(b), await consume(b)][1]
-    results = [await a.advise({"eventId": ev_a["id"], "message": MSG}),
-               await b.advise({"eventId": ev_b["id"], "message": MSG})]
+    results = [await a.advise(AdviceRequest(ev_a["id"], MSG)),
+               await b.advise(AdviceRequest(ev_b["id"], MSG))]
     assert results == [{"delivered": True}, {"delivered": False, "reason": "feedback"}]
     assert len(got) == 1
 
 
 @pytest.mark.parametrize("args", [None, {"eventId": "x"}, {"eventId": "x", "message": ""},
                                   {"eventId": "x", "message": "m" * 2001}, {"eventId": 1, "message": "m"}])
-async def test_malformed_advice_is_an_error(args: Any) -> None:
-    session, _ = session_with([])
-    obs = observer(session, delivery="steer")
-    with pytest.raises(JevError, match=r"program\.advise expects"):
-        await obs.advise(args)
+def test_malformed_advice_is_refused_before_anything_else(args: Any) -> None:
+    assert parse_advice(args) is None
 
 
 # ---------------------------------------------------------------- through programs

@@ -241,3 +241,61 @@ async def test_a_caller_with_a_narrower_grant_cannot_widen_it() -> None:
             await host.run(program("return 1;", requires=["demo.write"]), None, grant=["demo.read"])
         env = await host.run(program("return 1;", requires=["demo.write"]), None, grant=["demo.write"])
     assert env.result == 1
+
+
+# ---------------------------------------------------------------- validate before deciding (issue 24)
+
+MALFORMED = """
+const out = [];
+for (const bad of [null, 'text', {state: 'x'}, {state: 'x', questions: {}},
+                   {state: 'x', questions: {q: {type: 'noul', instructions: 'y?'}}, extra: 1}]) {
+  try { await jev.evaluate(bad); out.push('sent'); } catch (e) { out.push(e.message); }
+  try { await tools.call({ref: 'jev.evaluate', args: bad}); out.push('sent'); } catch (e) { out.push(e.message); }
+}
+try { await tools.call({ref: 'demo.write', args: {n: 1}, extra: true}); } catch (e) { out.push(e.message); }
+return out;
+"""
+
+
+@pytest.mark.parametrize("policy", ["ask", "auto"])
+async def test_a_malformed_request_never_reaches_an_approver_or_the_classifier(policy: str) -> None:
+    seen: list[CapabilityCall] = []
+
+    async def approver(request: CapabilityCall) -> str:
+        seen.append(request)
+        return "allow"
+
+    evaluator = classifier_evaluator("ask")  # the classifier's evaluator: it would be asked first
+    config = HostConfig(approvals={"read": policy, "write": policy})  # type: ignore[dict-item]
+    async with JevHost(config, capabilities=registry(), evaluator=evaluator, approver=approver) as host:
+        env = await host.run(program(MALFORMED, requires=["jev.evaluate", "demo.write"]), None)
+    assert env.state == "completed", env.error
+    assert "sent" not in env.result
+    assert env.result[0] == env.result[1] == "jev.evaluate expects an object {state, questions, model?}"
+    assert env.result[6] == env.result[7] == "jev.evaluate needs 1-128 questions keyed by id"
+    assert env.result[8] == "jev.evaluate request has unknown keys: extra"
+    assert env.result[-1] == "tools.call expects {ref, args?}"
+    assert seen == [] and evaluator.calls == 0  # neither the approver nor the classifier was asked
+    assert env.approvals == () and env.evaluations == 0
+
+
+async def test_malformed_advice_from_the_caller_never_reaches_an_approver() -> None:
+    from fabric_jev import MainSession
+    from fabric_jev.errors import HostCallRefused
+
+    seen: list[CapabilityCall] = []
+
+    async def approver(request: CapabilityCall) -> str:
+        seen.append(request)
+        return "allow"
+
+    async def deliver(advice: Any) -> None:
+        return None
+
+    async with JevHost(HostConfig(approvals={"agent": "ask"}), approver=approver) as host:
+        host.bind_session(MainSession("s", deliver=deliver))
+        env = await host.spawn(program("await program.nextEvent();", requires=["jev.advise"]), None,
+                               observe={"events": ["input"], "delivery": "steer"})
+        with pytest.raises(HostCallRefused, match=r"program\.advise expects \{eventId, message\}"):
+            await host.advise(env.id, {"eventId": "e", "message": ""})
+        assert seen == [] and [a["ref"] for a in host.status(env.id).approvals] == ["jev.observe"]

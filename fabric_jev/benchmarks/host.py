@@ -18,6 +18,8 @@ import anyio.lowlevel
 
 from ..contract.config import HostConfig
 from ..host import CapabilityRegistry, JevHost
+from ..host.run import WorkerSource
+from ..sandbox.pool import WorkerPool
 from ..sandbox.session import WorkerLike
 from ..sandbox.yardsticks import InProcessWorker, bare_echo_round_trip, in_process_launch
 from .common import median as _median
@@ -43,11 +45,16 @@ def _program(code: str, requires: list[str] | None = None) -> dict[str, Any]:
 # ---------------------------------------------------------------- in-process floor
 
 
+class _InProcessWorkers:
+    async def acquire(self) -> WorkerLike:
+        return InProcessWorker()
+
+
 class _InProcessHost(JevHost):
     """The same host, session and bridge with the guest context in-process: the floor."""
 
-    async def _acquire_worker(self) -> WorkerLike:
-        return InProcessWorker()
+    def _worker_source(self, pool: WorkerPool) -> WorkerSource:
+        return _InProcessWorkers()
 
 
 async def _floor_launch(samples: int) -> list[float]:

@@ -64,7 +64,7 @@ def parse_approvals(raw: Any) -> dict[Risk, Policy]:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class PolicyOutcome:
     allowed: bool
     decided_by: DecidedBy
     reason: str
@@ -78,33 +78,33 @@ def needs_approver(policy: Policy, classifier: Answer | None) -> bool:
 
 
 def resolve(risk: Risk, policy: Policy, *, classifier: Answer | None = None,
-            approver: Answer = "absent") -> Outcome:
+            approver: Answer = "absent") -> PolicyOutcome:
     """The outcome of one call. Only an explicit allow allows; every error refuses."""
     if policy == "allow":
-        return Outcome(True, "policy", f"the {risk} policy allows it")
+        return PolicyOutcome(True, "policy", f"the {risk} policy allows it")
     if policy == "deny":
-        return Outcome(False, "policy", f"the {risk} policy denies it")
+        return PolicyOutcome(False, "policy", f"the {risk} policy denies it")
     if policy == "auto":
         if classifier == "allow":
-            return Outcome(True, "classifier", "the classifier allowed it")
+            return PolicyOutcome(True, "classifier", "the classifier allowed it")
         if classifier == "deny":
-            return Outcome(False, "classifier", "the classifier denied it")
+            return PolicyOutcome(False, "classifier", "the classifier denied it")
         if classifier not in ("ask", "error", "timeout"):
-            return Outcome(False, "classifier", "the classifier did not decide")
+            return PolicyOutcome(False, "classifier", "the classifier did not decide")
     # ask, or auto that the classifier handed on (it asked, failed or timed out).
     asked = "the classifier could not allow it" if policy == "auto" else "it needs approval"
     if approver == "allow":
-        return Outcome(True, "approver", "the approver allowed it")
+        return PolicyOutcome(True, "approver", "the approver allowed it")
     if approver == "absent":
-        return Outcome(False, "policy", f"{risk} requires approval and no approver is configured"
+        return PolicyOutcome(False, "policy", f"{risk} requires approval and no approver is configured"
                        + (f" ({asked})" if policy == "auto" else ""))
     if approver == "timeout":
-        return Outcome(False, "approver", "the approver did not answer in time")
+        return PolicyOutcome(False, "approver", "the approver did not answer in time")
     if approver == "error":
-        return Outcome(False, "approver", "the approver failed")
-    return Outcome(False, "approver", "the approver denied it")
+        return PolicyOutcome(False, "approver", "the approver failed")
+    return PolicyOutcome(False, "approver", "the approver denied it")
 
 
-def denial_message(ref: str, outcome: Outcome) -> str:
+def denial_message(ref: str, outcome: PolicyOutcome) -> str:
     """The catchable guest error for a refused call."""
     return f"Capability call denied: {ref} ({outcome.reason})"

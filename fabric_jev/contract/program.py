@@ -17,6 +17,11 @@ MAX_REFS = 64
 JEV_PROGRAM_REFS = frozenset({"jev.evaluate", "jev.advise"})
 
 
+def not_granted(ref: str) -> str:
+    """The refusal of a call to a ref the program does not hold (contract §1)."""
+    return f"Capability not granted to Jev program: {ref}"
+
+
 class ProgramLimits(BaseModel):
     """Per-program limits; each is clamped to the host's ceiling at launch."""
 

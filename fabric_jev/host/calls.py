@@ -1,244 +1,203 @@
-"""Host calls from the guest: sleep, emit, evaluate, tools.call, nextEvent, advise.
+"""One path for a capability call: validate, decide the policy, record, invoke.
 
-Each call is counted against the run's budgets first, then answered through
-`reply(ok, text)`, which settles the guest's promise at once. Calls that wait
-(sleep, evaluate, tools) run as tasks in the run's task group, so stopping
-the run cancels them.
+Capability calls are the guest's `tools.call`, `jev.evaluate` and
+`program.advise`, and `JevHost.advise` made by the run's caller. Each passes
+the same four steps, each check made once:
 
-`HostCalls` is given what it needs (the evaluator, the capability registry,
-the request limits) and knows nothing of the host object or of the wire:
-the run's session hands it a `Settle` callback.
+1. validate: the grant, then the request's shape; a malformed request is
+   refused here and never reaches the classifier or an approver;
+2. decide: the policy of the call's risk (`PolicyGate`);
+3. record: the decision goes into the run's audit trail;
+4. invoke: only an allowed call reaches its target.
+
+A refused call is a catchable guest error. A call the policy refused gives
+back the host call it was counted as, so it costs no budget.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import anyio.abc
 
+from ..contract.budget import RunBudget
 from ..contract.evaluation import EvaluationRequest, validate_request
-from ..contract.policy import BUILTIN_RISKS, Outcome, Policy, Risk, denial_message
-from ..contract.values import ValueRejected, json_bytes, normalize_json
-from ..errors import EvaluationError, JevError, clip_error
+from ..contract.observe import ADVICE_SHAPE, AdviceRequest, parse_advice
+from ..contract.policy import BUILTIN_RISKS, Policy, PolicyOutcome, Risk, denial_message
+from ..contract.program import Program, not_granted
+from ..contract.values import ValueRejected, normalize_json
+from ..errors import CapabilityError, EvaluationError, HostCallRefused, JevError, ProgramInvalid, clip_error
 from ..evaluators.base import Evaluator
-from ..sandbox.connection import asyncio_loop
-from .policy import CALLER_GRANT, PolicyGate
+from .observing import Observation
+from .policy import CALLER_GRANT, AuditTrail, PolicyGate
 from .registry import CallContext, CapabilityHandler, CapabilityRegistry
-from .run import RunRecord
 
-EMIT_MAX_BYTES = 4_096
-CALL_KINDS = frozenset({"sleep", "emit", "evaluate", "tool", "nextEvent", "advise"})
-
-#: Settles one guest promise: (call id, ok, JSON text of the value or the error message).
-Settle = Callable[[int, bool, str], None]
+#: Answers one guest call: (ok, JSON text of the value or the error message).
 Reply = Callable[[bool, str], None]
 
 
-class HostCalls:
-    """Answers a run's host calls, given only what answering needs."""
+@dataclass(frozen=True, slots=True)
+class CallServices:
+    """What capability calls of every run of one host are answered with."""
 
-    def __init__(self, evaluator: Evaluator, capabilities: CapabilityRegistry, *,
-                 max_request_bytes: int, request_timeout_s: float,
-                 gate: PolicyGate | None = None) -> None:
-        self._evaluator = evaluator
-        self._capabilities = capabilities
-        self._gate = gate
-        self._max_request_bytes = max_request_bytes
-        self._request_timeout_s = request_timeout_s
+    evaluator: Evaluator
+    capabilities: CapabilityRegistry
+    gate: PolicyGate
+    request_timeout_s: float
+    max_request_bytes: int
 
-    def dispatch(self, record: RunRecord, settle: Settle, calls: anyio.abc.TaskGroup,
-                 call_id: int, kind: str, args: Any) -> None:
-        def reply(ok: bool, text: str) -> None:
-            settle(call_id, ok, text)
 
-        if kind not in CALL_KINDS:
-            reply(False, f"unknown host call {kind!r}")
-            return
-        denied = record.budget.begin_call()
-        if denied is not None:
-            reply(False, denied)
-            return
-        if kind == "emit":
-            self._emit(record, args, reply)
-        elif kind == "sleep":
-            self._sleep(record, args, reply, calls)
-        elif kind == "evaluate":
-            self._checked(record, "jev.evaluate", args, reply, calls,
-                          lambda: self._start_evaluation(record, args, reply, calls))
-        elif kind == "tool":
-            self._start_tool(record, args, reply, calls)
-        elif kind == "nextEvent":
-            if record.observation is None:
-                reply(False, "program.nextEvent needs spawn with observe")
-                return
-            calls.start_soon(self._guarded, record.observation.next_event(), reply)
-        elif kind == "advise":
-            if "jev.advise" not in record.program.requires:
-                reply(False, "Capability not granted to Jev program: jev.advise")
-                return
-            observation = record.observation
-            assert observation is not None  # launch requires observe for jev.advise
-            def advise() -> None:
-                calls.start_soon(self._guarded, observation.advise(args), reply)
+@dataclass(frozen=True, slots=True)
+class ValidCall:
+    """A capability call that passed validation: what the policy is asked about."""
 
-            self._checked(record, "jev.advise", args, reply, calls, advise)
+    ref: str
+    risk: Risk
+    arguments: Any  # as the caller sent them; the gate redacts them for an approver
+    target: EvaluationRequest | AdviceRequest | CapabilityHandler
 
-    # ------------------------------------------------------------------ the policy check
 
-    def _checked(self, record: RunRecord, ref: str, args: Any, reply: Reply,
-                 calls: anyio.abc.TaskGroup, proceed: Callable[[], None]) -> None:
-        """The single point every capability call passes: its risk's policy, then `proceed`.
+class CapabilityCalls:
+    """The capability calls of one run (part of its `Run`)."""
 
-        A refused call is a catchable guest error and gives back the host call
-        it was counted as, so it consumes no budget.
-        """
-        if ref not in record.program.requires:
-            reply(False, f"Capability not granted to Jev program: {ref}")
-            return
-        gate = self._gate
-        if gate is None:
-            proceed()
-            return
-        risk = BUILTIN_RISKS.get(ref) or self._capabilities.risk(ref)
-        outcome = gate.immediate(risk)
-        if outcome is not None:  # allow or deny: decided at once, no task
-            self._settle_decision(record, ref, risk, gate.policy(risk), outcome, None, reply, proceed)
-            return
-        calls.start_soon(self._ask_then, gate, record, ref, risk, args, reply, proceed)
+    def __init__(self, services: CallServices, program: Program, audit: AuditTrail,
+                 budget: RunBudget, *, run_id: str, intent: str | None,
+                 observation: Observation | None) -> None:
+        self._services = services
+        self._program = program
+        self._requires = frozenset(program.requires)
+        self._audit = audit
+        self._budget = budget
+        self._run_id = run_id
+        self._intent = intent
+        self._observation = observation
 
-    async def _ask_then(self, gate: PolicyGate, record: RunRecord, ref: str, risk: Risk, args: Any,
-                        reply: Reply, proceed: Callable[[], None]) -> None:
-        policy, outcome, probability = await gate.decide(
-            ref, risk, run_id=record.id, run_name=record.program.name, arguments=args,
-            intent=record.intent, actions=record.audit.actions())
-        self._settle_decision(record, ref, risk, policy, outcome, probability, reply, proceed)
-
-    @staticmethod
-    def _settle_decision(record: RunRecord, ref: str, risk: Risk, policy: Policy, outcome: Outcome,
-                         probability: float | None, reply: Reply, proceed: Callable[[], None]) -> None:
-        record.audit.add(ref, risk, policy, outcome, probability)
-        if outcome.allowed:
-            proceed()
-            return
-        record.budget.refund_call()
-        reply(False, denial_message(ref, outcome))
-
-    @staticmethod
-    async def _guarded(awaitable: Awaitable[Any], reply: Reply) -> None:
+    def start(self, kind: str, args: Any, reply: Reply, tasks: anyio.abc.TaskGroup) -> None:
+        """A guest's call (`evaluate`, `tool` or `advise`), answered through `reply`."""
         try:
-            value = await awaitable
+            call = self._validate_guest(kind, args)
         except JevError as exc:
-            reply(False, clip_error(str(exc)))
-            return
-        reply(True, json.dumps(value))
-
-    def _emit(self, record: RunRecord, value: Any,
-              reply: Reply) -> None:
-        try:
-            value = normalize_json(value, "program.emit value")
-        except ValueRejected as exc:
             reply(False, str(exc))
             return
-        if not _surely_small(value) and json_bytes(value) > EMIT_MAX_BYTES:
-            reply(False, f"program.emit value exceeds {EMIT_MAX_BYTES} bytes")
+        gate = self._services.gate
+        outcome = gate.immediate(call.risk)
+        if outcome is None:  # ask or auto: deciding waits, in a task of the run
+            tasks.start_soon(self._decide_then_invoke, call, reply, tasks)
             return
-        record.ring.append(value)
-        reply(True, "null")
+        if self._recorded(call, gate.policy(call.risk), outcome, None):
+            self._invoke(call, reply, tasks)
+        else:
+            self._budget.refund_call()
+            reply(False, denial_message(call.ref, outcome))
 
-    @staticmethod
-    def _sleep(record: RunRecord, ms: Any, reply: Reply,
-               calls: anyio.abc.TaskGroup) -> None:
-        if (isinstance(ms, bool) or not isinstance(ms, int | float)
-                or not 0 <= ms <= record.limits.timeout_ms):
-            reply(False, "Invalid program.sleep duration")
-            return
-        loop = asyncio_loop()
-        if loop is None:
-            calls.start_soon(_sleep_then_reply, ms / 1000, reply)
-            return
-        # On asyncio a loop timer answers the guest directly: far cheaper than a
-        # task per sleep, which matters for many paced programs. The run's end
-        # cancels whatever is still pending.
-        timers = record.timers
+    async def call_now(self, ref: str, args: Any) -> Any:
+        """The run's caller's call (`JevHost.advise`): the same path; refusals raise."""
+        if ref == "jev.advise" and self._observation is None:
+            raise ProgramInvalid("advise needs a run spawned with observe")
+        call = self._validate(ref, args)
+        policy, outcome, probability = await self._decide(call)
+        if not self._recorded(call, policy, outcome, probability):
+            raise CapabilityError(denial_message(ref, outcome))
+        assert isinstance(call.target, AdviceRequest) and self._observation is not None
+        return await self._observation.advise(call.target)
 
-        def wake() -> None:
-            timers.discard(handle)
-            reply(True, "null")
+    # ------------------------------------------------------------------ 1. validate
 
-        handle = loop.call_later(ms / 1000, wake)
-        timers.add(handle)
+    def _validate_guest(self, kind: str, args: Any) -> ValidCall:
+        if kind == "evaluate":
+            return self._validate("jev.evaluate", args)
+        if kind == "advise":
+            return self._validate("jev.advise", args)
+        if not isinstance(args, dict) or not isinstance(args.get("ref"), str) \
+                or set(args) - {"ref", "args"}:
+            raise HostCallRefused("tools.call expects {ref, args?}")
+        if args["ref"] == "jev.advise":  # program.advise is its only door
+            raise CapabilityError(not_granted("jev.advise"))
+        return self._validate(args["ref"], args.get("args"))
 
-    def _start_evaluation(self, record: RunRecord, args: Any,
-                          reply: Reply, calls: anyio.abc.TaskGroup) -> None:
-        if "jev.evaluate" not in record.program.requires:
-            reply(False, "Capability not granted to Jev program: jev.evaluate")
-            return
+    def _validate(self, ref: str, args: Any) -> ValidCall:
+        """The grant, then the request's shape. Raises the refusal the caller sees."""
+        if ref not in self._requires:
+            raise CapabilityError(not_granted(ref))
+        target: EvaluationRequest | AdviceRequest | CapabilityHandler | None
+        if ref == "jev.evaluate":
+            target = validate_request(args, max_bytes=self._services.max_request_bytes)
+        elif ref == "jev.advise":
+            target = parse_advice(args)
+            if target is None:
+                raise HostCallRefused(ADVICE_SHAPE)
+        else:
+            target = self._services.capabilities.get(ref)
+            if target is None:  # a jev.* ref has no handler: only its own door reaches it
+                raise CapabilityError(not_granted(ref))
+            return ValidCall(ref, self._services.capabilities.risk(ref), args, target)
+        return ValidCall(ref, BUILTIN_RISKS[ref], args, target)
+
+    # ------------------------------------------------------------------ 2. decide, 3. record
+
+    async def _decide(self, call: ValidCall) -> tuple[Policy, PolicyOutcome, float | None]:
+        return await self._services.gate.decide(
+            call.ref, call.risk, run_id=self._run_id, run_name=self._program.name,
+            arguments=call.arguments, intent=self._intent, actions=self._audit.actions())
+
+    async def _decide_then_invoke(self, call: ValidCall, reply: Reply,
+                                  tasks: anyio.abc.TaskGroup) -> None:
+        policy, outcome, probability = await self._decide(call)
+        if self._recorded(call, policy, outcome, probability):
+            self._invoke(call, reply, tasks)
+        else:
+            self._budget.refund_call()
+            reply(False, denial_message(call.ref, outcome))
+
+    def _recorded(self, call: ValidCall, policy: Policy, outcome: PolicyOutcome,
+                  probability: float | None) -> bool:
+        """Record the decision in the audit trail; True when it allows the call."""
+        self._audit.add(call.ref, call.risk, policy, outcome, probability)
+        return outcome.allowed
+
+    # ------------------------------------------------------------------ 4. invoke
+
+    def _invoke(self, call: ValidCall, reply: Reply, tasks: anyio.abc.TaskGroup) -> None:
+        """The one place an allowed guest capability call reaches its target."""
+        target = call.target
+        if isinstance(target, EvaluationRequest):
+            denied = self._budget.begin_evaluation()
+            if denied is not None:
+                reply(False, denied)
+                return
+            tasks.start_soon(self._evaluate, target, reply)
+        elif isinstance(target, AdviceRequest):
+            assert self._observation is not None  # launch requires observe for jev.advise
+            tasks.start_soon(answer_when_done, self._observation.advise(target), reply)
+        else:
+            ctx = CallContext(run_id=self._run_id, run_name=self._program.name, ref=call.ref)
+            tasks.start_soon(self._tool, target, call.arguments, ctx, reply)
+
+    async def _evaluate(self, request: EvaluationRequest, reply: Reply) -> None:
+        services, budget = self._services, self._budget
         try:
-            request = validate_request(args, max_bytes=self._max_request_bytes)
+            evaluation = await services.evaluator.evaluate(request, timeout=services.request_timeout_s)
         except EvaluationError as exc:
-            reply(False, str(exc))
-            return
-        denied = record.budget.begin_evaluation()
-        if denied is not None:
-            reply(False, denied)
-            return
-        calls.start_soon(self._evaluate, record, request, reply)
-
-    async def _evaluate(self, record: RunRecord, request: EvaluationRequest,
-                        reply: Reply) -> None:
-        try:
-            evaluation = await self._evaluator.evaluate(request, timeout=self._request_timeout_s)
-        except EvaluationError as exc:
-            record.budget.end_evaluation()
+            budget.end_evaluation()
             reply(False, clip_error(str(exc)))
             return
         except Exception as exc:  # an evaluator bug: the run sees a clean error
-            record.budget.end_evaluation()
+            budget.end_evaluation()
             reply(False, f"jev.evaluate failed: {type(exc).__name__}")
             return
-        denied = record.budget.end_evaluation(evaluation.usage.input_tokens,
-                                              evaluation.usage.output_tokens)
+        denied = budget.end_evaluation(evaluation.usage.input_tokens, evaluation.usage.output_tokens)
         if denied is not None:
             reply(False, denied)
             return
         reply(True, json.dumps(evaluation.to_json()))
 
-    def _start_tool(self, record: RunRecord, args: Any,
-                    reply: Reply, calls: anyio.abc.TaskGroup) -> None:
-        if not isinstance(args, dict) or not isinstance(args.get("ref"), str) \
-                or set(args) - {"ref", "args"}:
-            reply(False, "tools.call expects {ref, args?}")
-            return
-        ref = args["ref"]
-        if ref not in record.program.requires:
-            reply(False, f"Capability not granted to Jev program: {ref}")
-            return
-        if ref == "jev.evaluate":
-            # The budget already counted this host call once; evaluate is the same path.
-            self._checked(record, ref, args.get("args"), reply, calls,
-                          lambda: self._start_evaluation(record, args.get("args"), reply, calls))
-            return
-        handler = self._capabilities.get(ref)
-        if handler is None:
-            reply(False, f"Capability not granted to Jev program: {ref}")
-            return
-        self._checked(record, ref, args.get("args"), reply, calls,
-                      lambda: self._call_capability(record, ref, handler, args.get("args"), reply, calls))
-
-    def _call_capability(self, record: RunRecord, ref: str, handler: CapabilityHandler,
-                         args: Any, reply: Reply, calls: anyio.abc.TaskGroup) -> None:
-        """The one place a granted, registered capability is invoked for the guest."""
-        ctx = CallContext(run_id=record.id, run_name=record.program.name, ref=ref)
-        calls.start_soon(self._tool, handler, args, ctx, reply, frozenset(record.program.requires))
-
-    @staticmethod
-    async def _tool(handler: CapabilityHandler, args: Any, ctx: CallContext,
-                    reply: Reply, grant: frozenset[str]) -> None:
-        # A program launched from inside this handler can hold no more than `grant`.
-        CALLER_GRANT.set(grant)
+    async def _tool(self, handler: CapabilityHandler, args: Any, ctx: CallContext,
+                    reply: Reply) -> None:
+        # A program launched from inside this handler can hold no more than this one.
+        CALLER_GRANT.set(self._requires)
         try:
             value = normalize_json(await handler(args, ctx), f"{ctx.ref} result")
         except JevError as exc:
@@ -253,15 +212,11 @@ class HostCalls:
         reply(True, json.dumps(value))
 
 
-def _surely_small(value: Any) -> bool:
-    """True when `value` cannot exceed EMIT_MAX_BYTES as JSON, known without encoding it:
-    a scalar from the guest (numbers are at most 25 characters), or a short string
-    (a character takes at most 6 bytes, as an escape)."""
-    if value is None or isinstance(value, bool | int | float):
-        return True
-    return isinstance(value, str) and len(value) * 6 + 2 <= EMIT_MAX_BYTES
-
-
-async def _sleep_then_reply(seconds: float, reply: Reply) -> None:
-    await anyio.sleep(seconds)
-    reply(True, "null")
+async def answer_when_done(awaitable: Awaitable[Any], reply: Reply) -> None:
+    """Reply with what `awaitable` gives, or with the message of the JevError it raises."""
+    try:
+        value = await awaitable
+    except JevError as exc:
+        reply(False, clip_error(str(exc)))
+        return
+    reply(True, json.dumps(value))

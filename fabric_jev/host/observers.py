@@ -21,14 +21,12 @@ from typing import Any, Protocol
 import anyio
 
 from ..contract.observe import (
-    ADVICE_MAX_CHARS,
+    AdviceRequest,
     ObserveOptions,
     SessionEvent,
     ToolResult,
-    parse_observe,
     project,
 )
-from ..contract.program import Program
 from ..errors import HostCallRefused, LaunchRejected
 from .observing import ObservationSource, StopRun
 from .ring import utc_now
@@ -131,13 +129,8 @@ class Observer:
 
     # ------------------------------------------------------------------ advice
 
-    async def advise(self, args: Any) -> dict[str, Any]:
-        if (not isinstance(args, dict) or set(args) != {"eventId", "message"}
-                or not isinstance(args["eventId"], str) or not isinstance(args["message"], str)
-                or not 1 <= len(args["message"]) <= ADVICE_MAX_CHARS):
-            raise HostCallRefused(f"program.advise expects {{eventId, message}} with a message of "
-                           f"1-{ADVICE_MAX_CHARS} characters")
-        event_id, message = args["eventId"], args["message"]
+    async def advise(self, request: AdviceRequest) -> dict[str, Any]:
+        event_id, message = request.event_id, request.message
         session = self.session
         reason = self._suppression(event_id)
         if reason is not None:
@@ -222,8 +215,7 @@ class MainSession:
         """Same as `host.bind_session(session)`."""
         host.bind_session(self)
 
-    def create(self, raw: Any, program: Program) -> Observer:
-        options = parse_observe(raw)
+    def create(self, options: ObserveOptions) -> Observer:
         if self.halted:
             raise LaunchRejected("the Main session has halted; observers are not restarted")
         observer = Observer(self, options)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..contract.program import Program
+from ..contract.observe import AdviceRequest, ObserveOptions
 
 StopRun = Callable[[], None]
 
@@ -33,10 +33,16 @@ class Observation(Protocol):
 
     async def next_event(self) -> dict[str, Any]: ...
 
-    async def advise(self, args: Any) -> dict[str, Any]: ...
+    async def advise(self, advice: AdviceRequest) -> dict[str, Any]:
+        """Deliver well-formed advice, or say why it was suppressed."""
+        ...
 
 
 class ObservationSource(Protocol):
     """A bound session: creates one `Observation` per program spawned with `observe`."""
 
-    def create(self, raw: Any, program: Program) -> Observation: ...
+    #: The session's latest user input: what the auto-approval classifier weighs
+    #: a run's calls against when its launch named no intent.
+    user_text: str | None
+
+    def create(self, options: ObserveOptions) -> Observation: ...

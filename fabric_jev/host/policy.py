@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from ..contract.policy import Answer, Outcome, Policy, Risk, needs_approver, resolve
+from ..contract.policy import Answer, Policy, PolicyOutcome, Risk, needs_approver, resolve
 from ..contract.redaction import redact
 from ..evaluators.base import Evaluator
 
@@ -63,7 +63,7 @@ def _approver_answer(value: Any) -> Answer:
     return "deny"
 
 
-_Decision = tuple[int, float, str, Risk, Policy, Outcome, "float | None"]
+_Decision = tuple[int, float, str, Risk, Policy, PolicyOutcome, "float | None"]
 
 
 @dataclass(slots=True)
@@ -78,7 +78,7 @@ class AuditTrail:
     allowed: int = 0
     denied: int = 0
 
-    def add(self, ref: str, risk: Risk, policy: Policy, outcome: Outcome,
+    def add(self, ref: str, risk: Risk, policy: Policy, outcome: PolicyOutcome,
             probability: float | None = None) -> None:
         self.kept.append((self.allowed + self.denied + 1, time.time(), ref, risk, policy, outcome,
                           probability))
@@ -121,7 +121,7 @@ class PolicyGate:
                  classifier_timeout_s: float, max_request_bytes: int) -> None:
         self.approvals = approvals
         # allow and deny decide alone: their outcomes are made once, not per call.
-        self._immediate: dict[tuple[Risk, Policy], Outcome] = {}
+        self._immediate: dict[tuple[Risk, Policy], PolicyOutcome] = {}
         self.approver = approver
         self.evaluator = evaluator
         self.threshold = threshold
@@ -132,7 +132,7 @@ class PolicyGate:
     def policy(self, risk: Risk) -> Policy:
         return self.approvals.get(risk, "ask")
 
-    def immediate(self, risk: Risk) -> Outcome | None:
+    def immediate(self, risk: Risk) -> PolicyOutcome | None:
         """The outcome when the policy alone decides (allow, deny); None when it must ask."""
         policy = self.policy(risk)
         if policy not in ("allow", "deny"):
@@ -144,7 +144,7 @@ class PolicyGate:
 
     async def decide(self, ref: str, risk: Risk, *, run_id: str, run_name: str, arguments: Any,
                      intent: str | None, actions: list[dict[str, Any]] | None = None,
-                     ) -> tuple[Policy, Outcome, float | None]:
+                     ) -> tuple[Policy, PolicyOutcome, float | None]:
         """(policy, outcome, classifier's safe probability when it was asked)."""
         policy = self.policy(risk)
         if policy in ("allow", "deny"):

@@ -1,80 +1,345 @@
-"""The host's record of one run and how it becomes an envelope."""
+"""One run, from launch to envelope.
+
+A `Run` owns everything of one program's life: its worker session, budget,
+progress ring, logs, pending timers, audit trail and the terminal precedence
+of contract §2. It answers its own host calls; capability calls take the one
+path of `CapabilityCalls`. It is given what it needs (`RunServices`: a worker
+source, the evaluator, the capability registry, the policy gate) and never
+the host.
+"""
 
 from __future__ import annotations
 
+import json
 import uuid
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
+import anyio.abc
 
 from ..contract.budget import RunBudget
 from ..contract.config import EffectiveLimits
 from ..contract.envelope import Envelope, RunState, Usage
 from ..contract.program import Program
+from ..contract.values import ValueRejected, check_value, json_bytes, normalize_json
+from ..errors import CompileError, clip_error
+from ..sandbox.connection import asyncio_loop
+from ..sandbox.session import Ended, Ending, Event, HostCall, Logs, SessionLimits, WorkerLike, WorkerSession
+from .calls import CallServices, CapabilityCalls, Reply, answer_when_done
 from .observing import Observation
 from .policy import AuditTrail
+from .registry import Connector
 from .ring import LogBuffer, ProgressRing, utc_now
 
 if TYPE_CHECKING:
     import asyncio
 
+LOAD_TIMEOUT_S = 10.0
+DEADLINE_EXCEEDED = "Jev deadline exceeded"
+EMIT_MAX_BYTES = 4_096
 
-@dataclass(slots=True)
-class Outcome:
-    """How the run's driver saw it end, before precedence is applied."""
+
+class WorkerSource(Protocol):
+    """Where a run takes its worker (the host's warm pool)."""
+
+    async def acquire(self) -> WorkerLike: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunServices:
+    """What every run of one host is given: never the host itself."""
+
+    workers: WorkerSource
+    session_limits: SessionLimits
+    calls: CallServices
+    #: Each is told once per run, when it has ended, to release what the run held.
+    connectors: Sequence[Connector] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnd:
+    """How the run's driver saw it end, before the terminal precedence is applied."""
 
     kind: str  # "completed" | "error" | "timeout" | "cancelled"
     result: Any = None
     error: str | None = None
 
 
-@dataclass(eq=False)
-class RunRecord:
-    program: Program
-    limits: EffectiveLimits
-    background: bool
-    input: Any
-    id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    started_at: str = field(default_factory=utc_now)
-    ended_at: str | None = None
-    state: RunState = RunState.RUNNING
-    result: Any = None
-    error: str | None = None
-    ring: ProgressRing = field(default_factory=ProgressRing)
-    logs: LogBuffer = field(default_factory=LogBuffer)
-    done: anyio.Event = field(default_factory=anyio.Event)
-    scope: anyio.CancelScope | None = None
-    cancel_requested: bool = False
-    worker_pid: int = 0  # diagnostics only; the guest never learns it
-    timers: set[asyncio.TimerHandle] = field(default_factory=set)  # pending program.sleep timers
-    observation: Observation | None = None  # set when spawned with observe
-    #: What the user asked for, as the auto-approval classifier's current user text.
-    intent: str | None = None
-    audit: AuditTrail = field(default_factory=AuditTrail)  # every policy decision of the run
-    budget: RunBudget = field(init=False)
+class Run:
+    """One program's run: load it, drive it to its end, and show it as an envelope."""
 
-    def __post_init__(self) -> None:
-        self.budget = RunBudget(self.limits)
+    def __init__(self, program: Program, value: Any, *, limits: EffectiveLimits, background: bool,
+                 services: RunServices, intent: str | None = None,
+                 observation: Observation | None = None, audit: AuditTrail | None = None) -> None:
+        self.id = str(uuid.uuid4())
+        self.program = program
+        self.input = value
+        self.limits = limits
+        self.background = background
+        self.started_at = utc_now()
+        self.ended_at: str | None = None
+        self.state = RunState.RUNNING
+        self.result: Any = None
+        self.error: str | None = None
+        self.worker_pid = 0  # the worker's process id: diagnostics only, the guest never learns it
+        self.ring = ProgressRing()
+        self.logs = LogBuffer()
+        self.audit = audit or AuditTrail()
+        self.budget = RunBudget(limits)
+        self.observation = observation
+        self.done = anyio.Event()
+        self._services = services
+        self._session: WorkerSession | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._cancel_requested = False
+        self._timers: set[asyncio.TimerHandle] = set()  # pending program.sleep timers (asyncio)
+        self._calls = CapabilityCalls(services.calls, program, self.audit, self.budget,
+                                      run_id=self.id, intent=intent, observation=observation)
+
+    # ------------------------------------------------------------------ seen from outside
 
     def envelope(self, after: int = 0) -> Envelope:
+        budget, audit = self.budget, self.audit
         return Envelope(
-            id=self.id,
-            name=self.program.name,
-            state=self.state,
-            background=self.background,
-            startedAt=self.started_at,
-            endedAt=self.ended_at,
-            result=self.result,
-            error=self.error,
-            evaluations=self.budget.evaluations,
-            toolCalls=self.budget.tool_calls,
-            usage=Usage(input_tokens=self.budget.input_tokens,
-                        output_tokens=self.budget.output_tokens),
-            events=self.ring.after(after),
-            nextSequence=self.ring.next_sequence,
+            id=self.id, name=self.program.name, state=self.state, background=self.background,
+            startedAt=self.started_at, endedAt=self.ended_at, result=self.result, error=self.error,
+            evaluations=budget.evaluations, toolCalls=budget.tool_calls,
+            usage=Usage(input_tokens=budget.input_tokens, output_tokens=budget.output_tokens),
+            events=self.ring.after(after), nextSequence=self.ring.next_sequence,
             logs=tuple(self.logs.lines),
             observation=None if self.observation is None else self.observation.counts(),
-            approvals=tuple(self.audit.entries),
-            approvalCounts={"allowed": self.audit.allowed, "denied": self.audit.denied},
+            approvals=tuple(audit.entries),
+            approvalCounts={"allowed": audit.allowed, "denied": audit.denied},
         )
+
+    def cancel(self) -> None:
+        """Ask the run to stop; it ends `cancelled` unless something earlier decided it."""
+        self._cancel_requested = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def progress(self, after: int) -> None:
+        """Return once there is an event with sequence > `after`, or the run is terminal."""
+        while self.ring.next_sequence <= after + 1 and not self.state.terminal:
+            changed = self.ring.changed()
+            async with anyio.create_task_group() as tg:
+                async def on_done() -> None:
+                    await self.done.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(on_done)
+                await changed.wait()
+                tg.cancel_scope.cancel()
+
+    async def advise(self, advice: Any) -> Any:
+        """Advice on the run's behalf from its caller: the same path as `program.advise`."""
+        return await self._calls.call_now("jev.advise", advice)
+
+    # ------------------------------------------------------------------ launch
+
+    async def load(self) -> None:
+        """Take a worker and start the program in it: as JavaScript first; only code that
+        does not compile as JavaScript is tried again with its TypeScript annotations erased.
+        Raises `CompileError` or `SandboxUnavailable`; then nothing is left running."""
+        input_json = json.dumps(self.input)
+        code = self.program.code
+        try:
+            self._session = await self._start(code, input_json)
+        except CompileError as as_javascript:
+            stripped = await _erase_types(code, as_javascript)
+            try:
+                self._session = await self._start(stripped, input_json)
+            except CompileError as as_typescript:
+                raise CompileError(clip_error(
+                    f"{as_javascript} (as TypeScript, after erasing annotations: "
+                    f"{str(as_typescript).removeprefix('Jev program does not compile: ')})")) from None
+        self.worker_pid = self._session.pid
+
+    async def _start(self, code: str, input_json: str) -> WorkerSession:
+        services = self._services
+        session = WorkerSession(await services.workers.acquire(), services.session_limits)
+        try:
+            await session.load(code, input_json, timeout_s=LOAD_TIMEOUT_S)
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+    # ------------------------------------------------------------------ driving
+
+    async def drive(self, released: Callable[[Run], None]) -> None:
+        """Run the loaded program to its end. `released` is told before waiters wake."""
+        session = self._session
+        assert session is not None, "load() first"
+        end = RunEnd("cancelled")
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                if self._cancel_requested:
+                    scope.cancel()
+                with anyio.move_on_after(self.limits.timeout_ms / 1000) as deadline:
+                    async with anyio.create_task_group() as tasks:
+                        tasks.start_soon(session.flusher)
+                        end = await self._pump(session, tasks)
+                        tasks.cancel_scope.cancel()
+                if deadline.cancelled_caught:
+                    end = RunEnd("timeout", error=DEADLINE_EXCEEDED)
+        except Exception as exc:  # a host bug must still end the run, not the host
+            end = RunEnd("error", error=f"Jev host error: {type(exc).__name__}: {exc}")
+        finally:
+            for timer in self._timers:
+                timer.cancel()
+            self._timers.clear()
+            session.close()
+            if self.observation is not None:
+                self.observation.cancel()
+            if self._services.connectors:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    for connector in self._services.connectors:
+                        await connector.run_ended(self.id)
+            self._finish(end)
+            released(self)
+            self.done.set()
+
+    async def _pump(self, session: WorkerSession, tasks: anyio.abc.TaskGroup) -> RunEnd:
+        reply = session.reply
+        ends: list[RunEnd] = []
+
+        def handle(events: list[Event]) -> bool:
+            for event in events:
+                if type(event) is HostCall:
+                    call_id = event.call_id
+
+                    def settle(ok: bool, text: str, call_id: int = call_id) -> None:
+                        reply(call_id, ok, text)
+
+                    self._answer(event.kind, event.args, settle, tasks)
+                elif type(event) is Logs:
+                    self.logs.extend(event.lines)
+                elif type(event) is Ended:
+                    ends.append(self._ended(event))
+                    return True
+            return False
+
+        await session.run(handle)
+        return ends[0]
+
+    def _ended(self, ended: Ended) -> RunEnd:
+        if ended.ending is Ending.COMPLETED:
+            try:
+                result = check_value(ended.result, self.program.outputSchema, "output")
+            except ValueRejected as exc:
+                return RunEnd("error", error=str(exc))
+            return RunEnd("completed", result=result)
+        if ended.ending is Ending.TIMED_OUT:
+            return RunEnd("timeout", error=ended.error)
+        return RunEnd("error", error=ended.error)
+
+    def _finish(self, end: RunEnd) -> None:
+        """Apply the terminal precedence of contract §2."""
+        error: str | None
+        if self.budget.failure is not None:
+            state, error, result = RunState.FAILED, self.budget.failure, None
+        elif end.kind == "timeout":
+            state, error, result = RunState.TIMED_OUT, end.error, None
+        elif end.kind == "cancelled" or self._cancel_requested:
+            state, error, result = RunState.CANCELLED, None, None
+        elif end.kind == "error":
+            state, error, result = RunState.FAILED, end.error, None
+        else:
+            state, error, result = RunState.COMPLETED, None, end.result
+        self.state = state
+        self.error = clip_error(error) if error is not None else None
+        self.result = result
+        self.ended_at = utc_now()
+
+    # ------------------------------------------------------------------ host calls
+
+    def _answer(self, kind: str, args: Any, reply: Reply, tasks: anyio.abc.TaskGroup) -> None:
+        """Each host call is counted against the budgets first, then answered through
+        `reply`, which settles the guest's promise. Calls that wait run as tasks of the
+        run, so its end cancels them."""
+        if kind not in CALL_KINDS:
+            reply(False, f"unknown host call {kind!r}")
+            return
+        denied = self.budget.begin_call()
+        if denied is not None:
+            reply(False, denied)
+        elif kind == "emit":
+            self._emit(args, reply)
+        elif kind == "sleep":
+            self._sleep(args, reply, tasks)
+        elif kind == "nextEvent":
+            if self.observation is None:
+                reply(False, "program.nextEvent needs spawn with observe")
+            else:
+                tasks.start_soon(answer_when_done, self.observation.next_event(), reply)
+        else:
+            self._calls.start(kind, args, reply, tasks)
+
+    def _emit(self, value: Any, reply: Reply) -> None:
+        try:
+            value = normalize_json(value, "program.emit value")
+        except ValueRejected as exc:
+            reply(False, str(exc))
+            return
+        if not _surely_small(value) and json_bytes(value) > EMIT_MAX_BYTES:
+            reply(False, f"program.emit value exceeds {EMIT_MAX_BYTES} bytes")
+            return
+        self.ring.append(value)
+        reply(True, "null")
+
+    def _sleep(self, ms: Any, reply: Reply, tasks: anyio.abc.TaskGroup) -> None:
+        if (isinstance(ms, bool) or not isinstance(ms, int | float)
+                or not 0 <= ms <= self.limits.timeout_ms):
+            reply(False, "Invalid program.sleep duration")
+            return
+        loop = asyncio_loop()
+        if loop is None:
+            tasks.start_soon(_sleep_then_reply, ms / 1000, reply)
+            return
+        # On asyncio a loop timer answers the guest directly: far cheaper than a
+        # task per sleep, which matters for many paced programs. The run's end
+        # cancels whatever is still pending.
+        timers = self._timers
+
+        def wake() -> None:
+            timers.discard(handle)
+            reply(True, "null")
+
+        handle = loop.call_later(ms / 1000, wake)
+        timers.add(handle)
+
+
+CALL_KINDS = frozenset({"sleep", "emit", "evaluate", "tool", "nextEvent", "advise"})
+
+
+def _surely_small(value: Any) -> bool:
+    """True when `value` cannot exceed EMIT_MAX_BYTES as JSON, known without encoding it:
+    a scalar from the guest (numbers are at most 25 characters), or a short string
+    (a character takes at most 6 bytes, as an escape)."""
+    if value is None or isinstance(value, bool | int | float):
+        return True
+    return isinstance(value, str) and len(value) * 6 + 2 <= EMIT_MAX_BYTES
+
+
+async def _sleep_then_reply(seconds: float, reply: Reply) -> None:
+    await anyio.sleep(seconds)
+    reply(True, "null")
+
+
+async def _erase_types(code: str, as_javascript: CompileError) -> str:
+    import anyio.to_thread
+
+    from ..contract.typescript import TypeScriptError, strip_types
+
+    try:
+        # In a thread: parsing is capped (PARSE_CAP_S) but the event loop keeps serving other runs.
+        stripped = await anyio.to_thread.run_sync(strip_types, code)
+    except TypeScriptError as exc:
+        raise CompileError(clip_error(f"{as_javascript} ({exc})")) from None
+    if stripped == code:
+        raise as_javascript  # nothing TypeScript-specific to erase: the JavaScript error stands
+    return stripped

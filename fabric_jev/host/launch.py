@@ -1,0 +1,99 @@
+"""What a launch must pass before a worker is taken (contract §2, "Launch is rejected").
+
+Pure checks first (the program, the input, the refs, no widening of the
+caller's grant), then the policy of what the launch itself reaches: a
+program launched from inside another program's capability call
+(`jev.spawn`), and a subscription to the bound session (`jev.observe`). Each
+decision is recorded in the new run's audit trail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..contract.observe import ObserveOptions, parse_observe
+from ..contract.policy import BUILTIN_RISKS, denial_message
+from ..contract.program import JEV_PROGRAM_REFS, Program, parse_program
+from ..contract.values import ValueRejected, check_value
+from ..errors import CapabilityError, InputInvalid, ProgramInvalid
+from .policy import CALLER_GRANT, AuditTrail, PolicyGate
+from .registry import CapabilityRegistry
+
+
+@dataclass(slots=True)
+class Admission:
+    """A launch that passed every check: what its run is made of."""
+
+    program: Program
+    value: Any  # the input, validated against the input schema
+    intent: str | None
+    observe: ObserveOptions | None
+    audit: AuditTrail = field(default_factory=AuditTrail)  # the launch-time decisions
+
+
+async def admit(raw: Program | dict[str, Any], input: Any, *, background: bool,
+                observe: dict[str, Any] | None, intent: str | None, grant: Iterable[str] | None,
+                capabilities: CapabilityRegistry, gate: PolicyGate, session_bound: bool,
+                ) -> Admission:
+    """Check a launch; raises the `LaunchRejected` that says why it was refused."""
+    program = parse_program(raw)
+    if observe is not None and not background:
+        raise ProgramInvalid("observe is only available with spawn, not run")
+    try:
+        value = check_value(input, program.inputSchema, "input")
+    except ValueRejected as exc:
+        raise InputInvalid(str(exc)) from None
+    _check_refs(program, capabilities, observing=observe is not None)
+    admission = Admission(program, value, intent, None)
+    if _within_grant(program, grant):  # launched from inside another program's capability call
+        await _decide(admission, gate, "jev.spawn",
+                      {"name": program.name, "requires": list(program.requires)})
+    if observe is not None:
+        # Invalid options reject the launch even without a session.
+        admission.observe = parse_observe(observe)
+        if not session_bound:
+            raise ProgramInvalid("observe needs a Main session bound to this host "
+                                 "(host.bind_session)")
+        # Subscribing to the session's future events needs read approval of it.
+        await _decide(admission, gate, "jev.observe", observe)
+    return admission
+
+
+def _check_refs(program: Program, capabilities: CapabilityRegistry, *, observing: bool) -> None:
+    for ref in program.requires:
+        if ref.startswith("jev."):
+            if ref not in JEV_PROGRAM_REFS:
+                raise CapabilityError(
+                    f"{ref} is a Jev lifecycle call; programs may require only "
+                    "jev.evaluate and jev.advise (recursive lifecycle calls are not allowed)")
+            if ref == "jev.advise" and not observing:
+                raise CapabilityError("jev.advise needs spawn with observe")
+        elif ref not in capabilities:
+            raise CapabilityError(f"Missing capability for Jev program: {ref}")
+
+
+def _within_grant(program: Program, grant: Iterable[str] | None) -> bool:
+    """No widening: a launch holds no more than its caller. True when nested in a program."""
+    parent = CALLER_GRANT.get()
+    for holder, held in (("the program whose capability call launched it", parent),
+                         ("the caller's grant", None if grant is None else frozenset(grant))):
+        if held is None:
+            continue
+        wider = sorted(set(program.requires) - held)
+        if wider:
+            raise CapabilityError(f"a program may not hold more capabilities than {holder}: "
+                                  f"{', '.join(wider)}")
+    return parent is not None
+
+
+async def _decide(admission: Admission, gate: PolicyGate, ref: str, arguments: Any) -> None:
+    """The policy of a launch-time capability, recorded; a refusal rejects the launch."""
+    risk = BUILTIN_RISKS[ref]
+    policy, outcome, probability = await gate.decide(
+        ref, risk, run_id="", run_name=admission.program.name, arguments=arguments,
+        intent=admission.intent)
+    if not outcome.allowed:
+        raise CapabilityError(denial_message(ref, outcome))
+    admission.audit.add(ref, risk, policy, outcome, probability)
