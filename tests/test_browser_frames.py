@@ -274,17 +274,116 @@ async def test_a_frame_inside_a_closed_shadow_root(page: Page, pages: Pages) -> 
     assert boxed["frame"] == "boxed" and boxed["in_viewport"] and not boxed["is_occluded"]
 
 
-async def test_closed_roots_on_built_in_hosts_and_nested_with_all(page: Page, pages: Pages) -> None:
-    url = pages.add("/frames/closed-all", """<div id=plain></div><iframe id=f srcdoc="<p id=q></p><script>
-      q.attachShadow({mode: 'closed'}).innerHTML = '<button>Framed closed</button>';</script>"></iframe><script>
-      const outer = document.getElementById('plain').attachShadow({mode: 'closed'});
-      outer.innerHTML = '<button>On a div</button><inner-box></inner-box>';
-      outer.querySelector('inner-box').attachShadow({mode: 'closed'}).innerHTML = '<button>Nested</button>';
+CLOSED_EVERYWHERE = """<div id=plain></div>
+<section><template shadowrootmode="closed"><button>Declarative</button></template><span>light</span></section>
+<open-box></open-box><iframe id=f srcdoc="<p id=q></p><script>
+  q.attachShadow({mode: 'closed'}).innerHTML = '<button>Framed closed</button>';</script>"></iframe><script>
+  const outer = document.getElementById('plain').attachShadow({mode: 'closed'});
+  outer.innerHTML = '<button>On a div</button><inner-box></inner-box><span id=s></span>';
+  outer.querySelector('inner-box').attachShadow({mode: 'closed'}).innerHTML = '<button>Nested</button>';
+  outer.getElementById('s').attachShadow({mode: 'closed'}).innerHTML = '<button>Nested on a span</button>';
+  const open = document.querySelector('open-box').attachShadow({mode: 'open'});
+  open.innerHTML = '<div id=d></div>';
+  open.getElementById('d').attachShadow({mode: 'closed'}).innerHTML = '<button>Closed in open</button>';
+  window.leak = document.getElementById('plain').shadowRoot;
+  </script>"""
+BUILT_IN = {"On a div", "Declarative", "Nested on a span", "Closed in open", "Framed closed"}
+
+
+async def test_closed_roots_on_any_host_are_found_by_default(page: Page, pages: Pages, other_pages: Pages) -> None:
+    port = other_pages.port
+    other_pages.add("/x/closed", "<div id=r></div><script>document.getElementById('r')"
+                    ".attachShadow({mode: 'closed'}).innerHTML = '<button>Remote closed</button>';</script>")
+    url = pages.add("/frames/closed-all", CLOSED_EVERYWHERE + frame(
+        f"src='http://localhost:{port}/x/closed'", "id=remote", 0, 400))
+    await page.navigate(url)
+    names = BUILT_IN | {"Nested", "Remote closed"}
+    everything = by_name(await settled(page, *names))
+    assert all(everything[n]["in_shadow"] and everything[n]["visible"] for n in names)
+    assert everything["Framed closed"]["frame"] == "f" and everything["Remote closed"]["frame"] == "remote"
+    assert "light" not in everything  # an unslotted light child of a shadow host is not rendered
+    assert await page.evaluate("window.leak === null")  # page script still cannot reach them
+    # The cheaper modes: custom-elements finds the closed root on <inner-box> only when it is
+    # reachable without entering another closed root, so here none at all; off finds none.
+    cheap = set(by_name(await page.snapshot(closed_shadow="custom-elements")))
+    assert not names & cheap
+    assert not names & set(by_name(await page.snapshot(closed_shadow="off")))
+
+
+async def test_many_possible_hosts_inside_a_closed_root_are_looked_at_in_one_call(page: Page, pages: Pages) -> None:
+    # More divs inside a closed tree than NESTED_CANDIDATES_PER_CALL: the outer host's subtree is
+    # described once instead of each div; the nested closed root among them is still found.
+    divs = "".join(f"<div><span>row {i}</span></div>" for i in range(40))
+    url = pages.add("/frames/closed-many", f"""<div id=h></div><script>
+      const root = document.getElementById('h').attachShadow({{mode: 'closed'}});
+      root.innerHTML = '{divs}<div id=deep></div><button>Outer</button>';
+      root.getElementById('deep').attachShadow({{mode: 'closed'}}).innerHTML = '<button>Deep</button>';
       </script>""")
     await page.navigate(url)
-    everything = by_name(await settled(page, "On a div", "Nested", "Framed closed", closed_shadow="all"))
-    by_default = by_name(await page.snapshot())
-    assert not {"On a div", "Nested", "Framed closed"} & set(by_default)  # the documented limit
-    assert all(everything[n]["in_shadow"] for n in ("On a div", "Nested", "Framed closed"))
-    assert everything["Framed closed"]["frame"] == "f"
-    assert "On a div" not in by_name(await page.snapshot(closed_shadow="off"))
+    calls: list[str] = []
+    real = page.cdp.call
+
+    async def counting(method: str, *args: Any, **kw: Any) -> Any:
+        calls.append(method)
+        return await real(method, *args, **kw)
+
+    page.cdp.call = counting  # type: ignore[method-assign]
+    try:
+        els = by_name(await page.snapshot())
+    finally:
+        page.cdp.call = real  # type: ignore[method-assign]
+    assert {"Outer", "Deep"} <= set(els)
+    assert calls.count("DOMSnapshot.captureSnapshot") == 1 and calls.count("DOM.describeNode") == 1
+
+
+def test_closed_in_capture_reads_the_flat_tree() -> None:
+    from fabric_jev_browser.frames import closed_in_capture
+
+    # document > body > div#host (closed: li > text) > ... ; a span inside with a nested closed root.
+    strings = ["F1", "closed", "open", "#document", "BODY", "DIV", "LI", "#text", "SPAN", "B", "X-Y"]
+    capture = {"strings": strings, "documents": [{"frameId": 0, "nodes": {
+        "parentIndex": [-1, 0, 1, 2, 3, 2, 5, 6, 1, 8],
+        "nodeType": [9, 1, 1, 1, 3, 1, 1, 3, 1, 1],
+        "nodeName": [3, 4, 5, 6, 7, 8, 9, 7, 10, 9],
+        "backendNodeId": [10, 11, 12, 13, 14, 15, 16, 17, 18, 19],
+        # li, text, span, b, text in a closed tree; the x-y's child in an open one.
+        "shadowRootType": {"index": [3, 4, 5, 6, 7, 9], "value": [1, 1, 1, 1, 1, 2]},
+    }}]}
+    found, nested, outer = closed_in_capture(capture)
+    assert found == {"F1": [13]}  # the first node in the closed tree under div#host
+    assert outer == {"F1": [12]}  # that tree's host
+    assert nested == {"F1": [15]}  # the span has closed children: maybe a nested closed root
+    assert closed_in_capture({"strings": ["F1", "open"], "documents": []}) == ({}, {}, {})
+
+async def test_a_failed_closed_root_lookup_is_not_a_silent_gap(page: Page, pages: Pages, other_pages: Pages) -> None:
+    from fabric_jev_browser import BrowserError
+    from fabric_jev_browser.errors import CDPError
+
+    other_pages.add("/x/plain", "<button>Remote</button>")
+    url = pages.add("/frames/lookup", "<button>Top</button>" + frame(
+        f"src='http://localhost:{other_pages.port}/x/plain'", "id=remote", 0, 100))
+    await page.navigate(url)
+    await settled(page, "Top", "Remote")
+    real = page.cdp.call
+    failing: set[str | None] = set()
+
+    async def refusing(method: str, params: Any = None, *, session_id: str | None = None, **kw: Any) -> Any:
+        if method == "DOMSnapshot.captureSnapshot" and session_id in failing:
+            raise CDPError(method, -32000, "refused for this test")
+        return await real(method, params, session_id=session_id, **kw)
+
+    page.cdp.call = refusing  # type: ignore[method-assign]
+    try:
+        # In a frame's own renderer: that frame is not read, and the snapshot says so.
+        failing.update(s for s in page.frames.sessions if s != page.session_id)
+        snap = Snapshot.parse(await page.snapshot())
+        assert [e.name for e in snap.elements] == ["Top"]
+        conf = confidence(snap)
+        assert conf.value <= 0.5 and any("closed shadow roots could not be looked up" in r for r in conf.reasons)
+        # In the page's own renderer: no snapshot at all rather than one that may miss elements.
+        failing.add(page.session_id)
+        with pytest.raises(BrowserError, match="closed shadow roots could not be looked up"):
+            await page.snapshot()
+        assert len(by_name(await page.snapshot(closed_shadow="custom-elements"))) == 2
+    finally:
+        page.cdp.call = real  # type: ignore[method-assign]

@@ -1,8 +1,9 @@
 """`fabric-jev bench browser`: our CDP client next to Playwright's connect_over_cdp; snapshots,
-with and without frames."""
+with and without frames, with and without closed shadow roots."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -100,6 +101,65 @@ async def _frames_browser(ws_url: str, rounds: int, n: int = 2000) -> dict[str, 
             "out_of_process_frames": out_of_process, "rounds": rounds}
 
 
+#: The closed-roots page: the 2,000 elements in this many blocks, each the content of a closed
+#: shadow root on a <div> (every other one declarative, the rest attached by script).
+CLOSED_BLOCKS = 20
+
+
+def _blocks_page(n: int, closed: bool) -> str:
+    """n elements in CLOSED_BLOCKS <div>s: plain, or each div a closed shadow root's host."""
+    per = n // CLOSED_BLOCKS
+    parts = []
+    for k in range(CLOSED_BLOCKS):
+        inner = f"<ul>{_rows(per, k * per)}</ul>"
+        if not closed:
+            parts.append(f"<div>{inner}</div>")
+        elif k % 2 == 0:
+            parts.append(f"<div><template shadowrootmode=closed>{inner}</template></div>")
+        else:
+            parts.append(f"<div id=h{k}></div><script>document.getElementById('h{k}')"
+                         f".attachShadow({{mode: 'closed'}}).innerHTML = {json.dumps(inner)};</script>")
+    return f"<!doctype html><title>blocks</title><main>{''.join(parts)}</main>"
+
+
+async def _closed_browser(ws_url: str, rounds: int, n: int = 2000) -> dict[str, Any]:
+    """Snapshot time of n elements inside closed shadow roots on built-in hosts vs the same
+    elements without shadow roots, both with the default closed_shadow ("all"), alternately in
+    one run; and the page without roots under the cheaper "custom-elements" mode, the default
+    before closed roots were looked up on every host."""
+    from .cdp import CDPConnection
+    from .page import Page
+
+    cdp = await CDPConnection.connect(ws_url)
+    plain_page = await Page.open(cdp)
+    closed_page = await Page.open(cdp)
+    try:
+        await plain_page.navigate("data:text/html," + _blocks_page(n, False).replace("#", "%23"))
+        await closed_page.navigate("data:text/html," + _blocks_page(n, True).replace("#", "%23"))
+        plain, closed, cheap = [], [], []
+        counts = (0, 0, 0)
+        for _ in range(rounds):
+            start = time.perf_counter()
+            a = await plain_page.snapshot()
+            plain.append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            b = await closed_page.snapshot()
+            closed.append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            c = await plain_page.snapshot(closed_shadow="custom-elements")
+            cheap.append((time.perf_counter() - start) * 1000)
+            counts = (a["element_count"], b["element_count"], c["element_count"])
+        hidden = (await closed_page.snapshot(closed_shadow="custom-elements"))["element_count"]
+    finally:
+        await plain_page.close()
+        await closed_page.close()
+        await cdp.aclose()
+    return {"plain_ms": _median(plain), "closed_ms": _median(closed), "custom_elements_ms": _median(cheap),
+            "ratio": _median(closed) / _median(plain), "lookup_ratio": _median(plain) / _median(cheap),
+            "plain_elements": counts[0], "closed_elements": counts[1], "custom_elements_elements": counts[2],
+            "closed_elements_without_lookup": hidden, "closed_roots": CLOSED_BLOCKS, "rounds": rounds}
+
+
 async def _time_evaluate(evaluate: Callable[[str], Awaitable[Any]], rounds: int,
                          concurrent_calls: int) -> tuple[list[float], float]:
     """(round-trip times in ms, calls per second from 16 concurrent callers) of `evaluate("1+1")`.
@@ -175,12 +235,13 @@ async def bench_browser(rounds: int = 400, concurrent_calls: int = 1600) -> dict
         peer = await _playwright_browser(browser.ws_url, rounds, concurrent_calls)
         ours_again = await _ours_browser(browser.ws_url, rounds, concurrent_calls)
         frames = await _frames_browser(browser.ws_url, max(5, rounds // 20))
+        closed = await _closed_browser(browser.ws_url, max(5, rounds // 20))
     finally:
         await browser.aclose()
     ours["rtt_ms"] = (ours["rtt_ms"] + ours_again["rtt_ms"]) / 2
     ours["throughput_per_s"] = (ours["throughput_per_s"] + ours_again["throughput_per_s"]) / 2
     report: dict[str, Any] = {"fabric_jev": ours, "rounds": rounds, "concurrent_calls": concurrent_calls,
-                              "frames": frames}
+                              "frames": frames, "closed_shadow": closed}
     if peer is not None:
         report["playwright"] = peer
         report["rtt_ratio"] = ours["rtt_ms"] / peer["rtt_ms"]
@@ -206,3 +267,10 @@ def print_browser(r: dict[str, Any]) -> None:
     print(f"  snapshot, {f['framed_elements']} elements in {f['frames']} frames "
           f"({f['out_of_process_frames']} out of process)  {f['framed_ms']:6.1f} ms   same "
           f"{f['flat_elements']} on one page {f['flat_ms']:6.1f} ms   ratio {f['ratio']:.2f} (goal <= 2)")
+    c = r["closed_shadow"]
+    print(f"  snapshot, {c['closed_elements']} elements in {c['closed_roots']} closed roots on <div>s  "
+          f"{c['closed_ms']:6.1f} ms   same {c['plain_elements']} without roots {c['plain_ms']:6.1f} ms   "
+          f"ratio {c['ratio']:.2f} (goal <= 1.3)")
+    print(f"  finding closed roots on every host: {c['plain_ms']:6.1f} ms vs {c['custom_elements_ms']:6.1f} ms "
+          f"looking on custom elements only (page without roots)   ratio {c['lookup_ratio']:.2f}; "
+          f"custom-elements sees {c['closed_elements_without_lookup']} of the closed page's elements")

@@ -24,7 +24,7 @@ class PageSource:
     """
 
     def __init__(self, page: Page, *, track: bool = True, allow_reload: bool = False,
-                 closed_shadow: ClosedShadow = "custom-elements") -> None:
+                 closed_shadow: ClosedShadow = "all") -> None:
         self.page = page
         self.allow_reload = allow_reload
         self.closed_shadow: ClosedShadow = closed_shadow

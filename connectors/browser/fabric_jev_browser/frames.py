@@ -14,11 +14,12 @@ visible part, and `is_occluded` when something in an ancestor document covers
 the frame at the element's centre (one hit test per owner, batched).
 A frame that cannot be read (detached, navigating, no document yet) is listed
 in the snapshot's `frames` with an `error`, which lowers its confidence
-instead of failing it. Closed shadow roots are found through CDP — by
-default with `DOM.describeNode {pierce}` on custom elements without an open
-root; with `closed_shadow="all"` in the whole DOM (`DOM.getDocument
-{pierce}`, as costly as the walk) — and handed to the page walk as
-arguments: page script still cannot reach them.
+instead of failing it. Closed shadow roots are found through CDP and handed
+to the page walk as arguments (page script still cannot reach them): by
+default (`closed_shadow="all"`) on any host, from one bulk
+`DOMSnapshot.captureSnapshot` per renderer session (see `closed_in_capture`);
+with `"custom-elements"` only on custom elements without an open root
+(`DOM.describeNode {pierce}` on each); with `"off"` not at all.
 """
 
 from __future__ import annotations
@@ -36,7 +37,18 @@ from .errors import BrowserError, CDPError
 T = TypeVar("T")
 X = TypeVar("X")
 #: Which closed shadow roots a snapshot looks up through CDP (see docs/browser.md).
-ClosedShadow = Literal["custom-elements", "all", "off"]
+ClosedShadow = Literal["all", "custom-elements", "off"]
+CLOSED_SHADOW_MODES: tuple[ClosedShadow, ...] = ("all", "custom-elements", "off")
+
+#: The elements that can host a shadow root besides custom elements (the DOM standard's
+#: list for attachShadow and declarative shadow roots).
+SHADOW_HOST_TAGS = frozenset({
+    "article", "aside", "blockquote", "body", "div", "footer", "h1", "h2", "h3", "h4", "h5", "h6",
+    "header", "main", "nav", "p", "section", "span"})
+#: Above this many possible hosts inside one session's closed trees, their nested closed
+#: roots are read from each outermost closed tree's host in one DOM.describeNode call
+#: instead of one call per possible host.
+NESTED_CANDIDATES_PER_CALL = 16
 #: Remote objects made for one snapshot live in this group and are released after it.
 GROUP = "fabric-jev-snapshot"
 
@@ -53,8 +65,8 @@ QUIET_OBSERVER = """
 })();
 """
 
-#: Custom elements without an open shadow root: the only hosts whose closed
-#: roots are looked up through CDP (closed roots on built-in elements, and
+#: Custom elements without an open shadow root: the hosts whose closed roots the
+#: "custom-elements" mode looks up (closed roots on built-in elements, and
 #: closed roots inside closed roots, are not).
 CLOSED_HOST_CANDIDATES = """function () {
   const found = [];
@@ -114,6 +126,61 @@ OWNER_HITS = """function (points) {
 }"""
 
 TEXT_OF_FRAME = "function () { return document.body ? document.body.innerText : ''; }"
+
+
+def closed_in_capture(capture: dict[str, Any]) -> tuple[dict[str, list[int]], dict[str, list[int]],
+                                                         dict[str, list[int]]]:
+    """Closed shadow roots in a `DOMSnapshot.captureSnapshot` reply, by frame id.
+
+    The capture is the flat tree: a shadow root is not a node of its own, its
+    children hang under the host and carry the type of the shadow tree they are
+    in (`shadowRootType`). A node in a closed tree whose parent is not in one
+    starts a closed root (any host: a custom element, a `<div>`, a declarative
+    root); the first such node per parent is returned, and its root node is
+    the root. A closed tree directly inside another closed tree looks like its
+    parent's own content, so the elements inside closed trees that could host
+    a shadow root (custom elements and the DOM standard's host tags) with
+    children are returned too, as are the outermost closed trees' hosts, for a
+    closer look with DOM.describeNode.
+
+    Returns (nodes leading to roots, possible nested hosts, outermost hosts).
+    """
+    strings: list[str] = capture.get("strings", [])
+    try:
+        closed = strings.index("closed")
+    except ValueError:
+        return {}, {}, {}
+    found: dict[str, list[int]] = {}
+    nested: dict[str, list[int]] = {}
+    outer: dict[str, list[int]] = {}
+    for doc in capture.get("documents", ()):
+        nodes = doc["nodes"]
+        rare = nodes.get("shadowRootType") or {}
+        in_closed = {i for i, v in zip(rare.get("index", ()), rare.get("value", ()), strict=False) if v == closed}
+        if not in_closed:
+            continue
+        frame = strings[doc["frameId"]]
+        parents, backend, names = nodes["parentIndex"], nodes["backendNodeId"], nodes["nodeName"]
+        types = nodes["nodeType"]
+        starts: dict[int, int] = {}
+        has_children: set[int] = set()
+        for i in sorted(in_closed):
+            parent = parents[i]
+            if parent in in_closed:
+                has_children.add(parent)
+            elif parent >= 0 and parent not in starts:
+                starts[parent] = backend[i]
+        found[frame] = list(starts.values())
+        outer[frame] = [backend[p] for p in starts]
+        hosts = [backend[i] for i in sorted(has_children)
+                 if types[i] == 1 and _may_host(strings[names[i]].lower())]
+        if hosts:
+            nested[frame] = hosts
+    return found, nested, outer
+
+
+def _may_host(tag: str) -> bool:
+    return tag in SHADOW_HOST_TAGS or "-" in tag
 
 
 @dataclass
@@ -285,16 +352,22 @@ class FrameSnapshot:
     """One snapshot of a page across its frames (see the module doc)."""
 
     def __init__(self, cdp: CDPConnection, tracker: FrameTracker, script: str, options: dict[str, Any],
-                 closed_shadow: ClosedShadow = "custom-elements") -> None:
-        if closed_shadow not in ("custom-elements", "all", "off"):
-            raise ValueError(f"closed_shadow must be custom-elements, all or off, not {closed_shadow!r}")
+                 closed_shadow: ClosedShadow = "all") -> None:
+        if closed_shadow not in CLOSED_SHADOW_MODES:
+            raise ValueError(f"closed_shadow must be all, custom-elements or off, not {closed_shadow!r}")
         self.cdp = cdp
         self.tracker = tracker
         self.options = options
         self.closed_shadow = closed_shadow
-        #: closed shadow roots (backend node ids) per frame, when looked up in the whole DOM
+        #: per frame, backend node ids that lead to its closed shadow roots (a root itself, or
+        #: a node inside one), when looked up in bulk
         self.closed_nodes: dict[str, list[int]] = {}
-        self.wrapped = f"function (options, ...closed) {{ return JSON.stringify(({script})(options, closed)); }}"
+        #: sessions whose closed-root lookup failed, with why
+        self.closed_failed: dict[str, str] = {}
+        # A handle may be a node inside a closed root: its root node is the root (a shadow
+        # root's own root node is itself). Duplicates are dropped by the walk's host map.
+        self.wrapped = (f"function (options, ...closed) {{ return JSON.stringify(({script})"
+                        "(options, closed.map((n) => n.getRootNode()))); }")
         self.used_sessions: set[str] = set()
 
     async def call(self, session: str, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -348,8 +421,13 @@ class FrameSnapshot:
         if self.closed_shadow == "all":
             roots = {f.session: f.id for f in frames.values()
                      if f.parent not in frames or frames[f.parent or ""].session != f.session}
-            for found in await each(self._closed_in_session, list(roots.items())):
-                if not isinstance(found, Exception):
+            for session, found in zip(roots, await each(self._closed_in_session, list(roots.items())),
+                                      strict=True):
+                if isinstance(found, Exception):
+                    # Not a silent gap: the session's frames are not read this time (an error
+                    # that lowers confidence, or fails the snapshot for the page's own session).
+                    self.closed_failed[session] = f"its closed shadow roots could not be looked up ({_brief(found)})"
+                else:
                     self.closed_nodes.update(found)
         async with anyio.create_task_group() as tg:
             for f in frames.values():
@@ -366,6 +444,9 @@ class FrameSnapshot:
         ctx = self.tracker.contexts.get((f.session, f.id))
         if ctx is None:
             f.error = "no document to read (navigating or detached)"
+            return
+        if f.session in self.closed_failed:
+            f.error = self.closed_failed[f.session]
             return
         try:
             if self.closed_shadow == "all":
@@ -391,22 +472,38 @@ class FrameSnapshot:
             f.error = f"unreadable answer ({_brief(exc)})"
 
     async def _closed_in_session(self, root: tuple[str, str]) -> dict[str, list[int]]:
-        """Every closed shadow root in one session's documents, by frame (the whole DOM
-        crosses the protocol: as costly as a snapshot of the same page)."""
-        session, frame_id = root
-        document = (await self.call(session, "DOM.getDocument", {"depth": -1, "pierce": True}))["root"]
-        found: dict[str, list[int]] = {}
-        stack: list[tuple[dict[str, Any], str]] = [(document, frame_id)]
-        while stack:
-            node, frame = stack.pop()
-            for shadow in node.get("shadowRoots", ()):
-                if shadow.get("shadowRootType") == "closed":
-                    found.setdefault(frame, []).append(shadow["backendNodeId"])
-                stack.append((shadow, frame))
-            stack.extend((child, frame) for child in node.get("children", ()))
-            if "contentDocument" in node:
-                stack.append((node["contentDocument"], node.get("frameId", frame)))
+        """Every closed shadow root in one renderer session's documents, by frame: one
+        DOMSnapshot.captureSnapshot, plus a look at the possible hosts inside closed trees."""
+        session, _frame_id = root
+        capture = await self.call(session, "DOMSnapshot.captureSnapshot", {"computedStyles": []})
+        found, nested, outer_hosts = closed_in_capture(capture)
+        if nested:
+            per_host = sum(map(len, nested.values())) <= NESTED_CANDIDATES_PER_CALL
+            for got in await each(self._nested_roots, [
+                    (session, frame, node, per_host)
+                    for frame, nodes in (nested if per_host else outer_hosts).items() for node in nodes]):
+                if isinstance(got, Exception):
+                    raise got
+                for frame, roots in got.items():
+                    found.setdefault(frame, []).extend(roots)
         return found
+
+    async def _nested_roots(self, job: tuple[str, str, int, bool]) -> dict[str, list[int]]:
+        """Closed roots at or below one node (its own only, or its whole subtree)."""
+        session, frame, node, own_only = job
+        described = (await self.call(session, "DOM.describeNode", {
+            "backendNodeId": node, "depth": 0 if own_only else -1, "pierce": True}))["node"]
+        roots: list[int] = []
+        stack = [described]
+        while stack:
+            item = stack.pop()
+            for shadow in item.get("shadowRoots", ()):
+                if shadow.get("shadowRootType") == "closed":
+                    roots.append(shadow["backendNodeId"])
+                stack.append(shadow)
+            stack.extend(item.get("children", ()))
+            # A frame's own document is read in its own context, from its own capture.
+        return {frame: roots}
 
     async def _resolve_all(self, session: str, ctx: int, nodes: list[int]) -> list[str]:
         async def resolve(node: int) -> str:
@@ -612,4 +709,5 @@ async def frame_texts(cdp: CDPConnection, tracker: FrameTracker) -> list[str]:
     return [t for t in await each(text, keys) if isinstance(t, str)]
 
 
-__all__ = ["QUIET_OBSERVER", "ClosedShadow", "FrameSnapshot", "FrameTracker", "each", "frame_texts"]
+__all__ = ["CLOSED_SHADOW_MODES", "QUIET_OBSERVER", "ClosedShadow", "FrameSnapshot", "FrameTracker",
+           "closed_in_capture", "each", "frame_texts"]

@@ -131,7 +131,7 @@ class Page:
         return result.get("result", {}).get("value")
 
     async def snapshot(self, *, occlusion: bool = True, max_elements: int = 5000,
-                       closed_shadow: ClosedShadow = "custom-elements") -> dict[str, Any]:
+                       closed_shadow: ClosedShadow = "all") -> dict[str, Any]:
         """Run runtime_js/snapshot.js in every frame and place the frames on the page
         (frames.py; see docs/browser.md for the fields and `closed_shadow`)."""
         # Each frame answers with one JSON string: it crosses the protocol far faster
