@@ -333,7 +333,7 @@ class IgnoresItsTimeout:
 
     calls = 0
 
-    async def evaluate(self, request: Any, *, timeout: float, cancel: Any = None) -> Any:
+    async def evaluate(self, request: Any, *, timeout: float) -> Any:
         self.calls += 1
         await anyio.sleep_forever()
 
@@ -348,7 +348,7 @@ class Raises:
     def __init__(self, exc: BaseException) -> None:
         self.exc = exc
 
-    async def evaluate(self, request: Any, *, timeout: float, cancel: Any = None) -> Any:
+    async def evaluate(self, request: Any, *, timeout: float) -> Any:
         raise self.exc
 
     def status(self) -> dict[str, Any]:

@@ -54,7 +54,7 @@ def test_truth_table(risk: str, policy: str, approver: str, classifier: str) -> 
 
 
 class Broken:
-    async def evaluate(self, request: Any, *, timeout: float, cancel: Any = None) -> Any:
+    async def evaluate(self, request: Any, *, timeout: float) -> Any:
         raise RuntimeError("classifier evaluator bug")
 
     def status(self) -> dict[str, Any]:

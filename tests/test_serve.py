@@ -246,8 +246,7 @@ def test_deep_json_bodies_are_422_and_the_server_keeps_serving() -> None:
 class Broken(FixtureEvaluator):
     """A dependency with a bug: the server, not this, is under test."""
 
-    async def evaluate(self, request: EvaluationRequest, *, timeout: float,
-                       cancel: anyio.Event | None = None) -> Evaluation:
+    async def evaluate(self, request: EvaluationRequest, *, timeout: float) -> Evaluation:
         raise RuntimeError("bug holding sk-do-not-echo-0001")
 
 
@@ -424,10 +423,9 @@ class Announcing(LocalEvaluator):
         super().__init__()
         self.began = threading.Event()
 
-    async def evaluate(self, request: EvaluationRequest, *, timeout: float,
-                       cancel: anyio.Event | None = None) -> Evaluation:
+    async def evaluate(self, request: EvaluationRequest, *, timeout: float) -> Evaluation:
         self.began.set()
-        return await super().evaluate(request, timeout=timeout, cancel=cancel)
+        return await super().evaluate(request, timeout=timeout)
 
 
 @pytest.mark.timeout(180)

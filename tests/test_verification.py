@@ -195,7 +195,7 @@ class Custom:
         self.started = anyio.Event()
         self.calls = 0
 
-    async def evaluate(self, request: Any, *, timeout: float, cancel: anyio.Event | None = None) -> Any:
+    async def evaluate(self, request: Any, *, timeout: float) -> Any:
         self.calls += 1
         self.started.set()
         return await self.behave(request)

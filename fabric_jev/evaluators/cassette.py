@@ -19,12 +19,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import anyio
+import anyio.lowlevel
 
 from .._files import atomic_write
 from ..contract.evaluation import Evaluation, EvaluationRequest, validate_answers
 from ..errors import AnswerInvalid, ConfigError
-from .base import Evaluator, refuse_if_cancelled
+from .base import Evaluator
 
 
 def request_digest(request: EvaluationRequest, model: str) -> str:
@@ -56,10 +56,8 @@ class CassetteEvaluator:
         self.replayed = 0
         self.recorded = 0
 
-    async def evaluate(
-        self, request: EvaluationRequest, *, timeout: float, cancel: anyio.Event | None = None
-    ) -> Evaluation:
-        refuse_if_cancelled(cancel)
+    async def evaluate(self, request: EvaluationRequest, *, timeout: float) -> Evaluation:
+        await anyio.lowlevel.checkpoint_if_cancelled()
         digest = request_digest(request, self._model)
         entry = self._entries.get(digest)
         if entry is not None:
@@ -68,7 +66,7 @@ class CassetteEvaluator:
             return validate_answers(request, entry["evaluation"])
         if self._inner is None:
             raise AnswerInvalid(f"cassette has no recording for this request (digest {digest[:12]})")
-        evaluation = await self._inner.evaluate(request, timeout=timeout, cancel=cancel)
+        evaluation = await self._inner.evaluate(request, timeout=timeout)
         self._entries[digest] = {"request": request.to_wire(request.model or self._model),
                                  "evaluation": evaluation.to_json()}
         self._save()

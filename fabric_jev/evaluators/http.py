@@ -11,12 +11,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import anyio
+import anyio.lowlevel
 import httpx
 
 from ..contract.evaluation import MAX_RESPONSE_BYTES, Evaluation, EvaluationRequest, parse_response_bytes
 from ..errors import AnswerInvalid, EvaluationError, UpstreamError
-from .base import with_cancel
+from .base import evaluation_deadline
 from .credentials import CredentialResolver
 from .routes import Route, endpoint
 
@@ -60,10 +60,10 @@ class HttpEvaluator:
         )
         self.requests = 0
 
-    async def evaluate(
-        self, request: EvaluationRequest, *, timeout: float, cancel: anyio.Event | None = None
-    ) -> Evaluation:
-        evaluation: Evaluation = await with_cancel(cancel, timeout, self._evaluate(request))
+    async def evaluate(self, request: EvaluationRequest, *, timeout: float) -> Evaluation:
+        await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller sends nothing
+        with evaluation_deadline(timeout):
+            evaluation = await self._evaluate(request)
         return evaluation
 
     async def _evaluate(self, request: EvaluationRequest) -> Evaluation:

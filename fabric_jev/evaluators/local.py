@@ -30,11 +30,11 @@ from collections import OrderedDict
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
-import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
-from .base import refuse_if_cancelled, with_cancel
+from .base import evaluation_deadline
 from .lexical import term_ids
 from .local_model import weights_problem
 from .profile import Profile, answer_distribution
@@ -267,13 +267,11 @@ class LocalEvaluator:
             return f"{name} (adapted from labels)"
         return f"{name} (adapted {adapted} of {asked} questions; the rest heuristic)"
 
-    async def evaluate(
-        self, request: EvaluationRequest, *, timeout: float, cancel: anyio.Event | None = None
-    ) -> Evaluation:
-        refuse_if_cancelled(cancel)
+    async def evaluate(self, request: EvaluationRequest, *, timeout: float) -> Evaluation:
+        await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller is not counted
         self.calls += 1
-        evaluation: Evaluation = await with_cancel(
-            cancel, timeout, anyio.to_thread.run_sync(self.answer_sync, request))
+        with evaluation_deadline(timeout):
+            evaluation = await anyio.to_thread.run_sync(self.answer_sync, request)
         return evaluation
 
     def status(self) -> dict[str, Any]:

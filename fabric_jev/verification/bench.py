@@ -178,12 +178,12 @@ class _Counting:
         self.calls = 0
         self.log: list[AdapterCall] = []
 
-    async def evaluate(self, request: Any, *, timeout: float, cancel: Any = None) -> Any:
+    async def evaluate(self, request: Any, *, timeout: float) -> Any:
         self.calls += 1
         start = time.perf_counter()
         answer: Any = None
         try:
-            answer = await self.inner.evaluate(request, timeout=timeout, cancel=cancel)
+            answer = await self.inner.evaluate(request, timeout=timeout)
             return answer
         finally:
             # Recorded whatever happened (an error, a cancellation) so every call is counted.

@@ -3,8 +3,9 @@
 Only the intent and each check's id, version and description leave the host —
 never targets, expected values, readers or page data.
 
-Compile holds its own deadline and cancel event around the evaluator, so a
-custom evaluator that ignores `timeout` or `cancel` cannot make it hang, and
+Compile holds its own deadline and cancel event around the evaluator (which
+it cancels through its task's scope), so a custom evaluator that ignores
+`timeout` or cancellation cannot make it hang, and
 an answer that arrives after either is not used. Whatever the evaluator
 returns is validated as an upstream answer would be: anything malformed
 (`None` included) or any exception it raises gives `incomplete`, never an
@@ -122,7 +123,7 @@ async def _ask(evaluator: Evaluator, request: EvaluationRequest, timeout: float,
 
                 tg.start_soon(watch)
             try:
-                got.append(await evaluator.evaluate(request, timeout=timeout, cancel=cancel))
+                got.append(await evaluator.evaluate(request, timeout=timeout))
             except anyio.get_cancelled_exc_class():
                 raise  # ours (the deadline or the event) or the caller's: the scopes sort it out
             except Exception as exc:  # provider errors of any kind are an incomplete compile
