@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import sys
 import time
 from pathlib import Path
@@ -124,6 +125,106 @@ async def _compare_clients(url: str, n: int, rounds: int = 6) -> dict[str, Any]:
     return out
 
 
+class _RawClient:
+    """One kept-alive connection; each request written whole, the answer read to its Content-Length.
+
+    Blocking on purpose: the server is another process, and a bare socket adds
+    the least client time, so the servers' own difference shows.
+    """
+
+    def __init__(self, url: str, request: bytes) -> None:
+        self.port = int(url.rsplit(":", 1)[1])
+        self.request = request
+        self.sock = self._connect()
+        self.last = b""
+
+    def _connect(self) -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+    async def once(self) -> None:
+        try:
+            self.last = self._exchange()
+        except ConnectionError:  # closed while idle (other blocks ran past the keep-alive timeout)
+            self.sock.close()
+            self.sock = self._connect()
+            self.last = self._exchange()
+
+    def _exchange(self) -> bytes:
+        self.sock.sendall(self.request)
+        data = b""
+        while True:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("the server closed a kept-alive connection")
+            data += chunk
+            head, sep, body = data.partition(b"\r\n\r\n")
+            length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), None)
+            if sep and length is not None and len(body) >= length:
+                return body
+
+    async def aclose(self) -> None:
+        self.sock.close()
+
+
+def _wire_request() -> bytes:
+    from ..contract.evaluation import validate_request
+
+    payload = json.dumps(validate_request({"state": _BENCH_STATE, "questions": _bench_questions()})
+                         .to_wire("jev-latest")).encode()
+    return (b"POST /v1/systemone HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+
+
+async def _serve_against_bare_uvicorn(url: str, n: int, rounds: int = 6) -> dict[str, Any]:
+    """`fabric-jev serve` (fixture) next to a bare uvicorn app answering the same bytes.
+
+    Each client (a bare socket, our route client, typesafe-sdk if installed)
+    talks to both servers in alternating blocks: a client's ratio is serve's
+    cost over what uvicorn itself costs, seen through that client.
+    """
+    import subprocess
+    import tempfile
+
+    request = _wire_request()
+    probe = _RawClient(url, request)
+    await probe.once()
+    await probe.aclose()
+    with tempfile.NamedTemporaryFile("wb", suffix=".json", delete=False) as f:
+        f.write(probe.last)  # the same answer, byte for byte
+    bare = subprocess.Popen([sys.executable, "-m", "fabric_jev.benchmarks.bare_uvicorn", f.name],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    clients: dict[tuple[str, str], Any] = {}
+    try:
+        assert bare.stdout is not None
+        servers = {"serve": url, "bare_uvicorn": bare.stdout.readline().strip()}
+        makers: dict[str, Any] = {"socket": lambda u: _RawClient(u, request), "fabric_jev": _OursClient}
+        with contextlib.suppress(ImportError):  # the peer lives in the `bench` extra
+            import typesafe_sdk  # noqa: F401
+
+            makers["typesafe_sdk"] = _SdkClient
+        clients = {(c, sv): make(u) for c, make in makers.items() for sv, u in servers.items()}
+        walls: dict[tuple[str, str], list[float]] = {k: [] for k in clients}
+        for client in clients.values():
+            await _block(client, 20)  # warm-up: connections, first-call imports
+        for _ in range(rounds):  # alternate blocks so drift hits every pair alike
+            for key, client in clients.items():
+                walls[key] += (await _block(client, n))[0]
+    finally:
+        for client in clients.values():
+            await client.aclose()
+        bare.terminate()
+        bare.wait(10)
+        Path(f.name).unlink(missing_ok=True)
+    out: dict[str, Any] = {"requests": n * rounds, "body_bytes": len(probe.last)}
+    for name in makers:
+        serve_ms, bare_ms = _median(walls[(name, "serve")]), _median(walls[(name, "bare_uvicorn")])
+        out[name] = {"serve_ms": serve_ms, "bare_uvicorn_ms": bare_ms, "ratio": serve_ms / bare_ms}
+    return out
+
+
 async def _local_latency(questions: int, samples: int) -> list[float]:
     from ..contract.evaluation import validate_request
     from ..evaluators.local import LocalEvaluator
@@ -217,12 +318,14 @@ def _shipped_example_splits(seeds: int) -> dict[str, Any]:
 async def bench_evaluators(requests: int = 100, samples: int = 30) -> dict[str, Any]:
     proc, url, fixture = await _serve_fixture()
     try:
+        server = await _serve_against_bare_uvicorn(url, requests)
         clients = await _compare_clients(url, requests)
     finally:
         proc.terminate()
         proc.wait(10)
         Path(fixture).unlink(missing_ok=True)
     return {
+        "serve": server,
         "route_client_ms": clients,
         "local_ms": {"one_question": _median(await _local_latency(1, samples)),
                      "five_questions": _median(await _local_latency(5, samples)),
@@ -234,8 +337,16 @@ async def bench_evaluators(requests: int = 100, samples: int = 30) -> dict[str, 
 
 
 def _print_evaluators(r: dict[str, Any]) -> None:
-    rc, lo = r["route_client_ms"], r["local_ms"]
+    rc, lo, sv = r["route_client_ms"], r["local_ms"], r["serve"]
     print("evaluators")
+    print(f"  serve against a bare uvicorn app answering the same {sv['body_bytes']} bytes "
+          f"(keep-alive, {sv['requests']} requests each, alternating blocks; goal <= 1.2):")
+    for name in ("fabric_jev", "typesafe_sdk", "socket"):
+        if name in sv:
+            c = sv[name]
+            label = {"fabric_jev": "route client", "typesafe_sdk": "typesafe-sdk", "socket": "bare socket"}[name]
+            print(f"    {label:13} serve {c['serve_ms']:6.2f} ms   bare uvicorn {c['bare_uvicorn_ms']:6.2f} ms"
+                  f"   ratio {c['ratio']:.2f}")
     if "typesafe_sdk" in rc:
         print(f"  route client per request {rc['fabric_jev']:7.2f} ms   typesafe-sdk "
               f"{rc['typesafe_sdk']:6.2f} ms   ratio {rc['ratio']:.2f} (goal <= 1.0)")
