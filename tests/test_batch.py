@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import pty
+import resource
 import signal
 import subprocess
 import sys
+import tracemalloc
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ from typing import Any
 import pytest
 
 from fabric_jev import BatchError, CompileError, FixtureEvaluator, HostConfig
-from fabric_jev.batch import BatchOutcome, OutputLog, batch, read_inputs
+from fabric_jev.batch import BatchOutcome, OutputLog, batch, count_inputs, read_inputs
 from tests.conftest import child_pids
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,7 +145,7 @@ def test_an_existing_output_needs_resume(files: dict[str, str]) -> None:
     done = run_cli(files, "--resume")
     assert done.returncode == 2
     assert done.stderr.strip() == (f"fabric-jev: output {files['out']} line 1 is not a batch record "
-                                   "(not a batch output record); not resuming")
+                                   "(line must be a positive integer); not resuming")
     assert Path(files["out"]).read_text() == "{}\n"
 
 
@@ -259,3 +261,108 @@ async def test_leaving_the_loop_early_cancels_the_rest() -> None:
             break
     # The host closed and its workers are gone (a session Chromium's own new helpers aside).
     assert child_pids(apart_from=before) == set()
+
+
+# ---------------------------------------------------------------- hostile files
+
+
+def sparse_line(path: Path, before: str, length: int, after: str) -> None:
+    """`before`, then one line of `length` NUL bytes without a newline of its own (a hole: no disk), then `after`."""
+    with path.open("wb") as f:
+        f.write(before.encode())
+        f.seek(length, os.SEEK_CUR)
+        f.write(b"\n" + after.encode())
+
+
+def test_counting_and_reading_hold_a_long_line_in_bounded_memory(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    sparse_line(path, '{"n": 1}\n\n', 256 << 20, '{"n": 3}\n  \n')
+    tracemalloc.start()
+    try:
+        total = count_inputs(path)
+        items = list(read_inputs(path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert total == 3
+    assert [(i.line, i.error) for i in items] == [
+        (1, None), (3, "input line 3 is larger than 65536 bytes"), (4, None)]
+    assert peak < 8 << 20  # a few blocks, never the 256 MiB line
+
+
+def limited(memory: int = 0, file_size: int = 0) -> Any:
+    def apply() -> None:
+        if memory:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        if file_size:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
+    return apply
+
+
+@pytest.mark.timeout(180)
+def test_a_line_larger_than_memory_is_one_rejected_input(files: dict[str, str]) -> None:
+    # 1.5 GiB without a newline, in a process allowed 1 GiB of address space.
+    sparse_line(Path(files["inputs"]), '{"n": 1}\n', 3 << 29, '{"n": 2}\n')
+    done = subprocess.run(batch_argv(files, "--quiet"), capture_output=True, text=True, timeout=170, cwd=ROOT,
+                          preexec_fn=limited(memory=1 << 30))
+    assert done.returncode == 1, done.stderr
+    assert "internal error" not in done.stderr
+    assert sorted((r["line"], r["state"], r.get("error")) for r in records(files["out"])) == [
+        (1, "completed", None), (2, "rejected", "input line 2 is larger than 65536 bytes"), (3, "completed", None)]
+
+
+TAMPERED = {
+    "usage as a list": {"usage": [1, 2]},
+    "usage as a string": {"usage": "lots"},
+    "evaluations as a list": {"evaluations": [1]},
+    "evaluations beyond any ceiling": {"evaluations": 10**400},
+    "negative tokens": {"usage": {"input_tokens": -5, "output_tokens": 0}},
+    "a boolean id": {"id": True},
+    "a boolean line": {"line": True},
+    "a result on a failed record": {"state": "failed", "result": 1},
+    "an unknown field": {"extra": 1},
+}
+
+
+@pytest.mark.parametrize("change", TAMPERED.values(), ids=TAMPERED.keys())
+def test_a_tampered_resume_file_is_refused_in_one_line(files: dict[str, str], change: dict[str, Any]) -> None:
+    Path(files["inputs"]).write_text(input_line(1) + "\n")
+    record = {**BatchOutcome(line=1, id=1, state="completed", result={"n": 1, "ok": 0.75}).to_json(), **change}
+    text = json.dumps(record) + "\n"
+    Path(files["out"]).write_text(text)
+    done = run_cli(files, "--resume")
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"fabric-jev: output {files['out']} line 1 is not a batch record (")
+    assert line.endswith("); not resuming")
+    assert Path(files["out"]).read_text() == text
+
+
+def test_out_must_be_a_regular_file(files: dict[str, str], tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for out, kind in (("/dev/full", "a device"), (str(fifo), "a FIFO"), (str(tmp_path), "a directory")):
+        # A FIFO with no reader used to block the open for ever: the subprocess timeout would fire.
+        done = run_cli({**files, "out": out})
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip().splitlines() == [
+            f"fabric-jev: output {out} is {kind}; --out must be a regular file "
+            "(records are appended and read back by --resume)"]
+
+
+def test_a_full_disk_stops_the_batch_in_one_line_and_resume_finishes_it(files: dict[str, str]) -> None:
+    Path(files["inputs"]).write_text("".join(input_line(n) + "\n" for n in range(1, 21)))
+    # Python ignores SIGXFSZ: past the size limit a write fails with EFBIG, as on a full disk with ENOSPC.
+    done = subprocess.run(batch_argv(files, "--quiet"), capture_output=True, text=True, timeout=50, cwd=ROOT,
+                          preexec_fn=limited(file_size=1000))
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (f"fabric-jev: cannot write output {files['out']}: File too large; the records so far "
+                    "are kept, rerun with --resume")
+    assert "Traceback" not in done.stderr
+    written = Path(files["out"]).read_bytes()
+    assert 0 < written.count(b"\n") < 20
+    resumed = run_cli(files, "--resume", "--quiet")
+    assert resumed.returncode == 1, resumed.stderr  # line 7 fails, as always
+    lines = records(files["out"])
+    assert sorted(r["line"] for r in lines) == list(range(1, 21))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -14,6 +15,8 @@ from .records import MAX_LINE_BYTES, BatchItem, BatchOutcome, Key, parse_input_l
 
 #: An output record is an envelope's result and error plus a few counts; results are ≤ 32 KiB.
 MAX_RECORD_BYTES = 1_048_576
+#: Counting reads this much at a time: a line is never held whole, however long.
+_COUNT_BLOCK = 1 << 20
 
 
 def _read_line(f: BinaryIO, limit: int) -> tuple[bytes, bool]:
@@ -26,11 +29,27 @@ def _read_line(f: BinaryIO, limit: int) -> tuple[bytes, bool]:
     return b"", True
 
 
-def count_inputs(path: str | Path) -> int:
-    """How many non-blank lines the inputs file has (for the progress bar's total)."""
+def count_inputs(path: str | Path) -> int | None:
+    """How many non-blank lines the inputs file has (for the progress bar's total).
+
+    Counted in blocks of 1 MiB, so a line of any length (gigabytes without a
+    newline) costs no more memory than a short one; the reader later skips it.
+    None when the inputs are a pipe or a device: they can be read only once,
+    and the run needs them.
+    """
     try:
         with open(path, "rb") as f:
-            return sum(1 for line in f if line.strip())
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            count = 0
+            filled = False  # the line read so far has a non-blank byte
+            while block := f.read(_COUNT_BLOCK):
+                *ended, rest = block.split(b"\n")
+                for piece in ended:
+                    count += filled or bool(piece.strip())
+                    filled = False
+                filled = filled or bool(rest.strip())
+            return count + filled
     except OSError as exc:
         raise BatchError(f"cannot read inputs {path}: {exc.strerror}") from None
 
@@ -79,24 +98,47 @@ class OutputLog:
         self._fd: int | None = None
 
     def open(self, *, resume: bool) -> dict[Key, BatchOutcome]:
-        """Open for appending; with `resume`, return the outcomes already recorded, by id."""
+        """Open for appending; with `resume`, return the outcomes already recorded, by id.
+
+        Only a regular file (or none yet) is accepted: a FIFO would block the
+        open until a reader came, a device such as /dev/full cannot keep records.
+        """
         earlier: dict[Key, BatchOutcome] = {}
         try:
-            size = self.path.stat().st_size
+            info = self.path.stat()
         except FileNotFoundError:
-            size = 0
+            info = None
         except OSError as exc:
             raise BatchError(f"cannot use output {self.path}: {exc.strerror}") from None
+        if info is not None:
+            self._refuse_unless_regular(info.st_mode)
+        size = info.st_size if info is not None else 0
         if size and not resume:
             raise BatchError(f"output {self.path} already has records; pass --resume to continue it "
                              "or choose another --out")
         if size:
             earlier = self._recorded()
         try:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            # O_NONBLOCK: if a FIFO took the file's place since the check, the open fails at once.
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK,
+                         0o644)
         except OSError as exc:
             raise BatchError(f"cannot write output {self.path}: {exc.strerror}") from None
+        try:
+            self._refuse_unless_regular(os.fstat(fd).st_mode)
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
         return earlier
+
+    def _refuse_unless_regular(self, mode: int) -> None:
+        if not stat.S_ISREG(mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+            raise BatchError(f"output {self.path} is {kind}; --out must be a regular file "
+                             "(records are appended and read back by --resume)")
 
     def _recorded(self) -> dict[Key, BatchOutcome]:
         earlier: dict[Key, BatchOutcome] = {}
@@ -131,13 +173,20 @@ class OutputLog:
             raise BatchError("the output log is not open")
         data = (json.dumps(outcome.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view):]
+        try:
+            while view:
+                view = view[os.write(self._fd, view):]
+        except OSError as exc:
+            # A disk that filled up: lines already written stay whole; a cut-off one is dropped by --resume.
+            raise BatchError(f"cannot write output {self.path}: {exc.strerror}; the records so far are "
+                             "kept, rerun with --resume") from None
 
     def close(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             try:
                 os.fsync(fd)
+            except OSError as exc:
+                raise BatchError(f"cannot write output {self.path}: {exc.strerror}") from None
             finally:
                 os.close(fd)

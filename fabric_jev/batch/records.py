@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from .._json import JSONInputError, loads_bounded
 from ..contract.envelope import Envelope, RunState
@@ -82,16 +82,54 @@ class BatchOutcome:
 
     @classmethod
     def from_json(cls, data: Any) -> BatchOutcome:
-        """Read an output line back (resume); raises ValueError for anything else."""
-        if not isinstance(data, dict) or not isinstance(data.get("line"), int) \
-                or not isinstance(data.get("id"), int | str) or data.get("state") not in STATES:
+        """Read an output line back (resume); raises ValueError, naming the field, for anything else.
+
+        A record is checked as strictly as it was written: exact keys, integers
+        that are not booleans, counts within what one run can reach.
+        """
+        if not isinstance(data, dict):
             raise ValueError("not a batch output record")
-        usage = data.get("usage") or {}
-        return cls(line=data["line"], id=data["id"], state=data["state"], result=data.get("result"),
-                   error=data.get("error"), evaluations=int(data.get("evaluations", 0)),
-                   toolCalls=int(data.get("toolCalls", 0)),
-                   usage={"input_tokens": int(usage.get("input_tokens", 0)),
-                          "output_tokens": int(usage.get("output_tokens", 0))})
+        unknown = sorted(set(data) - _RECORD_KEYS)
+        if unknown:
+            raise ValueError(f"unknown field {unknown[0]!r}")
+        line, key, state = data.get("line"), data.get("id"), data.get("state")
+        if not _is_int(line) or not 1 <= line <= MAX_COUNT:
+            raise ValueError("line must be a positive integer")
+        if not _is_int(key) and not isinstance(key, str):
+            raise ValueError("id must be a string or an integer")
+        if state not in STATES:
+            raise ValueError(f"state must be one of {', '.join(STATES)}")
+        if "result" in data and state != RunState.COMPLETED.value:
+            raise ValueError("only a completed record has a result")
+        error = data.get("error")
+        if error is not None and not isinstance(error, str):
+            raise ValueError("error must be a string")
+        usage = data.get("usage", {})
+        if not isinstance(usage, dict) or set(usage) - {"input_tokens", "output_tokens"}:
+            raise ValueError("usage must be {input_tokens, output_tokens}")
+        return cls(line=line, id=key, state=state, result=data.get("result"), error=error,
+                   evaluations=_count(data, "evaluations", MAX_EVALUATIONS),
+                   toolCalls=_count(data, "toolCalls", MAX_TOOL_CALLS),
+                   usage={name: _count(usage, name, MAX_COUNT) for name in ("input_tokens", "output_tokens")})
+
+
+_RECORD_KEYS = frozenset({"line", "id", "state", "result", "error", "evaluations", "toolCalls", "usage"})
+#: The highest ceilings a host config allows (contract §7): no run can count more.
+MAX_EVALUATIONS = 100_000
+MAX_TOOL_CALLS = 1_000_000
+#: Line numbers, integer ids and token counts: JSON's exact integers.
+MAX_COUNT = 2**53 - 1
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _count(data: dict[str, Any], name: str, high: int) -> int:
+    value = data.get(name, 0)
+    if not _is_int(value) or not 0 <= value <= high:
+        raise ValueError(f"{name} must be an integer from 0 to {high}")
+    return int(value)
 
 
 def parse_input_line(raw: bytes, line: int, id_field: str | None) -> BatchItem:
