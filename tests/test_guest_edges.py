@@ -74,6 +74,32 @@ async def test_a_lone_surrogate_in_a_tool_ref_is_a_catchable_guest_error(
                           "Capability not granted to Jev program: \ufffd", "x\ufffd"]
 
 
+DEEP_SURROGATE = "let v = '\\ud800'; for (let i = 0; i < 600; i++) v = [v];"
+
+
+async def test_a_deep_value_holding_a_lone_surrogate_gives_catchable_errors(host: JevHost) -> None:
+    # 600 levels once made the wire decoder's recursive scrub hit the recursion limit
+    # ("Jev host error: ExceptionGroup…"), which no guest could catch.
+    env = await host.run(program(DEEP_SURROGATE + """
+      const out = [];
+      try { await program.emit(v); } catch (e) { out.push(e.message); }
+      try {
+        await jev.evaluate({state: v, questions: {q: {type: 'noul', instructions: 'x'}}});
+      } catch (e) { out.push(e.message); }
+      return out;
+    """, requires=["jev.evaluate"]), None)
+    _printable(env)
+    assert env.state is RunState.COMPLETED, env.error
+    assert env.result == ["program.emit value is nested too deeply",
+                          "jev.evaluate request is nested deeper than 32 levels"]
+
+
+async def test_a_deep_result_holding_a_lone_surrogate_fails_the_run_cleanly(host: JevHost) -> None:
+    env = await host.run(program(DEEP_SURROGATE + "return v;"), None)
+    _printable(env)
+    assert env.state is RunState.FAILED and env.error == "output is nested too deeply"
+
+
 def test_the_cli_prints_a_surrogate_error_envelope(tmp_path: Path) -> None:
     done = cli("run", write(tmp_path, "p.json", program("throw new Error('\\ud800')")))
     assert done.returncode == 1, done.stderr

@@ -62,3 +62,35 @@ def test_a_settle_with_a_lone_surrogate_still_encodes() -> None:
 def test_frames_outside_the_protocol_are_refused(tag: bytes, payload: bytes) -> None:
     with pytest.raises(_wire.ProtocolError):
         _wire.decode(tag, payload)
+
+
+def _deep(leaf: str, depth: int) -> str:
+    return "[" * depth + leaf + "]" * depth
+
+
+def test_a_deep_value_holding_a_lone_surrogate_is_scrubbed_without_recursing() -> None:
+    # 600 levels: the old recursive scrub hit Python's recursion limit here.
+    payload = '{"c":[[1,"emit",' + _deep('"\\ud800\\\\ud800"', 600) + ']],"l":[],"d":null,"f":null}'
+    message = _wire.decode(b"O", payload.encode())
+    assert isinstance(message, _wire.Outbox)
+    value = message.calls[0].args
+    for _ in range(600):
+        (value,) = value
+    assert value == "\ufffd\\ud800"  # an escaped backslash is not an escape
+
+
+@pytest.mark.parametrize("escape, decoded", [
+    ("\\ud83d\\ude00", "\U0001F600"), ("\\uD83D\\uDE00", "\U0001F600"), ("\\ud83d", "\ufffd"),
+    ("\\ude00\\ud83d", "\ufffd\ufffd"), ("\\ud83d\\ud83d\\ude00", "\ufffd\U0001F600"),
+    ("\\\\ud83d", "\\ud83d"), ("\\\\\\ud83d", "\\\ufffd"), ("\\u00e9", "\u00e9")])
+def test_surrogate_escapes_pair_or_become_replacement_characters(escape: str, decoded: str) -> None:
+    payload = f'{{"c":[],"l":["{escape}"],"d":[true,{{"{escape}":1}}],"f":null}}'
+    message = _wire.decode(b"O", payload.encode())
+    assert isinstance(message, _wire.Outbox)
+    assert message.logs == [decoded] and message.result == (True, {decoded: 1})
+
+
+def test_a_frame_nested_past_the_parsers_depth_is_a_protocol_error() -> None:
+    payload = '{"c":[],"l":[],"d":[true,' + _deep("1", 100_000) + '],"f":null}'
+    with pytest.raises(_wire.ProtocolError, match="nested too deeply"):
+        _wire.decode(b"O", payload.encode())

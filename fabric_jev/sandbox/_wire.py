@@ -23,8 +23,9 @@ Worker -> host
                   is ``slice`` | ``memory`` | ``stack`` | ``error``
 
 Guest strings may hold lone UTF-16 surrogates, which UTF-8 cannot carry.
-The prelude writes them as JSON escapes; the decoder replaces them with
-U+FFFD, so nothing that leaves the sandbox layer is unprintable.
+The prelude writes them as JSON escapes; the decoder rewrites those escapes
+to U+FFFD in the text before parsing (a linear scan, however deep the value),
+so nothing that leaves the sandbox layer is unprintable.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ from typing import Any, NamedTuple
 HEADER = struct.Struct(">I")
 _LOAD, _SETTLE, _READY, _LOAD_FAILED, _OUTBOX, _FATAL = b"L", b"S", b"R", b"E", b"O", b"F"
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+# Every JSON escape, taken whole and left to right, so `\\ud800` (an escaped
+# backslash, then text) is never read as a surrogate escape: a high+low pair
+# first, then a lone surrogate (group 1), then any other escape.
+_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+                     r"|(\\u[dD][89a-fA-F][0-9a-fA-F]{2})|\\.")
 
 
 # ---------------------------------------------------------------- messages
@@ -139,25 +145,23 @@ def outbox_frame(text: str) -> bytes:
 # ---------------------------------------------------------------- decoding
 
 
-def _scrub(value: Any) -> Any:
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [_scrub(v) for v in value]
-    if isinstance(value, dict):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
-    return value
+def _replace_lone(m: re.Match[str]) -> str:
+    return "\\ufffd" if m.group(1) else m.group(0)
 
 
 _parse = json.JSONDecoder().decode
 
 
 def _json(payload: bytes) -> Any:
-    value = _parse(payload.decode("utf-8", "replace"))
-    # Only a JSON escape can make a lone surrogate: skip the walk without one.
+    text = payload.decode("utf-8", "replace")
+    # Only a JSON escape can make a lone surrogate: skip the scan without one.
     if b"\\ud" in payload or b"\\uD" in payload:
-        value = _scrub(value)
-    return value
+        text = _ESCAPE.sub(_replace_lone, text)
+    try:
+        return _parse(text)
+    except RecursionError:
+        # The guest's own stack stops nesting before this; a frame past it is not ours.
+        raise ValueError("value nested too deeply") from None
 
 
 def _text(payload: bytes) -> str:
