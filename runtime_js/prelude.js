@@ -35,6 +35,8 @@
   const stringCharCodeAt = String.prototype.charCodeAt;
   const stringRepeat = String.prototype.repeat;
   const AsyncFunction = (async function () {}).constructor;
+  const stringNormalize = String.prototype.normalize;
+  const InternalErrorCtor = G.InternalError;
 
   const LIMITS = { outputChars: 32768, emitChars: 4096, argsChars: 1048576, logChars: 4096, timers: 128 };
 
@@ -57,6 +59,7 @@
   let timerCount = 0;
   let nextTimerId = 1;
   let timerFault = null;
+  let memoryLimit = "";  // " (the program's memory limit is N MiB)", set at load
 
   // Serialise a guest value for the host. Non-finite numbers and BigInt are
   // refused here, with the place named, rather than silently turned into null.
@@ -259,8 +262,26 @@
   install("clearTimeout", function clearTimeout(id) { clearTimer(id); });
   install("clearInterval", function clearInterval(id) { clearTimer(id); });
 
+  // The engine's normalize can fail an allocation without raising anything: the
+  // guest then catches an engine-internal value that prints as "[uninitialized]".
+  // Give it the out-of-memory error the other built-ins throw. A method, so it is
+  // no constructor, and named and sized like the built-in.
+  defineProperty(StringCtor.prototype, "normalize", {
+    value: ({
+      normalize() {
+        try {
+          return apply(stringNormalize, this, arguments);
+        } catch (e) {
+          if (typeof e === "unknown") throw new InternalErrorCtor("out of memory" + memoryLimit);
+          throw e;
+        }
+      },
+    }).normalize,
+    writable: true, enumerable: false, configurable: true,
+  });
+
   // The worker's only handle on the guest.
-  return function bridge(op, a, b, c) {
+  return function bridge(op, a, b, c, d) {
     if (op === "drain") {
       // "<1 if the program ended, else 0><timer changes for the worker, if any>\n<outbox for
       // the host, if any>": the worker reads the head and forwards the outbox untouched.
@@ -298,6 +319,7 @@
     if (op === "load") {
       // Returns null, or the compile error with the program's line and column.
       lineBase = c + 2;
+      if (typeof d === "number") memoryLimit = " (the program's memory limit is " + mathFloor(d / 1048576) + " MiB)";
       try {
         main = new AsyncFunction(apply(stringRepeat, "\n", [c]) + a);
       } catch (e) {

@@ -193,3 +193,31 @@ async def test_killed_worker_fails_its_run_and_the_host_carries_on(host: JevHost
     assert env.error == "Jev sandbox worker was killed by SIGKILL"
     after = await host.run(program("return 2"), None)
     assert after.result == 2
+
+
+NORMALIZE_8M = "const s = 'a'.repeat(8 * 1024 * 1024);"
+
+
+async def test_normalize_past_the_memory_limit_fails_with_the_memory_message(host: JevHost) -> None:
+    # The engine's normalize failed its allocation without setting an exception:
+    # the run ended with the message "[uninitialized]".
+    env = await host.run(program(NORMALIZE_8M + "return s.normalize('NFD').length;"), None)
+    assert env.state is RunState.FAILED
+    assert env.error == "Jev program exceeded its memory limit (64 MiB)"
+
+
+async def test_normalize_past_the_memory_limit_throws_a_catchable_memory_error(host: JevHost) -> None:
+    env = await host.run(program(NORMALIZE_8M + """
+      let caught;
+      try { s.normalize(); } catch (e) { caught = [e instanceof Error, e.name, e.message]; }
+      const n = String.prototype.normalize;
+      return [caught, 'e\\u0301'.normalize() === '\\u00e9', 'x'.normalize('NFKD'), n.name, n.length];
+    """), None)
+    assert env.state is RunState.COMPLETED, env.error
+    assert env.result == [[True, "InternalError", "out of memory (the program's memory limit is 64 MiB)"],
+                          True, "x", "normalize", 0]
+
+
+async def test_normalize_keeps_its_range_error_for_a_bad_form(host: JevHost) -> None:
+    env = await host.run(program("try { 'a'.normalize('X'); } catch (e) { return e.name; }"), None)
+    assert env.result == "RangeError"

@@ -100,7 +100,7 @@ def _worker(sock: socket.socket, prelude: str) -> None:
     ctx.set_time_limit(slice_s)
     signal.setitimer(signal.ITIMER_PROF, hard_s)
     try:
-        failed = bridge("load", load.code, load.input_json, prelude_lines)
+        failed = bridge("load", load.code, load.input_json, prelude_lines, load.memory_bytes)
     except Exception as exc:  # an overrun or out of memory while compiling
         failed = _message(exc)
     signal.setitimer(signal.ITIMER_PROF, 0)
