@@ -19,6 +19,9 @@
   }
   const MAX_VALUE = 200;
   const MAX_TEXT = options.maxText || 200;
+  // The page chooses every string below, and a hostile one makes them megabytes:
+  // attributes and names are cut like text, URLs at a common browser-safe length.
+  const MAX_URL = 2048;
   const MAX_ELEMENTS = options.maxElements || 5000;
   const doc = document;
   const win = window;
@@ -89,7 +92,7 @@
 
   function roleOf(el) {
     const explicit = (el.getAttribute("role") || "").trim().split(/\s+/)[0];
-    if (explicit && explicit !== "none" && explicit !== "presentation") return { role: explicit, explicit: true };
+    if (explicit && explicit !== "none" && explicit !== "presentation") return { role: cut(explicit, MAX_TEXT), explicit: true };
     const implicit = implicitRole(el);
     if (implicit) return { role: implicit, explicit: false };
     if (el.isContentEditable && el === el.closest("[contenteditable]")) return { role: "textbox", explicit: false };
@@ -101,6 +104,13 @@
 
   function clip(s, n) {
     s = String(s).replace(/\s+/g, " ").trim();
+    return s.length > n ? s.slice(0, n) : s;
+  }
+
+  // An exact value (an id, an attribute) cut to `n`, whitespace kept; null stays null.
+  function cut(s, n) {
+    if (s === null || s === undefined) return null;
+    s = String(s);
     return s.length > n ? s.slice(0, n) : s;
   }
 
@@ -116,7 +126,7 @@
       const ref = (root.getElementById ? root.getElementById(id) : null) || doc.getElementById(id);
       if (ref) parts.push(clip(ref.textContent || "", MAX_TEXT));
     }
-    return parts.join(" ").trim();
+    return clip(parts.join(" "), MAX_TEXT);
   }
 
   function labelText(el) {
@@ -247,10 +257,10 @@
   function describe(el) {
     if (!el || el.nodeType !== 1) return null;
     let s = el.tagName.toLowerCase();
-    if (el.id) s += "#" + el.id;
+    if (el.id) s += "#" + cut(el.id, MAX_TEXT);
     const cls = (typeof el.className === "string" ? el.className : "").trim().split(/\s+/).filter(Boolean).slice(0, 2);
-    if (cls.length) s += "." + cls.join(".");
-    return s;
+    if (cls.length) s += "." + cls.map(c => cut(c, MAX_TEXT)).join(".");
+    return cut(s, MAX_TEXT);
   }
 
   function containsDeep(root, node) {
@@ -350,9 +360,9 @@
       pressed: pressed,
       selected: selected,
       level: level,
-      placeholder: el.getAttribute("placeholder"),
-      testid: el.getAttribute("data-testid"),
-      id: el.id || null,
+      placeholder: cut(el.getAttribute("placeholder"), MAX_TEXT),
+      testid: cut(el.getAttribute("data-testid"), MAX_TEXT),
+      id: cut(el.id || null, MAX_TEXT),
       in_shadow: el.getRootNode() !== doc,
       readonly: editing.readonly,
       editable: editing.editable,
@@ -381,8 +391,8 @@
 
   visit(doc.documentElement || doc);
   return {
-    url: String(win.location.href),
-    title: doc.title,
+    url: cut(win.location.href, MAX_URL),
+    title: cut(doc.title, MAX_TEXT),
     ready_state: doc.readyState,
     node_count: nodeCount,
     quiet_ms: Math.round(now - quiet.last),

@@ -189,3 +189,50 @@ async def test_quiet_ms_is_measured_from_document_start(page: Page, pages: Pages
                         await_promise=True)
     snap = await page.snapshot()
     assert snap["observed_ms"] > snap["quiet_ms"]
+
+
+HUGE = 100_000
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (k, *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+async def test_every_string_a_page_controls_is_clipped(page: Page, pages: Pages) -> None:
+    # 30 buttons with 1 MiB attributes once pushed 67 MB into the host: every string
+    # the page chooses is clipped in the page, like `text` (URLs at 2,048 characters).
+    labels = "".join(f'<span id="l{i}">{"L" * 150}</span>' for i in range(50))
+    html = f"""<!doctype html><html><head><title>{"T" * HUGE}</title><style>
+      iframe {{ position: fixed; left: 10px; top: 100px; width: 200px; height: 100px; }}
+    </style></head><body>
+      <button id="{"i" * HUGE}" data-testid="{"d" * HUGE}">Big</button>
+      <input placeholder="{"p" * HUGE}" style="position: absolute; top: 600px">
+      <div role="{"r" * HUGE}" tabindex="0" style="position: absolute; top: 650px">R</div>
+      <button aria-labelledby="{" ".join(f"l{i}" for i in range(50))}"
+              style="position: absolute; top: 700px">x</button>{labels}
+      <iframe id="{"f" * HUGE}" srcdoc="<button>In frame</button>"></iframe>
+      <div id="{"o" * HUGE}" class="{"c" * HUGE} {"k" * HUGE}" style="position: fixed; left: 0; top: 0;
+           width: 400px; height: 400px"></div>
+      <script>history.replaceState(null, "", location.pathname + "?" + "q".repeat({HUGE}));</script>
+    </body></html>"""
+    await page.navigate(pages.add("/huge-attributes.html", html))
+    snap = await page.snapshot()
+    assert max(len(s) for s in _strings(snap)) <= 2048
+    assert len(json.dumps(snap)) < 40_000
+    big = find(snap, "Big")
+    assert big["id"] == "i" * 200 and big["testid"] == "d" * 200
+    assert big["is_occluded"] is True and big["occluded_by"].startswith("div#ooo") \
+        and len(big["occluded_by"]) == 200
+    assert [e["placeholder"] for e in snap["elements"] if e["placeholder"]] == ["p" * 200]
+    assert [e["role"] for e in snap["elements"] if e["role"].startswith("r")] == ["r" * 200]
+    assert [len(e["name"]) for e in snap["elements"] if e["name"].startswith("L")] == [200]
+    assert snap["title"] == "T" * 200 and len(snap["url"]) == 2048 and snap["url"].endswith("q")
+    [in_frame] = [e for e in snap["elements"] if e["name"] == "In frame"]
+    assert in_frame["frame"] == "f" * 200 and in_frame["occluded_by"].startswith("div#ooo") \
+        and len(in_frame["occluded_by"]) == 200

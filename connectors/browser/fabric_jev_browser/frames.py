@@ -89,7 +89,8 @@ OWNER_INFO = """function () {
   const left = px(s.borderLeftWidth) + px(s.paddingLeft), top = px(s.borderTopWidth) + px(s.paddingTop);
   const right = px(s.borderRightWidth) + px(s.paddingRight), bottom = px(s.borderBottomWidth) + px(s.paddingBottom);
   const owners = Array.from(el.ownerDocument.querySelectorAll("iframe, frame"));
-  return { id: el.id || "", name: el.getAttribute("name") || "", title: el.getAttribute("title") || "",
+  const cut = (v) => (v || "").slice(0, 200);  // the page chooses them: clipped like snapshot text
+  return { id: cut(el.id), name: cut(el.getAttribute("name")), title: cut(el.getAttribute("title")),
            index: owners.indexOf(el), x: r.left + left, y: r.top + top,
            width: Math.max(0, r.width - left - right), height: Math.max(0, r.height - top - bottom),
            shown: s.display !== "none" && s.visibility !== "hidden" && s.visibility !== "collapse"
@@ -100,11 +101,12 @@ OWNER_INFO = """function () {
 #: than the owner: that thing covers the frame there.
 OWNER_HITS = """function (points) {
   const doc = this.ownerDocument;
+  const cut = (v) => v.slice(0, 200);  // the page chooses ids and classes: clipped like snapshot text
   const describe = (el) => {
     let s = el.tagName.toLowerCase();
-    if (el.id) s += "#" + el.id;
+    if (el.id) s += "#" + cut(el.id);
     const cls = (typeof el.className === "string" ? el.className : "").trim().split(/\\s+/).filter(Boolean).slice(0, 2);
-    return cls.length ? s + "." + cls.join(".") : s;
+    return cut(cls.length ? s + "." + cls.map(cut).join(".") : s);
   };
   // The owner inside a closed shadow root: the hit stops at a host page script cannot
   // enter, so a host above the owner says nothing about covering.
@@ -407,7 +409,7 @@ class FrameSnapshot:
             while stack:
                 node = stack.pop()
                 info = node["frame"]
-                frames[info["id"]] = _Frame(info["id"], sid, info.get("parentId"), info.get("url", ""))
+                frames[info["id"]] = _Frame(info["id"], sid, info.get("parentId"), info.get("url", "")[:2048])
                 stack.extend(node.get("childFrames", ()))
             if sid == tracker.top:
                 top_id = tree["frameTree"]["frame"]["id"]
