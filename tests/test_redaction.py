@@ -193,3 +193,104 @@ def test_cyclic_and_over_deep_values_are_refused(value: Any) -> None:
         deep = [deep]
     with pytest.raises(ValueError, match="deeper"):
         redact(deep)
+
+
+# ---------------------------------------------------------------- round three (issue 21, item 4)
+GHP = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+HEX64 = "4f5e6d7c8b9a0f1e2d3c4b5a69788796a5b4c3d2e1f00112233445566778899a"
+
+
+def _leaks(value: Any, secret: str) -> bool:
+    return secret in json.dumps(redact(value)[0], ensure_ascii=False)
+
+
+def test_a_secret_used_as_a_dictionary_key_is_redacted() -> None:
+    value, kinds = redact({GHP: 1, "user": {"AKIAIOSFODNN7EXAMPLE": "note"}})
+    assert value == {"[redacted: github token]": 1, "user": {"[redacted: aws access key id]": "note"}}
+    assert kinds == ["github token", "aws access key id"]
+
+
+def test_keys_that_redact_alike_do_not_overwrite_each_other() -> None:
+    value, _ = redact({GHP: 1, GHP[:-1] + "X": 2})
+    assert sorted(value.values()) == [1, 2] and not _leaks({GHP: 1}, GHP)
+
+
+def test_a_secret_named_key_holding_a_secret_does_not_leak_it_through_the_marker() -> None:
+    value, kinds = redact({f"{GHP}_token": "v"})
+    assert GHP not in json.dumps(value) and GHP not in json.dumps(kinds)
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("password%3Dhunter2x", "hunter2x"),
+    ("GET /login?user=bob&password%3D%22s3cret-pw%22", "s3cret-pw"),
+    ("api_key%253Dabc123def456", "abc123def456"),  # encoded twice
+    ("\uff50\uff41\uff53\uff53\uff57\uff4f\uff52\uff44=hunter2x", "hunter2x"),  # fullwidth
+    ("\u0440\u0430ssw\u043erd=hunter2x", "hunter2x"),  # Cyrillic р, а, о
+    ("pass\u00adword=hunter2x", "hunter2x"),  # soft hyphen
+    ("to\u200bken: zzq9-secret", "zzq9-secret"),  # zero-width space
+    ("g\u200dhp_abcdefghijklmnopqrstuvwxyz0123456789", "abcdefghijklmnopqrstuvwxyz0123456789"),
+    ("token " + GHP.encode().hex(), GHP.encode().hex()),  # hex-encoded
+    ("blob " + b"password=hunter2x".hex(), b"password=hunter2x".hex()),
+    ("echo 'Sup3rPW!' | docker login -u me --password-stdin ghcr.io", "Sup3rPW!"),
+    ('echo "$X" && echo hunter2x | sudo docker login --username me --password-stdin', "hunter2x"),
+    ("printf '%s' hunter2x | podman login --password-stdin quay.io", "hunter2x"),
+    ('{"type": "service_account", "private_key_id": "4f5e6d7c8b9a0f1e2d3c4b5a69788796a5b4c3d2"}',
+     "4f5e6d7c8b9a0f1e2d3c4b5a69788796a5b4c3d2"),
+    ("SSN 078-05-1120 on file", "078-05-1120"),
+    ("ssn=078051120", "078051120"),
+    (f"secret_hex: {HEX64}", HEX64),
+    (f'"secretHex": "{HEX64}"', HEX64),
+])
+def test_round_three_spellings_are_redacted(text: str, secret: str) -> None:
+    out, kinds = redact_text(text)
+    assert secret not in out and kinds, out
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("\uff50\uff41\uff53\uff53\uff57\uff4f\uff52\uff44", "hunter2x"), ("\u0440\u0430ssword", "hunter2x"),
+    ("pass\u00adword", "hunter2x"), ("private_key_id", "4f5e6d7c8b9a"), ("secret_hex", HEX64),
+    ("tokenB64", "dG9rZW4="), ("ssn", "078-05-1120"), ("SSN", "078051120"),
+])
+def test_look_alike_and_encoded_key_names_are_secret(key: str, value: str) -> None:
+    assert is_secret_key(key)
+    assert not _leaks({key: value}, value)
+
+
+@pytest.mark.parametrize(("items", "secrets"), [
+    (["sk-proj-", "abcdefghijklmnopqrstuvwx", "yz"], ["abcdefghijklmnopqrstuvwx"]),
+    (["note", "-----BEGIN RSA PRIVATE KEY-----", "MIIEpAIBAAKCAQEA7bq9x2Lr4Tz", "Qm9vZ1VzZXIxMjM0NTY3ODkw",
+      "-----END RSA PRIVATE KEY-----"], ["MIIEpAIBAAKCAQEA7bq9x2Lr4Tz", "Qm9vZ1VzZXIxMjM0NTY3ODkw"]),
+    (["Authorization:", "Bearer", "abcdefghijklmnop"], ["abcdefghijklmnop"]),
+    (["export", "DB_PASSWORD=", "hunter2x"], ["hunter2x"]),
+    (["AKIA", "IOSFODNN", "7EXAMPLE", 3], ["IOSFODNN"]),
+])
+def test_the_middle_of_a_key_split_across_list_items_is_redacted(items: list[Any], secrets: list[str]) -> None:
+    value, kinds = redact({"lines": items})
+    assert kinds and ("note" not in items or value["lines"][0] == "note")
+    for secret in secrets:
+        assert secret not in json.dumps(value), value
+
+
+def test_list_items_that_are_no_secret_joined_stay() -> None:
+    items = ["a1B2", "c3D4", "e5F6", "g7H8", "i9J0", "token", "budget", "sk-", "is a prefix"]
+    assert redact(items) == (items, [])
+
+
+@pytest.mark.parametrize("text", [
+    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "The date 2024-01-15 and the phone 555-123-4567 and order 123-45-67890.",
+    "Use 100%25 of the budget; 50%3D half",
+    "\u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440! \u03ba\u03b1\u03bb\u03b7\u03bc\u03ad\u03c1\u03b1",
+    "caf\u00e9 \ufb01le na\u00efve \u2460",
+    "echo hello | docker login --help",
+    "deadbeef" * 4,
+])
+def test_round_three_rules_leave_ordinary_text_alone(text: str) -> None:
+    assert redact_text(text) == (text, [])
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("filler", ["%25", "%3D", "\u00ad", "\uff50", "ab", "echo x |", "000-00-"])
+def test_round_three_rules_stay_linear(filler: str) -> None:
+    redact_text(filler * (200_000 // len(filler)))
+    redact([filler] * 20_000)

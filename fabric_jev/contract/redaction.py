@@ -11,13 +11,22 @@ The rules follow the plugin families of a well-kept secret scanner
 (AWS, GitHub, GitLab, Slack, Stripe, Google, npm, PyPI, SendGrid, Twilio,
 Telegram, Discord, Mailchimp, Square, Azure), JWTs, credentials in URLs and
 headers, keyword assignments (`password=…`, `"DB_PASS": …`), passwords on
-command lines (`mysql -pPASSWORD`, `sshpass -p`, `curl -u user:pass`) and
+command lines (`mysql -pPASSWORD`, `sshpass -p`, `curl -u user:pass`,
+`echo PW | docker login --password-stdin`), US social security numbers and
 high-entropy strings. The patterns run on RE2, whose matching time is linear
 in the text whatever the input: hostile text cannot make redaction slow.
+
+Spellings that hide a secret from a pattern but not from a reader are undone
+first (`lookalikes.fold`: percent-encoding, fullwidth and look-alike letters,
+soft hyphens and other invisible characters), hex- and base64-encoded text
+is decoded and scanned, dictionary keys are scanned like any string, and the
+strings of a list are also scanned joined, so a key split across items is
+found.
 """
 
 from __future__ import annotations
 
+import binascii
 import math
 import re
 from collections import Counter
@@ -26,23 +35,36 @@ from typing import Any
 
 import re2
 
+from .lookalikes import fold, needs_folding
+
 #: Keys whose whole normalised name ends with one of these name a secret.
 _SECRET_KEY_SUFFIXES = ("password", "passwd", "passphrase", "secret", "token", "authorization",
                         "cookie", "apikey", "privatekey", "clientsecret", "accesskey", "secretkey",
-                        "accountkey", "authkey", "sessionid", "credential", "credentials")
-#: ...or whose last word is one of these (DB_PASS, MYSQL_PWD; not "bypass").
-_SECRET_LAST_WORDS = frozenset({"pass", "pwd", "pw", "auth"})
+                        "accountkey", "authkey", "sessionid", "credential", "credentials",
+                        "privatekeyid")
+#: ...or whose last word is one of these (DB_PASS, MYSQL_PWD, user_ssn; not "bypass").
+_SECRET_LAST_WORDS = frozenset({"pass", "pwd", "pw", "auth", "ssn"})
+#: How a secret's encoding is named after it (secret_hex, tokenB64, password_hash): dropped
+#: before the checks above.
+_ENCODING_TAIL = re.compile(r"(?:hex|b64|base64|bytes|str|string|value|data|raw|enc|encoded|hash)+$")
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 MAX_DEPTH = 64
 
 
 def is_secret_key(key: str) -> bool:
-    """password, db_password, X-Api-Key, client_secret, accessToken, DB_PASS, ... (suffixes included)."""
+    """password, db_password, X-Api-Key, client_secret, accessToken, DB_PASS, secret_hex, ...
+
+    Look-alike spellings (fullwidth, Cyrillic letters, a soft hyphen inside) count as the word.
+    """
+    key = fold(key)
     norm = re.sub(r"[^a-z0-9]", "", key.lower())
-    if any(norm.endswith(w) for w in _SECRET_KEY_SUFFIXES):
+    bare = _ENCODING_TAIL.sub("", norm) or norm
+    if any(n.endswith(w) for n in (norm, bare) for w in _SECRET_KEY_SUFFIXES):
         return True
-    words = _WORDS.findall(key)
-    return bool(words) and words[-1].lower() in _SECRET_LAST_WORDS
+    words = [w.lower() for w in _WORDS.findall(key)]
+    while len(words) > 1 and _ENCODING_TAIL.fullmatch(words[-1]):
+        words.pop()
+    return bool(words) and words[-1] in _SECRET_LAST_WORDS
 
 
 def marker(kind: str) -> str:
@@ -51,8 +73,8 @@ def marker(kind: str) -> str:
 
 _BASE64_MARKER = "[omitted base64]"
 _KEYWORDS = (r"(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|auth[_-]?key|"
-             r"private[_-]?key|client[_-]?secret|access[_-]?key|secret[_-]?access[_-]?key|"
-             r"secret[_-]?key|account[_-]?key|credentials?|cookie|[_.-]pass|[_.-]pw)")
+             r"private[_-]?key(?:[_-]?id)?|client[_-]?secret|access[_-]?key|secret[_-]?access[_-]?key|"
+             r"secret[_-]?key|account[_-]?key|credentials?|cookie|ssn|[_.-]pass|[_.-]pw)")
 # A value in quotes (spaces allowed) or a bare word; `\\?` lets the rule see
 # through JSON that was itself escaped into a string.
 _VALUE = r"""(?:\\?["'](?P<q>[^"'\n\\]{3,})|(?P<s>[^\s"'`,;{}()\[\]\\<>]{3,}))"""
@@ -83,6 +105,16 @@ def _is_entropic(token: str) -> bool:
 
 def _not_placeholder(value: str) -> bool:
     return value.lower() not in {"null", "none", "true", "false", "undefined", "nil", "***", "****"}
+
+
+def _not_a_variable(value: str) -> bool:
+    return not value.startswith("$")
+
+
+def _is_ssn(value: str) -> bool:
+    """Issued-looking: area not 000, 666 or 9xx; group not 00; serial not 0000."""
+    area, group, serial = value.split("-")
+    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
 
 
 # Order matters: multi-line keys, header lines and URLs before the bare token
@@ -127,12 +159,19 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("command-line password",
           r"(?i)(?:^|\s)--?[a-z0-9-]*(?:password|passwd|passphrase|token|secret|api-key|apikey)\s+"
           r"(?P<s>[^\s'\"-][^\s'\"]*)"),
+    # `echo PW | docker login --password-stdin` (podman, helm, ... alike), and a here-string.
+    _Rule("command-line password",
+          r"(?i)\b(?:echo|printf)\s+(?:-[a-z]+\s+)*(?:['\"]%s(?:\\n)?['\"]\s+)?['\"]?(?P<s>[^\s'\"|;&]+)['\"]?"
+          r"\s*\|[^\n|;&]*--password-stdin", check=_not_a_variable),
+    _Rule("command-line password", r"(?i)--password-stdin\s*<<<\s*['\"]?(?P<s>[^\s'\"]+)",
+          check=_not_a_variable),
     _Rule("secret assignment",
           r"(?i)(?:^|[^A-Za-z0-9_.-])\\?[\"']?[A-Za-z0-9_.-]*?" + _KEYWORDS +
-          r"(?:[_-]?(?:key|value|b64|base64|base|hash|str|string|text|data|bytes|file_content))?"
+          r"(?:[_-]?(?:key|value|b64|base64|base|hash|hex|str|string|text|data|bytes|file_content))?"
           r"\\?[\"']?\s*(?::=|=>|=|:)\s*" + _VALUE,
           check=_not_placeholder),
     _Rule("azure storage key", r"(?i)\bAccountKey=(?P<s>[A-Za-z0-9+/=]{20,})"),
+    _Rule("social security number", r"\b(?P<s>[0-9]{3}-[0-9]{2}-[0-9]{4})\b", check=_is_ssn),
     _Rule("base64 data", r"(?P<s>(?:[A-Za-z0-9+/]{4}){40,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)",
           replacement=_BASE64_MARKER),
     _Rule("high-entropy string", r"(?P<s>[A-Za-z0-9+/_=-]{20,})", check=_is_entropic),
@@ -158,12 +197,41 @@ def _inside_marker(text: str, at: int) -> bool:
 _ANY = re2.compile("|".join(f"(?:{re.sub(r'[(][?]P<[a-z]+>', '(?:', r.pattern.pattern)})" for r in _RULES))
 
 
-def redact_text(text: str) -> tuple[str, list[str]]:
-    """Return the text with credentials replaced, and the kinds that were found."""
-    kinds: list[str] = []
-    if _ANY.search(text) is None:
-        return text, kinds
-    for rule in _RULES:
+#: Runs that may hold an encoded secret: hex (32+ digits) or base64 / base64url (20+).
+#: Every such run also matches `_ANY` (the high-entropy rule's character class), so
+#: text that `_ANY` passes over holds none.
+_ENCODED = re2.compile(r"[A-Za-z0-9+/_-]{20,}={0,2}")
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2}){16,}")
+#: Decoding nests at most this deep (hex of base64 of a token): each layer is shorter.
+_DECODE_DEPTH = 2
+#: Rules that do not look across list items: joined short strings are not random keys.
+_NOT_ACROSS_ITEMS = frozenset({"base64 data", "high-entropy string"})
+
+
+def _decoded(run: str) -> tuple[str, str] | None:
+    """("hex" | "base64", the printable text a run encodes), or None when it encodes none."""
+    if _HEX.fullmatch(run):
+        how, raw = "hex", bytes.fromhex(run)
+    else:
+        body = run.rstrip("=")
+        urlsafe = "-" in body or "_" in body
+        if len(body) % 4 == 1 or (urlsafe and ("+" in body or "/" in body)):
+            return None
+        try:
+            raw = binascii.a2b_base64((body.replace("-", "+").replace("_", "/") if urlsafe else body)
+                                      + "=" * (-len(body) % 4), strict_mode=True)
+        except binascii.Error:
+            return None
+        how = "base64"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return (how, text) if text.replace("\n", " ").replace("\t", " ").replace("\r", " ").isprintable() else None
+
+
+def _apply_rules(text: str, kinds: list[str], rules: tuple[_Rule, ...] = _RULES) -> str:
+    for rule in rules:
         def replace(m: Any, rule: _Rule = rule) -> str:
             for group in rule.groups:
                 start, end = m.span(group)
@@ -180,11 +248,113 @@ def redact_text(text: str) -> tuple[str, list[str]]:
             return str(m.group(0))
 
         text = rule.pattern.sub(replace, text)
-    return text, kinds
+    return text
+
+
+def _scan(text: str, kinds: list[str], depth: int = 0) -> str:
+    """The rules, then hex and base64 runs decoded and scanned (a run hiding a secret goes whole)."""
+    if _ANY.search(text) is None:
+        return text
+    text = _apply_rules(text, kinds)
+    if depth >= _DECODE_DEPTH:
+        return text
+
+    def replace(m: Any) -> str:
+        run = str(m.group(0))
+        if _inside_marker(m.string, m.start()):
+            return run
+        decoded = _decoded(run)
+        if decoded is None:
+            return run
+        found: list[str] = []
+        _scan(fold(decoded[1]), found, depth + 1)
+        if not found:
+            return run
+        kind = f"{decoded[0]}-encoded {found[0]}"
+        kinds.append(kind)
+        return marker(kind)
+
+    return str(_ENCODED.sub(replace, text))
+
+
+def redact_text(text: str) -> tuple[str, list[str]]:
+    """Return the text with credentials replaced, and the kinds that were found.
+
+    Text without a secret comes back unchanged. When a secret shows only once the
+    text is folded (percent-encoding, look-alike letters, invisible characters),
+    the folded text comes back, redacted.
+    """
+    kinds: list[str] = []
+    out = _scan(text, kinds)
+    if needs_folding(out):
+        folded = fold(out)
+        if folded != out:
+            more: list[str] = []
+            again = _scan(folded, more)
+            if more:
+                return again, kinds + more
+    return out, kinds
+
+
+def _across_items(items: list[Any], kinds: list[str]) -> None:
+    """Redact, in place, the strings of a list that a secret spans only when they are joined.
+
+    `["sk-proj-", "abcdefghijklmnopqrstuvwx", "yz"]` holds a key that no single
+    item shows. Each run of consecutive strings is joined without a separator
+    and with a space; where a match spans items, the items its secret touches
+    are replaced.
+    """
+    runs: list[list[int]] = [[]]
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            runs[-1].append(i)
+        elif runs[-1]:
+            runs.append([])
+    hit: dict[int, str] = {}
+    for run in runs:
+        if len(run) < 2:
+            continue
+        for sep in ("", " "):
+            spans, at = [], 0
+            for i in run:
+                if items[i]:
+                    spans.append((i, at, at + len(items[i])))
+                at += len(items[i]) + len(sep)
+            joined = sep.join(items[i] for i in run)
+            if _ANY.search(joined) is None:
+                continue
+            for rule in _RULES:
+                if rule.kind in _NOT_ACROSS_ITEMS:
+                    continue
+                for m in rule.pattern.finditer(joined):
+                    whole = m.span()
+                    if sum(lo < whole[1] and hi > whole[0] for _, lo, hi in spans) < 2:
+                        continue  # one item shows it: that item's own scan decides
+                    for group in rule.groups:
+                        start, end = m.span(group)
+                        if start < 0 or _inside_marker(joined, start) \
+                                or (rule.check is not None and not rule.check(m.group(group))):
+                            continue
+                        for i, lo, hi in spans:
+                            if lo < end and hi > start:
+                                hit.setdefault(i, rule.kind)
+    for i, kind in sorted(hit.items()):
+        kinds.append(kind)
+        items[i] = marker(kind)
+
+
+def _unique(key: str, taken: dict[Any, Any]) -> str:
+    """A redacted key that does not overwrite another: `[redacted: github token] #2`."""
+    if key not in taken:
+        return key
+    n = 2
+    while f"{key} #{n}" in taken:
+        n += 1
+    return f"{key} #{n}"
 
 
 def redact(value: Any) -> tuple[Any, list[str]]:
-    """Redact a JSON value: secret-named keys lose their values; strings are scanned.
+    """Redact a JSON value: keys and strings are scanned; secret-named keys lose their values.
 
     Raises ValueError for a cyclic value or one nested deeper than 64 levels:
     callers turn that into their own refusal rather than recursing forever.
@@ -192,10 +362,10 @@ def redact(value: Any) -> tuple[Any, list[str]]:
     kinds: list[str] = []
     path: set[int] = set()
 
-    def walk(v: Any, key: str | None, depth: int) -> Any:
+    def walk(v: Any, key: str | None, shown_key: str, depth: int) -> Any:
         if key is not None and is_secret_key(key) and v not in (None, "", [], {}):
-            kinds.append(f"{key} value")
-            return marker(f"{key} value")
+            kinds.append(f"{shown_key} value")
+            return marker(f"{shown_key} value")
         if isinstance(v, str):
             out, found = redact_text(v)
             kinds.extend(found)
@@ -208,10 +378,21 @@ def redact(value: Any) -> tuple[Any, list[str]]:
             path.add(id(v))
             try:
                 if isinstance(v, dict):
-                    return {k: walk(x, str(k), depth + 1) for k, x in v.items()}
-                return [walk(x, None, depth + 1) for x in v]
+                    out_dict: dict[Any, Any] = {}
+                    for k, x in v.items():
+                        name = str(k)
+                        shown, found = redact_text(name)
+                        kinds.extend(found)
+                        new_key: Any = k if shown == name else _unique(shown, out_dict)
+                        if new_key in out_dict:
+                            new_key = _unique(str(new_key), out_dict)
+                        out_dict[new_key] = walk(x, name, shown, depth + 1)
+                    return out_dict
+                items = [walk(x, None, "", depth + 1) for x in v]
+                _across_items(items, kinds)
+                return items
             finally:
                 path.discard(id(v))
         return v
 
-    return walk(value, None, 0), kinds
+    return walk(value, None, "", 0), kinds
