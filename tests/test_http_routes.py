@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,32 @@ async def test_hostile_answer_bytes_are_one_clear_refusal(body: bytes, needle: s
             await ev.evaluate(REQUEST, timeout=10)
         await ev.aclose()
     assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+HIDDEN_KEYS = {
+    "reversed": KEY[::-1], "base64": base64.b64encode(KEY.encode()).decode(), "upper": KEY.upper(),
+    "spaced": " ".join(KEY), "first half": KEY[: len(KEY) // 2 + 2], "second half": KEY[len(KEY) // 2 - 2:],
+    "hex": KEY.encode().hex(), "reversed base64": base64.b64encode(KEY.encode()).decode()[::-1],
+    "base64 of reversed": base64.urlsafe_b64encode(KEY[::-1].encode()).decode(),
+    "percent": "".join(f"%{b:02X}" for b in KEY.encode()), "fullwidth": KEY.translate(
+        {c: c + 0xFEE0 for c in range(0x21, 0x7F)}), "zero-width": "\u200b".join(KEY),
+}
+
+
+@pytest.mark.parametrize("form", sorted(HIDDEN_KEYS))
+async def test_an_answer_hiding_the_key_in_model_is_refused(form: str) -> None:
+    # A hostile upstream once got these past the plain substring test: they reached the
+    # `evaluate` output and the guest.
+    def hide(body: dict[str, Any]) -> dict[str, Any]:
+        body["model"] = HIDDEN_KEYS[form][:128]
+        return body
+
+    with mock(key=KEY) as upstream, front(Front(upstream=upstream, tamper=hide)) as f:
+        ev = evaluator(TYPESAFE, f.url)
+        with pytest.raises(AnswerInvalid, match="contains the credential it was sent with") as err:
+            await ev.evaluate(REQUEST, timeout=10)
+        await ev.aclose()
+    assert KEY not in str(err.value) and HIDDEN_KEYS[form] not in str(err.value)
 
 
 @pytest.mark.parametrize("where", ["model", "answer", "extra"])

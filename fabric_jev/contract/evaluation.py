@@ -262,33 +262,21 @@ def validate_answers(request: EvaluationRequest, body: Any) -> Evaluation:
     return Evaluation(answers=rebuilt, usage=usage, model=model)
 
 
-def _carries(value: Any, secret: str) -> bool:
-    """Whether any string in a parsed JSON value (object keys included) contains `secret`."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            if secret in v:
-                return True
-        elif isinstance(v, dict):
-            stack.extend(v.keys())
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-    return False
-
-
 def parse_response_bytes(request: EvaluationRequest, raw: bytes, *, secret: str | None = None) -> Evaluation:
     """Parse and validate a raw response body (≤ 1 MiB, finite JSON, nested ≤ MAX_DEPTH).
 
     `secret` is the credential the request was sent with: an answer that
-    carries it anywhere (an upstream echoing it in `model`, say) is refused, so
-    it can never reach a program or an envelope.
+    carries it anywhere, in any reversible form or in pieces (an upstream
+    echoing it reversed or base64-encoded in `model`, say; see `key_echo`),
+    is refused, so it can never reach a program or an envelope.
     """
     try:
         body = loads_bounded(raw, what="evaluator response", max_bytes=MAX_RESPONSE_BYTES, max_depth=MAX_DEPTH)
     except JSONInputError as exc:
         raise AnswerInvalid(str(exc)) from None
-    if secret and _carries(body, secret):
-        raise AnswerInvalid("evaluator response contains the credential it was sent with; refused")
+    if secret:
+        from .key_echo import carries_key  # RE2 and the folding tables: only where a key was sent
+
+        if carries_key(body, secret):
+            raise AnswerInvalid("evaluator response contains the credential it was sent with; refused")
     return validate_answers(request, body)
