@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -185,3 +188,99 @@ async def test_programs_by_path_only_under_the_allowed_folder(tmp_path: Path) ->
     assert absolute == f"program path {str(outside)!r} is outside the programs folder"
     assert link == "program path 'link.json' is outside the programs folder"
     assert missing == "no program file 'none.json' in the programs folder"
+
+
+# ---------------------------------------------------------------- lines the SDK cannot read
+
+
+class RawSession:
+    """`fabric-jev mcp` driven with raw JSON-RPC lines (the SDK client cannot send broken ones)."""
+
+    def __init__(self, tmp_path: Path, *args: str) -> None:
+        fixture = tmp_path / "fixture.json"
+        fixture.write_text(json.dumps(FIXTURE))
+        self.errlog = (tmp_path / "server.log").open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "fabric_jev.cli", "mcp", "--evaluator", f"fixture:{fixture}", *args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errlog, cwd=ROOT,
+            env={**os.environ, "FABRIC_JEV_HOME": str(tmp_path / "home")})
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        stdout = self.proc.stdout
+        assert stdout is not None
+        self.reader = threading.Thread(target=lambda: [self.lines.put(line) for line in stdout], daemon=True)
+        self.reader.start()
+        self.send(b'{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": '
+                  b'"2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}')
+        assert "result" in self.reply()
+        self.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+
+    def send(self, line: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def reply(self) -> dict[str, Any]:
+        """The next message from the server (the per-test timeout bounds the wait)."""
+        message: dict[str, Any] = json.loads(self.lines.get())
+        return message
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(30)
+        self.reader.join(30)
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+        self.errlog.close()
+
+
+def call_line(request_id: int, tool: str, arguments: bytes, *, id_last: bool = False) -> bytes:
+    params = b'"params": {"name": "' + tool.encode() + b'", "arguments": ' + arguments + b"}"
+    head = b'{"jsonrpc": "2.0", "method": "tools/call", '
+    rid = b'"id": ' + str(request_id).encode()
+    return head + (params + b", " + rid if id_last else rid + b", " + params) + b"}"
+
+
+def test_unreadable_requests_get_an_error_reply_and_serving_goes_on(tmp_path: Path) -> None:
+    deep = b'{"state": ' + b"[" * 50_000 + b"]" * 50_000 + b', "questions": {"q": {"type": "noul"}}}'
+    session = RawSession(tmp_path)
+    try:
+        session.send(call_line(1, "jev_evaluate", b'{"state": "\\ud800", "questions": {"q": {"type": "noul"}}}'))
+        surrogate = session.reply()
+        session.send(call_line(2, "jev_evaluate", deep))
+        too_deep = session.reply()
+        session.send(call_line(3, "jev_evaluate", deep, id_last=True))
+        deep_id_last = session.reply()
+        # A notification is never answered, readable or not: the next reply is request 4's.
+        session.send(b'{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"x": "\\udfff"}}')
+        session.send(call_line(4, "jev_run", json.dumps({"program": program("return 7")}).encode()))
+        fine = session.reply()
+        session.send(b"not json at all")
+        garbage = session.reply()
+    finally:
+        session.close()
+    for reply, request_id in ((surrogate, 1), (too_deep, 2), (deep_id_last, 3)):
+        assert reply["id"] == request_id and reply["error"]["code"] == -32700, reply
+        assert reply["error"]["message"].startswith("Parse error: ")
+    assert "surrogate" in surrogate["error"]["message"]
+    assert "recursion" in too_deep["error"]["message"]
+    assert fine["id"] == 4 and fine["result"]["structuredContent"]["result"] == 7
+    assert garbage["id"] is None and garbage["error"]["code"] == -32700
+    assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
+@pytest.mark.anyio
+async def test_program_paths_with_a_nul_byte_or_a_symlink_loop_are_one_line_tool_errors(tmp_path: Path) -> None:
+    folder = tmp_path / "programs"
+    folder.mkdir()
+    (folder / "loop.json").symlink_to(folder / "loop.json")
+    (folder / "a").symlink_to(folder / "b")
+    (folder / "b").symlink_to(folder / "a")
+    async with server(tmp_path, "--programs", str(folder)) as session:
+        nul = error_text(await session.call_tool("jev_run", {"programPath": "p\x00.json"}))
+        loop = error_text(await session.call_tool("jev_run", {"programPath": "loop.json"}))
+        pair = error_text(await session.call_tool("jev_run", {"programPath": "a/x.json"}))
+    assert nul == "program path 'p\\x00.json' contains a NUL byte"
+    assert loop == "program path 'loop.json' is a symlink loop"
+    assert pair == "program path 'a/x.json' is a symlink loop"
+    assert "Traceback" not in (tmp_path / "server.log").read_text()

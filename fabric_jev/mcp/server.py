@@ -27,6 +27,7 @@ from ..contract.evaluation import validate_request
 from ..errors import JevError, LaunchRejected, ProgramInvalid
 from ..host import JevHost
 from .tools import TOOLS
+from .unreadable import AnsweringUnreadable
 
 log = logging.getLogger("fabric_jev.mcp")
 
@@ -59,10 +60,18 @@ class ProgramFolder:
     def load(self, relative: str) -> Any:
         if self.root is None:
             raise ToolError("programs by path are off: start the server with --programs DIR")
-        candidate = (self.root / relative).resolve()
-        if not candidate.is_relative_to(self.root):
-            raise ToolError(f"program path {relative!r} is outside the programs folder")
-        if not candidate.is_file():
+        if "\x00" in relative:
+            raise ToolError(f"program path {relative!r} contains a NUL byte")
+        try:
+            candidate = (self.root / relative).resolve()
+            if not candidate.is_relative_to(self.root):
+                raise ToolError(f"program path {relative!r} is outside the programs folder")
+            found = candidate.is_file()
+        except RuntimeError:  # pathlib's word for a symlink loop met while resolving
+            raise ToolError(f"program path {relative!r} is a symlink loop") from None
+        except OSError as exc:
+            raise ToolError(f"program path {relative!r} cannot be used: {exc.strerror or exc}") from None
+        if not found:
             raise ToolError(f"no program file {relative!r} in the programs folder")
         try:
             return read_json_file(candidate, what=f"program {relative}", max_bytes=MAX_PROGRAM_FILE_BYTES)
@@ -229,4 +238,5 @@ async def serve_stdio(config: HostConfig, evaluator: Any, *, programs: str | Non
             connectors(host, config)
         server = build_server(JevTools(host, config, folder))
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            await server.run(AnsweringUnreadable(read_stream, write_stream), write_stream,
+                             server.create_initialization_options())

@@ -1,0 +1,169 @@
+"""Answers for messages the MCP SDK could not read, so that no request waits for ever.
+
+The SDK's stdio transport parses each line itself; a line it cannot parse
+(invalid JSON, a lone surrogate such as ``"\\ud800"``, nesting deeper than
+its parser allows) or that is not a JSON-RPC message reaches the server only
+as an exception, and the SDK logs it and drops it. The client that sent a
+request in that line then waits for an answer that never comes. Here such a
+line becomes a JSON-RPC error for the request's own id: "Parse error" for
+what is not JSON to the SDK, "Invalid request" for JSON of the wrong shape.
+A notification or a response to us is not answered (JSON-RPC forbids it); a
+line from which no id can be read gets the error with id null, as JSON-RPC
+asks. The id is found without parsing the whole line, so depth or bad text
+elsewhere cannot hide it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+from types import TracebackType
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pydantic
+from mcp.shared.message import SessionMessage
+
+from .._json import JSONInputError, loads_bounded
+
+log = logging.getLogger("fabric_jev.mcp")
+
+# A whole JSON string, a bracket, or a lone quote that opens a string never closed. The possessive
+# quantifiers keep the scan linear on any input.
+_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]|"', re.DOTALL)
+# After a key: the colon and a scalar value (a string, an integer, a literal).
+_SCALAR_AFTER_KEY = re.compile(r'\s*:\s*("(?:[^"\\]++|\\.)*+"|-?\d{1,30}(?![.eE\d])|true|false|null)')
+_MESSAGE_CHARS = 300
+
+
+def top_level_scalars(text: str) -> dict[str, Any]:
+    """The scalar members of a JSON object's top level, read by a linear token scan.
+
+    Works where a parser gives up: nesting past any limit, or text it refuses
+    further down; a member whose key or value is malformed is left out.
+    """
+    found: dict[str, Any] = {}
+    depth = 0
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+        elif token in ("]", "}"):
+            depth -= 1
+        elif token == '"':
+            break  # an unterminated string: nothing after it can be read
+        elif depth == 1:
+            value = _SCALAR_AFTER_KEY.match(text, match.end())
+            if value is not None:
+                with contextlib.suppress(ValueError):
+                    found.setdefault(json.loads(token), json.loads(value.group(1)))
+    return found
+
+
+def _holds_lone_surrogate(line: str) -> bool:
+    """Whether `line` is JSON whose text holds an unpaired surrogate (pairs are joined by the parser)."""
+    if "\\u" not in line:
+        return False
+    try:
+        value = loads_bounded(line, what="message", max_bytes=len(line) * 4 + 4)
+    except JSONInputError:
+        return False
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _first_line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MESSAGE_CHARS else text[:_MESSAGE_CHARS - 1] + "…"
+
+
+def error_for(exc: Exception) -> types.JSONRPCError | None:
+    """The JSON-RPC error that answers a line the SDK refused with `exc`, or None (not a request)."""
+    if not isinstance(exc, pydantic.ValidationError):
+        return None
+    errors = exc.errors(include_url=False)
+    if not errors:
+        return None
+    first = errors[0]
+    raw = first.get("input")
+    if first["type"] == "json_invalid" and isinstance(raw, str) and _holds_lone_surrogate(raw):
+        # The SDK's parser says "unexpected end of hex escape": name the real cause.
+        code, message = types.PARSE_ERROR, ("Parse error: the message holds a lone surrogate (an unpaired "
+                                            "\\uD800-\\uDFFF escape), which is not Unicode text")
+    elif first["type"] == "json_invalid":
+        code, message = types.PARSE_ERROR, f"Parse error: {first['msg']}"
+    else:
+        # The request's own complaint when it looks like one, else the first.
+        chosen = next((e for e in errors if e["loc"][:1] == ("JSONRPCRequest",)), first)
+        where = ".".join(str(p) for p in chosen["loc"][1:])
+        code, message = types.INVALID_REQUEST, f"Invalid request: {chosen['msg']}" + (f" at {where}" if where else "")
+    members: dict[str, Any] | None = None
+    for e in errors:  # the raw line (parse errors) or the parsed message (shape errors)
+        if isinstance(e.get("input"), str):
+            members = top_level_scalars(e["input"])
+            break
+        if isinstance(e.get("input"), dict) and "jsonrpc" in e["input"]:
+            members = e["input"]
+            break
+    if members is None:
+        return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
+    request_id = members.get("id")
+    valid_id = isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool))
+    if "method" not in members:
+        if "id" in members or "result" in members or "error" in members:
+            return None  # a response to one of our requests: never answered
+        return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
+    if "id" not in members or not valid_id:
+        return None  # a notification (or an id we could not read): not answered
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id,
+                              error=types.ErrorData(code=code, message=_first_line(message)))
+
+
+class AnsweringUnreadable:
+    """The SDK's read stream, with every unreadable line answered on `write_stream` and left out."""
+
+    def __init__(self, read_stream: Any, write_stream: Any) -> None:
+        self._read, self._write = read_stream, write_stream
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._read, "last_context", None)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._read.receive()
+            if not isinstance(item, Exception):
+                return item
+            reply = error_for(item)
+            log.warning("fabric-jev mcp: a message could not be read (%s)%s", type(item).__name__,
+                        "; answered with an error" if reply is not None else "")
+            if reply is not None:
+                with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    await self._write.send(SessionMessage(reply))
+
+    def __aiter__(self) -> AnsweringUnreadable:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._read.aclose()
+
+    async def __aenter__(self) -> AnsweringUnreadable:
+        await self._read.__aenter__()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
+                        exc_tb: TracebackType | None) -> bool | None:
+        result: bool | None = await self._read.__aexit__(exc_type, exc_val, exc_tb)
+        return result
