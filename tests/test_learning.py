@@ -233,6 +233,9 @@ def test_a_profile_from_other_embedding_weights_is_refused(tmp_path: Path, learn
     (lambda d: d["signatures"][0].update(instructions="Changed?"), "signature 1: its signature does not match"),
     (lambda d: d["signatures"][0].update(readoutWeight=float("nan")), "contains NaN"),
     (lambda d: d["signatures"][0]["labels"].__setitem__(0, 7), "signature 1: labels must be class indexes"),
+    (lambda d: d.update(name="\ud800"), "name must be 1-64 letters, digits"),
+    (lambda d: d.update(name="two words"), "name must be 1-64 letters, digits"),
+    (lambda d: d.update(name="a..b"), "name must be 1-64 letters, digits"),
 ])
 def test_a_damaged_profile_is_refused_in_one_line(tmp_path: Path, learned: Any, change: Any, message: str) -> None:
     data = learned.profile.to_json()
@@ -397,4 +400,25 @@ def test_learn_options_out_of_range_are_one_line(tmp_path: Path, option: tuple[s
     labels.write_text(labels_text())
     done = cli("learn", str(labels), "--out", str(tmp_path / "p.json"), *option)
     assert done.returncode == 2 and done.stderr.strip() == f"fabric-jev: {message}"
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_a_profile_named_with_a_lone_surrogate_is_one_line_from_evaluate(tmp_path: Path, learned: Any) -> None:
+    data = learned.profile.to_json()
+    data["name"] = "\ud800"
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))  # the JSON escape \ud800: valid JSON, not Unicode text
+    req = tmp_path / "r.json"
+    req.write_text(json.dumps({"state": "git status", "questions": {"q": SAFE}}))
+    done = cli("evaluate", str(req), "--evaluator", "local", "--profile", str(path))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (f"fabric-jev: profile {path}: name must be 1-64 letters, digits, '.', '_' "
+                                   "or '-', starting with a letter or digit, no '..'")
+
+
+def test_learn_refuses_a_name_that_cannot_stand_in_a_model_id(tmp_path: Path) -> None:
+    labels = tmp_path / "l.jsonl"
+    labels.write_text(labels_text())
+    done = cli("learn", str(labels), "--out", str(tmp_path / "p.json"), "--name", "my profile")
+    assert done.returncode == 2 and done.stderr.strip().startswith("fabric-jev: learn: name must be 1-64 letters")
     assert not (tmp_path / "p.json").exists()

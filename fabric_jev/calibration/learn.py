@@ -34,6 +34,7 @@ from ..evaluators.profile import (
     Profile,
     SignatureModel,
     answer_distribution,
+    check_profile_name,
     class_count,
     embedding_fingerprint,
     kernel,
@@ -296,6 +297,7 @@ def learn(evaluator: LocalEvaluator, examples: Sequence[LabeledExample], *, name
     With `folds` ≥ 2, also cross-validate over every example (a larger, less noisy measurement
     than one held-out share; the shipped profile is still the one fitted on the training share).
     """
+    check_profile_name(name, "learn")
     sha = embedding_sha256 or embedding_fingerprint()
     train, test = split(examples, holdout, seed)
     terms = word_ids([*train, *test])

@@ -62,6 +62,16 @@ MAX_EXAMPLES_PER_SIGNATURE = 5_000
 MAX_EXAMPLES = 20_000
 PRIOR_FLOOR = 1e-4
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
+#: A profile's name becomes part of every adapted answer's model id: the model-id name rule.
+_PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+PROFILE_NAME_RULE = "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit, no '..'"
+
+
+def check_profile_name(name: object, where: str = "profile") -> str:
+    """The name, if it may stand in a model id (``...+profile:NAME``); else ProfileInvalid."""
+    if not isinstance(name, str) or _PROFILE_NAME.fullmatch(name) is None or ".." in name:
+        raise ProfileInvalid(f"{where}: name must be {PROFILE_NAME_RULE}")
+    return name
 
 
 def _canonical(value: Any) -> bytes:
@@ -259,9 +269,7 @@ class Profile:
             raise ProfileInvalid(
                 f"{where} was built with other embedding weights (sha256 {str(sha)[:12]}…); the local "
                 f"evaluator uses {embedding_sha256[:12]}… — rebuild it with fabric-jev learn")
-        name = data.get("name")
-        if not isinstance(name, str) or not 1 <= len(name) <= 64:
-            raise ProfileInvalid(f"{where}: name must be a string of 1-64 characters")
+        name = check_profile_name(data.get("name"), where)
         raw_models = data.get("signatures")
         if not isinstance(raw_models, list) or len(raw_models) > MAX_SIGNATURES:
             raise ProfileInvalid(f"{where}: signatures must be a list of at most {MAX_SIGNATURES}")
@@ -354,4 +362,5 @@ def _checked(values: Matrix, what: str) -> Matrix:
 
 def profile_name(path: str | Path) -> str:
     """A short, model-id-safe name for a profile, from its file name."""
-    return (_NAME.sub("-", Path(path).stem).strip("-.") or "profile")[:40]
+    name = re.sub(r"\.{2,}", ".", _NAME.sub("-", Path(path).stem)).strip("-._")[:40].rstrip("-._")
+    return name or "profile"
