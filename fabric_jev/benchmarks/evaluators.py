@@ -217,6 +217,8 @@ async def _serve_against_bare_uvicorn(url: str, n: int, rounds: int = 6) -> dict
             await client.aclose()
         bare.terminate()
         bare.wait(10)
+        if bare.stdout is not None:
+            bare.stdout.close()
         Path(f.name).unlink(missing_ok=True)
     out: dict[str, Any] = {"requests": n * rounds, "body_bytes": len(probe.last)}
     for name in makers:
@@ -323,6 +325,8 @@ async def bench_evaluators(requests: int = 100, samples: int = 30) -> dict[str, 
     finally:
         proc.terminate()
         proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()
         Path(fixture).unlink(missing_ok=True)
     return {
         "serve": server,

@@ -13,7 +13,7 @@ from typing import Any
 
 from .common import add_command, positive_int
 
-SUITES = ("host", "evaluators", "browser", "batch", "cli")
+SUITES = ("host", "evaluators", "browser", "batch", "cli", "soak")
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -49,6 +49,12 @@ async def _run(args: argparse.Namespace) -> int:
             report["batch"] = await bench_batch()
             if not args.json:
                 _print_batch(report["batch"])
+        elif suite == "soak":
+            from ..benchmarks.soak import bench_soak, print_soak
+
+            report["soak"] = await bench_soak()
+            if not args.json:
+                print_soak(report["soak"])
         elif suite == "evaluators":
             from ..benchmarks.evaluators import _print_evaluators, bench_evaluators
 
@@ -65,7 +71,8 @@ def add_bench_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         sub, "bench", help="measure speed next to floors and peers",
         description="Measure medians and ratios, each next to a floor or a peer measured in the same "
                     "run, and print them (docs/performance.md records them). Suites: host, "
-                    "evaluators, browser (needs the browser connector), batch, cli (whole-command start-up).",
+                    "evaluators, browser (needs the browser connector), batch, cli (whole-command start-up), "
+                    "soak (1,000 mixed runs; resources before and after).",
         codes=("0 measured", "2 a suite's missing piece (for example the browser connector)"))
     bench.add_argument("suite", nargs="?", default="all", choices=(*SUITES, "all"),
                        help="which suite to run (default all)")
