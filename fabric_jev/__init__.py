@@ -51,8 +51,11 @@ if _typing.TYPE_CHECKING:
         Usage,
     )
     from .contract.observe import ToolResult
+    from .contract.values import JsonObject, JsonValue
     from .evaluators import Evaluator, FixtureEvaluator
+    from .evaluators.base import EvaluatorStatus
     from .host import Advice, Approver, CallContext, CapabilityCall, CapabilityRegistry, JevHost, MainSession
+    from .host.status import HostStatus, RunSummary
 
 __version__ = "0.1.0"
 
@@ -62,7 +65,9 @@ _LAZY = {
     **dict.fromkeys(("Envelope", "Evaluation", "EvaluationRequest", "HostConfig", "Program",
                      "ProgramLimits", "ProgressEvent", "RunState", "Usage"), ".contract"),
     "ToolResult": ".contract.observe",
-    "Evaluator": ".evaluators.base",
+    "JsonObject": ".contract.values", "JsonValue": ".contract.values",
+    "Evaluator": ".evaluators.base", "EvaluatorStatus": ".evaluators.base",
+    "HostStatus": ".host.status", "RunSummary": ".host.status",
     "FixtureEvaluator": ".evaluators.fixture",
     **dict.fromkeys(("Advice", "Approver", "CallContext", "CapabilityCall", "CapabilityRegistry", "JevHost",
                      "MainSession"), ".host"),
@@ -97,13 +102,17 @@ __all__ = [
     "EvaluationError",
     "EvaluationRequest",
     "Evaluator",
+    "EvaluatorStatus",
     "FixtureEvaluator",
     "HostCallRefused",
     "HostClosed",
     "HostConfig",
+    "HostStatus",
     "InputInvalid",
     "JevError",
     "JevHost",
+    "JsonObject",
+    "JsonValue",
     "LabelsInvalid",
     "LaunchRejected",
     "MainSession",
@@ -117,6 +126,7 @@ __all__ = [
     "ReaderFailed",
     "RequestInvalid",
     "RunState",
+    "RunSummary",
     "SandboxUnavailable",
     "SchemaInvalid",
     "ToolResult",

@@ -24,6 +24,7 @@ from fabric_jev.approval import (
 )
 from fabric_jev.approval.classifier import _bounded_timeout
 from fabric_jev.evaluators import TYPESAFE, AuthStore, CredentialResolver, HttpEvaluator
+from fabric_jev.evaluators.base import EvaluatorStatus
 from tests.upstream import Front, front, mock
 
 pytestmark = pytest.mark.anyio
@@ -337,8 +338,8 @@ class IgnoresItsTimeout:
         self.calls += 1
         await anyio.sleep_forever()
 
-    def status(self) -> dict[str, Any]:
-        return {}
+    def status(self) -> EvaluatorStatus:
+        return EvaluatorStatus("test", "test")
 
     async def aclose(self) -> None:
         return None
@@ -351,8 +352,8 @@ class Raises:
     async def evaluate(self, request: Any, *, timeout: float) -> Any:
         raise self.exc
 
-    def status(self) -> dict[str, Any]:
-        return {}
+    def status(self) -> EvaluatorStatus:
+        return EvaluatorStatus("test", "test")
 
     async def aclose(self) -> None:
         return None

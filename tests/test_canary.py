@@ -36,7 +36,7 @@ return {found, ok: answer !== null, message};
 async def run_with(evaluator: HttpEvaluator) -> tuple[str, dict[str, object]]:
     async with JevHost(HostConfig(), evaluator=evaluator) as host:
         env = await host.run(program(GUEST, requires=["jev.evaluate"]), None)
-        status = json.dumps(host.status())
+        status = json.dumps(host.status().to_json())
     text = json.dumps(env.to_json()) + status
     return text, env.to_json()
 

@@ -77,7 +77,7 @@ async def test_the_verification_seeds_gateway_key_reaches_the_vercel_route(tmp_p
                            credentials=CredentialResolver(VERCEL, store=AuthStore(tmp_path / "a.json"),
                                                           environ=env))
         try:
-            assert ev.status()["credentials"]["source"] == "environment"
+            assert ev.status().credentials.source == "environment"
             result = await compile_verification("Verify the Save button is visible.", {
                 "id": "d", "version": "1", "checks": [{"id": "save", "description": "Save is visible",
                                                        "assertion": {"kind": "see", "target": "Save"}}]}, ev)

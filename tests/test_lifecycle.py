@@ -79,7 +79,7 @@ async def test_spawn_returns_running_before_the_first_tick(host: JevHost) -> Non
 
 async def test_join_is_an_alias_of_wait(host: JevHost) -> None:
     env = await host.spawn(program("return 3"), None)
-    assert (await host.join(env.id)).result == 3
+    assert (await host.wait(env.id)).result == 3
 
 
 async def test_80_emits_leave_64_events_starting_at_17(host: JevHost) -> None:
@@ -93,7 +93,7 @@ async def test_80_emits_leave_64_events_starting_at_17(host: JevHost) -> None:
 async def test_status_after_returns_only_newer_events(host: JevHost) -> None:
     env = await host.run(program("for (let i = 1; i <= 5; i++) await program.emit(i); return 0"),
                          None)
-    later = host.status(env.id, after=3)
+    later = host.envelope(env.id, after=3)
     assert [e.sequence for e in later.events] == [4, 5]
 
 
@@ -145,7 +145,7 @@ async def test_cancelled_wait_leaves_the_run_running(host: JevHost) -> None:
     env = await host.spawn(program("await program.sleep(200); return 'done'"), None)
     with anyio.move_on_after(0.01):
         await host.wait(env.id)
-    assert host.status(env.id).state is RunState.RUNNING
+    assert host.envelope(env.id).state is RunState.RUNNING
     assert (await host.wait(env.id)).result == "done"
 
 
@@ -155,15 +155,15 @@ async def test_cancelled_foreground_run_cancels_the_run(host: JevHost) -> None:
         await host.run(program("await program.emit('started'); await program.sleep(10000); return 1"),
                        None, on_event=lambda event: scope.cancel())
     assert scope.cancelled_caught
-    [summary] = host.status()["runs"]
-    assert host.status(summary["id"]).state is RunState.CANCELLED
+    [summary] = host.status().runs
+    assert host.envelope(summary.id).state is RunState.CANCELLED
 
 
 async def test_launch_by_an_already_cancelled_caller_is_rejected(host: JevHost) -> None:
     with anyio.CancelScope() as scope:
         scope.cancel()
         await host.spawn(program("return 1"), None)
-    assert host.status()["runs"] == []
+    assert host.status().runs == ()
 
 
 async def test_concurrency_limit_rejects() -> None:
@@ -180,8 +180,8 @@ async def test_pruned_ids_give_the_expired_error() -> None:
     async with JevHost(HostConfig(maxRetainedRuns=2)) as host:
         ids = [(await host.run(program(f"return {i}"), None)).id for i in range(3)]
         with pytest.raises(UnknownRun, match="Unknown or expired Jev run ID"):
-            host.status(ids[0])
-        assert host.status(ids[2]).result == 2
+            host.envelope(ids[0])
+        assert host.envelope(ids[2]).result == 2
         with pytest.raises(UnknownRun, match="Unknown or expired Jev run ID"):
             await host.wait(str(uuid.uuid4()))
 
@@ -199,7 +199,7 @@ async def test_close_cancels_running_runs_and_clears_history() -> None:
         await anyio.wait_all_tasks_blocked()  # the watcher is now waiting on the run, however slow its start
     assert ended[0].state is RunState.CANCELLED
     with pytest.raises(UnknownRun):
-        host.status(env.id)
+        host.envelope(env.id)
     with pytest.raises(HostClosed):
         await host.spawn(program("return 1"), None)
 
@@ -216,7 +216,7 @@ async def test_launch_rejections(host: JevHost, raw: dict[str, Any], error: type
                                  needle: str) -> None:
     with pytest.raises(error, match=needle):
         await host.spawn(raw, None)
-    assert host.status()["runs"] == []
+    assert host.status().runs == ()
 
 
 async def test_input_must_match_its_schema(host: JevHost) -> None:

@@ -52,7 +52,7 @@ def test_answers_are_labelled_heuristic_and_validated(local: LocalEvaluator) -> 
     assert a["failed"]["noul"] > 0.5 and a["kind"]["choice"] == "failure"
     probs = a["severity"]["probabilities"]
     assert abs(a["severity"]["score"] - sum(int(k) * v for k, v in probs.items())) < 1e-9
-    assert local.status()["route"] == "local"
+    assert local.status().route == "local"
 
 
 def test_answers_do_not_depend_on_ids_order_or_batch(local: LocalEvaluator) -> None:
@@ -72,7 +72,7 @@ def test_declarative_hypothesis() -> None:
 @pytest.mark.anyio
 async def test_the_host_uses_the_local_evaluator_by_default() -> None:
     async with JevHost() as host:
-        assert host.status()["route"] == "local"
+        assert host.status().route == "local"
         env = await host.run(program("""
           const r = await jev.evaluate({state: 'Please refund my money, I was charged twice.',
             questions: {refund: {type: 'noul', instructions: 'Does the customer ask for a refund?'}}});

@@ -19,6 +19,7 @@ from fabric_jev import (
     ToolResult,
 )
 from fabric_jev.contract.observe import AdviceRequest, parse_advice, parse_observe
+from fabric_jev.evaluators.base import EvaluatorStatus
 from fabric_jev.host.observers import Advice, Observer
 from tests.conftest import program
 
@@ -364,7 +365,7 @@ async def test_programs_observe_and_abort_cancels_them() -> None:
         done = await host.wait(env.id)
         assert done.state is RunState.CANCELLED
         session.user_input("after abort")  # nothing restarts, nothing is received
-        assert host.status(env.id).observation["received"] == 1
+        assert host.envelope(env.id).observation["received"] == 1
 
 
 async def test_navigation_and_shutdown_cancel_observers() -> None:
@@ -446,7 +447,7 @@ async def test_seed_verification_advisor_delivers_exactly_one_advice() -> None:
         session.user_input("continue", automatic=True)
         session.turn_end(["Done, it works."], tool_results=[ToolResult("pytest", True, "1 FAILED test_login")])
         third = await host.progress(env.id, after=2)
-        status = host.status(env.id)
+        status = host.envelope(env.id)
         await host.stop(env.id)
     assert first.events[0].value["advice"] is None
     assert second.events[0].value["advice"] == {"delivered": True}
@@ -519,8 +520,8 @@ class Gated:
         await self.release.wait()
         return await FixtureEvaluator({"answers": {"drift": {"noul": 0.99}}}).evaluate(request, timeout=timeout)
 
-    def status(self) -> dict[str, Any]:
-        return {}
+    def status(self) -> EvaluatorStatus:
+        return EvaluatorStatus("test", "test")
 
     async def aclose(self) -> None:
         return None
@@ -597,7 +598,7 @@ async def test_observing_needs_read_approval_of_the_session() -> None:
         host.bind_session(session)
         with pytest.raises(CapabilityError, match=r"jev\.observe \(the read policy denies it\)"):
             await host.spawn(program("return null;", requires=[]), None, observe={"events": ["turn_end"]})
-        assert not session._observers and host.status()["runs"] == []
+        assert not session._observers and host.status().runs == ()
     async with JevHost() as host:  # read: allow by default, and the decision is on record
         host.bind_session(session)
         env = await host.spawn(program("return null;", requires=[]), None, observe={"events": ["turn_end"]})

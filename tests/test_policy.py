@@ -11,6 +11,7 @@ import pytest
 from fabric_jev import CapabilityCall, CapabilityRegistry, FixtureEvaluator, HostConfig, JevHost
 from fabric_jev.contract.policy import POLICIES, RISKS, resolve
 from fabric_jev.errors import CapabilityError, ConfigError
+from fabric_jev.evaluators.base import EvaluatorStatus
 from fabric_jev.host.policy import PolicyGate
 from fabric_jev.host.registry import CallContext
 from tests.conftest import program
@@ -57,8 +58,8 @@ class Broken:
     async def evaluate(self, request: Any, *, timeout: float) -> Any:
         raise RuntimeError("classifier evaluator bug")
 
-    def status(self) -> dict[str, Any]:
-        return {}
+    def status(self) -> EvaluatorStatus:
+        return EvaluatorStatus("test", "test")
 
     async def aclose(self) -> None:
         return None
@@ -137,7 +138,7 @@ def registry() -> CapabilityRegistry:
 async def test_without_an_approver_ask_is_a_catchable_denial_that_costs_no_budget() -> None:
     async with JevHost(capabilities=registry()) as host:
         env = await host.run(program(ECHO_PROGRAM, requires=["demo.write"]), None)
-        assert host.status()["runs"][0]["approvals"] == {"allowed": 0, "denied": 2}
+        assert host.status().runs[0].to_json()["approvals"] == {"allowed": 0, "denied": 2}
     message = "Capability call denied: demo.write (write requires approval and no approver is configured)"
     assert env.state == "completed" and env.result == [message, message]
     assert env.toolCalls == 0  # refused calls give their host call back
@@ -298,4 +299,4 @@ async def test_malformed_advice_from_the_caller_never_reaches_an_approver() -> N
                                observe={"events": ["input"], "delivery": "steer"})
         with pytest.raises(HostCallRefused, match=r"program\.advise expects \{eventId, message\}"):
             await host.advise(env.id, {"eventId": "e", "message": ""})
-        assert seen == [] and [a["ref"] for a in host.status(env.id).approvals] == ["jev.observe"]
+        assert seen == [] and [a["ref"] for a in host.envelope(env.id).approvals] == ["jev.observe"]

@@ -87,7 +87,7 @@ async def test_deep_recursion_fails_clearly(host: JevHost) -> None:
 async def test_syntax_error_rejects_at_launch(host: JevHost) -> None:
     with pytest.raises(CompileError, match="does not compile: SyntaxError"):
         await host.run(program("return 1 +"), None)
-    assert host.status()["runs"] == []
+    assert host.status().runs == ()
 
 
 async def test_code_cannot_escape_its_function_body(host: JevHost) -> None:

@@ -116,7 +116,7 @@ async def test_typescript_errors_are_reported_at_launch(host: JevHost) -> None:
         await host.run(program("const a: number = 1;\nconst x: number = ;"), None)
     with pytest.raises(CompileError, match="as TypeScript, after erasing annotations"):
         await host.run(program("const x: number = 1; const x = 2;"), None)
-    assert host.status()["runs"] == []
+    assert host.status().runs == ()
 
 
 async def test_javascript_syntax_errors_stay_javascript_errors(host: JevHost) -> None:
@@ -147,7 +147,7 @@ async def test_a_launch_over_the_time_cap_is_rejected(host: JevHost, monkeypatch
     monkeypatch.setattr(typescript, "PARSE_CAP_S", 0.0)
     with pytest.raises(CompileError, match="TypeScript: parsing took longer than 0 s"):
         await host.run(program("const x: number = 1;\n" + PATHOLOGICAL), None)
-    assert host.status()["runs"] == []
+    assert host.status().runs == ()
 
 
 async def test_pathological_code_does_not_stall_an_unrelated_run(host: JevHost) -> None:

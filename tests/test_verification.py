@@ -16,6 +16,7 @@ import pytest
 from fabric_jev import FixtureEvaluator, JevError
 from fabric_jev.contract.evaluation import Evaluation, EvaluationUsage
 from fabric_jev.evaluators import TYPESAFE, AuthStore, CredentialResolver, HttpEvaluator
+from fabric_jev.evaluators.base import EvaluatorStatus
 from fabric_jev.verification import (
     DictionaryInvalid,
     MemoryChannels,
@@ -200,8 +201,8 @@ class Custom:
         self.started.set()
         return await self.behave(request)
 
-    def status(self) -> dict[str, Any]:
-        return {"route": "custom"}
+    def status(self) -> EvaluatorStatus:
+        return EvaluatorStatus("custom", "custom")
 
     async def aclose(self) -> None:
         return None

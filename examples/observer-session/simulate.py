@@ -49,7 +49,7 @@ async def main() -> list[str]:
                          tool_results=[ToolResult("pytest", True, "1 FAILED tests/test_login.py")])
         status = await host.progress(observer.id, after=1)
 
-        for event in host.status(observer.id).events:
+        for event in host.envelope(observer.id).events:
             print("observer progress:", json.dumps(event.value))
         print("observation:", json.dumps(status.observation))
         session.shutdown()  # the agent host reloads: observers end and are not restarted

@@ -39,7 +39,7 @@ async def _cmd_evaluate(args: argparse.Namespace) -> int:
         return fail(f"invalid request: {exc}")
     evaluator = build_evaluator(args.evaluator, config)
     try:
-        problem = evaluator.status().get("problem")
+        problem = evaluator.status().problem
         if problem:
             return fail(problem)
         evaluation = await evaluator.evaluate(request, timeout=config.requestTimeoutMs / 1000)
@@ -59,10 +59,10 @@ async def _cmd_status(args: argparse.Namespace) -> int:
         status = evaluator.status()
     finally:
         await evaluator.aclose()
-    out: dict[str, Any] = {"credentials": status.get("credentials"), "model": status.get("model"),
-                           "route": status.get("route"), "ready": status.get("ready", True)}
-    if status.get("problem"):
-        out["problem"] = status["problem"]
+    out: dict[str, Any] = {"credentials": status.credentials.to_json(), "model": status.model,
+                           "route": status.route, "ready": status.ready}
+    if status.problem:
+        out["problem"] = status.problem
     out["runs"] = []
     print_json(out)
     return 0
@@ -87,7 +87,7 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
         sock.close()
         raise
     try:
-        problem = evaluator.status().get("problem")
+        problem = evaluator.status().problem
         if problem:
             sock.close()
             return fail(problem)

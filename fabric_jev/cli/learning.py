@@ -23,6 +23,7 @@ from .common import (
 if TYPE_CHECKING:
     from ..calibration.labels import LabeledExample
     from ..calibration.metrics import Outcome
+    from ..evaluators.base import EvaluatorStatus
 
 TYPES = ("noul", "choice", "score")
 
@@ -126,7 +127,7 @@ async def _cmd_calibrate(args: argparse.Namespace) -> int:
             profile_digest = _file_digest(config.evaluator["profile"])
         if not examples:
             raise ConfigError("no examples left to test: the profile was trained on all of them")
-        identity = json.dumps([status.get("route"), status.get("model"), config.model, profile_digest,
+        identity = json.dumps([status.route, status.model, config.model, profile_digest,
                                _file_digest((args.evaluator or "").partition(":")[2])])
         cache_path = Path(args.cache) if args.cache else (
             Path(args.report) / "answers.jsonl" if args.report else None)
@@ -152,7 +153,7 @@ async def _cmd_calibrate(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {
         "examples": len(asked), "answered": len(asked) - len(failed), "failed": len(failed),
         "cached": sum(a.cached for a in asked), "skippedAsTrainingData": skipped,
-        "evaluator": {"route": status.get("route"), "model": status.get("model")},
+        "evaluator": {"route": status.route, "model": status.model},
         "answeredBy": models,
         "types": {t: summary(by_type[t], args.target_precision) for t in TYPES if t in by_type},
         "errors": sorted({a.error for a in failed if a.error})[:5],
@@ -164,7 +165,7 @@ async def _cmd_calibrate(args: argparse.Namespace) -> int:
         folder = Path(args.report)
         # Titled by what actually answered (the profile, say), not only by the evaluator's name.
         answered_by = max(models, key=lambda m: models[m]) if models else ""
-        pngs = write_pngs(by_type, folder, title=answered_by or str(status.get("model") or status.get("route")))
+        pngs = write_pngs(by_type, folder, title=answered_by or status.model or status.route)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n",
                                             encoding="utf-8")
@@ -178,12 +179,11 @@ async def _cmd_calibrate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _print_calibration(report: dict[str, Any], status: dict[str, Any]) -> None:
+def _print_calibration(report: dict[str, Any], status: EvaluatorStatus) -> None:
     w = sys.stdout.write
-    profile = status.get("profile")
-    with_profile = f", profile {profile['name']}" if isinstance(profile, dict) else ""
-    w(f"calibrate: {report['examples']} examples, evaluator {status.get('route')} "
-      f"({status.get('model')}{with_profile})\n")
+    with_profile = f", profile {status.profile.name}" if status.profile is not None else ""
+    w(f"calibrate: {report['examples']} examples, evaluator {status.route} "
+      f"({status.model}{with_profile})\n")
     if report["skippedAsTrainingData"]:
         w(f"  skipped {report['skippedAsTrainingData']} examples the profile was trained on\n")
     if report["cached"]:

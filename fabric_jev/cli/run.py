@@ -42,7 +42,7 @@ async def run_command(args: argparse.Namespace) -> int:
         raise LaunchRejected(str(exc)) from None
     evaluator = build_evaluator(args.evaluator, config)
     requires = program.get("requires") if isinstance(program, dict) else None
-    problem = evaluator.status().get("problem")
+    problem = evaluator.status().problem
     if problem and isinstance(requires, list) and "jev.evaluate" in requires:
         await evaluator.aclose()
         raise LaunchRejected(problem)
@@ -59,12 +59,12 @@ async def run_command(args: argparse.Namespace) -> int:
         async with JevHost(config, evaluator=evaluator) as host, anyio.create_task_group() as tg:
             async def stop_on_signal() -> None:
                 async for _ in signals:
-                    runs = host.status()["runs"]
+                    runs = host.status().runs
                     if not runs:
                         tg.cancel_scope.cancel()
                         return
                     for run in runs:
-                        tg.start_soon(host.stop, run["id"])
+                        tg.start_soon(host.stop, run.id)
 
             tg.start_soon(stop_on_signal)
             try:

@@ -54,7 +54,7 @@ async def _cmd_verify_compile(args: argparse.Namespace) -> int:
         return fail(str(exc))
     evaluator = build_evaluator(args.evaluator, config_from(args))
     try:
-        problem = evaluator.status().get("problem")
+        problem = evaluator.status().problem
         if problem:
             return fail(problem)
         result = await compile_verification(args.intent, dictionary, evaluator)

@@ -6,10 +6,15 @@ import json
 import math
 import re
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
+
+#: A JSON value as Python holds it after `json.loads`: what crosses every boundary.
+JsonValue: TypeAlias = Union[bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"], None]  # noqa: UP007
+#: A JSON object.
+JsonObject: TypeAlias = dict[str, JsonValue]
 
 
 MAX_VALUE_BYTES = 32_768

@@ -4,11 +4,63 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import anyio
 
 from ..contract.evaluation import Evaluation, EvaluationRequest
+from ..contract.values import JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialStatus:
+    """Whether a route's key can be found, and where; never whether it works."""
+
+    configured: bool
+    source: str  # store | environment | command | missing
+
+    def to_json(self) -> JsonObject:
+        return {"configured": self.configured, "source": self.source, "verified": False}
+
+
+NO_CREDENTIALS = CredentialStatus(False, "missing")
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileStatus:
+    """The learned profile a local evaluator answers with."""
+
+    name: str
+    signatures: int
+    examples: int
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluatorStatus:
+    """Route, model and credential presence of an evaluator, and what keeps it from answering."""
+
+    route: str
+    model: str
+    credentials: CredentialStatus = NO_CREDENTIALS
+    #: Why it cannot answer (missing weights, say); None when it is ready.
+    problem: str | None = None
+    profile: ProfileStatus | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.problem is None
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"route": self.route, "model": self.model,
+                           "credentials": self.credentials.to_json()}
+        if self.profile is not None:
+            out["profile"] = {"name": self.profile.name, "signatures": self.profile.signatures,
+                              "examples": self.profile.examples}
+        if self.problem is not None:
+            out["ready"] = False
+            out["problem"] = self.problem
+        return out
 
 
 @runtime_checkable
@@ -23,7 +75,7 @@ class Evaluator(Protocol):
 
     async def evaluate(self, request: EvaluationRequest, *, timeout: float) -> Evaluation: ...
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> EvaluatorStatus:
         """Route, model and credential presence; never runs a command or the network."""
         ...
 

@@ -24,7 +24,7 @@ import anyio.lowlevel
 from .._files import atomic_write
 from ..contract.evaluation import Evaluation, EvaluationRequest, validate_answers
 from ..errors import AnswerInvalid, ConfigError
-from .base import Evaluator
+from .base import Evaluator, EvaluatorStatus
 
 
 def request_digest(request: EvaluationRequest, model: str) -> str:
@@ -78,11 +78,11 @@ class CassetteEvaluator:
         atomic_write(self.path, json.dumps({"version": 1, "entries": self._entries}, indent=1,
                                            ensure_ascii=False))
 
-    def status(self) -> dict[str, Any]:
-        inner = self._inner.status() if self._inner is not None else {}
-        return {"route": "cassette", "model": inner.get("model", self._model),
-                "credentials": inner.get("credentials",
-                                         {"configured": False, "source": "missing", "verified": False})}
+    def status(self) -> EvaluatorStatus:
+        if self._inner is None:
+            return EvaluatorStatus("cassette", self._model)
+        inner = self._inner.status()
+        return EvaluatorStatus("cassette", inner.model, inner.credentials, inner.problem, inner.profile)
 
     async def aclose(self) -> None:
         if self._inner is not None:

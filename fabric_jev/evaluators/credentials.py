@@ -14,7 +14,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import anyio
 from .._files import atomic_write, config_dir
 from .._process import wait_process_exit
 from ..errors import ConfigError, CredentialError
+from .base import CredentialStatus
 from .routes import Route
 
 COMMAND_TIMEOUT_S = 5.0
@@ -159,15 +159,6 @@ async def run_credential_command(argv: Sequence[str], *, timeout: float = COMMAN
     if "\n" in text or "\r" in text:
         raise CredentialError("credential command printed more than one line")
     return text
-
-
-@dataclass(frozen=True, slots=True)
-class CredentialStatus:
-    configured: bool
-    source: str  # store | environment | command | missing
-
-    def to_json(self) -> dict[str, Any]:
-        return {"configured": self.configured, "source": self.source, "verified": False}
 
 
 class CredentialResolver:

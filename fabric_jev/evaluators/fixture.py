@@ -28,6 +28,7 @@ import anyio.lowlevel
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
 from ..errors import AnswerInvalid, ConfigError
+from .base import EvaluatorStatus
 
 
 class FixtureEvaluator:
@@ -89,9 +90,8 @@ class FixtureEvaluator:
         }
         return validate_answers(request, body)
 
-    def status(self) -> dict[str, Any]:
-        return {"route": "fixture", "model": self._data.get("model", "fixture"),
-                "credentials": {"configured": False, "source": "missing", "verified": False}}
+    def status(self) -> EvaluatorStatus:
+        return EvaluatorStatus("fixture", str(self._data.get("model", "fixture")))
 
     async def aclose(self) -> None:
         return None

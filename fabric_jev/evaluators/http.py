@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 import anyio.lowlevel
 import httpx
 
 from ..contract.evaluation import MAX_RESPONSE_BYTES, Evaluation, EvaluationRequest, parse_response_bytes
 from ..errors import AnswerInvalid, EvaluationError, UpstreamError
-from .base import evaluation_deadline
+from .base import EvaluatorStatus, evaluation_deadline
 from .credentials import CredentialResolver
 from .routes import Route, endpoint
 
@@ -89,9 +88,8 @@ class HttpEvaluator:
             raise UpstreamError(f"Jev upstream unreachable ({type(exc).__name__})") from None
         return parse_response_bytes(request, bytes(raw), secret=key)
 
-    def status(self) -> dict[str, Any]:
-        return {"route": self.route.name, "model": self.model,
-                "credentials": self.credentials.status().to_json()}
+    def status(self) -> EvaluatorStatus:
+        return EvaluatorStatus(self.route.name, self.model, self.credentials.status())
 
     async def aclose(self) -> None:
         await self._client.aclose()

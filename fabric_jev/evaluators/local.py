@@ -34,7 +34,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
-from .base import evaluation_deadline
+from .base import EvaluatorStatus, ProfileStatus, evaluation_deadline
 from .lexical import term_ids
 from .local_model import weights_problem
 from .profile import Profile, answer_distribution
@@ -274,18 +274,11 @@ class LocalEvaluator:
             evaluation = await anyio.to_thread.run_sync(self.answer_sync, request)
         return evaluation
 
-    def status(self) -> dict[str, Any]:
-        status: dict[str, Any] = {
-            "route": "local", "model": MODEL_NAME,
-            "credentials": {"configured": False, "source": "missing", "verified": False}}
-        if self.profile is not None:
-            status["profile"] = {"name": self.profile.name, "signatures": len(self.profile.models),
-                                 "examples": self.profile.examples}
+    def status(self) -> EvaluatorStatus:
+        profile = None if self.profile is None else ProfileStatus(
+            self.profile.name, len(self.profile.models), self.profile.examples)
         problem = None if self._model is not None else weights_problem()
-        if problem is not None:
-            status["ready"] = False
-            status["problem"] = problem
-        return status
+        return EvaluatorStatus("local", MODEL_NAME, problem=problem, profile=profile)
 
     async def aclose(self) -> None:
         return None

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
 from functools import partial
 from types import TracebackType
-from typing import Any, overload
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -32,6 +32,7 @@ from .observing import ObservationSource
 from .policy import Approver, PolicyGate
 from .registry import CapabilityRegistry, Connector
 from .run import Run, RunServices, WorkerSource
+from .status import HostStatus
 
 SLICE_MS = 100
 #: The kernel's profiling timer kills a worker whose slice overran by this much.
@@ -161,31 +162,15 @@ class JevHost:
                                  intent=intent, grant=grant)
         return run.envelope()
 
-    @overload
-    def status(self, id: None = None, after: int = 0) -> dict[str, Any]: ...
-
-    @overload
-    def status(self, id: str, after: int = 0) -> Envelope: ...
-
-    def status(self, id: str | None = None, after: int = 0) -> Envelope | dict[str, Any]:
-        """A run's envelope with events after `after`, or host status without an id."""
-        if id is None:
-            return self.host_status()
+    def envelope(self, id: str, after: int = 0) -> Envelope:
+        """A run's envelope now, with the events whose sequence is over `after`."""
         return self._get(id).envelope(after)
 
-    def host_status(self) -> dict[str, Any]:
+    def status(self) -> HostStatus:
+        """The evaluator's route, model and credential presence, and every retained run."""
         ev = self.evaluator.status()
-        return {
-            "credentials": ev.get("credentials"),
-            "model": ev.get("model", self.config.model),
-            "route": ev.get("route"),
-            "runs": [
-                {"id": r.id, "name": r.program.name, "state": r.state.value,
-                 "background": r.background, "startedAt": r.started_at,
-                 "approvals": {"allowed": r.audit.allowed, "denied": r.audit.denied}}
-                for r in self._runs.values()
-            ],
-        }
+        return HostStatus(ev.credentials, ev.model, ev.route,
+                          tuple(run.summary() for run in self._runs.values()))
 
     def worker_pid(self, id: str) -> int:
         """The process id of the worker that ran (or runs) the program: diagnostics only.
@@ -210,8 +195,6 @@ class JevHost:
         run = self._get(id)
         await run.done.wait()
         return run.envelope()
-
-    join = wait
 
     async def stop(self, id: str) -> Envelope:
         """Cancel a run and wait until it is terminal. Idempotent."""

@@ -32,6 +32,7 @@ from .observing import Observation
 from .policy import AuditTrail
 from .registry import Connector
 from .ring import LogBuffer, ProgressRing, utc_now
+from .status import RunSummary
 
 if TYPE_CHECKING:
     import asyncio
@@ -113,6 +114,10 @@ class Run:
             approvals=tuple(audit.entries),
             approvalCounts={"allowed": audit.allowed, "denied": audit.denied},
         )
+
+    def summary(self) -> RunSummary:
+        return RunSummary(self.id, self.program.name, self.state, self.background, self.started_at,
+                          self.audit.allowed, self.audit.denied)
 
     def cancel(self) -> None:
         """Ask the run to stop; it ends `cancelled` unless something earlier decided it."""

@@ -126,8 +126,8 @@ class JevTools:
 
     async def _jev_status(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
         if "id" not in arguments:
-            return self.host.status()
-        return self.host.status(arguments["id"], arguments.get("after", 0)).to_json()
+            return self.host.status().to_json()
+        return self.host.envelope(arguments["id"], arguments.get("after", 0)).to_json()
 
     async def _jev_wait(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
         run_id = arguments["id"]
@@ -141,7 +141,7 @@ class JevTools:
                 after = envelope.nextSequence - 1
                 if envelope.state.terminal:
                     return envelope.to_json()
-        return self.host.status(run_id).to_json()
+        return self.host.envelope(run_id).to_json()
 
     async def _jev_stop(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
         return (await self.host.stop(arguments["id"])).to_json()

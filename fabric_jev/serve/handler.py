@@ -67,7 +67,7 @@ class JevServer:
             denied = self._auth(headers)
             if denied:
                 return denied
-            model = self.evaluator.status().get("model", "")
+            model = self.evaluator.status().model
             return 200, {"models": [{"name": m, "description": f"served by fabric-jev ({model})",
                                      "release_date": "2026-11-29"} for m in MODELS]}
         if path != "/v1/systemone":
@@ -98,7 +98,7 @@ class JevServer:
         except EvaluationError as exc:
             return error(502, "evaluator_error", str(exc))
         out = evaluation.to_json()
-        out["x_evaluator"] = self.evaluator.status().get("route", "")
+        out["x_evaluator"] = self.evaluator.status().route
         return 200, out
 
     def _parse(self, body: bytes) -> EvaluationRequest | Response:

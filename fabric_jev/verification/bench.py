@@ -23,7 +23,7 @@ import anyio
 
 from ..contract.evaluation import Evaluation
 from ..errors import EvaluationError
-from ..evaluators.base import Evaluator
+from ..evaluators.base import Evaluator, EvaluatorStatus
 from ..evaluators.fixture import FixtureEvaluator
 from .channels import MemoryChannels, MemoryElement
 from .compile import compile_verification
@@ -192,7 +192,7 @@ class _Counting:
                 usage = {"input_tokens": answer.usage.input_tokens, "output_tokens": answer.usage.output_tokens}
             self.log.append(AdapterCall((time.perf_counter() - start) * 1000, usage))
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> EvaluatorStatus:
         return self.inner.status()
 
     async def aclose(self) -> None:
@@ -274,7 +274,7 @@ async def run_bench(evaluator: Evaluator, *, mode: str) -> tuple[dict[str, Any],
 
 def _route(evaluator: Evaluator) -> str | None:
     try:
-        route = evaluator.status().get("route")
+        route = evaluator.status().route
     except Exception:  # a caller's evaluator whose status fails: the report still stands
         return None
     return route if isinstance(route, str) else None

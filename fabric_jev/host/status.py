@@ -1,0 +1,41 @@
+"""The host's status (contract §6): its evaluator's route, model and credentials, and its runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..contract.envelope import RunState
+from ..contract.values import JsonObject
+from ..evaluators.base import CredentialStatus
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One run as the host's status lists it; its envelope has the rest."""
+
+    id: str
+    name: str
+    state: RunState
+    background: bool
+    started_at: str
+    approvals_allowed: int
+    approvals_denied: int
+
+    def to_json(self) -> JsonObject:
+        return {"id": self.id, "name": self.name, "state": self.state.value,
+                "background": self.background, "startedAt": self.started_at,
+                "approvals": {"allowed": self.approvals_allowed, "denied": self.approvals_denied}}
+
+
+@dataclass(frozen=True, slots=True)
+class HostStatus:
+    """What `JevHost.status()` answers. Reading it never runs a command or the network."""
+
+    credentials: CredentialStatus
+    model: str
+    route: str
+    runs: tuple[RunSummary, ...]
+
+    def to_json(self) -> JsonObject:
+        return {"credentials": self.credentials.to_json(), "model": self.model, "route": self.route,
+                "runs": [run.to_json() for run in self.runs]}
