@@ -141,15 +141,17 @@ def test_missing_optional_pieces_are_named_with_their_fix(
 
 def test_status_reports_the_local_evaluator_unavailable_without_its_weights(
         tmp_path_factory: pytest.TempPathFactory) -> None:
-    done = cli("status", bare=tmp_path_factory.getbasetemp() / "bare")
+    done = cli("status", "--json", bare=tmp_path_factory.getbasetemp() / "bare")
     assert done.returncode == 0, done.stderr
     status = json.loads(done.stdout)
     assert status["route"] == "local" and status["ready"] is False
     assert status["problem"].endswith("install them with: fabric-jev setup local-model")
+    [local] = [r for r in status["routes"] if r["name"] == "local"]
+    assert local["ready"] is False and local["problem"] == status["problem"]
 
 
 def test_status_reports_the_local_evaluator_ready_with_its_weights() -> None:
-    done = cli("status")
+    done = cli("status", "--json")
     assert done.returncode == 0 and json.loads(done.stdout)["ready"] is True
 
 

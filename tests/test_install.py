@@ -43,14 +43,14 @@ def test_wheel_in_a_fresh_venv_runs_an_example_with_the_local_model(tmp_path: Pa
     _run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel)], tmp_path, env)
 
     # Before the model step: the library says exactly what is missing and how to fix it.
-    status = json.loads(_run([str(cli), "status"], tmp_path, env).stdout)
+    status = json.loads(_run([str(cli), "status", "--json"], tmp_path, env).stdout)
     assert status["ready"] is False and status["problem"].endswith("fabric-jev setup local-model")
     browser = subprocess.run([str(cli), "browser", "launch"], cwd=tmp_path, env=env, capture_output=True,
                              text=True, timeout=120)
     assert browser.returncode == 2 and "pip install 'fabric-jev[browser]'" in browser.stderr
 
     _run([str(cli), "setup", "local-model"], tmp_path, env)
-    assert json.loads(_run([str(cli), "status"], tmp_path, env).stdout)["ready"] is True
+    assert json.loads(_run([str(cli), "status", "--json"], tmp_path, env).stdout)["ready"] is True
     done = _run([str(cli), "run", str(EXAMPLE / "program.json"), "--input", str(EXAMPLE / "input.json")],
                 tmp_path, env)
     envelope = json.loads(done.stdout)

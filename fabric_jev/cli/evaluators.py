@@ -52,19 +52,25 @@ async def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 async def _cmd_status(args: argparse.Namespace) -> int:
-    from ..evaluators.select import build_evaluator
+    from ..evaluators.select import build_evaluator, disabled_routes, select
+    from ..evaluators.status import format_report, status_report
 
-    evaluator = build_evaluator(args.evaluator, config_from(args))
-    try:
-        status = evaluator.status()
-    finally:
-        await evaluator.aclose()
-    out: dict[str, Any] = {"credentials": status.credentials.to_json(), "model": status.model,
-                           "route": status.route, "ready": status.ready}
-    if status.problem:
-        out["problem"] = status.problem
-    out["runs"] = []
-    print_json(out)
+    config = config_from(args)
+    selected: dict[str, Any] | None = None
+    if select(args.evaluator, config).route not in disabled_routes(config):
+        # The evaluator the host would use, built (a bad fixture or cassette file is exit 2) but
+        # never asked anything: its status is presence only.
+        evaluator = build_evaluator(args.evaluator, config)
+        try:
+            selected = evaluator.status().to_json()
+        finally:
+            await evaluator.aclose()
+    report = status_report(args.evaluator, config, selected)
+    report["runs"] = []
+    if args.json:
+        print_json(report)
+    else:
+        sys.stdout.write(format_report(report) + "\n")
     return 0
 
 
@@ -148,12 +154,16 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     ev.set_defaults(handler=_cmd_evaluate)
 
     st = add_command(
-        sub, "status", help="print the evaluator's route, model, credentials and readiness",
-        description="Print host status as JSON: route, model, credential presence and whether the "
-                    "evaluator is ready (the local evaluator is not ready without its weights). "
-                    "Never runs a credential command and never uses the network.",
+        sub, "status", help="show which evaluator would answer and every route's readiness",
+        description="Print which evaluator the host would use and the rule that picked it, and for "
+                    "each route (local, typesafe, openrouter, vercel-ai-gateway): enabled or "
+                    "disabled, offline or online, where its key would come from and why it is not "
+                    "ready. `ready` is false without a key for the chosen route, or without the "
+                    "local evaluator's weights. Keys are checked for presence only: never run a "
+                    "credential command, never use the network.",
         codes=("0 printed (check `ready`)", "2 bad config or evaluator"))
     add_evaluator_options(st, config=True)
+    st.add_argument("--json", action="store_true", help="print the report as JSON")
     st.set_defaults(handler=_cmd_status)
 
     sv = add_command(

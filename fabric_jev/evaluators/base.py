@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import anyio
 
@@ -18,13 +18,19 @@ class CredentialStatus:
     """Whether a route's key can be found, and where; never whether it works."""
 
     configured: bool
-    source: str  # store | environment | command | missing
+    source: str  # store | environment | command | missing | not needed
+    #: where exactly: the auth store's entry or the variable's name (never a value)
+    detail: str | None = None
 
     def to_json(self) -> JsonObject:
         return {"configured": self.configured, "source": self.source, "verified": False}
 
 
 NO_CREDENTIALS = CredentialStatus(False, "missing")
+#: What an offline evaluator reports: it needs no key, so none is "missing".
+NO_CREDENTIALS_NEEDED = CredentialStatus(False, "not needed")
+#: offline: nothing leaves the host; online: requests go to an endpoint.
+Mode = Literal["offline", "online"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,22 +49,22 @@ class EvaluatorStatus:
     route: str
     model: str
     credentials: CredentialStatus = NO_CREDENTIALS
-    #: Why it cannot answer (missing weights, say); None when it is ready.
+    #: Why it cannot answer (missing weights, no key for its route); None when it is ready.
     problem: str | None = None
     profile: ProfileStatus | None = None
+    mode: Mode = "offline"
 
     @property
     def ready(self) -> bool:
         return self.problem is None
 
     def to_json(self) -> JsonObject:
-        out: JsonObject = {"route": self.route, "model": self.model,
+        out: JsonObject = {"route": self.route, "model": self.model, "mode": self.mode, "ready": self.ready,
                            "credentials": self.credentials.to_json()}
         if self.profile is not None:
             out["profile"] = {"name": self.profile.name, "signatures": self.profile.signatures,
                               "examples": self.profile.examples}
         if self.problem is not None:
-            out["ready"] = False
             out["problem"] = self.problem
         return out
 

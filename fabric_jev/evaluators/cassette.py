@@ -24,7 +24,7 @@ import anyio.lowlevel
 from .._files import atomic_write
 from ..contract.evaluation import Evaluation, EvaluationRequest, validate_answers
 from ..errors import AnswerInvalid, ConfigError
-from .base import Evaluator, EvaluatorStatus
+from .base import NO_CREDENTIALS_NEEDED, Evaluator, EvaluatorStatus
 
 
 def request_digest(request: EvaluationRequest, model: str) -> str:
@@ -79,10 +79,12 @@ class CassetteEvaluator:
                                            ensure_ascii=False))
 
     def status(self) -> EvaluatorStatus:
-        if self._inner is None:
-            return EvaluatorStatus("cassette", self._model)
+        if self._inner is None:  # replay only: never leaves the host
+            return EvaluatorStatus("cassette", self._model, NO_CREDENTIALS_NEEDED)
+        # Recording: misses go to the inner route, so its readiness is this one's.
         inner = self._inner.status()
-        return EvaluatorStatus("cassette", inner.model, inner.credentials, inner.problem, inner.profile)
+        return EvaluatorStatus("cassette", inner.model, inner.credentials, inner.problem, inner.profile,
+                               mode=inner.mode)
 
     async def aclose(self) -> None:
         if self._inner is not None:

@@ -179,12 +179,19 @@ class CredentialResolver:
     def status(self) -> CredentialStatus:
         """Presence only: never runs the command, never touches the network."""
         if self.store.has(self.route.store_key):
-            return CredentialStatus(True, "store")
-        if any(self._env().get(k, "").strip() for k in self.route.env_keys):
-            return CredentialStatus(True, "environment")
+            return CredentialStatus(True, "store", f"auth store entry {self.route.store_key!r}")
+        for name in self.route.env_keys:
+            if self._env().get(name, "").strip():
+                return CredentialStatus(True, "environment", name)
         if self.command:
-            return CredentialStatus(True, "command")
+            return CredentialStatus(True, "command", "credentialCommand (not run by status)")
         return CredentialStatus(False, "missing")
+
+    def missing_message(self) -> str:
+        """What to do when no source has a key (the error and status say the same)."""
+        return (f"no credentials for the {self.route.name} route: run `fabric-jev login "
+                f"{self.route.name}`, set {' or '.join(self.route.env_keys)}, "
+                "or configure credentialCommand")
 
     async def key(self) -> str:
         key = self.store.get(self.route.store_key)
@@ -198,10 +205,7 @@ class CredentialResolver:
             if self._cached is None:
                 self._cached = await run_credential_command(self.command)
             return self._cached
-        raise CredentialError(
-            f"no credentials for the {self.route.name} route: run `fabric-jev login "
-            f"{self.route.name}`, set {' or '.join(self.route.env_keys)}, "
-            "or configure credentialCommand")
+        raise CredentialError(self.missing_message())
 
     def reload(self) -> None:
         self._cached = None

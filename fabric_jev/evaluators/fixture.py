@@ -28,7 +28,7 @@ import anyio.lowlevel
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
 from ..errors import AnswerInvalid, ConfigError
-from .base import EvaluatorStatus
+from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus
 
 
 class FixtureEvaluator:
@@ -91,7 +91,7 @@ class FixtureEvaluator:
         return validate_answers(request, body)
 
     def status(self) -> EvaluatorStatus:
-        return EvaluatorStatus("fixture", str(self._data.get("model", "fixture")))
+        return EvaluatorStatus("fixture", str(self._data.get("model", "fixture")), NO_CREDENTIALS_NEEDED)
 
     async def aclose(self) -> None:
         return None

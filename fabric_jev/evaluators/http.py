@@ -89,7 +89,10 @@ class HttpEvaluator:
         return parse_response_bytes(request, bytes(raw), secret=key)
 
     def status(self) -> EvaluatorStatus:
-        return EvaluatorStatus(self.route.name, self.model, self.credentials.status())
+        credentials = self.credentials.status()
+        # Presence only: a configured key may still be refused upstream (verified: false).
+        problem = None if credentials.configured else self.credentials.missing_message()
+        return EvaluatorStatus(self.route.name, self.model, credentials, problem, mode="online")
 
     async def aclose(self) -> None:
         await self._client.aclose()

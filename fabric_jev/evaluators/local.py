@@ -34,7 +34,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
-from .base import EvaluatorStatus, ProfileStatus, evaluation_deadline
+from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus, ProfileStatus, evaluation_deadline
 from .lexical import term_ids
 from .local_model import weights_problem
 from .profile import Profile, answer_distribution
@@ -278,7 +278,7 @@ class LocalEvaluator:
         profile = None if self.profile is None else ProfileStatus(
             self.profile.name, len(self.profile.models), self.profile.examples)
         problem = None if self._model is not None else weights_problem()
-        return EvaluatorStatus("local", MODEL_NAME, problem=problem, profile=profile)
+        return EvaluatorStatus("local", MODEL_NAME, NO_CREDENTIALS_NEEDED, problem=problem, profile=profile)
 
     async def aclose(self) -> None:
         return None

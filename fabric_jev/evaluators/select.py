@@ -8,11 +8,18 @@ from the configured route), ``typesafe``, ``openrouter``, ``vercel``.
 The config's ``evaluator`` section::
 
     {"kind": "typesafe", "baseUrls": {"typesafe": "http://127.0.0.1:8000"},
-     "credentialCommand": ["pass", "show", "typesafe"]}
+     "credentialCommand": ["pass", "show", "typesafe"], "disabled": ["openrouter"]}
+
+Which evaluator answers, by the first rule that applies (`select`): the
+command line's ``--evaluator``; the section's ``kind``; a configured model id
+that names a route (``typesafe/…`` → OpenRouter, ``typesafe-ai/…`` → Vercel);
+else the offline local evaluator. A route listed in ``disabled`` (``local``,
+``typesafe``, ``openrouter``, ``vercel``) is never built.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..contract.config import HostConfig
@@ -23,7 +30,56 @@ from .credentials import AuthStore, CredentialResolver
 from .fixture import FixtureEvaluator
 from .routes import ROUTE_ALIASES, ROUTES, get_route, route_for_model
 
-_SECTION_KEYS = {"kind", "baseUrls", "credentialCommand", "route", "profile"}
+_SECTION_KEYS = {"kind", "baseUrls", "credentialCommand", "route", "profile", "disabled"}
+#: The routes `disabled` may name (besides the aliases `jev` and `vercel-ai-gateway`).
+ROUTE_NAMES = ("local", "typesafe", "openrouter", "vercel-ai-gateway")
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The evaluator spec the host would use and the rule that picked it."""
+
+    spec: str
+    rule: str
+
+    @property
+    def route(self) -> str:
+        """The route's name (`local`, `typesafe`, …), or the spec's kind (`fixture`, …)."""
+        kind = self.spec.partition(":")[0]
+        return ROUTES[ROUTE_ALIASES.get(kind, kind)].name if kind in ROUTES or kind in ROUTE_ALIASES else kind
+
+    def to_json(self) -> dict[str, str]:
+        return {"route": self.route, "spec": self.spec, "rule": self.rule}
+
+
+def select(spec: str | None, config: HostConfig) -> Selection:
+    """Which evaluator `build_evaluator(spec, config)` builds, and why (see the module doc)."""
+    section = _section(config)
+    if spec:
+        return Selection(spec, f"--evaluator {spec}")
+    if section.get("kind"):
+        return Selection(str(section["kind"]), f"the config's evaluator.kind is {section['kind']!r}")
+    if config.model != "jev-latest" and route_for_model(config.model).name != "typesafe":
+        route = route_for_model(config.model).name
+        return Selection(route, f"the config's model {config.model!r} is served by the {route} route")
+    return Selection("local", "no route is configured: the offline local evaluator")
+
+
+def disabled_routes(config: HostConfig) -> frozenset[str]:
+    """The route names the config's evaluator.disabled lists (ConfigError if malformed)."""
+    raw = _section(config).get("disabled", [])
+    if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
+        raise ConfigError("evaluator.disabled must be a list of route names")
+    out = set()
+    for name in raw:
+        if name == "local":
+            out.add("local")
+            continue
+        if name not in ROUTES and name not in ROUTE_ALIASES:
+            raise ConfigError(f"evaluator.disabled names an unknown route {name!r}; "
+                              "expected local, typesafe, openrouter or vercel")
+        out.add(get_route(name).name)
+    return frozenset(out)
 
 
 def _section(config: HostConfig) -> dict[str, Any]:
@@ -49,13 +105,11 @@ def build_route_evaluator(name: str, config: HostConfig, *, store: AuthStore | N
 def build_evaluator(spec: str | None, config: HostConfig, *,
                     store: AuthStore | None = None) -> Evaluator:
     section = _section(config)
-    spec = spec or section.get("kind")
-    if spec is None:
-        # A model id that names a route (typesafe/…, typesafe-ai/…) picks it; otherwise local.
-        if config.model != "jev-latest" and route_for_model(config.model).name != "typesafe":
-            spec = route_for_model(config.model).name
-        else:
-            spec = "local"
+    chosen = select(spec, config)
+    spec = chosen.spec
+    if chosen.route in disabled_routes(config):
+        raise ConfigError(f"the {chosen.route} route is disabled in the config (evaluator.disabled); "
+                          f"it was chosen because {chosen.rule}")
     kind, _, arg = spec.partition(":")
     profile = section.get("profile")
     if profile is not None and kind != "local":
@@ -76,7 +130,10 @@ def build_evaluator(spec: str | None, config: HostConfig, *,
             raise ConfigError(f"--evaluator {kind} needs a file: {kind}:FILE")
         inner = None
         if kind == "record":
-            inner = build_route_evaluator(section.get("route", "typesafe"), config, store=store)
+            recorded = get_route(section.get("route", "typesafe")).name
+            if recorded in disabled_routes(config):
+                raise ConfigError(f"record: the {recorded} route is disabled in the config (evaluator.disabled)")
+            inner = build_route_evaluator(recorded, config, store=store)
         return CassetteEvaluator(arg, record_from=inner, model=config.model)
     if kind in ROUTES or kind in ROUTE_ALIASES:
         return build_route_evaluator(kind, config, store=store)

@@ -170,7 +170,7 @@ class JevHost:
         """The evaluator's route, model and credential presence, and every retained run."""
         ev = self.evaluator.status()
         return HostStatus(ev.credentials, ev.model, ev.route,
-                          tuple(run.summary() for run in self._runs.values()))
+                          tuple(run.summary() for run in self._runs.values()), ev.mode, ev.problem)
 
     def worker_pid(self, id: str) -> int:
         """The process id of the worker that ran (or runs) the program: diagnostics only.

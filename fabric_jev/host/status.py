@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..contract.envelope import RunState
 from ..contract.values import JsonObject
-from ..evaluators.base import CredentialStatus
+from ..evaluators.base import CredentialStatus, Mode
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,17 @@ class HostStatus:
     model: str
     route: str
     runs: tuple[RunSummary, ...]
+    #: The evaluator's mode, and why it cannot answer (no key for its route, missing weights).
+    mode: Mode = "offline"
+    problem: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.problem is None
 
     def to_json(self) -> JsonObject:
-        return {"credentials": self.credentials.to_json(), "model": self.model, "route": self.route,
-                "runs": [run.to_json() for run in self.runs]}
+        out: JsonObject = {"credentials": self.credentials.to_json(), "model": self.model, "route": self.route,
+                           "mode": self.mode, "ready": self.ready, "runs": [run.to_json() for run in self.runs]}
+        if self.problem is not None:
+            out["problem"] = self.problem
+        return out

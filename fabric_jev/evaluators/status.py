@@ -1,0 +1,165 @@
+"""What `fabric-jev status` reports: every route, whether it could answer now, and which one is used.
+
+For each of the four routes (the offline `local` evaluator and the three HTTP
+routes): whether the config enables it, its mode (offline: nothing leaves
+the host; online: requests go to an endpoint), where its key would come
+from, and — when it is not ready — why, with the fix. Plus the route the
+host would pick and the rule that picked it (`select.select`).
+
+Presence only, like every status: it never runs a credential command, never
+touches the network and never loads the local model (only checks that its
+weights are installed); `verified` is always false.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..contract.config import HostConfig
+from ..errors import ConfigError, RequestInvalid
+from .base import NO_CREDENTIALS_NEEDED, Mode
+from .credentials import AuthStore, CredentialResolver
+from .routes import ROUTES, endpoint
+from .select import Selection, disabled_routes, select
+
+
+@dataclass(frozen=True)
+class RouteStatus:
+    """One route as the host sees it now."""
+
+    name: str
+    mode: Mode
+    enabled: bool
+    selected: bool
+    ready: bool
+    problem: str | None
+    credentials: dict[str, Any]
+    model: str | None = None
+    endpoint: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "mode": self.mode, "enabled": self.enabled,
+                               "selected": self.selected, "ready": self.ready, "problem": self.problem,
+                               "credentials": self.credentials, "model": self.model, "endpoint": self.endpoint}
+        out.update(self.extra)
+        return out
+
+
+def _local(config: HostConfig, disabled: frozenset[str], selected: bool) -> RouteStatus:
+    from .local import MODEL_NAME
+    from .local_model import weights_problem
+
+    if "local" in disabled:
+        problem: str | None = "disabled in the config (evaluator.disabled)"
+    else:
+        problem = weights_problem()
+    extra = {}
+    profile = config.evaluator.get("profile")
+    if isinstance(profile, str):
+        extra["profile"] = profile
+    return RouteStatus("local", "offline", "local" not in disabled, selected, problem is None, problem,
+                       NO_CREDENTIALS_NEEDED.to_json(), model=MODEL_NAME, extra=extra)
+
+
+def _http(name: str, config: HostConfig, disabled: frozenset[str], selected: bool, store: AuthStore | None,
+          environ: Mapping[str, str] | None) -> RouteStatus:
+    route = ROUTES[name]
+    section = config.evaluator
+    enabled = name not in disabled
+    problem: str | None = None if enabled else "disabled in the config (evaluator.disabled)"
+    try:
+        model: str | None = route.model_id(config.model)
+    except RequestInvalid as exc:
+        model, problem = None, problem or str(exc)
+    base_urls = section.get("baseUrls") or {}
+    try:
+        url: str | None = endpoint(route, base_urls if isinstance(base_urls, dict) else {}, environ)
+    except ConfigError as exc:
+        url, problem = None, problem or str(exc)
+    try:
+        resolver = CredentialResolver(route, store=store, command=section.get("credentialCommand"),
+                                      environ=environ)
+    except ConfigError as exc:
+        return RouteStatus(name, "online", enabled, selected, False, problem or str(exc),
+                           {"configured": False, "source": "missing", "verified": False}, model, url)
+    found = resolver.status()
+    credentials = found.to_json()
+    if found.detail:
+        credentials["from"] = found.detail
+    if problem is None and not found.configured:
+        problem = resolver.missing_message()
+    return RouteStatus(name, "online", enabled, selected, problem is None, problem, credentials, model, url)
+
+
+def route_statuses(config: HostConfig, selection: Selection, *, store: AuthStore | None = None,
+                   environ: Mapping[str, str] | None = None) -> list[RouteStatus]:
+    """The four routes, local first (see the module doc)."""
+    disabled = disabled_routes(config)
+    out = [_local(config, disabled, selection.route == "local")]
+    out += [_http(name, config, disabled, selection.route == name, store, environ) for name in ROUTES]
+    return out
+
+
+def status_report(spec: str | None, config: HostConfig, selected_status: Mapping[str, Any] | None = None, *,
+                  store: AuthStore | None = None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The whole report (without runs).
+
+    `selected_status` is the built evaluator's own `status()`, when there is one:
+    it decides the top-level `ready`/`problem` (a fixture or cassette has no row
+    among the routes; a loaded local model is ready whatever the files say).
+    """
+    chosen = select(spec, config)
+    routes = route_statuses(config, chosen, store=store, environ=environ)
+    row = next((r for r in routes if r.selected), None)
+    if selected_status is not None:
+        ready = bool(selected_status.get("ready", True))
+        problem = selected_status.get("problem")
+        mode = selected_status.get("mode", row.mode if row else "offline")
+        credentials = selected_status.get("credentials")
+        model = selected_status.get("model")
+    elif row is not None:
+        ready, problem, mode, credentials, model = row.ready, row.problem, row.mode, row.credentials, row.model
+    else:  # a fixture/cassette spec that was not built: status does not read its file
+        ready, problem, mode, credentials, model = True, None, "offline", NO_CREDENTIALS_NEEDED.to_json(), None
+    report: dict[str, Any] = {
+        "ready": ready, "route": chosen.route, "mode": mode, "model": model, "credentials": credentials,
+        "selection": chosen.to_json(), "routes": [r.to_json() for r in routes]}
+    if problem:
+        report["problem"] = problem
+    return report
+
+
+def format_report(report: Mapping[str, Any]) -> str:
+    """The text `fabric-jev status` prints without --json."""
+    sel = report["selection"]
+    lines = [f"{'ready' if report['ready'] else 'NOT READY'}: {sel['route']} ({report['mode']}), "
+             f"model {report.get('model') or '-'}",
+             f"  chosen because {sel['rule']}"]
+    if report.get("problem"):
+        lines.append(f"  problem: {report['problem']}")
+    lines.append("routes (* chosen):")
+    for r in report["routes"]:
+        cred = r["credentials"]
+        if cred.get("source") == "not needed":
+            where = "no key needed"
+        elif cred.get("configured"):
+            where = f"key from {cred['source']}" + (f" ({cred['from']})" if cred.get("from") else "")
+        else:
+            where = "no key"
+        state = "ready" if r["ready"] else "not ready"
+        mark = "*" if r["selected"] else " "
+        lines.append(f" {mark} {r['name']:<18} {r['mode']:<8} {'enabled' if r['enabled'] else 'disabled':<9}"
+                     f" {state:<10} {where}")
+        if r["problem"]:
+            lines.append(f"      {r['problem']}")
+    lines.append("keys are checked for presence only (never sent, never verified)")
+    runs = report.get("runs")
+    if runs is not None:
+        lines.append(f"runs: {len(runs)}")
+    return "\n".join(lines)
+
+
+__all__ = ["RouteStatus", "format_report", "route_statuses", "status_report"]
