@@ -18,6 +18,7 @@ import pytest
 from fabric_jev import ConfigError
 from fabric_jev.assertions import (
     AnthropicVision,
+    CheckResult,
     GeminiVision,
     OpenAIVision,
     RecoveryAction,
@@ -28,6 +29,7 @@ from fabric_jev.assertions import (
     exists,
     vision_provider,
 )
+from fabric_jev.assertions.vision import parse_boxes
 from tests.upstream import serving
 
 pytestmark = pytest.mark.anyio
@@ -132,7 +134,8 @@ def endpoint() -> Iterator[Endpoint]:
                 provider, check_request = route
                 state.seen.append((provider, body))
                 prompt = check_request(self.headers, body, state.problems)
-                if prompt is None or b"Answer YES or NO." not in prompt:
+                if prompt is None or not (b"Answer YES or NO." in prompt
+                                          or b"Reply with the JSON boxes only." in prompt):
                     state.problems.append("question")
             # The key travels in its header only: never in the body or the URL.
             if KEY.encode() in raw_body or KEY in self.path or parts.query:
@@ -303,3 +306,89 @@ async def test_a_failing_provider_leaves_the_check_unsure_and_says_why(endpoint:
     assert not result.passed and result.vision == "unsure"
     assert "vision: VisionError: the vision provider answered HTTP 503" in result.attempts[-1].detail
     assert KEY not in result.message()
+
+
+# ---------------------------------------------------------------- proposal mode
+
+
+class BusyAt(Busy):
+    """A busy page (never confident) whose snapshot has a visible Save button at (100, 50, 80x30)."""
+
+    async def snapshot(self) -> Snapshot:
+        box = {"x": 100, "y": 50, "width": 80, "height": 30}
+        return Snapshot.parse({"url": "http://127.0.0.1/", "quiet_ms": 5, "observed_ms": 5000, "node_count": 50,
+                               "elements": [{"role": "button", "name": "Save", "visible": True,
+                                             "in_viewport": True, "bbox": box, "viewport_bbox": box}]})
+
+
+async def proposing(endpoint: Endpoint, name: str, content: str, predicate: Any = None) -> CheckResult:
+    endpoint.content = content
+    vision = provider(endpoint, name)
+    try:
+        fallback = VisionFallback(vision, "Where is the Save button?", mode="propose")
+        c = check(predicate or exists("name=Save"), "busy page", vision=fallback)
+        return await c.eventually(BusyAt(), timeout=30, max_retries=1)
+    finally:
+        await vision.aclose()
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_proposed_box_on_the_matching_element_passes(endpoint: Endpoint, name: str) -> None:
+    result = await proposing(endpoint, name, '```json\n{"boxes": [[400, 300, 20, 20], [110, 55, 60, 20]]}\n```')
+    assert result.passed and result.vision == "yes", result.message()
+    assert "one lies on button \"Save\"" in result.attempts[-1].detail
+    assert [p for p, _ in endpoint.seen] == [name] and endpoint.problems == []
+    [(_, body)] = endpoint.seen
+    assert "at most 8" in json.dumps(body)  # the proposal prompt, not the yes/no one
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_proposed_box_elsewhere_fails(endpoint: Endpoint, name: str) -> None:
+    result = await proposing(endpoint, name, '{"boxes": [[400, 300, 20, 20]]}')
+    assert not result.passed and result.vision == "no"
+    assert "none of 1 proposed box(es) lies on a matching element" in result.attempts[-1].detail
+
+
+async def test_a_proposal_cannot_change_the_assertion(endpoint: Endpoint) -> None:
+    # The snapshot has no Delete button: no box can make the check pass, and nothing is asked.
+    result = await proposing(endpoint, "openai", '{"boxes": [[110, 55, 60, 20]]}', exists("name=Delete"))
+    assert not result.passed and result.vision == "no" and endpoint.seen == []
+    assert "the last snapshot does not satisfy the predicate (no_match)" in result.attempts[-1].detail
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_malformed_proposal_is_unsure(endpoint: Endpoint, name: str) -> None:
+    result = await proposing(endpoint, name, "The Save button is at the top left.")
+    assert not result.passed and result.vision == "unsure"
+    assert "VisionError: the vision provider's proposal is not JSON" in result.attempts[-1].detail
+
+
+@pytest.mark.parametrize(("text", "boxes"), [
+    ('{"boxes": []}', []), ('{"boxes": [[1, 2, 3, 4]]}', [(1.0, 2.0, 3.0, 4.0)]),
+    ('```\n{"boxes": [[0.5, 0, 1, 1]]}\n```', [(0.5, 0.0, 1.0, 1.0)]),
+])
+def test_boxes_are_parsed(text: str, boxes: list[Any]) -> None:
+    assert parse_boxes(text) == boxes
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("[]", "not a list"), ('{"boxes": 3}', "not a list"), ('{"boxes": ' + json.dumps([[0, 0, 1, 1]] * 9) + "}",
+                                                          "at most 8"),
+    ('{"boxes": [[0, 0, 0, 1]]}', "proposed a box that is not"), ('{"boxes": [[0, 0, 1]]}', "proposed a box that is not"),
+    ('{"boxes": [[true, 0, 1, 1]]}', "proposed a box that is not"), ('{"boxes": [["1", 0, 1, 1]]}', "proposed a box that is not"),
+    ('{"boxes": [[1e400, 0, 1, 1]]}', "proposed a box that is not"), ("nope", "not JSON"),
+])
+def test_malformed_boxes_are_refused(text: str, needle: str) -> None:
+    with pytest.raises(VisionError, match=needle):
+        parse_boxes(text)
+
+
+def test_proposal_mode_needs_a_provider_that_proposes() -> None:
+    class YesOnly:
+        async def ask(self, question: str, image: bytes) -> bool | None:
+            return True
+
+    with pytest.raises(ValueError, match="needs a provider with propose"):
+        VisionFallback(YesOnly(), "?", mode="propose")
+    with pytest.raises(ValueError, match="verify or propose"):
+        VisionFallback(YesOnly(), "?", mode="guess")  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ from .check import (
     Attempt,
     Check,
     CheckResult,
+    ProposingVisionProvider,
     SnapshotSource,
     VisionFallback,
     VisionProvider,
@@ -44,8 +45,8 @@ from .vision import AnthropicVision, GeminiVision, OpenAIVision, VisionError, vi
 __all__ = [
     "REASONS", "AnthropicVision", "AssertionFailed", "Attempt", "Check", "CheckResult", "Condition", "Confidence",
     "Element", "Escalation", "EscalationPolicy", "FailureEvent", "FailureKind", "GeminiVision", "Near",
-    "OpenAIVision", "Outcome",
-    "Predicate", "Query", "QuerySyntaxError", "RecoveryAction", "Snapshot", "SnapshotDiff",
+    "OpenAIVision", "Outcome", "Predicate", "ProposingVisionProvider", "Query", "QuerySyntaxError",
+    "RecoveryAction", "Snapshot", "SnapshotDiff",
     "SnapshotSource", "VisionError", "VisionFallback", "VisionProvider", "added", "all_of", "any_of", "changed",
     "check", "confidence", "element_count", "exists", "is_checked", "is_collapsed",
     "is_disabled", "is_enabled", "is_expanded", "is_mixed", "is_pressed", "is_selected",

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import anyio
 
@@ -58,12 +58,45 @@ class VisionProvider(Protocol):
         ...
 
 
+@runtime_checkable
+class ProposingVisionProvider(VisionProvider, Protocol):
+    async def propose(self, question: str, image: bytes) -> list[tuple[float, float, float, float]]:
+        """Boxes (x, y, width, height, screenshot pixels) of what the question is about."""
+        ...
+
+
 @dataclass(frozen=True)
 class VisionFallback:
-    """Enabled per check: may turn an otherwise-failed check into pass or fail."""
+    """Enabled per check: may turn an otherwise-failed check into pass or fail.
+
+    `mode="verify"` asks the provider's `ask` one yes/no question. `mode="propose"`
+    asks its `propose(question, png) -> [(x, y, width, height), ...]` where the
+    thing is, and passes only if the predicate holds on the last snapshot and a
+    proposed box lies on one of the elements it matched: the assertion does not
+    change, vision only vouches for a snapshot the page was too busy to trust.
+    """
 
     provider: VisionProvider
     question: str
+    mode: Literal["verify", "propose"] = "verify"
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("verify", "propose"):
+            raise ValueError(f"VisionFallback mode must be verify or propose, not {self.mode!r}")
+        if self.mode == "propose" and not isinstance(self.provider, ProposingVisionProvider):
+            raise ValueError("mode='propose' needs a provider with propose(question, image)")
+
+
+def _under(box: tuple[float, float, float, float], element: Element) -> bool:
+    """A proposed box (screenshot pixels) and an element's viewport box share a centre:
+    either centre lies inside the other box."""
+    x, y, w, h = box
+    b = element.viewport_bbox
+    if b.width <= 0 or b.height <= 0:
+        return False
+    cx, cy = x + w / 2, y + h / 2
+    ex, ey = b.x + b.width / 2, b.y + b.height / 2
+    return (b.x <= cx <= b.x + b.width and b.y <= cy <= b.y + b.height) or (x <= ex <= x + w and y <= ey <= y + h)
 
 
 @dataclass(frozen=True)
@@ -357,25 +390,50 @@ class Check:
         shot = getattr(src, "screenshot", None)
         answer: bool | None = None
         problem = "" if shot is not None else "the source cannot take screenshots"
+        proposal = ""
         if shot is not None:
             try:
                 image = await shot()
-                answer = await self.vision.provider.ask(self.vision.question, image)
+                if self.vision.mode == "propose":
+                    answer, proposal = await self._proposal(last[2], image)
+                else:
+                    answer = await self.vision.provider.ask(self.vision.question, image)
             except anyio.get_cancelled_exc_class():
                 raise
             except Exception as exc:  # a failed question is an unsure answer, said in the log
                 answer, problem = None, f"{type(exc).__name__}: {exc}"[:300]
-        if problem:
+        if problem or proposal:
             last_try = attempts[-1]
             attempts[-1] = Attempt(last_try.n, last_try.reason, last_try.confidence, last_try.action,
-                                   "; ".join(p for p in (last_try.detail, f"vision: {problem}") if p))
+                                   "; ".join(p for p in (last_try.detail, f"vision: {problem or proposal}") if p))
         result.vision = {True: "yes", False: "no", None: "unsure"}[answer]
+        said = "a proposed box on a matching element" if self.vision.mode == "propose" else "yes"
         if answer is True:
             result.passed, result.reason, result.last_reason = True, None, None
-            result.actual = f"vision fallback: yes to {self.vision.question!r}"
+            result.actual = f"vision fallback: {said} for {self.vision.question!r}"
         elif answer is False:
-            result.actual = f"vision fallback: no to {self.vision.question!r}"
+            result.actual = f"vision fallback: {'no' if self.vision.mode == 'verify' else proposal} " \
+                            f"for {self.vision.question!r}"
         return await self._finish(result, src)
+
+    async def _proposal(self, snap: Snapshot | None, image: bytes) -> tuple[bool | None, str]:
+        """Proposal mode: (answer, what happened) — see VisionFallback."""
+        assert self.vision is not None
+        if snap is None:
+            return None, "no snapshot to check the proposal against"
+        out = self.predicate.evaluate(snap)
+        if not out.passed:
+            # Vision cannot change the assertion: the snapshot itself must satisfy it.
+            return False, f"the last snapshot does not satisfy the predicate ({out.reason})"
+        if not out.matches:
+            return None, "the predicate matched no element a box could point at"
+        provider = self.vision.provider
+        assert isinstance(provider, ProposingVisionProvider)  # checked when the fallback was made
+        boxes = await provider.propose(self.vision.question, image)
+        hit = next((e for e in out.matches if any(_under(b, e) for b in boxes)), None)
+        if hit is None:
+            return False, f"none of {len(boxes)} proposed box(es) lies on a matching element"
+        return True, f"{len(boxes)} proposed box(es); one lies on {hit.label()}"
 
     def _result(self, passed: bool, reason: FailureKind | None, out: Outcome | None, snap: Snapshot | None,
                 attempts: list[Attempt]) -> CheckResult:
@@ -439,4 +497,4 @@ def check(predicate: Predicate, label: str, required: bool = False, **options: A
 
 
 __all__ = ["REASONS", "AssertionFailed", "Attempt", "Check", "CheckResult", "Element",
-           "SnapshotSource", "VisionFallback", "VisionProvider", "check"]
+           "ProposingVisionProvider", "SnapshotSource", "VisionFallback", "VisionProvider", "check"]

@@ -13,7 +13,10 @@ screenshot goes inline as base64 PNG in the provider's own wire format:
   `inlineData` part; `x-goog-api-key: KEY` (never the `?key=` query form).
 
 The answer must be exactly YES or NO (case and a final full stop aside);
-anything else is "unsure". Base URL, model and key come from the arguments or
+anything else is "unsure". `propose(question, image)` asks instead where the
+thing the question is about is: the reply must be JSON `{"boxes": [[x, y,
+width, height], ...]}` in screenshot pixels (at most 8), which a check in
+proposal mode accepts only where its snapshot has a matching element. Base URL, model and key come from the arguments or
 the environment (`FABRIC_JEV_VISION_BASE_URL`, `FABRIC_JEV_VISION_MODEL`,
 `FABRIC_JEV_VISION_API_KEY`, then the provider's own key variable); the base
 URL must be https, or plain http to loopback only, like the evaluator
@@ -47,7 +50,16 @@ MAX_IMAGE_BYTES = 8 * 1024 * 1024
 MAX_REPLY_BYTES = 256 * 1024
 SYSTEM = ("You check one fact about a screenshot of a web page. Reply with exactly one word: "
           "YES if the statement in the question is true of the screenshot, NO otherwise.")
+PROPOSE_SYSTEM = ("You locate elements in a screenshot of a web page. Reply with JSON only, no prose: "
+                  '{"boxes": [[x, y, width, height], ...]} in pixels of the screenshot (x, y: the top '
+                  "left corner), one box per element the question is about, at most 8; "
+                  '{"boxes": []} if there is none.')
+MAX_BOXES = 8
 _ANSWER = re.compile(r"\s*(YES|NO)\.?\s*", re.IGNORECASE)
+_FENCED = re.compile(r"\s*```(?:json)?\s*(.*?)\s*```\s*", re.DOTALL)
+
+#: A proposed box: (x, y, width, height) in screenshot pixels.
+Box = tuple[float, float, float, float]
 
 
 class VisionError(JevError):
@@ -64,6 +76,35 @@ def parse_answer(text: Any) -> bool | None:
 
 def _prompt(question: str) -> str:
     return f"{question}\nAnswer YES or NO."
+
+
+def _propose_prompt(question: str) -> str:
+    return f"{question}\nReply with the JSON boxes only."
+
+
+def parse_boxes(text: Any) -> list[Box]:
+    """`{"boxes": [[x, y, w, h], ...]}` (a ```json fence allowed) -> boxes; VisionError otherwise."""
+    import json
+    import math
+
+    if not isinstance(text, str):
+        raise VisionError("the vision provider's proposal is not text")
+    fenced = _FENCED.fullmatch(text)
+    try:
+        data = json.loads(fenced.group(1) if fenced else text)
+    except ValueError:
+        raise VisionError("the vision provider's proposal is not JSON") from None
+    boxes = data.get("boxes") if isinstance(data, dict) else None
+    if not isinstance(boxes, list) or len(boxes) > MAX_BOXES:
+        raise VisionError(f"the vision provider's proposal is not a list of at most {MAX_BOXES} boxes")
+    out: list[Box] = []
+    for box in boxes:
+        if (not isinstance(box, list) or len(box) != 4
+                or not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in box)
+                or box[2] <= 0 or box[3] <= 0):
+            raise VisionError("the vision provider proposed a box that is not [x, y, width, height]")
+        out.append((float(box[0]), float(box[1]), float(box[2]), float(box[3])))
+    return out
 
 
 class _HttpVision:
@@ -111,7 +152,18 @@ class _HttpVision:
         raise NotImplementedError
 
     def request_body(self, question: str, image: bytes) -> dict[str, Any]:
-        """The request for one question (no key in it)."""
+        """The request for one yes/no question (no key in it)."""
+        return self.body(SYSTEM, _prompt(question), image, self.answer_tokens)
+
+    def propose_body(self, question: str, image: bytes) -> dict[str, Any]:
+        """The request for one proposal (no key in it)."""
+        return self.body(PROPOSE_SYSTEM, _propose_prompt(question), image, self.proposal_tokens)
+
+    #: Output caps: a yes/no answer is one word; a proposal is up to 8 boxes of JSON.
+    answer_tokens: ClassVar[int | None] = None
+    proposal_tokens: ClassVar[int | None] = None
+
+    def body(self, system: str, text: str, image: bytes, max_tokens: int | None) -> dict[str, Any]:
         raise NotImplementedError
 
     def reply_text(self, data: Any) -> Any:
@@ -120,6 +172,14 @@ class _HttpVision:
 
     async def ask(self, question: str, image: bytes) -> bool | None:
         """One request; YES/NO as True/False, any other reply None; failures raise VisionError."""
+        return parse_answer(await self._send(self.request_body(question, image), image))
+
+    async def propose(self, question: str, image: bytes) -> list[Box]:
+        """One request; the boxes the model proposes (see parse_boxes); failures raise VisionError."""
+        return parse_boxes(await self._send(self.propose_body(question, image), image))
+
+    async def _send(self, body: dict[str, Any], image: bytes) -> Any:
+        """POST one request; the reply's text (the provider's wire format) or VisionError."""
         import httpx
 
         if len(image) > MAX_IMAGE_BYTES:
@@ -127,8 +187,7 @@ class _HttpVision:
         headers = {**self.auth_headers(self._key), "Content-Type": "application/json"}
         try:
             with anyio.fail_after(self.timeout):
-                reply = await self._http().post(self.url(), json=self.request_body(question, image),
-                                                headers=headers)
+                reply = await self._http().post(self.url(), json=body, headers=headers)
         except TimeoutError:
             raise VisionError(f"the vision provider did not answer within {self.timeout:g} s") from None
         except httpx.HTTPError as exc:
@@ -137,10 +196,9 @@ class _HttpVision:
             raise VisionError(f"the vision provider answered HTTP {reply.status_code}")
         try:
             data = loads_bounded(reply.content, what="vision reply", max_bytes=MAX_REPLY_BYTES)
-            content = self.reply_text(data)
+            return self.reply_text(data)
         except (JSONInputError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise VisionError(f"the vision provider's reply has no answer ({type(exc).__name__})") from None
-        return parse_answer(content)
 
     async def aclose(self) -> None:
         if self._own_client and self._client is not None:
@@ -172,13 +230,16 @@ class OpenAIVision(_HttpVision):
     def auth_headers(self, key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"}
 
-    def request_body(self, question: str, image: bytes) -> dict[str, Any]:
+    answer_tokens = 3
+    proposal_tokens = 300
+
+    def body(self, system: str, text: str, image: bytes, max_tokens: int | None) -> dict[str, Any]:
         return {
-            "model": self.model, "temperature": 0, "max_tokens": 3,
+            "model": self.model, "temperature": 0, "max_tokens": max_tokens,
             "messages": [
-                {"role": "system", "content": SYSTEM},
+                {"role": "system", "content": system},
                 {"role": "user", "content": [
-                    {"type": "text", "text": _prompt(question)},
+                    {"type": "text", "text": text},
                     {"type": "image_url", "image_url": {"url": "data:image/png;base64," + _b64(image)}},
                 ]},
             ],
@@ -203,13 +264,16 @@ class AnthropicVision(_HttpVision):
     def auth_headers(self, key: str) -> dict[str, str]:
         return {"x-api-key": key, "anthropic-version": self.api_version}
 
-    def request_body(self, question: str, image: bytes) -> dict[str, Any]:
+    answer_tokens = 5
+    proposal_tokens = 300
+
+    def body(self, system: str, text: str, image: bytes, max_tokens: int | None) -> dict[str, Any]:
         # The image block goes before the text, as the Messages API advises for images.
         return {
-            "model": self.model, "max_tokens": 5, "temperature": 0, "system": SYSTEM,
+            "model": self.model, "max_tokens": max_tokens, "temperature": 0, "system": system,
             "messages": [{"role": "user", "content": [
                 {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _b64(image)}},
-                {"type": "text", "text": _prompt(question)},
+                {"type": "text", "text": text},
             ]}],
         }
 
@@ -233,14 +297,14 @@ class GeminiVision(_HttpVision):
     def auth_headers(self, key: str) -> dict[str, str]:
         return {"x-goog-api-key": key}
 
-    def request_body(self, question: str, image: bytes) -> dict[str, Any]:
+    def body(self, system: str, text: str, image: bytes, max_tokens: int | None) -> dict[str, Any]:
         # No output-token cap: on thinking models it would also cap the thinking, and
-        # the reply could end before the one word. The answer is still parsed strictly.
+        # the reply could end before the answer. The answer is still parsed strictly.
         return {
-            "systemInstruction": {"parts": [{"text": SYSTEM}]},
+            "systemInstruction": {"parts": [{"text": system}]},
             "contents": [{"role": "user", "parts": [
                 {"inlineData": {"mimeType": "image/png", "data": _b64(image)}},
-                {"text": _prompt(question)},
+                {"text": text},
             ]}],
             "generationConfig": {"temperature": 0},
         }
@@ -268,5 +332,5 @@ def vision_provider(name: str | None = None, *, environ: Mapping[str, str] | Non
     return cls(environ=env, **options)
 
 
-__all__ = ["VISION_PROVIDERS", "AnthropicVision", "GeminiVision", "OpenAIVision", "VisionError", "parse_answer",
-           "vision_provider"]
+__all__ = ["VISION_PROVIDERS", "AnthropicVision", "Box", "GeminiVision", "OpenAIVision", "VisionError",
+           "parse_answer", "parse_boxes", "vision_provider"]
