@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from .common import (
     CONFIG_HELP,
@@ -52,17 +51,18 @@ async def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 async def _cmd_status(args: argparse.Namespace) -> int:
+    from ..evaluators.base import EvaluatorStatus
     from ..evaluators.select import build_evaluator, disabled_routes, select
     from ..evaluators.status import format_report, status_report
 
     config = config_from(args)
-    selected: dict[str, Any] | None = None
+    selected: EvaluatorStatus | None = None
     if select(args.evaluator, config).route not in disabled_routes(config):
         # The evaluator the host would use, built (a bad fixture or cassette file is exit 2) but
         # never asked anything: its status is presence only.
         evaluator = build_evaluator(args.evaluator, config)
         try:
-            selected = evaluator.status().to_json()
+            selected = evaluator.status()
         finally:
             await evaluator.aclose()
     report = status_report(args.evaluator, config, selected)

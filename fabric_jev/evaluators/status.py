@@ -19,7 +19,7 @@ from typing import Any
 
 from ..contract.config import HostConfig
 from ..errors import ConfigError, RequestInvalid
-from .base import NO_CREDENTIALS_NEEDED, Mode
+from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus, Mode
 from .credentials import AuthStore, CredentialResolver
 from .routes import ROUTES, endpoint
 from .select import Selection, disabled_routes, select
@@ -103,23 +103,21 @@ def route_statuses(config: HostConfig, selection: Selection, *, store: AuthStore
     return out
 
 
-def status_report(spec: str | None, config: HostConfig, selected_status: Mapping[str, Any] | None = None, *,
+def status_report(spec: str | None, config: HostConfig, selected: EvaluatorStatus | None = None, *,
                   store: AuthStore | None = None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The whole report (without runs).
 
-    `selected_status` is the built evaluator's own `status()`, when there is one:
-    it decides the top-level `ready`/`problem` (a fixture or cassette has no row
+    `selected` is the built evaluator's own `status()`, when there is one: it
+    decides the top-level `ready`/`problem` (a fixture or cassette has no row
     among the routes; a loaded local model is ready whatever the files say).
     """
     chosen = select(spec, config)
     routes = route_statuses(config, chosen, store=store, environ=environ)
     row = next((r for r in routes if r.selected), None)
-    if selected_status is not None:
-        ready = bool(selected_status.get("ready", True))
-        problem = selected_status.get("problem")
-        mode = selected_status.get("mode", row.mode if row else "offline")
-        credentials = selected_status.get("credentials")
-        model = selected_status.get("model")
+    model: str | None
+    if selected is not None:
+        ready, problem, mode = selected.ready, selected.problem, selected.mode
+        credentials, model = selected.credentials.to_json(), selected.model
     elif row is not None:
         ready, problem, mode, credentials, model = row.ready, row.problem, row.mode, row.credentials, row.model
     else:  # a fixture/cassette spec that was not built: status does not read its file
