@@ -284,3 +284,28 @@ async def test_program_paths_with_a_nul_byte_or_a_symlink_loop_are_one_line_tool
     assert loop == "program path 'loop.json' is a symlink loop"
     assert pair == "program path 'a/x.json' is a symlink loop"
     assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ('{"jsonrpc": "1.0", "id": 5, "method": "x"}', (5, -32600, "Invalid request: Input should be '2.0' at jsonrpc")),
+    ('{"jsonrpc": "2.0", "id": "a", "method": "x", "params": [1]}',
+     ("a", -32600, "Invalid request: Input should be an object at params")),
+    ('{"jsonrpc": "2.0", "method": "x", "params": {"s": "\\ud800"}}', None),  # a notification
+    ('{"jsonrpc": "2.0", "id": 3, "result": 5}', None),  # a response to us
+    ('{"jsonrpc": "2.0", "id": true, "method": "x", "params": {"s": "\\ud800"}}', (None, -32700, None)),
+    ("[1, 2]", (None, -32600, "Invalid request: Input should be an object")),
+])
+def test_each_unreadable_line_gets_the_answer_json_rpc_asks_for(line: str, expected: Any) -> None:
+    import mcp_types as types
+
+    from fabric_jev.mcp.unreadable import error_for
+
+    with pytest.raises(Exception) as refused:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    reply = error_for(refused.value)
+    if expected is None:
+        assert reply is None
+        return
+    assert reply is not None
+    assert (reply.id, reply.error.code) == expected[:2]
+    assert expected[2] is None or reply.error.message == expected[2]

@@ -104,25 +104,26 @@ def error_for(exc: Exception) -> types.JSONRPCError | None:
         where = ".".join(str(p) for p in chosen["loc"][1:])
         code, message = types.INVALID_REQUEST, f"Invalid request: {chosen['msg']}" + (f" at {where}" if where else "")
     members: dict[str, Any] | None = None
-    for e in errors:  # the raw line (parse errors) or the parsed message (shape errors)
-        if isinstance(e.get("input"), str):
-            members = top_level_scalars(e["input"])
-            break
-        if isinstance(e.get("input"), dict) and "jsonrpc" in e["input"]:
-            members = e["input"]
-            break
+    if first["type"] == "json_invalid" and isinstance(raw, str):
+        members = top_level_scalars(raw)  # the SDK's parser gave up: the line itself
+    else:  # the parsed message, which pydantic names as the input of a missing field
+        members = next((e["input"] for e in errors if isinstance(e.get("input"), dict)
+                        and {"jsonrpc", "id", "method"} & set(e["input"])), None)
+
+    def reply(request_id: Any) -> types.JSONRPCError:
+        return types.JSONRPCError(jsonrpc="2.0", id=request_id,
+                                  error=types.ErrorData(code=code, message=_first_line(message)))
+
     if members is None:
-        return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
-    request_id = members.get("id")
-    valid_id = isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool))
+        return reply(None)
     if "method" not in members:
-        if "id" in members or "result" in members or "error" in members:
-            return None  # a response to one of our requests: never answered
-        return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
-    if "id" not in members or not valid_id:
-        return None  # a notification (or an id we could not read): not answered
-    return types.JSONRPCError(jsonrpc="2.0", id=request_id,
-                              error=types.ErrorData(code=code, message=_first_line(message)))
+        # A response to one of our requests is never answered; what is no message at all gets id null.
+        return None if "id" in members else reply(None)
+    if "id" not in members:
+        return None  # a notification: never answered
+    request_id = members["id"]
+    valid = isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool))
+    return reply(request_id if valid else None)
 
 
 class AnsweringUnreadable:

@@ -75,12 +75,6 @@ class Connections:
         self._open: dict[Guard, None] = {}  # admitted and not closed, in admission order
         self._by_peer: dict[Peer, Guard] = {}
         self._clock = itertools.count()
-        #: Connections closed to make room, and newcomers refused: for logs and tests.
-        self.shed = 0
-        self.refused = 0
-
-    def __len__(self) -> int:
-        return len(self._open)
 
     def tick(self) -> int:
         """A monotonic order of phase changes: "oldest" means the longest in its phase."""
@@ -91,9 +85,7 @@ class Connections:
             victim = min((g for g in self._open if g.phase is not Phase.SERVING),
                          key=lambda g: (g.phase.value, g.since), default=None)
             if victim is None:
-                self.refused += 1
                 return False
-            self.shed += 1
             victim.shed()
         self._open[guard] = None
         if guard.peer is not None:
