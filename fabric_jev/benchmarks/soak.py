@@ -111,29 +111,34 @@ def _status_field(name: str) -> int:
     return 0
 
 
-def _snapshot(browser_pid: int | None, serve_pid: int, before: set[int]) -> dict[str, int]:
-    """Our own resources; `children` are the host's processes (workers), apart from the browser and serve
-    and from the processes this one already had before the soak began (`before`: a test session's
-    browser, say)."""
+def _tree(roots: set[int], table: dict[int, tuple[int, str]]) -> set[int]:
+    found = set(roots)
+    for root in roots:
+        found |= _descendants(root, table)
+    return found
+
+
+def _snapshot(browser_pid: int | None, apart: set[int]) -> dict[str, int]:
+    """Our own resources. `children` are the host's processes (its workers): not the browser, and not
+    the processes in `apart` or theirs (serve, and whatever this process ran before the soak)."""
     table = _processes()
-    browser = _descendants(browser_pid, table) | {browser_pid} if browser_pid else set()
-    serve = _descendants(serve_pid, table) | {serve_pid}
-    ours = _descendants(os.getpid(), table) - browser - serve - before
+    browser = _tree({browser_pid}, table) if browser_pid else set()
+    others = _tree(apart, table)
+    ours = _descendants(os.getpid(), table) - browser - others
     return {"fds": len(os.listdir("/proc/self/fd")), "threads": _status_field("Threads"),
             "children": sum(1 for pid in ours if table[pid][1] != "Z"),
-            "zombies": sum(1 for pid in ours | browser | serve if pid in table and table[pid][1] == "Z"),
+            "zombies": sum(1 for pid in ours | browser if pid in table and table[pid][1] == "Z"),
             "browser_processes": len(browser), "rss_kib": _status_field("VmRSS")}
 
 
-async def _settled(browser_pid: int | None, serve_pid: int, before: set[int],
-                   timeout: float = 10.0) -> dict[str, int]:
+async def _settled(browser_pid: int | None, apart: set[int], timeout: float = 10.0) -> dict[str, int]:
     """A snapshot once the child processes stop changing (the pool refills at its own pace)."""
     deadline = time.monotonic() + timeout
-    last = _snapshot(browser_pid, serve_pid, before)
+    last = _snapshot(browser_pid, apart)
     steady = 0
     while steady < 5 and time.monotonic() < deadline:
         await anyio.sleep(0.1)  # a benchmark helper: polling the process table is fine here
-        now = _snapshot(browser_pid, serve_pid, before)
+        now = _snapshot(browser_pid, apart)
         steady = steady + 1 if now["children"] == last["children"] else 0
         last = now
     return last
@@ -228,7 +233,7 @@ async def bench_soak(runs: int = 1000, warmup: int = 100) -> dict[str, Any]:
 
     registry.register("soak.echo", echo, "read")
     registry.register("soak.hang", hang, "read")
-    before = _descendants(os.getpid(), _processes())
+    before = _descendants(os.getpid(), _processes())  # a test session's own processes, for one
     serve, serve_url, fixture = await _serve_fixture()
     evaluator = _route_to(serve_url)
     browser = _start_browser()
@@ -239,16 +244,17 @@ async def bench_soak(runs: int = 1000, warmup: int = 100) -> dict[str, Any]:
         settings["connectors"] = {"browser": {"wsUrl": browser[1],
                                               "allowedMethods": ["Browser.getVersion"]}}
     browser_pid = browser[0].pid if browser is not None else None
+    apart = before | {serve.pid}
     config = HostConfig.model_validate(settings)
     try:
         async with JevHost(config, evaluator=evaluator, capabilities=registry) as host:
             await _mix(host, kinds, warmup, config.maxConcurrentRuns)
-            start = await _settled(browser_pid, serve.pid, before)
+            start = await _settled(browser_pid, apart)
             began = time.perf_counter()
             states, unexpected = await _mix(host, kinds, runs, config.maxConcurrentRuns)
             wall = time.perf_counter() - began
-            end = await _settled(browser_pid, serve.pid, before)
-        closed = await _settled(browser_pid, serve.pid, before)
+            end = await _settled(browser_pid, apart)
+        closed = await _settled(browser_pid, apart)
     finally:
         await evaluator.aclose()
         serve.terminate()
