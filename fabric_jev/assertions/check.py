@@ -27,6 +27,7 @@ import anyio
 from .._files import atomic_write
 from .._waiting import Waiter
 from ..errors import CheckFailed
+from .diff import describe_changes
 from .escalation import Escalation, EscalationPolicy, FailureEvent, FailureKind, RecoveryAction
 from .nearest import Near, nearest
 from .predicates import Outcome, Predicate
@@ -139,6 +140,8 @@ class CheckResult:
             lines.append("  nearest:")
             lines += [f"    {i}. {n.element.label()} ({n.why}, score {n.score:.2f})"
                       for i, n in enumerate(self.nearest, 1)]
+        if not self.passed and self.snapshot is not None and self.snapshot.baseline is not None:
+            lines.append("  since the last action: " + describe_changes(self.snapshot.baseline, self.snapshot))
         if self.vision:
             lines.append(f"  vision fallback answered: {self.vision}")
         lines.append("  log:")

@@ -144,6 +144,21 @@ class DiffPredicate(Predicate):
         return f"at least {self.n} element(s){scope} {self.what} since the last action"
 
 
+def describe_changes(before: Snapshot, after: Snapshot, limit: int = 3) -> str:
+    """One line: what changed from `before` to `after`, naming up to `limit` elements of each kind."""
+    diff = SnapshotDiff.between(before, after)
+    if not (diff.added or diff.removed or diff.modified):
+        return "nothing changed"
+
+    def some(label: str, items: list[str]) -> str:
+        more = f", … {len(items) - limit} more" if len(items) > limit else ""
+        return f"{len(items)} {label}" + (f" ({', '.join(items[:limit])}{more})" if items else "")
+
+    return ", ".join((some("added", [e.label() for e in diff.added]),
+                      some("removed", [e.label() for e in diff.removed]),
+                      some("modified", [_change(m) for m in diff.modified])))
+
+
 def _change(m: Modified) -> str:
     return f"{m.after.label()} ({', '.join(m.fields)})"
 

@@ -31,6 +31,24 @@ from ..errors import AnswerInvalid, ConfigError
 from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus
 
 
+def expand_answer(q: Question, answer: Any) -> Any:
+    """An answer with its type filled in and the shorthands ``{"choice": "a"}`` and
+    ``{"score": 2}`` expanded to one-hot probabilities with confidence 1."""
+    if not isinstance(answer, dict):
+        return answer
+    answer = {"type": q.type, **answer}
+    if q.type == "choice" and "probabilities" not in answer and isinstance(q.criteria, dict):
+        answer["probabilities"] = {k: 1.0 if k == answer.get("choice") else 0.0
+                                   for k in q.criteria}
+        answer.setdefault("confidence", 1.0)
+    if q.type == "score" and "probabilities" not in answer and isinstance(q.criteria, list):
+        level = answer.get("score")
+        answer["probabilities"] = {str(i): 1.0 if i == level else 0.0
+                                   for i in range(len(q.criteria))}
+        answer.setdefault("confidence", 1.0)
+    return answer
+
+
 class FixtureEvaluator:
     def __init__(self, data: dict[str, Any]) -> None:
         if not isinstance(data, dict) or not isinstance(data.get("answers", {}), dict):
@@ -60,22 +78,6 @@ class FixtureEvaluator:
             return self._data["answers"][q.id]
         raise AnswerInvalid(f"fixture has no answer for question {q.id!r}")
 
-    @staticmethod
-    def _expand(q: Question, answer: Any) -> Any:
-        if not isinstance(answer, dict):
-            return answer
-        answer = {"type": q.type, **answer}
-        if q.type == "choice" and "probabilities" not in answer and isinstance(q.criteria, dict):
-            answer["probabilities"] = {k: 1.0 if k == answer.get("choice") else 0.0
-                                       for k in q.criteria}
-            answer.setdefault("confidence", 1.0)
-        if q.type == "score" and "probabilities" not in answer and isinstance(q.criteria, list):
-            level = answer.get("score")
-            answer["probabilities"] = {str(i): 1.0 if i == level else 0.0
-                                       for i in range(len(q.criteria))}
-            answer.setdefault("confidence", 1.0)
-        return answer
-
     async def evaluate(self, request: EvaluationRequest, *, timeout: float) -> Evaluation:
         await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller is not counted
         self.calls += 1
@@ -84,7 +86,7 @@ class FixtureEvaluator:
         state_text = json.dumps(request.state, ensure_ascii=False)
         body = {
             "model": self._data.get("model", "fixture"),
-            "answers": {q.id: self._expand(q, self._pick(q, state_text))
+            "answers": {q.id: expand_answer(q, self._pick(q, state_text))
                         for q in request.questions},
             "usage": self._data.get("usage", {"input_tokens": 0, "output_tokens": 0}),
         }

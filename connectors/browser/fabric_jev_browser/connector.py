@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -72,6 +73,13 @@ class BrowserConnector:
         self._allowed = frozenset(self.config.allowedMethods)
         self._connections: dict[str, CDPConnection] = {}
         self._ended: set[str] = set()
+
+    @property
+    def open_connections(self) -> Mapping[str, CDPConnection]:
+        """The CDP connection of each run that called `browser.connect`, by run id, until
+        that run ends (a connection that dropped stays here, `closed`, until then).
+        A read-only view, for tests and diagnostics."""
+        return MappingProxyType(self._connections)
 
     def capabilities(self) -> Mapping[str, Capability]:
         return {

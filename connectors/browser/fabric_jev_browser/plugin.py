@@ -73,9 +73,36 @@ def _print_bench(report: dict[str, Any]) -> None:
     print_browser(report)
 
 
+# fabric-jev's pytest plugin (fabric_jev.testing.plugin): jev_browser, jev_page, checks on pages.
+def _session_browser(**kw: Any) -> Any:
+    from .testing import session_browser
+
+    return session_browser(**kw)
+
+
+def _open_page(ws_url: str, **kw: Any) -> Any:
+    from .testing import open_page
+
+    return open_page(ws_url, **kw)
+
+
+def _page_source(page: Any) -> Any:
+    from .testing import page_source
+
+    return page_source(page)
+
+
+def _page_channels(page: Any) -> Any:
+    from .testing import page_channels
+
+    return page_channels(page)
+
+
 PLUGIN = ConnectorPlugin(
     name="browser",
     connector=_connector,
     add_commands=_add_commands,
-    hooks={"verification_channels": _verification_channels, "bench": _bench, "print_bench": _print_bench},
+    hooks={"verification_channels": _verification_channels, "bench": _bench, "print_bench": _print_bench,
+           "session_browser": _session_browser, "open_page": _open_page, "page_source": _page_source,
+           "page_channels": _page_channels},
 )

@@ -1,0 +1,45 @@
+"""What tests of judgment programs and pages need (docs/testing.md).
+
+- evaluators: `FixtureEvaluator` (answers from JSON), `ScriptedEvaluator`
+  (answers from the test), `RecordingEvaluator` (a cassette under a record mode);
+- assertions: `assert_`, `assert_eventually`, `check_done`, `expect`;
+- verification dictionaries as tests: `plan_checks`, `replay_plan`;
+- the pytest plugin's fixtures (`jev_host`, `jev_evaluator`, `jev_page`) live in
+  `fabric_jev.testing.plugin`, loaded by pytest through the `pytest11` entry point.
+
+Names load on first use, so the plugin costs a suite that does not use it nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ..evaluators.fixture import FixtureEvaluator
+    from .cassettes import Cassette, CassetteMiss, RecordingEvaluator, RecordMode
+    from .checks import DoneCheck, Expectation, assert_, assert_eventually, check_done, expect
+    from .evaluators import ScriptedEvaluator
+    from .plans import CheckOutcome, PlanCheck, load_plan, plan_checks, replay_plan
+    from .resources import open_connections
+
+_LAZY = {
+    "FixtureEvaluator": "..evaluators.fixture",
+    **dict.fromkeys(("Cassette", "CassetteMiss", "RecordMode", "RecordingEvaluator"), ".cassettes"),
+    **dict.fromkeys(("DoneCheck", "Expectation", "assert_", "assert_eventually", "check_done", "expect"),
+                    ".checks"),
+    "ScriptedEvaluator": ".evaluators",
+    **dict.fromkeys(("CheckOutcome", "PlanCheck", "load_plan", "plan_checks", "replay_plan"), ".plans"),
+    "open_connections": ".resources",
+}
+
+
+__getattr__ = lazy_exports(__name__, _LAZY)
+
+
+__all__ = [
+    "Cassette", "CassetteMiss", "CheckOutcome", "DoneCheck", "Expectation", "FixtureEvaluator", "PlanCheck",
+    "RecordMode", "RecordingEvaluator", "ScriptedEvaluator", "assert_", "assert_eventually", "check_done",
+    "expect", "load_plan", "open_connections", "plan_checks", "replay_plan",
+]

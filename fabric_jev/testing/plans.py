@@ -1,0 +1,150 @@
+"""Verification dictionaries as tests: a reviewed plan replayed on a page, with zero model calls.
+
+`plan_checks(dictionary, plan)` turns each check the plan selected into a
+pytest parameter named by the check's id, so each is its own pass or fail;
+`replay_plan(page, plan, dictionary)` replays them all in one test and, when
+any fails, fails with one line per check. Both replay through
+`run_verification` (which takes no evaluator) and the browser connector's
+channels; a stale plan (digest mismatch, unknown ids) is refused before
+anything runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import PlanInvalid
+from ..verification import (
+    Dictionary,
+    Observation,
+    Plan,
+    VerificationFailed,
+    dictionary_digest,
+    parse_dictionary,
+    parse_plan,
+    run_verification,
+)
+
+
+def _load(source: str | Path | Mapping[str, Any], what: str) -> Any:
+    if isinstance(source, Mapping):
+        return dict(source)
+    from .._json import JSONInputError, read_json_file
+
+    try:
+        return read_json_file(source, what=what, max_bytes=8 << 20)
+    except JSONInputError as exc:
+        raise PlanInvalid(str(exc)) from None
+
+
+def load_plan(dictionary: str | Path | Mapping[str, Any] | Dictionary,
+              plan: str | Path | Mapping[str, Any] | Plan) -> tuple[Dictionary, Plan]:
+    """The dictionary and the plan (a plan, or the whole `verify compile` output), checked
+    against each other: same digest, known ids."""
+    parsed = dictionary if isinstance(dictionary, Dictionary) else parse_dictionary(_load(dictionary, "dictionary"))
+    raw: Any = plan if isinstance(plan, Plan) else _load(plan, "plan")
+    if isinstance(raw, dict) and "plan" in raw and "status" in raw:
+        if raw["status"] != "ready" or not isinstance(raw["plan"], dict):
+            raise PlanInvalid(f"the compile result is {raw['status']!r}, not ready "
+                              f"({raw.get('reason') or 'no plan'}); there is no plan to replay")
+        raw = raw["plan"]
+    checked = parse_plan(raw)
+    if checked.dictionaryDigest != dictionary_digest(parsed):
+        raise PlanInvalid("the plan was compiled for a different dictionary (digest mismatch); "
+                          "recompile and review it")
+    known = {c.id for c in parsed.checks}
+    unknown = [i for i in checked.checkIds if i not in known]
+    if unknown:
+        raise PlanInvalid(f"the plan names checks the dictionary does not have: {unknown}")
+    return parsed, checked
+
+
+def _channels(page: Any) -> Any:
+    from ..plugins import find_hook
+
+    return find_hook("page_channels")(page)
+
+
+@dataclass(frozen=True)
+class PlanCheck:
+    """One check a plan selected, replayable on its own."""
+
+    id: str
+    description: str
+    dictionary: Dictionary
+    plan: Plan
+
+    async def replay(self, page: Any, observations: Mapping[str, Observation] | None = None) -> None:
+        """Replay this check on `page`; raises `VerificationFailed` (an `AssertionError`) on a mismatch."""
+        __tracebackhide__ = True
+        sub = Plan(self.plan.dictionaryDigest, self.plan.intent, (self.id,), self.plan.probabilities,
+                   self.plan.schemaVersion)
+        await run_verification(sub, self.dictionary, observations, _channels(page))
+
+    def __str__(self) -> str:
+        return self.id
+
+
+def plan_checks(dictionary: str | Path | Mapping[str, Any] | Dictionary,
+                plan: str | Path | Mapping[str, Any] | Plan) -> list[Any]:
+    """One `pytest.param` per check the plan selected (dictionary order), its id the check's id::
+
+        @pytest.mark.parametrize("check", plan_checks("dictionary.json", "plan.json"))
+        async def test_page(jev_page, check): ...; await check.replay(jev_page)
+    """
+    import pytest
+
+    parsed, checked = load_plan(dictionary, plan)
+    selected = set(checked.checkIds)
+    return [pytest.param(PlanCheck(c.id, c.description, parsed, checked), id=c.id)
+            for c in parsed.checks if c.id in selected]
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    id: str
+    description: str
+    passed: bool
+    expected: str = ""
+    actual: str = ""
+
+
+def plan_report(intent: str, outcomes: list[CheckOutcome]) -> str:
+    passed = sum(o.passed for o in outcomes)
+    lines = [f"verification plan for {intent!r}: {passed} of {len(outcomes)} checks passed"]
+    width = max((len(o.id) for o in outcomes), default=0)
+    for o in outcomes:
+        lines.append(f"  {'PASS' if o.passed else 'FAIL'} {o.id:<{width}}  {o.description}")
+        if not o.passed:
+            lines.append(f"       expected: {o.expected}")
+            lines.append(f"       actual:   {o.actual}")
+    return "\n".join(lines)
+
+
+async def replay_plan(page: Any, plan: str | Path | Mapping[str, Any] | Plan,
+                      dictionary: str | Path | Mapping[str, Any] | Dictionary,
+                      observations: Mapping[str, Observation] | None = None) -> list[CheckOutcome]:
+    """Replay every check the plan selected, each on its own, and fail with one line per check
+    if any failed. Returns the outcomes when all passed."""
+    __tracebackhide__ = True
+    parsed, checked = load_plan(dictionary, plan)
+    selected = set(checked.checkIds)
+    outcomes = []
+    for c in parsed.checks:
+        if c.id not in selected:
+            continue
+        try:
+            await PlanCheck(c.id, c.description, parsed, checked).replay(page, observations)
+        except VerificationFailed as exc:
+            outcomes.append(CheckOutcome(c.id, c.description, False, exc.expected, exc.actual))
+        else:
+            outcomes.append(CheckOutcome(c.id, c.description, True))
+    if not all(o.passed for o in outcomes):
+        raise AssertionError(plan_report(checked.intent, outcomes))
+    return outcomes
+
+
+__all__ = ["CheckOutcome", "PlanCheck", "load_plan", "plan_checks", "plan_report", "replay_plan"]

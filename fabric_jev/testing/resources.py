@@ -1,0 +1,23 @@
+"""Read what a test needs to see of the host and its connectors, through public faces only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def open_connections(connector: Any) -> dict[str, Any]:
+    """A connector's open connections by run id (a copy), from its public `open_connections`.
+
+    The browser connector keeps one CDP connection per run that called
+    `browser.connect`, until the run ends; a test that a run's connection did not
+    outlive the run asserts this is empty.
+    """
+    found = getattr(connector, "open_connections", None)
+    if not isinstance(found, Mapping):
+        raise TypeError(f"{type(connector).__name__} does not report its open connections "
+                        "(it has no open_connections mapping)")
+    return dict(found)
+
+
+__all__ = ["open_connections"]
