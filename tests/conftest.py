@@ -14,6 +14,12 @@ import anyio
 import pytest
 
 from fabric_jev import FixtureEvaluator, HostConfig, JevHost
+from fabric_jev.plugins import _declared
+
+# pytester runs pytest in fresh projects (tests/test_testing_plugin.py). fabric-jev's own
+# plugin comes through its pytest11 entry point; a venv installed before that entry point
+# existed loads it by name.
+pytest_plugins = ["pytester"] + ([] if "fabric_jev" in _declared("pytest11") else ["fabric_jev.testing.plugin"])
 
 
 @pytest.fixture

@@ -85,6 +85,8 @@ class Cassette:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.recordings: dict[str, Recording] = {}
+        #: how many times this cassette wrote its file
+        self.writes = 0
         self._text: str | None = None
         if self.path.exists():
             self._text = self._read()
@@ -152,6 +154,7 @@ class Cassette:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(self.path, text)
         self._text = text
+        self.writes += 1
         return True
 
     def nearest(self, request: dict[str, Any]) -> tuple[Recording, list[str]] | None:

@@ -276,7 +276,8 @@ def jev_evaluator(request: pytest.FixtureRequest, jev_settings: Settings, jev_ho
         pytest.fail(str(exc), pytrace=False)
     request.node.stash.setdefault(_EVALUATORS, []).append(evaluator)
     yield evaluator
-    if evaluator.save():
+    evaluator.save()  # a host closing the evaluator saved it already; this is for direct use
+    if evaluator.cassette.writes:
         _session(request.config).cassettes_written.append(jev_cassette_path)
 
 

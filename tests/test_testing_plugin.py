@@ -1,0 +1,266 @@
+"""The pytest plugin, run as users run it: pytest in a fresh project (pytester), real parts only.
+
+A real `fabric-jev serve` on loopback answers while recording; replay runs with
+the server stopped. Browser tests use a real headless Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fabric_jev.contract.evaluation import validate_request
+from fabric_jev.evaluators import request_digest
+from fabric_jev.plugins import _declared
+from tests.test_serve import served
+
+#: A venv installed before the entry point existed loads the plugin by name instead.
+PLUGIN = [] if "fabric_jev" in _declared("pytest11") else ["-p", "fabric_jev.testing.plugin"]
+KEY = "sk-pytest-plugin-0123456789abcdef"
+
+QUESTIONS = {"refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"},
+             "route": {"type": "choice", "instructions": "Which queue owns this ticket?",
+                       "criteria": {"billing": None, "technical": None}}}
+PROGRAM = {"name": "triage", "inputSchema": {"type": "string"}, "outputSchema": {}, "requires": ["jev.evaluate"],
+           "code": "const r = await jev.evaluate({state: input, questions: " + json.dumps(QUESTIONS) + "});\n"
+                   "return {route: r.answers.route.choice, refund: r.answers.refund.noul};"}
+FIXTURE = {"answers": {"refund": {"noul": 0.04}, "route": {"choice": "technical"}},
+           "rules": [{"question": "refund", "stateContains": "refund", "answer": {"noul": 0.96}},
+                     {"question": "route", "stateContains": "charged", "answer": {"choice": "billing"}}]}
+
+TESTS = f'''
+import pytest
+from fabric_jev import run_program
+
+PROGRAM = {PROGRAM!r}
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+@pytest.mark.anyio
+async def test_triage(jev_host):
+    env = await jev_host.run(PROGRAM, "I was charged twice, refund please")
+    assert env.state == "completed", env.error
+    assert env.result == {{"route": "billing", "refund": 0.96}}
+
+def test_sync_with_run_program(jev_evaluator):
+    env = run_program(PROGRAM, "TICKET_TEXT", evaluator=jev_evaluator)
+    assert env.state == "completed", env.error
+    assert env.result["route"] == "technical"
+'''
+
+
+def project(pytester: pytest.Pytester, *, ini: str = "", ticket: str = "The app crashes on start") -> None:
+    pytester.makepyprojecttoml(textwrap.dedent(f"""
+        [tool.pytest.ini_options]
+        addopts = "-p no:cacheprovider"
+        filterwarnings = ["error"]
+        {ini}
+    """))
+    pytester.makepyfile(test_triage=TESTS.replace("TICKET_TEXT", ticket))
+    (pytester.path / "answers.json").write_text(json.dumps(FIXTURE))
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """No key in the environment and no auth store: what CI has."""
+    for name in ("TYPESAFE_API_KEY", "OPENROUTER_API_KEY", "AI_GATEWAY_API_KEY", "FABRIC_JEV_TYPESAFE_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FABRIC_JEV_HOME", str(tmp_path / "home"))
+    yield
+
+
+def cassettes(pytester: pytest.Pytester) -> dict[str, str]:
+    folder = pytester.path / "cassettes" / "test_triage"
+    return {p.name: p.read_text() for p in sorted(folder.glob("*.jsonl"))} if folder.is_dir() else {}
+
+
+@pytest.mark.timeout(180)
+def test_record_once_against_a_real_server_then_replay_with_it_stopped(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, offline: None) -> None:
+    project(pytester)
+    (pytester.path / "served.json").write_text(json.dumps(FIXTURE))
+    with served("--evaluator", f"fixture:{pytester.path / 'served.json'}",
+                env={"FABRIC_JEV_SERVE_KEY": KEY}) as url:
+        monkeypatch.setenv("FABRIC_JEV_TYPESAFE_BASE_URL", url)
+        monkeypatch.setenv("TYPESAFE_API_KEY", KEY)
+        recording = pytester.runpytest_subprocess(*PLUGIN, "--jev-record-mode=once", "--jev-evaluator=typesafe")
+    recording.assert_outcomes(passed=2)
+    recording.stdout.fnmatch_lines(["*cassette written: *test_triage*test_triage.jsonl",
+                                    "*cassette written: *test_sync_with_run_program.jsonl"])
+    tapes = cassettes(pytester)
+    assert set(tapes) == {"test_triage.jsonl", "test_sync_with_run_program.jsonl"}
+    for text in tapes.values():
+        assert KEY not in text and "Bearer" not in text
+        assert json.loads(text.splitlines()[1])["evaluation"]["model"]  # a real answer was kept
+    stamps = {p: p.stat().st_mtime_ns for p in (pytester.path / "cassettes").rglob("*.jsonl")}
+
+    # The server is gone and so is the key: the default mode (none) replays offline.
+    monkeypatch.delenv("TYPESAFE_API_KEY")
+    replay = pytester.runpytest_subprocess(*PLUGIN, "--jev-evaluator=typesafe")
+    replay.assert_outcomes(passed=2)
+    assert "cassette written" not in replay.stdout.str()
+    # `new` has nothing new to record: the files are not rewritten.
+    pytester.runpytest_subprocess(*PLUGIN, "--jev-record-mode=new").assert_outcomes(passed=2)
+    assert cassettes(pytester) == tapes
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+
+
+@pytest.mark.timeout(180)
+def test_a_missing_answer_in_none_mode_fails_with_its_digest_and_never_reaches_the_network(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, offline: None) -> None:
+    project(pytester, ini='jev_evaluator = "typesafe"\njev_record_mode = "none"')
+    pytester.runpytest_subprocess(*PLUGIN, "--jev-record-mode=once", "--jev-evaluator=fixture:answers.json"
+                                  ).assert_outcomes(passed=2)
+    # The same tests ask something new; a listening socket stands where the route would go.
+    ticket = "The export button does nothing"
+    project(pytester, ini='jev_evaluator = "typesafe"\njev_record_mode = "none"', ticket=ticket)
+    pytester.makepyfile(test_caught='''
+        PROGRAM = {"name": "t", "inputSchema": {}, "outputSchema": {}, "requires": ["jev.evaluate"],
+                   "code": "try { await jev.evaluate({state: 'x', questions: {q: {type: 'noul', instructions: '?'}}}); }"
+                           " catch (e) { return 'caught'; }"}
+
+        def test_a_program_that_catches_the_miss(jev_evaluator):
+            from fabric_jev import run_program
+            assert run_program(PROGRAM, None, evaluator=jev_evaluator).result == "caught"
+    ''')
+    with socket.socket() as trap:
+        trap.bind(("127.0.0.1", 0))
+        trap.listen()
+        trap.setblocking(False)
+        monkeypatch.setenv("FABRIC_JEV_TYPESAFE_BASE_URL", f"http://127.0.0.1:{trap.getsockname()[1]}")
+        monkeypatch.setenv("TYPESAFE_API_KEY", KEY)
+        result = pytester.runpytest_subprocess(*PLUGIN)
+        with pytest.raises(BlockingIOError):
+            trap.accept()  # nobody connected
+    result.assert_outcomes(passed=1, failed=2)
+    digest = request_digest(validate_request({"state": ticket, "questions": QUESTIONS}), "jev-latest")
+    out = result.stdout.str()
+    assert f"request digest: {digest}" in out
+    assert '- "state": "The app crashes on start"' in out and f'+ "state": "{ticket}"' in out
+    assert "no recorded Jev answer for this request in cassettes/test_caught/" \
+           "test_a_program_that_catches_the_miss.jsonl (record mode none)" in out
+    assert KEY not in out
+    assert not (pytester.path / "cassettes" / "test_caught").exists()
+
+
+def test_settings_from_ini_are_checked(pytester: pytest.Pytester) -> None:
+    project(pytester, ini='jev_record_mode = "sometimes"')
+    result = pytester.runpytest_subprocess(*PLUGIN, "-k", "sync")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*jev_record_mode = 'sometimes'; expected one of none, once, new, all*"])
+
+
+PAGE = """<!doctype html><title>Drafts</title><body>
+<button>Save changes</button> <a href="#top">Save</a>
+<input type="password" aria-label="Password" value="hunter2-secret">
+</body>"""
+
+PAGE_TESTS = '''
+from pathlib import Path
+import pytest
+from fabric_jev.testing import assert_, assert_eventually
+
+PAGE = (Path(__file__).parent / "page.html").as_uri()
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+@pytest.mark.anyio
+async def test_passes(jev_page):
+    await jev_page.navigate(PAGE)
+    await assert_(jev_page, 'role=button name="Save changes"')
+
+@pytest.mark.anyio
+async def test_fails(jev_page):
+    await jev_page.navigate(PAGE)
+    await assert_eventually(jev_page, 'role=button name="Save"', "save button", timeout=1)
+'''
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(240)
+def test_a_failing_page_assertion_explains_itself_and_leaves_artifacts(pytester: pytest.Pytester) -> None:
+    project(pytester)
+    (pytester.path / "test_triage.py").unlink()
+    pytester.makepyfile(test_page=PAGE_TESTS)
+    (pytester.path / "page.html").write_text(PAGE)
+    result = pytester.runpytest_subprocess(*PLUGIN)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*await assert_eventually(jev_page, 'role=button name=\"Save\"', \"save button\", timeout=1)",
+        '*AssertionFailed: check "save button" failed: timeout (last: no_match)',
+        "*expected: a visible, unobstructed element matching role=button name=\"Save\"",
+        "*nearest:",
+        '*1. button "Save changes" (text 0.93, role same, in view*',
+        '*2. link "Save"*',
+        "*artifacts: *test-results*test_page.py-test_fails"])
+    kept = pytester.path / "test-results" / "test_page.py-test_fails"
+    names = sorted(p.name for p in kept.iterdir())
+    assert names == [".fabric-jev-artifacts", "save-button-1.png", "save-button-1.snapshot.json",
+                     "save-button-1.trace.json", "test-failed.png", "test-failed.snapshot.json"]
+    assert (kept / "test-failed.png").read_bytes().startswith(b"\x89PNG")
+    snapshot = json.loads((kept / "save-button-1.snapshot.json").read_text())
+    assert any(e["name"] == "Save changes" for e in snapshot["elements"])
+    assert all("hunter2" not in p.read_text(errors="replace") for p in kept.glob("*.json"))
+    assert not (pytester.path / "test-results" / "test_page.py-test_passes").exists()
+
+    # `on` keeps passing tests too; the last run's folders are replaced, not added to.
+    (kept / "stale.txt").write_text("from the last run")
+    pytester.runpytest_subprocess(*PLUGIN, "--jev-artifacts=on").assert_outcomes(passed=1, failed=1)
+    assert not (kept / "stale.txt").exists()
+    passed = pytester.path / "test-results" / "test_page.py-test_passes"
+    assert {p.name for p in passed.iterdir()} == {".fabric-jev-artifacts", "test-finished.png",
+                                                    "test-finished.snapshot.json"}
+    # `off` keeps nothing (and leaves other folders alone).
+    (pytester.path / "test-results" / "mine").mkdir()
+    pytester.runpytest_subprocess(*PLUGIN, "--jev-artifacts=off").assert_outcomes(passed=1, failed=1)
+    assert [p.name for p in (pytester.path / "test-results").iterdir()] == ["mine"]
+
+
+def test_collecting_a_suite_that_does_not_use_the_plugin_imports_none_of_fabric_jev(
+        pytester: pytest.Pytester) -> None:
+    project(pytester)
+    (pytester.path / "test_triage.py").unlink()
+    pytester.makepyfile(**{f"test_plain_{i}": "def test_one():\n    assert True\n" for i in range(3)})
+    pytester.makeconftest('''
+        import json, sys
+        def pytest_collection_finish(session):
+            with open("modules.json", "w") as f:
+                json.dump(sorted(sys.modules), f)
+    ''')
+    pytester.runpytest_subprocess(*PLUGIN, "--co").stdout.fnmatch_lines(["*3 tests collected*"])
+    loaded = set(json.loads((pytester.path / "modules.json").read_text()))
+    assert "fabric_jev.testing.plugin" in loaded, "the plugin is installed and loaded"
+    ours = sorted(m for m in loaded if m.startswith("fabric_jev"))
+    assert ours == ["fabric_jev", "fabric_jev._lazy", "fabric_jev.errors", "fabric_jev.testing",
+                    "fabric_jev.testing.plugin"], ours
+    assert not {"httpx", "numpy", "pydantic", "quickjs", "websockets"} & loaded
+
+
+def test_jev_page_is_skipped_with_the_install_hint_without_the_browser_connector(
+        pytester: pytest.Pytester) -> None:
+    project(pytester)
+    (pytester.path / "test_triage.py").unlink()
+    pytester.makeconftest('''
+        import fabric_jev.plugins as plugins
+        # As if fabric-jev-browser were not installed: no connector is declared.
+        plugins.declared_connectors = dict
+    ''')
+    pytester.makepyfile(test_page='''
+        import pytest
+        @pytest.mark.anyio
+        async def test_page(jev_page):
+            raise AssertionError("not reached")
+    ''')
+    result = pytester.runpytest_subprocess(*PLUGIN, "-rs")
+    result.assert_outcomes(skipped=2)  # one per anyio backend
+    assert ("SKIPPED [2] test_page.py:2: the browser connector is not installed; install it with: "
+            "pip install 'fabric-jev[browser]'") in result.stdout.str()
