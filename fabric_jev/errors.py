@@ -21,7 +21,8 @@
     │   ├── RequestInvalid        the request breaks contract §5
     │   ├── AnswerInvalid         the upstream answer breaks contract §5
     │   ├── UpstreamError         HTTP status, timeout, transport (no bodies)
-    │   └── CredentialError       a key could not be found or produced
+    │   ├── CredentialError       a key could not be found or produced
+    │   └── CassetteMiss          (testing) a request a test's cassette does not hold, in a mode that may not record it
     ├── QuerySyntaxError          an assertion query that does not parse
     ├── DictionaryInvalid         a verification dictionary, plan or binding breaks the rules
     │   └── PlanInvalid

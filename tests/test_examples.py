@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,12 @@ from typing import Any
 
 import pytest
 
+from fabric_jev.plugins import _declared
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
+#: A venv installed before the plugin's entry point existed loads it by name.
+PLUGIN = [] if "fabric_jev" in _declared("pytest11") else ["-p", "fabric_jev.testing.plugin"]
 
 
 def run_example(name: str, *extra: str) -> dict[str, object]:
@@ -87,3 +92,21 @@ def test_ticket_triage_offline_with_the_local_evaluator() -> None:
     for row in env["result"]:  # type: ignore[union-attr]
         assert row["route"] in ("billing", "technical", "review")  # type: ignore[index]
         assert 0 <= row["refundProbability"] <= 1 and 0 <= row["urgency"] <= 2  # type: ignore[index]
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(240)
+def test_the_pytest_example_passes_offline_with_plain_pytest(tmp_path: Path) -> None:
+    folder = EXAMPLES / "pytest"
+    cassettes = {p: p.read_bytes() for p in (folder / "cassettes").rglob("*.jsonl")}
+    assert len(cassettes) == 3
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TYPESAFE_API_KEY", "OPENROUTER_API_KEY", "AI_GATEWAY_API_KEY", "PYTEST_ADDOPTS")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--jev-output",
+                           str(tmp_path / "results"), *PLUGIN],
+                          capture_output=True, text=True, timeout=220, cwd=folder,
+                          env={**env, "FABRIC_JEV_HOME": str(tmp_path / "home")})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "7 passed" in done.stdout
+    # Replaying changed nothing: the checked-in cassettes are byte for byte the same.
+    assert {p: p.read_bytes() for p in cassettes} == cassettes

@@ -174,11 +174,17 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     log = config.stash.get(_SESSION, None)
     if log is None or not (log.cassettes_written or log.artifacts_kept):
         return
+    def shown(path: Path) -> str:
+        try:
+            return str(path.relative_to(config.invocation_params.dir))
+        except ValueError:
+            return str(path)
+
     terminalreporter.section("fabric-jev")
     for path in log.cassettes_written:
-        terminalreporter.write_line(f"cassette written: {path}")
+        terminalreporter.write_line(f"cassette written: {shown(path)}")
     for path in log.artifacts_kept:
-        terminalreporter.write_line(f"artifacts: {path}")
+        terminalreporter.write_line(f"artifacts: {shown(path)}")
 
 
 # ---------------------------------------------------------------- names and paths
