@@ -13,7 +13,7 @@ from typing import Any
 
 from .common import add_command, positive_int
 
-SUITES = ("host", "evaluators", "browser", "batch", "cli", "soak")
+SUITES = ("host", "evaluators", "browser", "batch", "cli", "soak", "pytest")
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -43,6 +43,14 @@ async def _run(args: argparse.Namespace) -> int:
             report["cli"] = await anyio.to_thread.run_sync(bench_cli, min(args.samples, 15))
             if not args.json:
                 print_cli(report["cli"])
+        elif suite == "pytest":
+            import anyio.to_thread
+
+            from ..benchmarks.pytest_plugin import bench_pytest_plugin, print_pytest_plugin
+
+            report["pytest"] = await anyio.to_thread.run_sync(bench_pytest_plugin, min(args.samples, 15))
+            if not args.json:
+                print_pytest_plugin(report["pytest"])
         elif suite == "batch":
             from ..benchmarks.batch import _print_batch, bench_batch
 
@@ -72,11 +80,12 @@ def add_bench_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="Measure medians and ratios, each next to a floor or a peer measured in the same "
                     "run, and print them (docs/performance.md records them). Suites: host, "
                     "evaluators, browser (needs the browser connector), batch, cli (whole-command start-up), "
-                    "soak (1,000 mixed runs; resources before and after).",
+                    "soak (1,000 mixed runs; resources before and after), pytest (what the installed "
+                    "pytest plugin costs a suite that does not use it).",
         codes=("0 measured", "2 a suite's missing piece (for example the browser connector)"))
     bench.add_argument("suite", nargs="?", default="all", choices=(*SUITES, "all"),
                        help="which suite to run (default all)")
     bench.add_argument("--samples", type=positive_int, default=50,
-                       help="samples per figure (default 50; the cli suite takes at most 15)")
+                       help="samples per figure (default 50; the cli and pytest suites take at most 15)")
     bench.add_argument("--json", action="store_true", help="print the raw report as JSON")
     bench.set_defaults(handler=_run)
