@@ -1,29 +1,22 @@
-"""A real headless Chromium (through `fabric-jev browser launch`) and local pages on 127.0.0.1."""
+"""A real headless Chromium (the pytest plugin's session browser) and local pages on 127.0.0.1."""
 
 from __future__ import annotations
 
 import ctypes
 import signal
-import subprocess
-import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
+from fabric_jev_browser.testing import SessionBrowser
 
 from tests.upstream import serving
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@dataclass
-class Launched:
-    ws_url: str
-    proc: subprocess.Popen[str]
+#: The session's Chromium: the plugin's `jev_browser` (`ws_url`, `pid`).
+Launched = SessionBrowser
 
 
 def terminate_with_parent() -> None:
@@ -33,20 +26,9 @@ def terminate_with_parent() -> None:
 
 
 @pytest.fixture(scope="session")
-def chromium() -> Iterator[Launched]:
-    proc = subprocess.Popen([sys.executable, "-m", "fabric_jev.cli", "browser", "launch"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            preexec_fn=terminate_with_parent)
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    if not url.startswith("ws://127.0.0.1:"):
-        proc.kill()
-        raise RuntimeError("chromium did not start: " + (proc.stderr.read() if proc.stderr else ""))
-    try:
-        yield Launched(url, proc)
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=30)
+def chromium(jev_browser: SessionBrowser) -> SessionBrowser:
+    """One headless Chromium for the whole session, shared with the plugin's `jev_page`."""
+    return jev_browser
 
 
 @dataclass

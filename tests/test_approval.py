@@ -25,6 +25,7 @@ from fabric_jev.approval import (
 from fabric_jev.approval.classifier import _bounded_timeout
 from fabric_jev.evaluators import TYPESAFE, AuthStore, CredentialResolver, HttpEvaluator
 from fabric_jev.evaluators.base import EvaluatorStatus
+from fabric_jev.testing import ScriptedEvaluator
 from tests.upstream import Front, front, mock
 
 pytestmark = pytest.mark.anyio
@@ -345,20 +346,6 @@ class IgnoresItsTimeout:
         return None
 
 
-class Raises:
-    def __init__(self, exc: BaseException) -> None:
-        self.exc = exc
-
-    async def evaluate(self, request: Any, *, timeout: float) -> Any:
-        raise self.exc
-
-    def status(self) -> EvaluatorStatus:
-        return EvaluatorStatus("test", "test")
-
-    async def aclose(self) -> None:
-        return None
-
-
 def _deep(levels: int) -> Any:
     value: Any = "x"
     for _ in range(levels):
@@ -409,7 +396,7 @@ async def test_an_evaluator_that_ignores_its_timeout_is_bounded_by_the_classifie
 @pytest.mark.parametrize("exc", [RecursionError("deep"), RuntimeError("bug"), KeyError("answers"),
                                  ExceptionGroup("g", [ValueError("v")])])
 async def test_any_evaluator_error_asks(exc: BaseException) -> None:
-    decision = await classify(REQUEST, evaluator=Raises(exc))  # type: ignore[arg-type]
+    decision = await classify(REQUEST, evaluator=ScriptedEvaluator(exc))
     assert decision.decision == "ask" and "the classifier failed" in decision.reason
 
 

@@ -13,6 +13,7 @@ import pytest
 from fabric_jev_browser import BrowserConfig, BrowserConnector
 
 from fabric_jev import ConfigError, HostConfig, JevHost, RunState
+from fabric_jev.testing import open_connections
 from tests.browser_support import Launched, Pages
 from tests.conftest import program
 
@@ -33,7 +34,7 @@ async def run_program(chromium: Launched, code: str, **config: Any) -> Any:
     async with JevHost(HostConfig(approvals={"execute": "allow"})) as host:
         host.add_connector(connector)
         env = await host.run(program(code, requires=["browser.connect", "browser.cdp"]), None)
-        assert connector._connections == {}, "the run's connection outlived the run"
+        assert open_connections(connector) == {}, "the run's connection outlived the run"
     return env
 
 
@@ -99,10 +100,10 @@ async def test_stopping_a_run_closes_its_connection(chromium: Launched) -> None:
             " for (;;) await program.sleep(50);", requires=["browser.connect", "browser.cdp"]), None)
         with anyio.fail_after(10):
             await host.progress(env.id)  # 'up': the run holds its connection
-        conn = connector._connections[env.id]
+        conn = open_connections(connector)[env.id]
         stopped = await host.stop(env.id)
         assert stopped.state is RunState.CANCELLED
-        assert conn.closed and env.id not in connector._connections
+        assert conn.closed and env.id not in open_connections(connector)
 
 
 @pytest.mark.parametrize(("raw", "needle"), [

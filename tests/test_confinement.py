@@ -23,6 +23,7 @@ import pytest
 
 from fabric_jev import JevHost, RunState
 from fabric_jev.sandbox.js import runtime_js_path
+from fabric_jev.testing import worker_pid
 from tests.conftest import program
 
 _SANDBOX = Path(__file__).resolve().parent.parent / "fabric_jev" / "sandbox"
@@ -288,7 +289,7 @@ def test_a_confined_worker_still_dies_with_its_zygote(zygote: Zygote) -> None:
 async def test_workers_are_confined_by_the_kernel(host: JevHost) -> None:
     env = await host.spawn(program("await program.emit(1); await program.sleep(5000); return 1"), None)
     await host.progress(env.id, after=0)
-    pid = host._runs[env.id].worker_pid
+    pid = worker_pid(host, env.id)
     with open(f"/proc/{pid}/status") as f:
         status = dict(line.split(":\t", 1) for line in f.read().splitlines() if ":\t" in line)
     with open(f"/proc/{pid}/limits") as f:
@@ -309,7 +310,7 @@ async def test_workers_are_confined_by_the_kernel(host: JevHost) -> None:
 async def test_real_workers_run_unprivileged_under_the_allowlist(host: JevHost) -> None:
     env = await host.spawn(program("await program.emit(1); await program.sleep(5000); return 1"), None)
     await host.progress(env.id, after=0)
-    pid = host._runs[env.id].worker_pid
+    pid = worker_pid(host, env.id)
     status = _status(pid)
     await host.stop(env.id)
     assert int(status["CapEff"], 16) == 0 and int(status["CapPrm"], 16) == 0

@@ -11,9 +11,9 @@ import pytest
 from fabric_jev import CapabilityCall, CapabilityRegistry, FixtureEvaluator, HostConfig, JevHost
 from fabric_jev.contract.policy import POLICIES, RISKS, resolve
 from fabric_jev.errors import CapabilityError, ConfigError
-from fabric_jev.evaluators.base import EvaluatorStatus
 from fabric_jev.host.policy import PolicyGate
 from fabric_jev.host.registry import CallContext
+from fabric_jev.testing import ScriptedEvaluator
 from tests.conftest import program
 
 pytestmark = pytest.mark.anyio
@@ -54,20 +54,9 @@ def test_truth_table(risk: str, policy: str, approver: str, classifier: str) -> 
         assert outcome.reason.startswith(f"{risk} requires approval and no approver is configured")
 
 
-class Broken:
-    async def evaluate(self, request: Any, *, timeout: float) -> Any:
-        raise RuntimeError("classifier evaluator bug")
-
-    def status(self) -> EvaluatorStatus:
-        return EvaluatorStatus("test", "test")
-
-    async def aclose(self) -> None:
-        return None
-
-
 def classifier_evaluator(kind: str) -> Any:
     if kind == "error":
-        return Broken()
+        return ScriptedEvaluator(RuntimeError("classifier evaluator bug"))
     safe = 0.99 if kind == "allow" else 0.1
     return FixtureEvaluator({"answers": {"safe": {"noul": safe}, "secrets": {"noul": 0.0},
                                          "destructive": {"noul": 0.0}, "sessionOwned": {"noul": 0.0}}})

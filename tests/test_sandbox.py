@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from fabric_jev import CompileError, JevHost, RunState
+from fabric_jev.testing import worker_pid
 from tests.conftest import program
 
 pytestmark = pytest.mark.anyio
@@ -187,7 +188,7 @@ async def test_killed_worker_fails_its_run_and_the_host_carries_on(host: JevHost
     # The worker is the only child process of the zygote that is running this program.
     with anyio.fail_after(5):
         await host.progress(victim.id)  # the program is running: it has emitted
-    os.kill(host._runs[victim.id].worker_pid, signal.SIGKILL)
+    os.kill(worker_pid(host, victim.id), signal.SIGKILL)
     env = await host.wait(victim.id)
     assert env.state is RunState.FAILED
     assert env.error == "Jev sandbox worker was killed by SIGKILL"

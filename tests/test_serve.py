@@ -27,6 +27,7 @@ from fabric_jev.contract.evaluation import Evaluation, EvaluationRequest
 from fabric_jev.evaluators.base import Evaluator
 from fabric_jev.evaluators.local import LocalEvaluator
 from fabric_jev.serve import ServeLimits, serve
+from fabric_jev.testing import ScriptedEvaluator
 
 ROOT = Path(__file__).resolve().parent.parent
 JEVCOMPAT = Path(sys.executable).with_name("jevcompat")
@@ -243,15 +244,9 @@ def test_deep_json_bodies_are_422_and_the_server_keeps_serving() -> None:
     assert ok.status_code == 200
 
 
-class Broken(FixtureEvaluator):
-    """A dependency with a bug: the server, not this, is under test."""
-
-    async def evaluate(self, request: EvaluationRequest, *, timeout: float) -> Evaluation:
-        raise RuntimeError("bug holding sk-do-not-echo-0001")
-
-
 def test_an_exception_inside_a_request_is_a_json_500_and_serving_goes_on() -> None:
-    with running(Broken({"answers": {}})) as (url, _):
+    # A dependency with a bug: the server, not the evaluator, is under test.
+    with running(ScriptedEvaluator(RuntimeError("bug holding sk-do-not-echo-0001"))) as (url, _):
         first = httpx.post(url + "/v1/systemone", json=STATE_OK, timeout=30)
         second = httpx.post(url + "/v1/systemone", json=STATE_OK, timeout=30)
         models = httpx.get(url + "/v1/models", timeout=30)

@@ -76,6 +76,15 @@ async def test_scripted_errors_and_computed_replies() -> None:
         ScriptedEvaluator()
 
 
+async def test_a_scripted_reply_that_never_comes_is_bounded_by_the_timeout() -> None:
+    async def never(request: EvaluationRequest) -> dict[str, Any]:
+        await anyio.sleep_forever()
+        raise AssertionError("not reached")
+
+    with pytest.raises(UpstreamError, match=r"timed out after 0\.05 s"):
+        await ScriptedEvaluator(never).evaluate(ask(q=NOUL), timeout=0.05)
+
+
 def el(**kw: Any) -> dict[str, Any]:
     base: dict[str, Any] = {"role": "button", "name": "", "visible": True, "in_viewport": True,
                             "bbox": {"x": 10, "y": 10, "width": 80, "height": 30}}

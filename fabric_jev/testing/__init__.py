@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .checks import DoneCheck, Expectation, assert_, assert_eventually, check_done, expect
     from .evaluators import ScriptedEvaluator
     from .plans import CheckOutcome, PlanCheck, load_plan, plan_checks, replay_plan
-    from .resources import open_connections
+    from .resources import open_connections, worker_pid
 
 _LAZY = {
     "FixtureEvaluator": "..evaluators.fixture",
@@ -31,7 +31,7 @@ _LAZY = {
                     ".checks"),
     "ScriptedEvaluator": ".evaluators",
     **dict.fromkeys(("CheckOutcome", "PlanCheck", "load_plan", "plan_checks", "replay_plan"), ".plans"),
-    "open_connections": ".resources",
+    **dict.fromkeys(("open_connections", "worker_pid"), ".resources"),
 }
 
 
@@ -41,5 +41,5 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 __all__ = [
     "Cassette", "CassetteMiss", "CheckOutcome", "DoneCheck", "Expectation", "FixtureEvaluator", "PlanCheck",
     "RecordMode", "RecordingEvaluator", "ScriptedEvaluator", "assert_", "assert_eventually", "check_done",
-    "expect", "load_plan", "open_connections", "plan_checks", "replay_plan",
+    "expect", "load_plan", "open_connections", "plan_checks", "replay_plan", "worker_pid",
 ]

@@ -16,6 +16,7 @@ import anyio
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, validate_answers
 from ..errors import AnswerInvalid
+from ..evaluators.base import evaluation_deadline
 from ..evaluators.fixture import expand_answer
 
 #: Answers by question id, in the wire form or the fixture's shorthands.
@@ -36,7 +37,8 @@ class ScriptedEvaluator:
         ScriptedEvaluator(lambda request: {"q": {"noul": 0.5}})           # computed
 
     A function reply receives the `EvaluationRequest`; it may be async (to hold
-    an answer until the test sets an event) and may raise. Every answer goes
+    an answer until the test sets an event) and may raise; like any evaluator,
+    it is abandoned with an `UpstreamError` past the call's `timeout`. Every answer goes
     through the same validation as an upstream answer. `requests` keeps what
     was asked, in order.
     """
@@ -64,9 +66,10 @@ class ScriptedEvaluator:
             raise reply
         answers: Any = reply
         if callable(reply):
-            answers = reply(request)
-            if inspect.isawaitable(answers):
-                answers = await answers
+            with evaluation_deadline(timeout):  # as every evaluator: past it, an UpstreamError
+                answers = reply(request)
+                if inspect.isawaitable(answers):
+                    answers = await answers
         if not isinstance(answers, Mapping):
             raise AnswerInvalid(f"scripted reply for request {self.calls} is not answers by question id")
         by_id = {q.id: q for q in request.questions}

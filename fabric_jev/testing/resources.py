@@ -6,6 +6,16 @@ from collections.abc import Mapping
 from typing import Any
 
 
+def worker_pid(host: Any, run_id: str) -> int:
+    """The process id of the worker that ran (or runs) `run_id`, from `JevHost.worker_pid`.
+
+    For tests that watch or signal the worker: once the run is terminal the
+    worker is gone and the id may belong to another process.
+    """
+    pid: int = host.worker_pid(run_id)
+    return pid
+
+
 def open_connections(connector: Any) -> dict[str, Any]:
     """A connector's open connections by run id (a copy), from its public `open_connections`.
 
@@ -20,4 +30,4 @@ def open_connections(connector: Any) -> dict[str, Any]:
     return dict(found)
 
 
-__all__ = ["open_connections"]
+__all__ = ["open_connections", "worker_pid"]
