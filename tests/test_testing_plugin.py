@@ -157,6 +157,34 @@ def test_settings_from_ini_are_checked(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*jev_record_mode = 'sometimes'; expected one of none, once, new, all*"])
 
 
+def test_jev_host_is_configured_from_the_ini_file_and_the_command_line(pytester: pytest.Pytester,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    project(pytester, ini='jev_config = "conf/host.json"')
+    (pytester.path / "test_triage.py").unlink()
+    (pytester.path / "conf").mkdir()
+    (pytester.path / "conf" / "host.json").write_text('{"maxConcurrentRuns": 2}')
+    (pytester.path / "other.json").write_text('{"maxConcurrentRuns": 3}')
+    (pytester.path / "broken.json").write_text('{"maxConcurrentRunz": 3}')
+    pytester.makepyfile(test_config='''
+        import os, pytest
+
+        @pytest.fixture
+        def anyio_backend():
+            return "asyncio"
+
+        @pytest.mark.anyio
+        async def test_config(jev_host):
+            assert jev_host.config.maxConcurrentRuns == int(os.environ["WANT"])
+    ''')
+    monkeypatch.setenv("WANT", "2")
+    pytester.runpytest_subprocess(*PLUGIN).assert_outcomes(passed=1)
+    monkeypatch.setenv("WANT", "3")
+    pytester.runpytest_subprocess(*PLUGIN, "--jev-config", "other.json").assert_outcomes(passed=1)
+    broken = pytester.runpytest_subprocess(*PLUGIN, "--jev-config", "broken.json")
+    broken.assert_outcomes(errors=1)
+    broken.stdout.fnmatch_lines(["*jev_config *broken.json: *maxConcurrentRunz*"])
+
+
 PAGE = """<!doctype html><title>Drafts</title><body>
 <button>Save changes</button> <a href="#top">Save</a>
 <input type="password" aria-label="Password" value="hunter2-secret">
