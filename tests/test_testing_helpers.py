@@ -165,3 +165,21 @@ def test_open_connections_reads_a_connectors_public_view() -> None:
         connector.open_connections["run"] = None  # type: ignore[index]  # a read-only view
     with pytest.raises(TypeError, match="does not report its open connections"):
         open_connections(object())
+
+
+def test_the_testing_module_exports_every_name_it_lists() -> None:
+    import fabric_jev.testing as testing
+
+    assert testing.__all__ == sorted(testing.__all__) and len(set(testing.__all__)) == len(testing.__all__)
+    for name in testing.__all__:
+        assert getattr(testing, name) is not None, name
+
+
+def test_the_suite_reads_no_private_run_or_connection_state() -> None:
+    import re
+
+    reach_in = re.compile(r"\._runs\b|\._connections\b")
+    offenders = [f"{path.name}:{n}" for path in sorted(HERE.parent.glob("*.py")) if path != HERE
+                 for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                 if reach_in.search(line)]
+    assert offenders == [], "use fabric_jev.testing.worker_pid / open_connections instead"

@@ -38,7 +38,7 @@ from ..assertions import (
     value_contains,
     value_equals,
 )
-from .pages import bound_to
+from .pages import Target, bound_to
 
 #: What the helpers check: a predicate, or a query meaning "a visible match exists".
 Checkable = Predicate | Query | str
@@ -48,7 +48,7 @@ def _predicate(what: Checkable) -> Predicate:
     return what if isinstance(what, Predicate) else exists(what)
 
 
-async def _judge(target: Any, what: Checkable, label: str | None, *,
+async def _judge(target: Target, what: Checkable, label: str | None, *,
                  eventually: dict[str, Any] | None = None, options: dict[str, Any] | None = None
                  ) -> CheckResult:
     __tracebackhide__ = True
@@ -69,14 +69,14 @@ def _given(**options: Any) -> dict[str, Any]:
     return {k: v for k, v in options.items() if v is not None}
 
 
-async def assert_(target: Any, predicate: Checkable, label: str | None = None, *,
+async def assert_(target: Target, predicate: Checkable, label: str | None = None, *,
                   nearest_n: int | None = None) -> CheckResult:
     """One fresh snapshot, judged as it is; raises `AssertionFailed` if the predicate does not hold."""
     __tracebackhide__ = True
     return await _judge(target, predicate, label, options=_given(nearest_n=nearest_n))
 
 
-async def assert_eventually(target: Any, predicate: Checkable, label: str | None = None, *,
+async def assert_eventually(target: Target, predicate: Checkable, label: str | None = None, *,
                             timeout: float | None = None, poll: float | None = None,
                             min_confidence: float | None = None, max_retries: int | None = None,
                             policy: Escalation | None = None, vision: VisionFallback | None = None,
@@ -97,11 +97,11 @@ class DoneCheck:
         self.label = label
         self._options = options
 
-    async def once(self, target: Any) -> CheckResult:
+    async def once(self, target: Target) -> CheckResult:
         __tracebackhide__ = True
         return await _judge(target, self.predicate, self.label, options=self._options)
 
-    async def eventually(self, target: Any, *, timeout: float | None = None, poll: float | None = None,
+    async def eventually(self, target: Target, *, timeout: float | None = None, poll: float | None = None,
                          min_confidence: float | None = None, max_retries: int | None = None) -> CheckResult:
         __tracebackhide__ = True
         return await _judge(target, self.predicate, self.label, options=self._options,
@@ -118,7 +118,7 @@ def check_done(predicate: Checkable, label: str = "task done", *, policy: Escala
 class Expectation:
     """`expect(page, query)`: Playwright-style names, each one `assert_eventually` of a predicate."""
 
-    def __init__(self, target: Any, query: Query | str | None, timeout: float | None) -> None:
+    def __init__(self, target: Target, query: Query | str | None, timeout: float | None) -> None:
         self._target = target
         self._query = query
         self._timeout = timeout
@@ -177,7 +177,7 @@ class Expectation:
         return await self.to_pass(url_matches(pattern))
 
 
-def expect(target: Any, query: Query | str | None = None, *, timeout: float | None = None) -> Expectation:
+def expect(target: Target, query: Query | str | None = None, *, timeout: float | None = None) -> Expectation:
     """``await expect(page, 'role=button name="Save"').to_be_enabled()``."""
     return Expectation(target, query, timeout)
 

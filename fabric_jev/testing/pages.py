@@ -10,11 +10,25 @@ on first use through the browser connector's `page_source` hook; any other
 from __future__ import annotations
 
 import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeAlias
 
 from ..assertions import CheckResult, Snapshot, SnapshotSource
+
+
+class BrowserPage(Protocol):
+    """The browser connector's `Page` as the helpers see it (the core never imports the
+    connector): snapshots as data, and hooks run before each action."""
+
+    def on_before_action(self, hook: Callable[[], Awaitable[None]]) -> Callable[[], None]: ...
+
+    async def snapshot(self) -> dict[str, Any]: ...
+
+
+#: What a check can look at: a page, any snapshot source, or one snapshot.
+Target: TypeAlias = BrowserPage | SnapshotSource | Snapshot
 
 
 @dataclass
@@ -37,24 +51,24 @@ class _Still:
 _bound: weakref.WeakKeyDictionary[Any, Bound] = weakref.WeakKeyDictionary()
 
 
-def bind(page: Any, source: SnapshotSource, *, artifacts_dir: Path | None = None) -> Bound:
+def bind(page: BrowserPage, source: SnapshotSource, *, artifacts_dir: Path | None = None) -> Bound:
     """Say how checks on `page` take snapshots and where they write artifacts."""
     entry = Bound(source, artifacts_dir)
     _bound[page] = entry
     return entry
 
 
-def unbind(page: Any) -> None:
+def unbind(page: BrowserPage) -> None:
     _bound.pop(page, None)
 
 
-def _is_browser_page(target: Any) -> bool:
+def _is_browser_page(target: object) -> bool:
     # The browser connector's Page, recognised by its public face (the core never
     # imports the connector): snapshots as data, and hooks before each action.
     return callable(getattr(target, "on_before_action", None)) and callable(getattr(target, "snapshot", None))
 
 
-def bound_to(target: Any) -> Bound:
+def bound_to(target: Target | object) -> Bound:
     """The binding of `target`: a page, any snapshot source, or a snapshot."""
     if isinstance(target, Snapshot):
         return Bound(_Still(target))
@@ -67,11 +81,12 @@ def bound_to(target: Any) -> Bound:
     if _is_browser_page(target):
         from ..plugins import find_hook
 
-        return bind(target, find_hook("page_source")(target))
+        page: Any = target
+        return bind(page, find_hook("page_source")(page))
     if isinstance(target, SnapshotSource):
         return Bound(target)
     raise TypeError(f"cannot take snapshots of {type(target).__name__}: pass a page, a snapshot "
                     "source (an object with async snapshot()) or a Snapshot")
 
 
-__all__ = ["Bound", "bind", "bound_to", "unbind"]
+__all__ = ["Bound", "BrowserPage", "Target", "bind", "bound_to", "unbind"]

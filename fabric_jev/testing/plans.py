@@ -27,6 +27,7 @@ from ..verification import (
     parse_plan,
     run_verification,
 )
+from .pages import BrowserPage
 
 
 def _load(source: str | Path | Mapping[str, Any], what: str) -> Any:
@@ -62,7 +63,7 @@ def load_plan(dictionary: str | Path | Mapping[str, Any] | Dictionary,
     return parsed, checked
 
 
-def _channels(page: Any) -> Any:
+def _channels(page: BrowserPage) -> Any:
     from ..plugins import find_hook
 
     return find_hook("page_channels")(page)
@@ -77,7 +78,7 @@ class PlanCheck:
     dictionary: Dictionary
     plan: Plan
 
-    async def replay(self, page: Any, observations: Mapping[str, Observation] | None = None) -> None:
+    async def replay(self, page: BrowserPage, observations: Mapping[str, Observation] | None = None) -> None:
         """Replay this check on `page`; raises `VerificationFailed` (an `AssertionError`) on a mismatch."""
         __tracebackhide__ = True
         sub = Plan(self.plan.dictionaryDigest, self.plan.intent, (self.id,), self.plan.probabilities,
@@ -124,7 +125,7 @@ def plan_report(intent: str, outcomes: list[CheckOutcome]) -> str:
     return "\n".join(lines)
 
 
-async def replay_plan(page: Any, plan: str | Path | Mapping[str, Any] | Plan,
+async def replay_plan(page: BrowserPage, plan: str | Path | Mapping[str, Any] | Plan,
                       dictionary: str | Path | Mapping[str, Any] | Dictionary,
                       observations: Mapping[str, Observation] | None = None) -> list[CheckOutcome]:
     """Replay every check the plan selected, each on its own, and fail with one line per check

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..host import JevHost
 
 
-def worker_pid(host: Any, run_id: str) -> int:
+def worker_pid(host: JevHost, run_id: str) -> int:
     """The process id of the worker that ran (or runs) `run_id`, from `JevHost.worker_pid`.
 
     For tests that watch or signal the worker: once the run is terminal the
     worker is gone and the id may belong to another process.
     """
-    pid: int = host.worker_pid(run_id)
-    return pid
+    return host.worker_pid(run_id)
 
 
-def open_connections(connector: Any) -> dict[str, Any]:
+def open_connections(connector: object) -> dict[str, object]:
     """A connector's open connections by run id (a copy), from its public `open_connections`.
 
     The browser connector keeps one CDP connection per run that called
