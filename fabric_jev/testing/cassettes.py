@@ -29,7 +29,7 @@ import anyio
 from .._files import atomic_write
 from ..contract.evaluation import Evaluation, EvaluationRequest, validate_answers
 from ..errors import ConfigError, EvaluationError
-from ..evaluators.base import Evaluator
+from ..evaluators.base import Evaluator, EvaluatorStatus
 from ..evaluators.cassette import request_digest
 
 HEADER = {"format": "fabric-jev-cassette", "version": 1}
@@ -252,11 +252,13 @@ class RecordingEvaluator:
         """Write the cassette if it changed; True if written."""
         return self.cassette.save()
 
-    def status(self) -> dict[str, Any]:
-        inner = self._inner.status() if self._inner is not None else {}
-        return {"route": "cassette", "model": inner.get("model", self._model),
-                "credentials": inner.get("credentials",
-                                         {"configured": False, "source": "missing", "verified": False})}
+    def status(self) -> EvaluatorStatus:
+        """The cassette's route; the recording evaluator's model and credentials once it was built
+        (never built just to answer this: status never looks for a key)."""
+        if self._inner is None:
+            return EvaluatorStatus("cassette", self._model)
+        inner = self._inner.status()
+        return EvaluatorStatus("cassette", inner.model, inner.credentials, inner.problem, inner.profile)
 
     async def aclose(self) -> None:
         """Save the cassette and close the evaluator recorded from (built again if needed)."""

@@ -16,7 +16,7 @@ import anyio
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, validate_answers
 from ..errors import AnswerInvalid
-from ..evaluators.base import evaluation_deadline
+from ..evaluators.base import EvaluatorStatus, evaluation_deadline
 from ..evaluators.fixture import expand_answer
 
 #: Answers by question id, in the wire form or the fixture's shorthands.
@@ -78,9 +78,8 @@ class ScriptedEvaluator:
                             else a for qid, a in answers.items()}}
         return validate_answers(request, body)
 
-    def status(self) -> dict[str, Any]:
-        return {"route": "scripted", "model": self._model,
-                "credentials": {"configured": False, "source": "missing", "verified": False}}
+    def status(self) -> EvaluatorStatus:
+        return EvaluatorStatus("scripted", self._model)
 
     async def aclose(self) -> None:
         self.closed = True
