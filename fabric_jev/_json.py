@@ -6,12 +6,16 @@ on such input: a few hundred kilobytes of `[` raise RecursionError (or exhaust
 the C stack of a worker thread), a BOM or a stray Latin-1 byte gives a message
 that points nowhere, and reading a 50 MB file whole happens before anything
 could refuse it. The checks below are linear in the input and run before the
-real parse.
+real parse. What the parse would accept but nothing after it could use is
+refused too: numbers that overflow to infinity (`1e400`), integers past
+Python's digit limit, and lone surrogate escapes (`"\\ud800"`), which no
+encoder can write back out.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -27,6 +31,8 @@ _BOM = b"\xef\xbb\xbf"
 # possessive quantifiers and the lone-quote stop keep the scan linear even on
 # input crafted to make a string pattern backtrack.
 _TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]|"', re.DOTALL)
+#: A \uD800-\uDFFF escape: the only way JSON text can carry a surrogate (UTF-8 cannot).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class JSONInputError(ValueError):
@@ -54,6 +60,22 @@ def _refuse_constant(name: str) -> Any:
     raise JSONInputError(f"contains {name}, which JSON does not allow")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400: Python would read infinity
+        raise JSONInputError(f"holds the number {text[:24]}, too large for a finite float")
+    return value
+
+
+def _holds_lone_surrogate(value: Any) -> bool:
+    """Escaped pairs were joined by the parser: what cannot be encoded is an unpaired half."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def loads_bounded(data: bytes | str, *, what: str, max_bytes: int, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
     """Parse untrusted JSON, refusing anything over `max_bytes` or nested over `max_depth`."""
     if isinstance(data, str):
@@ -77,14 +99,22 @@ def loads_bounded(data: bytes | str, *, what: str, max_bytes: int, max_depth: in
         raise JSONInputError(f"{what} is empty")
     check_depth(text, max_depth, what)
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
     except JSONInputError as exc:
         raise JSONInputError(f"{what} {exc}") from None
     except json.JSONDecodeError as exc:
         raise JSONInputError(
             f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except ValueError:  # Python's limit on integer digits (sys.get_int_max_str_digits)
+        raise JSONInputError(f"{what} holds an integer with more than {sys.get_int_max_str_digits()} "
+                             "digits") from None
     except RecursionError:  # belt and braces: the depth check should make this unreachable
         raise JSONInputError(f"{what} nests too deeply") from None
+    if _SURROGATE_ESCAPE.search(text) and _holds_lone_surrogate(value):
+        # Such text cannot be encoded, printed, tokenized or hashed.
+        raise JSONInputError(f"{what} contains a lone surrogate (an unpaired \\uD800-\\uDFFF escape), "
+                             "which is not Unicode text")
+    return value
 
 
 def read_json_file(path: str | Path, *, what: str, max_bytes: int, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:

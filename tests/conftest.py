@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, settings
 
 from fabric_jev import FixtureEvaluator, HostConfig, JevHost
 from fabric_jev.plugins import _declared
@@ -20,6 +21,16 @@ from fabric_jev.plugins import _declared
 # plugin comes through its pytest11 entry point; a venv installed before that entry point
 # existed loads it by name.
 pytest_plugins = ["pytester"] + ([] if "fabric_jev" in _declared("pytest11") else ["fabric_jev.testing.plugin"])
+
+# Property-based fuzzing (tests/test_fuzz_*.py). The suite runs a bounded, derandomized
+# number of examples (the same ones every run, no example database: CI cannot flake);
+# `FABRIC_JEV_FUZZ=long` (or `--hypothesis-profile=long`) searches far longer, at random.
+# No deadline and no too-slow health check: they time examples, and the machine is shared.
+settings.register_profile("suite", max_examples=40, derandomize=True, database=None, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", max_examples=5_000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("FABRIC_JEV_FUZZ", "suite"))
 
 
 @pytest.fixture

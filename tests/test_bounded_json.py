@@ -73,3 +73,25 @@ def test_standard_input_is_read_bounded(monkeypatch: pytest.MonkeyPatch) -> None
         read_json_file("-", what="input", max_bytes=100)
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"ok": true}')))
     assert read_json_file("-", what="input", max_bytes=100) == {"ok": True}
+
+
+# ---------------------------------------------------------------- found by tests/test_fuzz_parsers.py
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("1" * 5000, "holds an integer with more than 4300 digits"),
+    ("[1e400]", "holds the number 1e400, too large for a finite float"),
+    ('{"a": -1E999}', "holds the number -1E999"),
+    ('"\\ud800"', "contains a lone surrogate (an unpaired \\uD800-\\uDFFF escape)"),
+    ('{"k\\udfff": 1}', "contains a lone surrogate"),
+])
+def test_what_the_parse_reads_but_nothing_could_use_is_refused(text: str, needle: str) -> None:
+    # Each was accepted (infinity, a lone surrogate) or raised a bare ValueError.
+    with pytest.raises(JSONInputError) as info:
+        loads_bounded(text, what="input", max_bytes=1 << 20)
+    assert str(info.value).startswith("input ") and needle in str(info.value)
+
+
+def test_escaped_pairs_and_escaped_backslashes_are_still_text() -> None:
+    assert loads_bounded('["\\ud83d\\ude00", "\\\\ud800", 1.5e300]', what="x", max_bytes=100) == \
+        ["\U0001F600", "\\ud800", 1.5e300]
