@@ -10,7 +10,13 @@ import copy
 import json
 from typing import Any
 
+import pytest
+from hypothesis import settings
 from hypothesis import strategies as st
+
+#: The fuzz modules' per-test timeout: the suite's 60 s, none for the long profile
+#: (FABRIC_JEV_FUZZ=long), whose thousands of examples a test takes minutes to run.
+fuzz_timeout = pytest.mark.timeout(0 if settings().max_examples > 1_000 else 60)
 
 #: Text that has broken parsers before: lone surrogates, escapes, look-alikes, invisible
 #: characters, numbers past float and int conversion limits, JSON's non-finite words.

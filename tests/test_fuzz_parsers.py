@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 from fabric_jev._json import JSONInputError, loads_bounded, read_json_file
 from fabric_jev.assertions.query import Query, QuerySyntaxError, as_query
 from fabric_jev.sandbox import _wire
-from tests.fuzz_support import NASTY_TEXT, json_texts, json_values
+from tests.fuzz_support import NASTY_TEXT, fuzz_timeout, json_texts, json_values
+
+pytestmark = fuzz_timeout
 
 
 def _finite_json(value: Any) -> bool:

@@ -233,7 +233,7 @@ def test_a_profile_from_other_embedding_weights_is_refused(tmp_path: Path, learn
     (lambda d: d["signatures"][0].update(instructions="Changed?"), "signature 1: its signature does not match"),
     (lambda d: d["signatures"][0].update(readoutWeight=float("nan")), "contains NaN"),
     (lambda d: d["signatures"][0]["labels"].__setitem__(0, 7), "signature 1: labels must be class indexes"),
-    (lambda d: d.update(name="\ud800"), "name must be 1-64 letters, digits"),
+    (lambda d: d.update(name="\ud800"), "contains a lone surrogate"),  # the reader refuses the escape
     (lambda d: d.update(name="two words"), "name must be 1-64 letters, digits"),
     (lambda d: d.update(name="a..b"), "name must be 1-64 letters, digits"),
 ])
@@ -412,8 +412,10 @@ def test_a_profile_named_with_a_lone_surrogate_is_one_line_from_evaluate(tmp_pat
     req.write_text(json.dumps({"state": "git status", "questions": {"q": SAFE}}))
     done = cli("evaluate", str(req), "--evaluator", "local", "--profile", str(path))
     assert done.returncode == 2, done.stderr
-    assert done.stderr.strip() == (f"fabric-jev: profile {path}: name must be 1-64 letters, digits, '.', '_' "
-                                   "or '-', starting with a letter or digit, no '..'")
+    # The bounded reader refuses the escape before the name rule sees it (a name given from
+    # Python with a lone surrogate meets the name rule).
+    assert done.stderr.strip() == (f"fabric-jev: profile {path} contains a lone surrogate (an unpaired "
+                                   "\\uD800-\\uDFFF escape), which is not Unicode text")
 
 
 def test_learn_refuses_a_name_that_cannot_stand_in_a_model_id(tmp_path: Path) -> None:

@@ -8,13 +8,13 @@ malformed answers, HTTP errors, timeouts, missing credentials.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
 
 from ..contract.evaluation import validate_request
+from ..contract.values import is_finite_number
 from ..errors import EvaluationError
 from ..evaluators.base import Evaluator
 from .evidence import ApprovalRequest, build_evidence
@@ -85,15 +85,14 @@ def _ask(reason: str, headless: bool, **kw: Any) -> Decision:
 
 def _bounded_timeout(timeout: Any) -> float:
     """The classifier's own bound: at most 30 s whatever the caller passed."""
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout):
+    if not is_finite_number(timeout):
         return MAX_TIMEOUT_S
     return min(max(float(timeout), 0.0), MAX_TIMEOUT_S)
 
 
 def _noul(answers: Any, qid: str) -> float:
     value = answers[qid]["noul"]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or not 0 <= value <= 1:
+    if not is_finite_number(value) or not 0 <= value <= 1:
         raise ValueError(f"{qid} is not a probability")
     return float(value)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from .._files import atomic_write, config_dir
 from .._json import JSONInputError, read_json_file
 from ..contract.config import HostConfig
+from ..contract.values import is_finite_number
 from ..errors import ConfigError
 from .model_keys import DEFAULT_KEY, parse_model_key
 
@@ -21,8 +21,7 @@ def settings_path() -> Path:
 
 
 def check_threshold(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or not 0 <= value <= 1:
+    if not is_finite_number(value) or not 0 <= value <= 1:
         raise ValueError("the approval threshold must be a finite number in [0, 1]")
     return float(value)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,12 +9,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .._json import JSONInputError, read_json_file
 from ..errors import ConfigError
 from .model_id import MODEL_ID_RULE, is_model_id
 from .policy import Policy, Risk, parse_approvals
 from .program import ProgramLimits, validate_as
+from .values import is_finite_number
 
 MIB = 1024 * 1024
+#: A config file larger than this is refused before it is read (as `--config` does).
+MAX_CONFIG_BYTES = MIB
 
 # key: (default, ceiling, lowest, highest)
 _LIMIT_RANGES: dict[str, tuple[int, int, int, int]] = {
@@ -38,7 +41,7 @@ _SCALAR_RANGES: dict[str, tuple[int, int]] = {
 
 def clamp_number(value: Any, lo: int, hi: int, key: str) -> int:
     """Floor a finite number and clamp it into [lo, hi]."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if not is_finite_number(value):
         raise ValueError(f"{key} must be a finite number")
     return min(max(math.floor(value), lo), hi)
 
@@ -125,19 +128,17 @@ class HostConfig(BaseModel):
     @field_validator("autoApprovalThreshold", mode="before")
     @classmethod
     def _threshold(cls, v: Any) -> float:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        if not is_finite_number(v):
             raise ValueError("autoApprovalThreshold must be a finite number")
         return min(max(float(v), 0.0), 1.0)
 
     @classmethod
     def load(cls, path: str | Path) -> HostConfig:
+        # The bounded reader: a config file is small, and not every file named one is.
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"config file {path} is not valid JSON: {exc.msg} "
-                              f"(line {exc.lineno})") from None
+            data = read_json_file(path, what="config file", max_bytes=MAX_CONFIG_BYTES)
+        except JSONInputError as exc:
+            raise ConfigError(str(exc)) from None
         return cls.parse(data)
 
     @classmethod

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._json import JSONInputError, loads_bounded
 from ..errors import AnswerInvalid, RequestInvalid
 from .model_id import MODEL_ID_RULE, is_model_id
+from .values import is_finite_number
 
 QuestionType = Literal["noul", "choice", "score"]
 MAX_QUESTIONS = 128
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 MAX_DEPTH = 32
 MAX_NODES = 100_000
 MAX_RESPONSE_BYTES = 1 << 20
@@ -159,8 +162,11 @@ def validate_request(raw: Any, *, max_bytes: int = 131_072, wire: bool = False) 
     if "state" not in raw or not _is_text(raw["state"]):
         raise RequestInvalid("jev.evaluate state must be a string, array or object")
     _measure(raw)
-    size = len(json.dumps(raw, separators=(",", ":"), ensure_ascii=False)
-               .encode("utf-8", "surrogatepass"))
+    try:
+        size = len(json.dumps(raw, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    except UnicodeEncodeError:
+        raise RequestInvalid("jev.evaluate request contains a lone surrogate (an unpaired "
+                             "\\uD800-\\uDFFF), which is not Unicode text") from None
     if size > max_bytes:
         raise RequestInvalid(f"jev.evaluate request exceeds {max_bytes} bytes")
     questions = raw.get("questions")
@@ -177,7 +183,7 @@ def validate_request(raw: Any, *, max_bytes: int = 131_072, wire: bool = False) 
 
 
 def _probability(v: Any, where: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+    if not is_finite_number(v):
         raise AnswerInvalid(f"{where} is not a finite number")
     if not 0.0 <= v <= 1.0:
         raise AnswerInvalid(f"{where} is outside [0, 1]")
@@ -205,7 +211,7 @@ def _answer(q: Question, raw: Any) -> dict[str, Any]:
     if q.type == "choice":
         options = list(q.criteria)
         choice = raw.get("choice")
-        if choice not in q.criteria:
+        if not isinstance(choice, str) or choice not in q.criteria:
             raise AnswerInvalid(f"{where}: choice is not one of the options")
         return {
             "type": "choice",
@@ -216,7 +222,7 @@ def _answer(q: Question, raw: Any) -> dict[str, Any]:
     levels = q.criteria
     keys = [str(i) for i in range(len(levels))]
     score = raw.get("score")
-    if (isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score)
+    if (not is_finite_number(score)
             or not 0 <= score <= len(levels) - 1):
         raise AnswerInvalid(f"{where}: score is not a finite number in [0, {len(levels) - 1}]")
     return {
@@ -228,9 +234,13 @@ def _answer(q: Question, raw: Any) -> dict[str, Any]:
     }
 
 
+#: Token counts past this are no integer a JSON reader holds exactly (2**53 - 1).
+MAX_TOKEN_COUNT = 9_007_199_254_740_991
+
+
 def _count(v: Any, where: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise AnswerInvalid(f"{where} is not a non-negative integer")
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_TOKEN_COUNT:
+        raise AnswerInvalid(f"{where} is not a non-negative integer (at most 2**53 - 1)")
     return v
 
 
@@ -257,7 +267,7 @@ def validate_answers(request: EvaluationRequest, body: Any) -> Evaluation:
         output_tokens=_count(usage_raw.get("output_tokens"), "usage.output_tokens"),
     )
     model = body.get("model", "")
-    if not isinstance(model, str) or len(model) > 128:
+    if not isinstance(model, str) or len(model) > 128 or _LONE_SURROGATE.search(model):
         raise AnswerInvalid("evaluator response model is not a string of at most 128 characters")
     return Evaluation(answers=rebuilt, usage=usage, model=model)
 

@@ -7,10 +7,10 @@ used `pattern` or `$ref` would otherwise validate less than its author meant.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from ..errors import SchemaInvalid
+from .values import is_finite_number
 
 MAX_SCHEMA_BYTES = 16_384
 MAX_SCHEMA_NODES = 128
@@ -79,8 +79,7 @@ class _Walk:
                 if not isinstance(value, list) or not 1 <= len(value) <= 256:
                     raise self.fail(where, "enum must be an array of 1-256 values")
             elif key in _NUMBERS:
-                if (isinstance(value, bool) or not isinstance(value, int | float)
-                        or not math.isfinite(value)):
+                if not is_finite_number(value):
                     raise self.fail(where, f"{key} must be a finite number")
             elif key in _COUNTS:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -95,6 +94,8 @@ def check_schema(schema: Any, side: str) -> None:
         text = json.dumps(schema, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
         raise SchemaInvalid(f"{side} is not finite JSON") from None
+    except RecursionError:  # a Python caller's schema, thousands of levels deep
+        raise SchemaInvalid(f"{side} is nested deeper than {MAX_SCHEMA_DEPTH} levels") from None
     if len(text.encode("utf-8", "surrogatepass")) > MAX_SCHEMA_BYTES:
         raise SchemaInvalid(f"{side} exceeds {MAX_SCHEMA_BYTES} bytes")
     _Walk(side).schema(schema, "$", 1)

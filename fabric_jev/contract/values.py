@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
+    from typing_extensions import TypeIs
 
 #: A JSON value as Python holds it after `json.loads`: what crosses every boundary.
 JsonValue: TypeAlias = Union[bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"], None]  # noqa: UP007
@@ -19,6 +21,22 @@ JsonObject: TypeAlias = dict[str, JsonValue]
 
 MAX_VALUE_BYTES = 32_768
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+#: Past this an integer is no JSON number a reader can hold (JavaScript reads it as Infinity).
+_MAX_INT = int(sys.float_info.max)
+
+
+def is_finite_number(v: object) -> TypeIs[int | float]:
+    """A finite JSON number: a finite float, or an int within the float range; not a bool.
+
+    `math.isfinite` alone raises OverflowError on an int past the float range
+    (1e400 written out as an integer, say); such an int is refused here, as a
+    JavaScript reader would read it as Infinity. What passes converts to float.
+    """
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return -_MAX_INT <= v <= _MAX_INT
+    return isinstance(v, float) and math.isfinite(v)
 
 
 class ValueRejected(ValueError):
@@ -46,6 +64,8 @@ def normalize_json(value: Any, side: str) -> Any:
         if v is None or isinstance(v, bool):
             return v
         if isinstance(v, int):
+            if not is_finite_number(v):
+                raise ValueRejected(f"{side} is not finite JSON: an integer past the float range at {path}")
             return v
         if isinstance(v, float):
             if not math.isfinite(v):

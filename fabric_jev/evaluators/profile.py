@@ -32,7 +32,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -42,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from .._files import atomic_write
 from .._json import JSONInputError, read_json_file
 from ..contract.evaluation import Question, validate_request
+from ..contract.values import is_finite_number
 from ..errors import EvaluationError, ProfileInvalid
 from .lexical import MAX_PROFILE_IDS, LexicalIndex, b64decode, decode_docs, encode_docs
 
@@ -302,7 +302,7 @@ class Profile:
 
 def _number(raw: dict[str, Any], key: str, low: float, high: float) -> float:
     v = raw[key]
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or not low <= v <= high:
+    if not is_finite_number(v) or not low <= v <= high:
         raise ValueError(f"{key} must be a number in [{low:g}, {high:g}]")
     return float(v)
 

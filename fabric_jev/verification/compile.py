@@ -14,7 +14,6 @@ exception and never a plan.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -22,6 +21,7 @@ from typing import Any, Literal
 import anyio
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, validate_answers, validate_request
+from ..contract.values import is_finite_number
 from ..errors import EvaluationError, RequestInvalid
 from ..evaluators.base import Evaluator
 from .dictionary import Dictionary, parse_dictionary
@@ -157,8 +157,7 @@ async def compile_verification(intent: str, dictionary: Dictionary | dict[str, A
     after that every failure is `incomplete` with a reason (see the module doc)."""
     if not isinstance(intent, str) or not intent.strip() or len(intent) > MAX_INTENT_CHARS:
         raise RequestInvalid(f"the intent must be a non-empty string of at most {MAX_INTENT_CHARS} characters")
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) \
-            or timeout <= 0:
+    if not is_finite_number(timeout) or timeout <= 0:
         raise RequestInvalid("the compile timeout must be a positive number of seconds")
     parsed = parse_dictionary(dictionary)
     request = validate_request(build_request(intent, parsed), max_bytes=1_048_576)

@@ -7,12 +7,12 @@ in a dictionary.
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..contract.program import validate_as
+from ..contract.values import is_finite_number
 from ..errors import DictionaryInvalid as DictionaryInvalid
 
 ROLES = ("button", "link", "textbox", "checkbox", "switch", "menuitem", "tab", "option", "separator",
@@ -86,7 +86,7 @@ class ObservePredicate(_Strict):
         if self.kind == "length" and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
             raise ValueError("length needs a non-negative integer")
         if self.kind in ("atLeast", "atMost") and (
-                isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):
+                not is_finite_number(v)):
             raise ValueError(f"{self.kind} needs a finite number")
         return self
 

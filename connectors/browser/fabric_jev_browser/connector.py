@@ -57,7 +57,9 @@ class BrowserConfig:
             raise ConfigError("browser allowedMethods must list 1-128 exact method names "
                               "like Runtime.evaluate")
         timeout = raw.get("callTimeoutMs", DEFAULT_TIMEOUT_MS)
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout):
+        # An int is finite whatever its size (math.isfinite overflows on one past 1e308).
+        finite = isinstance(timeout, int) or (isinstance(timeout, float) and math.isfinite(timeout))
+        if isinstance(timeout, bool) or not finite:
             raise ConfigError("browser callTimeoutMs must be a number")
         return cls(wsUrl=url, allowedMethods=tuple(dict.fromkeys(methods)),
                    callTimeoutMs=min(max(math.floor(timeout), 100), 60_000))
