@@ -48,6 +48,8 @@ _SECRET_LAST_WORDS = frozenset({"pass", "pwd", "pw", "auth", "ssn"})
 #: before the checks above.
 _ENCODING_TAIL = re.compile(r"(?:hex|b64|base64|bytes|str|string|value|data|raw|enc|encoded|hash)+$")
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+#: RE2 reads UTF-8, which a lone surrogate (a page's or a JSON escape's) cannot be.
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 MAX_DEPTH = 64
 
 
@@ -280,11 +282,14 @@ def _scan(text: str, kinds: list[str], depth: int = 0) -> str:
 def redact_text(text: str) -> tuple[str, list[str]]:
     """Return the text with credentials replaced, and the kinds that were found.
 
-    Text without a secret comes back unchanged. When a secret shows only once the
-    text is folded (percent-encoding, look-alike letters, invisible characters),
-    the folded text comes back, redacted.
+    Text without a secret comes back unchanged, but for lone surrogates, which
+    become U+FFFD (nothing could print or encode them). When a secret shows only
+    once the text is folded (percent-encoding, look-alike letters, invisible
+    characters), the folded text comes back, redacted.
     """
     kinds: list[str] = []
+    if not text.isascii() and _LONE_SURROGATE.search(text):
+        text = _LONE_SURROGATE.sub("\ufffd", text)
     out = _scan(text, kinds)
     if needs_folding(out):
         folded = fold(out)
@@ -296,13 +301,14 @@ def redact_text(text: str) -> tuple[str, list[str]]:
     return out, kinds
 
 
-def _across_items(items: list[Any], kinds: list[str]) -> None:
-    """Redact, in place, the strings of a list that a secret spans only when they are joined.
+def _across_items(items: list[Any], out: list[Any], kinds: list[str]) -> None:
+    """Redact, in `out` (the items redacted one by one), what a secret spans only joined.
 
     `["sk-proj-", "abcdefghijklmnopqrstuvwx", "yz"]` holds a key that no single
-    item shows. Each run of consecutive strings is joined without a separator
-    and with a space; where a match spans items, the items its secret touches
-    are replaced.
+    item shows. Each run of consecutive strings of `items` (as written: an item
+    already redacted alone may hold the head of a key whose tail is the next
+    one) is joined without a separator and with a space; where a match spans
+    items, the items its secret touches are replaced.
     """
     runs: list[list[int]] = [[]]
     for i, item in enumerate(items):
@@ -320,7 +326,8 @@ def _across_items(items: list[Any], kinds: list[str]) -> None:
                 if items[i]:
                     spans.append((i, at, at + len(items[i])))
                 at += len(items[i]) + len(sep)
-            joined = sep.join(items[i] for i in run)
+            # U+FFFD for a lone surrogate (RE2 reads UTF-8) keeps every offset where it was.
+            joined = _LONE_SURROGATE.sub("\ufffd", sep.join(items[i] for i in run))
             if _ANY.search(joined) is None:
                 continue
             for rule in _RULES:
@@ -340,7 +347,7 @@ def _across_items(items: list[Any], kinds: list[str]) -> None:
                                 hit.setdefault(i, rule.kind)
     for i, kind in sorted(hit.items()):
         kinds.append(kind)
-        items[i] = marker(kind)
+        out[i] = marker(kind)
 
 
 def _unique(key: str, taken: dict[Any, Any]) -> str:
@@ -389,7 +396,7 @@ def redact(value: Any) -> tuple[Any, list[str]]:
                         out_dict[new_key] = walk(x, name, shown, depth + 1)
                     return out_dict
                 items = [walk(x, None, "", depth + 1) for x in v]
-                _across_items(items, kinds)
+                _across_items(list(v), items, kinds)
                 return items
             finally:
                 path.discard(id(v))
