@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from ..errors import SchemaInvalid
-from .values import is_finite_number
+from .values import is_finite_number, path_step
 
 MAX_SCHEMA_BYTES = 16_384
 MAX_SCHEMA_NODES = 128
@@ -60,7 +60,7 @@ class _Walk:
                 if not isinstance(value, dict):
                     raise self.fail(where, "properties must be an object of schemas")
                 for name, sub in value.items():
-                    self.schema(sub, f"{where}.{name}", depth + 1)
+                    self.schema(sub, where + path_step(name), depth + 1)
             elif key == "required":
                 if (not isinstance(value, list) or not all(isinstance(v, str) for v in value)
                         or len(set(value)) != len(value)):

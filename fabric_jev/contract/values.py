@@ -39,6 +39,17 @@ def is_finite_number(v: object) -> TypeIs[int | float]:
     return isinstance(v, float) and math.isfinite(v)
 
 
+_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,63}")
+
+
+def path_step(name: str) -> str:
+    """`.name`, or `["any name"]` JSON-quoted (and cut): a message stays one printable line."""
+    if _NAME.fullmatch(name):
+        return "." + name
+    quoted = json.dumps(name if len(name) <= 64 else name[:64] + "…")
+    return f"[{quoted}]"
+
+
 class ValueRejected(ValueError):
     """A value is not finite JSON, too large, or off its schema (message says which side)."""
 
@@ -80,7 +91,7 @@ def normalize_json(value: Any, side: str) -> Any:
             for k, x in v.items():
                 if not isinstance(k, str):
                     raise ValueRejected(f"{side} is not JSON: object key {k!r} at {path}")
-                out[walk(k, path, depth)] = walk(x, f"{path}.{k}", depth + 1)
+                out[walk(k, path, depth)] = walk(x, path + path_step(k), depth + 1)
             return out
         raise ValueRejected(f"{side} is not JSON: {type(v).__name__} at {path}")
 
@@ -106,6 +117,6 @@ def check_value(value: Any, schema: dict[str, Any], side: str,
     validator = _validator(json.dumps(schema, sort_keys=True))
     error = next(iter(validator.iter_errors(value)), None)
     if error is not None:
-        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.path)
+        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else path_step(str(p)) for p in error.path)
         raise ValueRejected(f"{side} does not match its declared schema: {error.message} at {where}")
     return value
