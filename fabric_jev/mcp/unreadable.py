@@ -69,8 +69,8 @@ def _holds_lone_surrogate(line: str) -> bool:
         return False
     try:
         value = loads_bounded(line, what="message", max_bytes=len(line) * 4 + 4)
-    except JSONInputError:
-        return False
+    except JSONInputError as exc:
+        return "lone surrogate" in str(exc)  # the bounded reader refuses the escape itself
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
