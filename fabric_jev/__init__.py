@@ -33,6 +33,7 @@ from .errors import (
     RequestInvalid,
     SandboxUnavailable,
     SchemaInvalid,
+    TypeScriptError,
     UnknownRun,
     UpstreamError,
 )
@@ -130,6 +131,7 @@ __all__ = [
     "SandboxUnavailable",
     "SchemaInvalid",
     "ToolResult",
+    "TypeScriptError",
     "UnknownRun",
     "UpstreamError",
     "Usage",

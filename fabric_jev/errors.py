@@ -9,7 +9,8 @@
     │   ├── InputInvalid          input not finite JSON, too large, or off-schema
     │   ├── CapabilityError       bad, recursive or missing refs
     │   └── CompileError          the code does not compile
-    │       └── TypeScriptError   (contract.typescript) the TypeScript fallback refused it
+    │       └── TypeScriptError   type errors (`diagnostics`), a check that could not finish,
+    │                             or TypeScript that annotation erasure refused
     ├── UnknownRun                unknown or expired run id
     ├── ConfigError               an invalid host configuration
     │   └── ProfileInvalid        a local-evaluator profile that cannot be used
@@ -35,6 +36,8 @@ Messages never carry credentials, response bodies or host stack traces.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 MAX_ERROR_CHARS = 2000
 
@@ -78,6 +81,16 @@ class CapabilityError(LaunchRejected):
 
 class CompileError(LaunchRejected):
     pass
+
+
+class TypeScriptError(CompileError):
+    """The TypeScript compiler found type errors (listed, and in `diagnostics`), could not finish
+    its check, or erasure refused TypeScript it cannot run (enum, namespace, ...)."""
+
+    def __init__(self, message: str, *, diagnostics: tuple[Any, ...] = ()) -> None:
+        super().__init__(message)
+        #: The errors as `fabric_jev.typecheck.Diagnostic`s (line, column, code, message), if any.
+        self.diagnostics = diagnostics
 
 
 class UnknownRun(JevError):

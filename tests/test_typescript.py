@@ -7,8 +7,8 @@ import re
 import anyio
 import pytest
 
-from fabric_jev import CompileError, JevHost, RunState
-from fabric_jev.contract.typescript import TypeScriptError, strip_types
+from fabric_jev import CompileError, FixtureEvaluator, HostConfig, JevHost, RunState, TypeScriptError
+from fabric_jev.contract.typescript import strip_types
 from tests.conftest import program
 
 pytestmark = pytest.mark.anyio
@@ -112,11 +112,22 @@ async def test_a_typescript_program_runs(host: JevHost) -> None:
 async def test_typescript_errors_are_reported_at_launch(host: JevHost) -> None:
     with pytest.raises(CompileError, match="enum declarations are not supported"):
         await host.run(program("enum Color { Red }\nreturn Color.Red;"), None)
-    with pytest.raises(CompileError, match=r"TypeScript: syntax error at line 2, column \d+"):
+    # Syntax and other errors the compiler sees come from the type check, with their place.
+    with pytest.raises(TypeScriptError, match=r"line 2, column 19: Expression expected. \(TS1109\)"):
         await host.run(program("const a: number = 1;\nconst x: number = ;"), None)
-    with pytest.raises(CompileError, match="as TypeScript, after erasing annotations"):
+    with pytest.raises(TypeScriptError, match=r"line 1, column 28: Cannot redeclare block-scoped variable 'x'"):
         await host.run(program("const x: number = 1; const x = 2;"), None)
     assert host.status().runs == ()
+
+
+async def test_erasure_errors_without_the_type_check(fixture_evaluator: FixtureEvaluator) -> None:
+    config = HostConfig(typecheck={"typescript": "off", "javascript": "off"})
+    async with JevHost(config, evaluator=fixture_evaluator) as host:
+        with pytest.raises(CompileError, match=r"TypeScript: syntax error at line 2, column \d+"):
+            await host.run(program("const a: number = 1;\nconst x: number = ;"), None)
+        with pytest.raises(CompileError, match="as TypeScript, after erasing annotations"):
+            await host.run(program("const x: number = 1; const x = 2;"), None)
+        assert host.status()["runs"] == []
 
 
 async def test_javascript_syntax_errors_stay_javascript_errors(host: JevHost) -> None:

@@ -14,6 +14,7 @@ from ..errors import ConfigError
 from .model_id import MODEL_ID_RULE, is_model_id
 from .policy import Policy, Risk, parse_approvals
 from .program import ProgramLimits, validate_as
+from .typecheck import CheckMode, Language
 from .values import is_finite_number
 
 MIB = 1024 * 1024
@@ -44,6 +45,47 @@ def clamp_number(value: Any, lo: int, hi: int, key: str) -> int:
     if not is_finite_number(value):
         raise ValueError(f"{key} must be a finite number")
     return min(max(math.floor(value), lo), hi)
+
+
+# HostConfig.typecheck's caps, key: (default, lowest, highest)
+_TYPECHECK_RANGES: dict[str, tuple[int, int, int]] = {
+    "timeoutMs": (10_000, 500, 120_000),
+    "memoryLimitBytes": (512 * MIB, 64 * MIB, 4096 * MIB),
+}
+
+
+class TypecheckConfig(BaseModel):
+    """`HostConfig.typecheck`: a mode per language, the compiler's caps and its verdict cache.
+
+    `requireChecker` refuses what a mode would check when no compiler is
+    installed (by default such programs run unchecked, and their envelope says so).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    typescript: CheckMode = CheckMode.ERROR
+    javascript: CheckMode = CheckMode.WARN
+    #: Wall-clock cap of one compiler run; past it the compiler is killed.
+    timeoutMs: int = _TYPECHECK_RANGES["timeoutMs"][0]
+    #: Heap cap of one compiler run (the kernel's data limit; the Go runtime is told to stay under it).
+    memoryLimitBytes: int = _TYPECHECK_RANGES["memoryLimitBytes"][0]
+    requireChecker: bool = False
+    #: Keep verdicts on disk too (in `cacheDir`, else the user cache folder), so a new process reuses them.
+    diskCache: bool = True
+    cacheDir: str | None = None
+
+    @field_validator(*_TYPECHECK_RANGES, mode="before")
+    @classmethod
+    def _clamp(cls, v: Any, info: Any) -> int:
+        _, lo, hi = _TYPECHECK_RANGES[info.field_name]
+        return clamp_number(v, lo, hi, info.field_name)
+
+    def mode(self, language: Language) -> CheckMode:
+        return self.typescript if language is Language.TYPESCRIPT else self.javascript
+
+    @property
+    def enabled(self) -> bool:
+        return self.typescript is not CheckMode.OFF or self.javascript is not CheckMode.OFF
 
 
 class LimitSet(BaseModel):
@@ -96,6 +138,8 @@ class HostConfig(BaseModel):
     evaluator: dict[str, Any] = Field(default_factory=dict)
     #: Connector settings by name, e.g. {"browser": {"wsUrl": ..., "allowedMethods": [...]}}.
     connectors: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    #: Type-checking at launch: error | warn | off per language, caps, verdict cache (docs/programs.md).
+    typecheck: TypecheckConfig = Field(default_factory=TypecheckConfig)
 
     @field_validator("defaults", mode="before")
     @classmethod

@@ -66,10 +66,13 @@ class Envelope(BaseModel):
     #: `approvalCounts` has the totals): ref, risk, policy, who decided, allowed.
     approvals: tuple[dict[str, Any], ...] = ()
     approvalCounts: dict[str, int] = {"allowed": 0, "denied": 0}
+    #: What was type-checked at launch: language, mode, outcome (clean, errors, off, unavailable,
+    #: stopped), the compiler, whether the verdict was cached, and the errors reported (docs/programs.md).
+    typecheck: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
-        for key in ("endedAt", "error", "observation"):
+        for key in ("endedAt", "error", "observation", "typecheck"):
             if data[key] is None:
                 del data[key]
         if not self.approvals:  # a run that made no capability call shows no trail

@@ -34,7 +34,7 @@ import itertools
 import time
 from typing import TYPE_CHECKING
 
-from ..errors import CompileError
+from ..errors import TypeScriptError
 
 if TYPE_CHECKING:
     from tree_sitter import Language, Node
@@ -73,10 +73,6 @@ _REFUSALS = {
 _PARAMETER_REFUSAL = "TypeScript parameter properties are not supported; assign fields in the constructor body"
 #: Nodes visited between two looks at the clock.
 _CLOCK_EVERY = 4096
-
-
-class TypeScriptError(CompileError):
-    pass
 
 
 @functools.cache

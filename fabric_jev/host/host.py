@@ -26,6 +26,7 @@ from ..evaluators.base import Evaluator
 from ..plugins import build_connector
 from ..sandbox.pool import WorkerPool
 from ..sandbox.session import SessionLimits
+from ..typecheck.checker import checker_status
 from .calls import CallServices
 from .launch import admit
 from .observing import ObservationSource
@@ -170,7 +171,8 @@ class JevHost:
         """The evaluator's route, model and credential presence, and every retained run."""
         ev = self.evaluator.status()
         return HostStatus(ev.credentials, ev.model, ev.route,
-                          tuple(run.summary() for run in self._runs.values()), ev.mode, ev.problem)
+                          tuple(run.summary() for run in self._runs.values()), ev.mode, ev.problem,
+                          checker_status(self.config))
 
     def worker_pid(self, id: str) -> int:
         """The process id of the worker that ran (or runs) the program: diagnostics only.
@@ -238,7 +240,7 @@ class JevHost:
             intent = self._observers.user_text  # the bound session's latest input
         admitted = await admit(raw, input, background=background, observe=observe, intent=intent,
                                grant=grant, capabilities=self.capabilities, gate=self.policy,
-                               session_bound=self._observers is not None)
+                               session_bound=self._observers is not None, config=self.config)
         if self._active >= self.config.maxConcurrentRuns:
             raise ConcurrencyLimitReached(
                 f"Jev concurrent-run limit reached ({self.config.maxConcurrentRuns})")
@@ -250,7 +252,7 @@ class JevHost:
             run = Run(admitted.program, admitted.value, background=background,
                       limits=self.config.effective_limits(admitted.program.limits),
                       services=self._services, intent=admitted.intent, observation=observation,
-                      audit=admitted.audit)
+                      audit=admitted.audit, checked=admitted.checked)
             await run.load()
         except BaseException:
             self._active -= 1

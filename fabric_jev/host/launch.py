@@ -13,11 +13,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..contract.config import HostConfig
 from ..contract.observe import ObserveOptions, parse_observe
 from ..contract.policy import BUILTIN_RISKS, denial_message
 from ..contract.program import JEV_PROGRAM_REFS, Program, parse_program
 from ..contract.values import ValueRejected, check_value
 from ..errors import CapabilityError, InputInvalid, ProgramInvalid
+from ..typecheck.checker import check_for_launch
+from ..typecheck.verdict import CheckReport
 from .policy import CALLER_GRANT, AuditTrail, PolicyGate
 from .registry import CapabilityRegistry
 
@@ -31,12 +34,13 @@ class Admission:
     intent: str | None
     observe: ObserveOptions | None
     audit: AuditTrail = field(default_factory=AuditTrail)  # the launch-time decisions
+    checked: CheckReport | None = None  # what the type check found (fabric_jev.typecheck)
 
 
 async def admit(raw: Program | dict[str, Any], input: Any, *, background: bool,
                 observe: dict[str, Any] | None, intent: str | None, grant: Iterable[str] | None,
                 capabilities: CapabilityRegistry, gate: PolicyGate, session_bound: bool,
-                ) -> Admission:
+                config: HostConfig) -> Admission:
     """Check a launch; raises the `LaunchRejected` that says why it was refused."""
     program = parse_program(raw)
     if observe is not None and not background:
@@ -47,6 +51,8 @@ async def admit(raw: Program | dict[str, Any], input: Any, *, background: bool,
         raise InputInvalid(str(exc)) from None
     _check_refs(program, capabilities, observing=observe is not None)
     admission = Admission(program, value, intent, None)
+    # Type errors refuse the launch here, before any approver is asked or a worker taken.
+    admission.checked = await check_for_launch(program, config, observed=observe is not None)
     if _within_grant(program, grant):  # launched from inside another program's capability call
         await _decide(admission, gate, "jev.spawn",
                       {"name": program.name, "requires": list(program.requires)})

@@ -37,6 +37,8 @@ from .status import RunSummary
 if TYPE_CHECKING:
     import asyncio
 
+    from ..typecheck.verdict import CheckReport
+
 LOAD_TIMEOUT_S = 10.0
 DEADLINE_EXCEEDED = "Jev deadline exceeded"
 EMIT_MAX_BYTES = 4_096
@@ -73,7 +75,8 @@ class Run:
 
     def __init__(self, program: Program, value: Any, *, limits: EffectiveLimits, background: bool,
                  services: RunServices, intent: str | None = None,
-                 observation: Observation | None = None, audit: AuditTrail | None = None) -> None:
+                 observation: Observation | None = None, audit: AuditTrail | None = None,
+                 checked: CheckReport | None = None) -> None:
         self.id = str(uuid.uuid4())
         self.program = program
         self.input = value
@@ -90,6 +93,7 @@ class Run:
         self.audit = audit or AuditTrail()
         self.budget = RunBudget(limits)
         self.observation = observation
+        self.checked = checked  # what the type check found at launch (fabric_jev.typecheck)
         self.done = anyio.Event()
         self._services = services
         self._session: WorkerSession | None = None
@@ -113,6 +117,7 @@ class Run:
             observation=None if self.observation is None else self.observation.counts(),
             approvals=tuple(audit.entries),
             approvalCounts={"allowed": audit.allowed, "denied": audit.denied},
+            typecheck=None if self.checked is None else self.checked.to_json(),
         )
 
     def summary(self) -> RunSummary:
@@ -338,7 +343,8 @@ async def _sleep_then_reply(seconds: float, reply: Reply) -> None:
 async def _erase_types(code: str, as_javascript: CompileError) -> str:
     import anyio.to_thread
 
-    from ..contract.typescript import TypeScriptError, strip_types
+    from ..contract.typescript import strip_types
+    from ..errors import TypeScriptError
 
     try:
         # In a thread: parsing is capped (PARSE_CAP_S) but the event loop keeps serving other runs.

@@ -38,6 +38,8 @@ class HostStatus:
     #: The evaluator's mode, and why it cannot answer (no key for its route, missing weights).
     mode: Mode = "offline"
     problem: str | None = None
+    #: The type checker: the modes, and the compiler or why there is none (fabric_jev.typecheck).
+    typecheck: JsonObject | None = None
 
     @property
     def ready(self) -> bool:
@@ -48,4 +50,6 @@ class HostStatus:
                            "mode": self.mode, "ready": self.ready, "runs": [run.to_json() for run in self.runs]}
         if self.problem is not None:
             out["problem"] = self.problem
+        if self.typecheck is not None:
+            out["typecheck"] = self.typecheck
         return out

@@ -1,0 +1,256 @@
+"""Checking a program against its own contract: the verdict for a digest, and what a launch does with it.
+
+`check` always asks for a verdict (the `check` command, `jev_check`);
+`check_for_launch` applies the host's mode for the program's language: `error`
+refuses a program with type errors (`TypeScriptError`), `warn` lets it run and
+reports them, `off` skips the compiler. A verdict is looked up by digest in
+memory, then on disk, and only then compiled; one compile per digest at a
+time, and at most two compilers at once in a process (one per core).
+
+The program's language is the reading the sandbox runs: code with nothing
+TypeScript-only in it is JavaScript (checked with checkJs), anything else is
+TypeScript. The sandbox still runs TypeScript by erasing its annotations
+(`contract.typescript`); the compiler only checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from anyio.lowlevel import RunVar
+
+from ..contract.config import HostConfig, TypecheckConfig
+from ..contract.program import Program
+from ..contract.typecheck import CheckMode, Language
+from ..errors import TypeScriptError, clip_error
+from . import cache
+from .compiler import Compiler, CompilerStopped, Missing, locate, run_compiler
+from .declarations import render, wrap
+from .diagnostics import parse_output, place
+from .verdict import CheckReport, Verdict
+
+#: Bump when the options, the wrapper or the meaning of a verdict change (part of every digest).
+CHECKER_VERSION = 1
+#: Compilers running at once in one process.
+MAX_COMPILERS = max(1, min(2, os.cpu_count() or 1))
+DECLARATIONS_FILE = "jev.d.ts"
+# The guest's built-ins: ES2025 and the later parts QuickJS-ng already has (Array.fromAsync,
+# DisposableStack, Error.isError). No DOM, no Node.
+LIB = ("es2025", "esnext.array", "esnext.disposable", "esnext.error")
+_COMMON_OPTIONS: dict[str, Any] = {
+    "target": "esnext", "lib": list(LIB), "types": [], "noEmit": True,
+    # Only the two files given: no import, `/// <reference>` or type query can pull another file in.
+    "noResolve": True, "skipLibCheck": True,
+    "strict": True,
+    # A caught value is `any`, as in JavaScript: `catch (e) { e.message }` is common and safe enough.
+    "useUnknownInCatchVariables": False,
+    "pretty": False, "noErrorTruncation": False,
+}
+OPTIONS: dict[Language, dict[str, Any]] = {
+    Language.TYPESCRIPT: dict(_COMMON_OPTIONS),
+    # JavaScript has no annotations: a parameter without JSDoc is `any`, not an error.
+    Language.JAVASCRIPT: {**_COMMON_OPTIONS, "allowJs": True, "checkJs": True, "noImplicitAny": False},
+}
+_PROGRAM_FILE = {Language.TYPESCRIPT: "program.ts", Language.JAVASCRIPT: "program.js"}
+
+
+class CheckerUnavailable(Exception):
+    """No compiler is installed; the message says what is missing and how to get it."""
+
+
+class _LoopState:
+    """Per event loop: the compilers' limiter and the compiles in flight, by digest."""
+
+    def __init__(self) -> None:
+        self.limiter = anyio.CapacityLimiter(MAX_COMPILERS)
+        self.inflight: dict[str, anyio.Event] = {}
+
+
+_STATE: RunVar[_LoopState] = RunVar("fabric_jev_typecheck")
+
+
+def _state() -> _LoopState:
+    try:
+        return _STATE.get()
+    except LookupError:
+        state = _LoopState()
+        _STATE.set(state)
+        return state
+
+
+def digest(program: Program, declarations: str, compiler: Compiler) -> str:
+    """Everything a verdict depends on, hashed."""
+    material = json.dumps([CHECKER_VERSION, compiler.version, {k.value: v for k, v in OPTIONS.items()},
+                           declarations, program.code], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def detect_language(code: str) -> Language:
+    """The language the sandbox reads the code in: TypeScript when it has TypeScript-only syntax.
+
+    Blocking (a tree-sitter parse, capped): call it in a worker thread.
+    """
+    from ..contract.typescript import PARSE_CAP_S, strip_types
+
+    try:
+        erased = strip_types(code)
+    except TypeScriptError as exc:
+        # Refused constructs (enum, namespace, ...) and syntax errors after TypeScript syntax are
+        # TypeScript; code too slow to parse is left to the sandbox, which reads JavaScript first.
+        return Language.JAVASCRIPT if f"longer than {PARSE_CAP_S:g} s" in str(exc) else Language.TYPESCRIPT
+    return Language.JAVASCRIPT if erased == code else Language.TYPESCRIPT
+
+
+def _write_project(folder: Path, program: Program, declarations: str, language: Language) -> None:
+    program_file = _PROGRAM_FILE[language]
+    (folder / DECLARATIONS_FILE).write_text(declarations, encoding="utf-8", errors="surrogatepass")
+    (folder / program_file).write_text(wrap(program.code, language), encoding="utf-8", errors="surrogatepass")
+    config = {"compilerOptions": OPTIONS[language], "files": [DECLARATIONS_FILE, program_file]}
+    (folder / "tsconfig.json").write_text(json.dumps(config), encoding="utf-8")
+
+
+async def _compile(program: Program, declarations: str, language: Language, compiler: Compiler,
+                   tc: TypecheckConfig) -> Verdict:
+    folder = Path(await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(prefix="fabric-jev-tsc-")))
+    try:
+        await anyio.to_thread.run_sync(_write_project, folder, program, declarations, language)
+        run = await run_compiler(compiler, ["-p", "tsconfig.json", "--singleThreaded"], folder,
+                                 timeout_s=tc.timeoutMs / 1000, memory_bytes=tc.memoryLimitBytes)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(folder, ignore_errors=True))
+    raw = parse_output(run.output)
+    ours = _PROGRAM_FILE[language]
+    foreign = [d for d in raw if d.error and d.file not in (ours, f"./{ours}")]
+    if foreign:  # the declarations or the options: our fault, never the program's
+        first = foreign[0]
+        raise CompilerStopped(clip_error(f"the type checker failed on its own declarations: {first.file or ''}"
+                                         f"({first.line},{first.column}): {first.message} (TS{first.code})"))
+    diagnostics = tuple(place(d, program.code) for d in raw if d.error)
+    if run.returncode not in (0, 1, 2) or (run.returncode != 0 and not diagnostics):
+        tail = " ".join(run.output.split())[-300:] or "no output"
+        raise CompilerStopped(f"the type checker failed (exit {run.returncode}): {tail}")
+    return Verdict(language, diagnostics, compiler.name, cut=run.cut)
+
+
+def _cache_folder(tc: TypecheckConfig) -> Path | None:
+    if not tc.diskCache:
+        return None
+    return Path(tc.cacheDir).expanduser() if tc.cacheDir else cache.default_folder()
+
+
+async def _verdict(program: Program, declarations: str, compiler: Compiler, tc: TypecheckConfig,
+                   language: Language | None) -> tuple[Verdict, bool]:
+    """The verdict for a program (and whether it was cached), compiling only on a miss."""
+    key = digest(program, declarations, compiler)
+    folder = _cache_folder(tc)
+    state = _state()
+    while True:
+        found = cache.remembered(key)
+        if found is not None:
+            return found, True
+        pending = state.inflight.get(key)
+        if pending is None:
+            break
+        await pending.wait()  # the same program is being compiled for another launch
+    done = state.inflight[key] = anyio.Event()
+    try:
+        if folder is not None:
+            found = await anyio.to_thread.run_sync(cache.read_disk, folder, key)
+            if found is not None:
+                cache.remember(key, found)
+                return found, True
+        if language is None:
+            language = await anyio.to_thread.run_sync(detect_language, program.code)
+        async with state.limiter:
+            verdict = await _compile(program, declarations, language, compiler, tc)
+        cache.remember(key, verdict)
+        if folder is not None:
+            await anyio.to_thread.run_sync(cache.write_disk, folder, key, verdict)
+        return verdict, False
+    finally:
+        del state.inflight[key]
+        done.set()
+
+
+async def check(program: Program, *, observed: bool = False, config: TypecheckConfig | None = None) -> Verdict:
+    """The compiler's verdict on a program, whatever the host's modes.
+
+    Raises `CheckerUnavailable` without a compiler and `CompilerStopped` when a cap stops it.
+    """
+    compiler = locate()
+    if isinstance(compiler, Missing):
+        raise CheckerUnavailable(compiler.reason)
+    verdict, _ = await _verdict(program, render(program, observed=observed), compiler,
+                                config or TypecheckConfig(), None)
+    return verdict
+
+
+async def check_for_launch(program: Program, config: HostConfig, *, observed: bool) -> CheckReport:
+    """Check a program about to launch, as the host's modes say; raise TypeScriptError to refuse it."""
+    tc = config.typecheck
+    if not tc.enabled:
+        return CheckReport(None, CheckMode.OFF, "off")
+    compiler = locate()
+    declarations = render(program, observed=observed)
+    language: Language | None = None
+    if isinstance(compiler, Compiler):
+        found = cache.remembered(digest(program, declarations, compiler))
+        if found is not None:  # the common relaunch: no thread, no disk, no compiler
+            return _apply(CheckReport(found.language, tc.mode(found.language), "", compiler.name, found,
+                                      cached=True))
+    if tc.typescript is not tc.javascript or isinstance(compiler, Missing):
+        language = await anyio.to_thread.run_sync(detect_language, program.code)
+        mode = tc.mode(language)
+    else:
+        mode = tc.typescript
+    if mode is CheckMode.OFF:
+        return CheckReport(language, mode, "off")
+    if isinstance(compiler, Missing):
+        if tc.requireChecker:
+            raise TypeScriptError(f"Jev program cannot be type-checked: {compiler.reason} "
+                                  "(typecheck.requireChecker is set)")
+        return CheckReport(language, mode, "unavailable", reason=compiler.reason)
+    try:
+        verdict, cached = await _verdict(program, declarations, compiler, tc, language)
+    except CompilerStopped as exc:
+        if mode is CheckMode.ERROR:
+            raise TypeScriptError(clip_error(f"Jev program could not be type-checked: {exc}")) from None
+        return CheckReport(language, mode, "stopped", compiler.name, reason=str(exc))
+    return _apply(CheckReport(verdict.language, tc.mode(verdict.language), "", compiler.name, verdict,
+                              cached=cached))
+
+
+def _apply(report: CheckReport) -> CheckReport:
+    """The report's outcome under its mode; a refusal for errors under `error`."""
+    verdict = report.verdict
+    assert verdict is not None
+    if report.mode is CheckMode.OFF:
+        return CheckReport(report.language, report.mode, "off")
+    if verdict.clean:
+        outcome = "clean"
+    elif report.mode is CheckMode.ERROR:
+        raise TypeScriptError(clip_error(verdict.refusal()), diagnostics=verdict.diagnostics)
+    else:
+        outcome = "errors"
+    return CheckReport(report.language, report.mode, outcome, report.compiler, verdict, cached=report.cached)
+
+
+def checker_status(config: HostConfig) -> dict[str, Any]:
+    """The host status's `typecheck`: the modes, and the compiler or why there is none."""
+    tc = config.typecheck
+    data: dict[str, Any] = {"typescript": tc.typescript.value, "javascript": tc.javascript.value}
+    compiler = locate()
+    if isinstance(compiler, Missing):
+        data.update(available=False, reason=compiler.reason)
+    else:
+        data.update(available=True, compiler=compiler.name)
+    return data

@@ -1,0 +1,131 @@
+"""The compiler's diagnostics, in the program's own lines and columns. Pure: no I/O.
+
+tsgo (`--pretty false`) prints one diagnostic per line, `FILE(LINE,COL): error
+TSNNNN: message`, with the message's elaboration on the indented lines after
+it. The program sits one line down in the file the compiler saw (the wrapper's
+header is above it), so its line is the file's line minus one; what the
+compiler places on the wrapper itself (a program that can end without
+returning) is placed at the end of the program.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .declarations import HEADER_LINES
+
+_LOCATED = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): "
+                      r"(?P<cat>error|warning) TS(?P<code>\d+): (?P<msg>.*)$")
+_GLOBAL = re.compile(r"^(?P<cat>error|warning) TS(?P<code>\d+): (?P<msg>.*)$")
+#: One diagnostic's message, elaboration included, is cut to this many characters.
+MAX_MESSAGE_CHARS = 600
+
+# Hints added to what the compiler says, where the cause is fabric-jev's guest API.
+_NO_SUCH_GLOBAL = re.compile(r"^Cannot find name '(fetch|process|require|XMLHttpRequest|WebSocket|window|"
+                             r"document|module|exports|Buffer|__dirname|__filename|globalThis\.fetch)'")
+_MISSING_MEMBER = {
+    ("evaluate", "Jev"): 'jev.evaluate needs "jev.evaluate" in requires',
+    ("advise", "JevProgram"): 'program.advise needs "jev.advise" in requires (and a spawn with observe)',
+    ("nextEvent", "JevProgram"): "program.nextEvent exists only in a run spawned with observe",
+}
+_MEMBER = re.compile(r"^Property '(\w+)' does not exist on type '(\w+)'")
+_NO_RESULT_CODES = frozenset({2355, 2366, 2847})
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One compiler error at a place in the program (lines and columns counted from 1)."""
+
+    line: int
+    column: int
+    code: int
+    message: str
+
+    def text(self) -> str:
+        """`line L, column C: message (TSNNNN)`, the form used in launch errors and envelopes."""
+        return f"line {self.line}, column {self.column}: {self.message} (TS{self.code})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "column": self.column, "code": f"TS{self.code}", "message": self.message}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Diagnostic:
+        if not isinstance(data, dict):
+            raise ValueError("a diagnostic must be an object")
+        line, column, code, message = data.get("line"), data.get("column"), data.get("code"), data.get("message")
+        if (not isinstance(line, int) or not isinstance(column, int) or not isinstance(message, str)
+                or not isinstance(code, str) or not re.fullmatch(r"TS\d{1,6}", code)):
+            raise ValueError("a diagnostic needs line, column, code and message")
+        return cls(line, column, int(code[2:]), message)
+
+
+@dataclass(frozen=True, slots=True)
+class RawDiagnostic:
+    file: str | None
+    line: int
+    column: int
+    code: int
+    error: bool
+    message: str
+
+
+def parse_output(output: str) -> list[RawDiagnostic]:
+    """Every diagnostic in tsgo's plain output, elaboration lines joined to their message."""
+    found: list[RawDiagnostic] = []
+    parts: list[str] = []
+
+    def close() -> None:
+        if found and parts:
+            last = found[-1]
+            found[-1] = RawDiagnostic(last.file, last.line, last.column, last.code, last.error,
+                                      " ".join([last.message, *parts]))
+        parts.clear()
+
+    for line in output.splitlines():
+        located = _LOCATED.match(line)
+        bare = None if located else _GLOBAL.match(line)
+        if located or bare:
+            close()
+            m = located or bare
+            assert m is not None
+            found.append(RawDiagnostic(
+                located["file"].strip() if located else None,
+                int(located["line"]) if located else 0, int(located["col"]) if located else 0,
+                int(m["code"]), m["cat"] == "error", m["msg"].strip()))
+        elif found and line.startswith("  ") and line.strip():
+            parts.append(line.strip())
+        else:
+            close()
+    close()
+    return found
+
+
+def _hint(code: int, message: str) -> str | None:
+    if code == 2304 and _NO_SUCH_GLOBAL.match(message):
+        return ("the sandbox has no fetch, process, require, DOM or Node: "
+                "reach the outside through a capability (tools.call)")
+    member = _MEMBER.match(message)
+    if member is not None:
+        return _MISSING_MEMBER.get((member[1], member[2]))
+    if code in _NO_RESULT_CODES:
+        return "a program without a result must return null"
+    return None
+
+
+def _clip(message: str) -> str:
+    return message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS - 1] + "…"
+
+
+def place(raw: RawDiagnostic, code_text: str) -> Diagnostic:
+    """A diagnostic of the wrapped program file, at the program's own line and column."""
+    lines = code_text.split("\n")
+    line = raw.line - HEADER_LINES
+    column = raw.column
+    if not 1 <= line <= len(lines):  # on the wrapper: the program as a whole, so its end
+        line = len(lines)
+        column = len(lines[-1]) + 1
+    hint = _hint(raw.code, raw.message)
+    message = raw.message if hint is None else f"{raw.message} ({hint})"
+    return Diagnostic(line, column, raw.code, _clip(message))

@@ -1,0 +1,91 @@
+"""A compiler's verdict on one program, and what a launch reports about it. Pure: no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..contract.typecheck import CheckMode, Language
+from .diagnostics import Diagnostic
+
+#: Errors listed in a refused launch's message (the rest are counted).
+LISTED_IN_ERROR = 10
+#: Errors listed in an envelope's `typecheck.diagnostics`.
+LISTED_IN_ENVELOPE = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the compiler said about one program: the same for every launch with the same digest."""
+
+    language: Language
+    diagnostics: tuple[Diagnostic, ...]
+    compiler: str
+    #: The compiler printed more than was kept: there are errors beyond `diagnostics`.
+    cut: bool = False
+
+    @property
+    def clean(self) -> bool:
+        return not self.diagnostics and not self.cut
+
+    def count(self) -> str:
+        n = len(self.diagnostics)
+        return f"{'more than ' if self.cut else ''}{n} error{'' if n == 1 and not self.cut else 's'}"
+
+    def refusal(self) -> str:
+        """The launch error's text: the errors, capped, each `line L, column C: message (TSNNNN)`."""
+        listed = "; ".join(d.text() for d in self.diagnostics[:LISTED_IN_ERROR])
+        more = len(self.diagnostics) - LISTED_IN_ERROR
+        tail = f"; and {more} more" if more > 0 else ""
+        return f"Jev program has type errors ({_reading(self.language)}, {self.count()}): {listed}{tail}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"language": self.language.value, "compiler": self.compiler, "cut": self.cut,
+                "diagnostics": [d.to_json() for d in self.diagnostics]}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Verdict:
+        if not isinstance(data, dict) or not isinstance(data.get("diagnostics"), list):
+            raise ValueError("not a verdict")
+        compiler, cut = data.get("compiler"), data.get("cut")
+        if not isinstance(compiler, str) or not isinstance(cut, bool):
+            raise ValueError("not a verdict")
+        return cls(Language(str(data.get("language"))), tuple(Diagnostic.from_json(d) for d in data["diagnostics"]),
+                   compiler, cut)
+
+
+def _reading(language: Language) -> str:
+    return "TypeScript" if language is Language.TYPESCRIPT else "JavaScript, checked by TypeScript"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckReport:
+    """What was checked at launch, as the envelope's `typecheck` and the host's status show it.
+
+    `outcome`: `clean`; `errors` (reported, not refused: mode warn); `off` (the
+    language's mode is off); `unavailable` (no compiler installed; the program
+    runs unchecked); `stopped` (the compiler hit a cap or failed; mode warn).
+    """
+
+    language: Language | None
+    mode: CheckMode
+    outcome: str
+    compiler: str | None = None
+    verdict: Verdict | None = None
+    reason: str | None = None
+    #: The verdict came from the cache (memory or disk): no compiler ran for this launch.
+    cached: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"language": None if self.language is None else self.language.value,
+                                "mode": self.mode.value, "outcome": self.outcome}
+        if self.compiler is not None:
+            data["compiler"] = self.compiler
+            data["cached"] = self.cached
+        if self.verdict is not None:
+            data["errors"] = len(self.verdict.diagnostics)
+            if self.verdict.diagnostics:
+                data["diagnostics"] = [d.text() for d in self.verdict.diagnostics[:LISTED_IN_ENVELOPE]]
+        if self.reason is not None:
+            data["reason"] = self.reason
+        return data
