@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .plugins import add_plugin_commands
     from .run import add_run_command
     from .setup import add_setup_command
+    from .typecheck import add_typecheck_commands
     from .verification import add_verification_commands
 
     parser = Parser(
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
                parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     add_run_command(sub)
+    add_typecheck_commands(sub)
     add_evaluator_commands(sub)
     add_approval_commands(sub)
     add_verification_commands(sub)

@@ -67,6 +67,11 @@ def load_json(path: str, what: str, *, max_bytes: int = MAX_SMALL_FILE_BYTES) ->
         raise BadInput(str(exc)) from None
 
 
+def load_program(path: str) -> Any:
+    """A program file as the JSON artifact (docs/programs.md): the one loader of `run`, `check` and `types`."""
+    return load_json(path, "program", max_bytes=MAX_PROGRAM_BYTES)
+
+
 def config_from(args: argparse.Namespace) -> HostConfig:
     """The host config named by --config (ConfigError on a bad one), else the defaults."""
     from ..contract.config import HostConfig

@@ -12,12 +12,12 @@ from .common import (
     EXIT_NOT_COMPLETED,
     EXIT_OK,
     MAX_INPUT_BYTES,
-    MAX_PROGRAM_BYTES,
     BadInput,
     add_command,
     add_evaluator_options,
     config_from,
     load_json,
+    load_program,
     print_json,
 )
 
@@ -36,7 +36,7 @@ async def run_command(args: argparse.Namespace) -> int:
 
     config = with_user_threshold(config_from(args))
     try:
-        program = load_json(args.program, "program", max_bytes=MAX_PROGRAM_BYTES)
+        program = load_program(args.program)
         value = load_json(args.input, "input", max_bytes=MAX_INPUT_BYTES) if args.input else None
     except BadInput as exc:
         raise LaunchRejected(str(exc)) from None

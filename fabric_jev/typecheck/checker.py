@@ -254,3 +254,19 @@ def checker_status(config: HostConfig) -> dict[str, Any]:
     else:
         data.update(available=True, compiler=compiler.name)
     return data
+
+
+async def check_json(program: Program, *, observed: bool = False,
+                     config: TypecheckConfig | None = None) -> dict[str, Any]:
+    """`check` as JSON, the shape of `fabric-jev check --json` and the MCP tool jev_check.
+
+    A check a cap stopped is `clean: false` with `stopped` saying why; no
+    compiler raises `CheckerUnavailable`.
+    """
+    try:
+        verdict = await check(program, observed=observed, config=config)
+    except CompilerStopped as exc:
+        return {"name": program.name, "clean": False, "stopped": str(exc), "errors": 0, "diagnostics": []}
+    return {"name": program.name, "language": verdict.language.value, "compiler": verdict.compiler,
+            "clean": verdict.clean, "errors": len(verdict.diagnostics), "cut": verdict.cut,
+            "diagnostics": [d.to_json() for d in verdict.diagnostics]}

@@ -30,6 +30,8 @@ WRAPPER = "__jevProgram"
 #: Lines the wrapper adds above the program's first line.
 HEADER_LINES = 1
 _IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+# A type that needs no parentheses in a union or intersection: a name, a string or number literal.
+_ATOM = re.compile(r'^(?:[A-Za-z_$][A-Za-z0-9_$]*|"(?:[^"\\]|\\.)*"|-?[0-9][0-9.e+-]*)$')
 # Words TypeScript reserves as property names only in odd places; quoting them is always safe.
 _RESERVED = frozenset({"constructor", "__proto__"})
 
@@ -172,7 +174,7 @@ def _union(parts: Iterable[str], glue: str) -> str:
     unique = list(dict.fromkeys(parts))
     if len(unique) == 1:
         return unique[0]
-    return glue.join(f"({p})" for p in unique)
+    return glue.join(p if _ATOM.match(p) else f"({p})" for p in unique)
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +224,7 @@ class _Writer:
             return "string"
         if kind == "array":
             item = self.type(schema["items"], indent) if "items" in schema else "unknown"
-            item = item if _IDENTIFIER.match(item) or item.startswith("{") else f"({item})"
+            item = item if _ATOM.match(item) else f"({item})"
             return f"readonly {item}[]" if self.side == "output" else f"{item}[]"
         if kind == "object":
             return self._object(schema, indent)

@@ -1,0 +1,82 @@
+"""`fabric-jev check` and `fabric-jev types`: a program's type check, and the declarations it is checked against."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .common import CONFIG_HELP, EXIT_NOT_COMPLETED, EXIT_OK, add_command, config_from, fail, load_program, print_json
+
+OBSERVE_HELP = ("declare program.nextEvent, as in a run spawned with observe (implied when the program "
+                "requires jev.advise)")
+
+
+def _program(args: argparse.Namespace) -> Any:
+    from ..contract.program import parse_program
+
+    return parse_program(load_program(args.program))
+
+
+def _observed(args: argparse.Namespace, program: Any) -> bool:
+    # jev.advise is only granted to a run spawned with observe, so its programs are observers.
+    return bool(args.observe) or "jev.advise" in program.requires
+
+
+async def check_command(args: argparse.Namespace) -> int:
+    from ..typecheck.checker import CheckerUnavailable, check_json
+
+    config = config_from(args)
+    program = _program(args)
+    try:
+        report = await check_json(program, observed=_observed(args, program), config=config.typecheck)
+    except CheckerUnavailable as exc:
+        return fail(f"the type checker is not available: {exc}")
+    if args.json:
+        print_json({"file": args.program, **report})
+    elif "stopped" in report:
+        sys.stdout.write(f"{args.program}: {report['stopped']}\n")
+    else:
+        for d in report["diagnostics"]:
+            sys.stdout.write(f"{args.program}:{d['line']}:{d['column']}: {d['message']} ({d['code']})\n")
+        reading = "TypeScript" if report["language"] == "typescript" else "JavaScript"
+        found = f"{report['errors']} error{'' if report['errors'] == 1 else 's'}" if not report["clean"] else "clean"
+        more = " (more were not shown: the compiler's output was cut)" if report["cut"] else ""
+        sys.stderr.write(f"fabric-jev: {args.program}: {found} ({reading}, {report['compiler']}){more}\n")
+    return EXIT_OK if report["clean"] else EXIT_NOT_COMPLETED
+
+
+async def types_command(args: argparse.Namespace) -> int:
+    from ..typecheck.declarations import render
+
+    program = _program(args)
+    sys.stdout.write(render(program, observed=_observed(args, program)))
+    return EXIT_OK
+
+
+def add_typecheck_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    check: Any = add_command(
+        sub, "check", help="type-check a program against its own contract",
+        description="Type-check a program with the TypeScript compiler (tsgo) against declarations made "
+                    "from its own contract: input from inputSchema, the result from outputSchema, "
+                    "tools.call refs from requires, jev.evaluate answers from the questions asked. "
+                    "TypeScript and JavaScript alike (JavaScript with checkJs). Errors are printed one "
+                    "per line as FILE:LINE:COL: message (TSCODE), in the program's own lines.",
+        codes=("0 no type errors", "1 type errors (or the check hit its time or memory cap)",
+               "2 bad input, or no compiler installed"))
+    check.add_argument("program", help="program JSON file")
+    check.add_argument("--json", action="store_true",
+                       help="print {clean, language, compiler, errors, diagnostics: [{line, column, code, message}]}")
+    check.add_argument("--observe", action="store_true", help=OBSERVE_HELP)
+    check.add_argument("--config", help=CONFIG_HELP + "; its typecheck caps and cache apply")
+    check.set_defaults(handler=check_command)
+
+    types: Any = add_command(
+        sub, "types", help="print the TypeScript declarations a program is checked against",
+        description="Print the declarations `fabric-jev check` and launches check a program against "
+                    "(input, output, tools.call refs, jev.evaluate, program, console, timers), generated "
+                    "from its contract. Save them as jev.d.ts next to the code for an editor.",
+        codes=("0 printed", "2 bad input"))
+    types.add_argument("program", help="program JSON file")
+    types.add_argument("--observe", action="store_true", help=OBSERVE_HELP)
+    types.set_defaults(handler=types_command)
