@@ -28,7 +28,8 @@ FIXTURE = {
                 "sessionOwned": {"noul": 0.5}},
     "usage": {"input_tokens": 10, "output_tokens": 2},
 }
-TOOL_NAMES = {"jev_run", "jev_spawn", "jev_status", "jev_wait", "jev_stop", "jev_evaluate", "jev_approve"}
+TOOL_NAMES = {"jev_run", "jev_spawn", "jev_status", "jev_wait", "jev_stop", "jev_evaluate", "jev_approve",
+              "jev_check"}
 
 
 @asynccontextmanager
@@ -309,3 +310,27 @@ def test_each_unreadable_line_gets_the_answer_json_rpc_asks_for(line: str, expec
     assert reply is not None
     assert (reply.id, reply.error.code) == expected[:2]
     assert expected[2] is None or reply.error.message == expected[2]
+
+
+@pytest.mark.anyio
+async def test_check_before_running(tmp_path: Path) -> None:
+    schemas = {"inputSchema": {"type": "object", "properties": {"ticket": {"type": "string"}}},
+               "outputSchema": {"enum": ["billing", "technical"]}}
+    async with server(tmp_path) as session:
+        bad = structured(await session.call_tool("jev_check", {"program": program(
+            "const t = input.ticket;\nreturn 'sales';", **schemas)}))
+        good = structured(await session.call_tool("jev_check", {"program": program("return 'billing';", **schemas)}))
+        observer = structured(await session.call_tool("jev_check", {"program": program(
+            "const e = await program.nextEvent();\nreturn e.truncated ? 'billing' : 'technical';", **schemas),
+            "observe": True}))
+        not_observed = structured(await session.call_tool("jev_check", {"program": program(
+            "const e = await program.nextEvent();\nreturn 'billing';", **schemas)}))
+        invalid = error_text(await session.call_tool("jev_check", {"program": {**program("return 1"), "extra": 1}}))
+    assert bad["clean"] is False and bad["language"] == "javascript" and bad["errors"] == 1
+    assert bad["diagnostics"] == [{"line": 2, "column": 1, "code": "TS2322", "message": (
+        "Type '\"sales\"' is not assignable to type 'JevOutput'. (JevOutput is \"billing\" | \"technical\")")}]
+    assert good["clean"] is True and good["diagnostics"] == [] and good["compiler"].startswith("tsgo ")
+    assert observer["clean"] is True
+    [missing] = not_observed["diagnostics"]
+    assert missing["line"] == 1 and "program.nextEvent exists only in a run spawned with observe" in missing["message"]
+    assert invalid.startswith("invalid arguments for jev_check: ")

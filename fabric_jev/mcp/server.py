@@ -146,6 +146,17 @@ class JevTools:
     async def _jev_stop(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
         return (await self.host.stop(arguments["id"])).to_json()
 
+    async def _jev_check(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
+        from ..contract.program import parse_program
+        from ..typecheck.checker import CheckerUnavailable, check_json
+
+        program = parse_program(self._program(arguments))
+        observed = arguments.get("observe", False) or "jev.advise" in program.requires
+        try:
+            return await check_json(program, observed=observed, config=self.config.typecheck)
+        except CheckerUnavailable as exc:
+            raise ToolError(f"the type checker is not available: {exc}") from None
+
     async def _jev_evaluate(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
         request = validate_request(arguments, max_bytes=self.config.maxRequestBytes)
         evaluation = await self.host.evaluator.evaluate(request, timeout=self.config.requestTimeoutMs / 1000)

@@ -123,6 +123,23 @@ DECISION_SCHEMA: dict[str, Any] = {
     "required": ["decision", "reason"],
 }
 
+CHECK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "clean": {"type": "boolean", "description": "No type errors: the program may run."},
+        "language": {"enum": ["javascript", "typescript"]},
+        "compiler": {"type": "string"},
+        "errors": {"type": "integer", "minimum": 0},
+        "cut": {"type": "boolean", "description": "There were more errors than were kept."},
+        "stopped": {"type": "string", "description": "The check hit its time or memory cap."},
+        "diagnostics": {"type": "array", "items": {"type": "object", "properties": {
+            "line": {"type": "integer"}, "column": {"type": "integer"}, "code": {"type": "string"},
+            "message": {"type": "string"}}, "required": ["line", "column", "code", "message"]}},
+    },
+    "required": ["name", "clean", "errors", "diagnostics"],
+}
+
 TOOLS: dict[str, dict[str, Any]] = {
     "jev_run": {
         "description": "Run a judgment program in the foreground and return its terminal envelope "
@@ -162,6 +179,19 @@ TOOLS: dict[str, dict[str, Any]] = {
         "input": {"type": "object", "properties": {"id": RUN_ID}, "required": ["id"],
                   "additionalProperties": False},
         "output": ENVELOPE_SCHEMA,
+    },
+    "jev_check": {
+        "description": "Type-check a judgment program against its own contract before running it (the "
+                       "TypeScript compiler, for TypeScript and JavaScript programs): a misspelled input "
+                       "field, a question type or choice option that does not exist, a ref not in "
+                       "requires, a result off its outputSchema, fetch. Each error has the program's own "
+                       "line and column. Nothing runs.",
+        "input": {"type": "object", "properties": {
+            "program": PROGRAM_SCHEMA, "programPath": _LAUNCH_PROPERTIES["programPath"],
+            "observe": {"type": "boolean", "default": False,
+                        "description": "Check as a run spawned with observe (program.nextEvent exists)."}},
+            **_ONE_PROGRAM, "additionalProperties": False},
+        "output": CHECK_SCHEMA,
     },
     "jev_evaluate": {
         "description": "Ask Jev one typed batch of questions (choice, score, noul) about a state and "

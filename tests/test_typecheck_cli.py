@@ -1,0 +1,111 @@
+"""`fabric-jev check`, `fabric-jev types` and `fabric-jev run` as real processes, and the MCP tool jev_check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli_support import cli
+
+BAD_TS = {"name": "triage", "inputSchema": {"type": "object", "properties": {"ticket": {"type": "string"}},
+                                            "required": ["ticket"]},
+          "outputSchema": {"type": "string"}, "requires": [],
+          "code": "type Ticket = { ticket: string };\nconst t: string = input.tickt;\nreturn t;"}
+GOOD_TS = {**BAD_TS, "code": "type Ticket = { ticket: string };\nconst t: string = input.ticket;\nreturn t;"}
+BAD_JS = {**BAD_TS, "code": "const t = input.tickt;\nreturn t ?? 'none';"}
+
+
+def write(folder: Path, name: str, value: Any) -> str:
+    path = folder / name
+    path.write_text(json.dumps(value))
+    return str(path)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> dict[str, str]:
+    return {"FABRIC_JEV_HOME": str(tmp_path / "home")}
+
+
+def test_check_exit_codes_and_lines(tmp_path: Path, home: dict[str, str]) -> None:
+    bad, good, js = (write(tmp_path, f"{n}.json", p) for n, p in (("bad", BAD_TS), ("good", GOOD_TS), ("js", BAD_JS)))
+    done = cli("check", bad, env=home)
+    assert done.returncode == 1
+    assert done.stdout == (f"{bad}:2:25: Property 'tickt' does not exist on type 'JevInput'. "
+                           "Did you mean 'ticket'? (TS2551)\n")
+    assert done.stderr.startswith(f"fabric-jev: {bad}: 1 error (TypeScript, tsgo ")
+    clean = cli("check", good, env=home)
+    assert clean.returncode == 0 and clean.stdout == ""
+    assert clean.stderr.startswith(f"fabric-jev: {good}: clean (TypeScript, tsgo ")
+    # JavaScript is checked the same way (checkJs); `check` reports whatever the language.
+    report = cli("check", js, "--json", env=home)
+    assert report.returncode == 1
+    data = json.loads(report.stdout)
+    assert data["file"] == js and data["language"] == "javascript" and data["clean"] is False
+    assert data["diagnostics"] == [{"line": 1, "column": 17, "code": "TS2551",
+                                    "message": "Property 'tickt' does not exist on type 'JevInput'. "
+                                               "Did you mean 'ticket'?"}]
+
+
+def test_check_bad_input_is_exit_2(tmp_path: Path, home: dict[str, str]) -> None:
+    missing = cli("check", str(tmp_path / "none.json"), env=home)
+    assert missing.returncode == 2 and "cannot read program" in missing.stderr
+    invalid = cli("check", write(tmp_path, "bad.json", {**GOOD_TS, "extra": 1}), env=home)
+    assert invalid.returncode == 2 and "Invalid Jev program" in invalid.stderr
+    schema = cli("check", write(tmp_path, "schema.json", {**GOOD_TS, "inputSchema": {"$ref": "#"}}), env=home)
+    assert schema.returncode == 2 and "keyword '$ref' is not supported" in schema.stderr
+    no_compiler = cli("check", write(tmp_path, "good.json", GOOD_TS),
+                      env={**home, "FABRIC_JEV_TSGO": str(tmp_path / "no-tsgo")})
+    assert no_compiler.returncode == 2
+    assert no_compiler.stderr == (f"fabric-jev: the type checker is not available: FABRIC_JEV_TSGO="
+                                  f"{tmp_path / 'no-tsgo'} is not an executable file\n")
+
+
+def test_types_prints_the_declarations(tmp_path: Path) -> None:
+    done = cli("types", write(tmp_path, "p.json", {**GOOD_TS, "requires": ["jev.evaluate", "kv.get"]}))
+    assert done.returncode == 0
+    assert "type JevInput = {\n  ticket: string;\n};" in done.stdout
+    assert "type JevOutput = string;" in done.stdout
+    assert 'call(request: { ref: "jev.evaluate" | "kv.get"; args?: unknown }): Promise<any>;' in done.stdout
+    assert "nextEvent" not in done.stdout and "fetch" not in done.stdout
+    assert "nextEvent(): Promise<JevObservedEvent>;" in cli("types", write(tmp_path, "p.json", GOOD_TS),
+                                                              "--observe").stdout
+
+
+def test_run_refuses_typescript_with_type_errors(tmp_path: Path, home: dict[str, str]) -> None:
+    done = cli("run", write(tmp_path, "bad.json", BAD_TS), "--input", write(tmp_path, "in.json", {"ticket": "a"}),
+               env=home)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == ("fabric-jev: launch rejected: Jev program has type errors (TypeScript, 1 error): "
+                           "line 2, column 25: Property 'tickt' does not exist on type 'JevInput'. "
+                           "Did you mean 'ticket'? (TS2551)\n")
+
+
+def test_run_of_a_clean_program_says_what_was_checked(tmp_path: Path, home: dict[str, str]) -> None:
+    program, given = write(tmp_path, "good.json", GOOD_TS), write(tmp_path, "in.json", {"ticket": "a"})
+    first = cli("run", program, "--input", given, env=home)
+    assert first.returncode == 0, first.stderr
+    envelope = json.loads(first.stdout)
+    assert envelope["state"] == "completed" and envelope["result"] == "a"
+    checked = envelope["typecheck"]
+    assert checked["language"] == "typescript" and checked["outcome"] == "clean" and checked["cached"] is False
+    # The verdict was kept on disk: the next process runs the program without compiling it again.
+    again = json.loads(cli("run", program, "--input", given, env=home).stdout)
+    assert again["typecheck"] == {**checked, "cached": True}
+    # JavaScript with a type error runs (mode warn) and its envelope carries the error.
+    js = json.loads(cli("run", write(tmp_path, "js.json", BAD_JS), "--input", given, env=home).stdout)
+    assert js["state"] == "completed" and js["result"] == "none"
+    assert js["typecheck"]["outcome"] == "errors" and js["typecheck"]["diagnostics"] == [
+        "line 1, column 17: Property 'tickt' does not exist on type 'JevInput'. Did you mean 'ticket'? (TS2551)"]
+
+
+def test_run_with_a_config_that_turns_checking_off(tmp_path: Path, home: dict[str, str]) -> None:
+    config = write(tmp_path, "config.json", {"typecheck": {"typescript": "off", "javascript": "off"}})
+    unchecked = {**BAD_TS, "outputSchema": {}, "code": "const t: string = input.tickt;\nreturn t ?? null;"}
+    done = cli("run", write(tmp_path, "bad.json", unchecked), "--input",
+               write(tmp_path, "in.json", {"ticket": "a"}), "--config", config, env=home)
+    envelope = json.loads(done.stdout)
+    assert done.returncode == 0 and envelope["state"] == "completed" and envelope["result"] is None
+    assert envelope["typecheck"] == {"language": None, "mode": "off", "outcome": "off"}
