@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 # Before numpy loads (OpenBLAS reads this once): the local evaluator multiplies small
 # matrices, and on a loaded two-core machine OpenBLAS's spinning worker threads made the
@@ -61,6 +62,16 @@ async def host(fixture_evaluator: FixtureEvaluator) -> AsyncIterator[JevHost]:
 
 def open_fds() -> set[int]:
     return {int(n) for n in os.listdir("/proc/self/fd")}
+
+
+#: Idle threads of the event loop's own pool (anyio on asyncio, trio): reused across `to_thread` calls
+#: and ended by the loop itself (anyio stops them with the loop's root task), so they are no leak.
+_POOL_THREADS = ("AnyIO worker thread", "Trio thread ")
+
+
+def own_threads() -> int:
+    """Live threads, leaving out the event loop's thread pool."""
+    return sum(1 for t in threading.enumerate() if not t.name.startswith(_POOL_THREADS))
 
 
 def live_processes() -> dict[int, tuple[int, int]]:

@@ -1,18 +1,16 @@
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from fabric_jev import JevHost, RunState
-from tests.conftest import child_pids, open_fds, program, wait_gone
+from tests.conftest import child_pids, open_fds, own_threads, program, wait_gone
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_close_leaves_no_process_thread_or_fd() -> None:
     fds_before = open_fds()
-    threads_before = threading.active_count()
+    threads_before = own_threads()
     children_before = child_pids()  # e.g. a session-wide Chromium started by other tests
     async with JevHost() as host:
         await host.run(program("return 1"), None)
@@ -24,7 +22,7 @@ async def test_close_leaves_no_process_thread_or_fd() -> None:
     # Workers die with the zygote (PDEATHSIG): wait for each to exit.
     await wait_gone(child_pids(apart_from=children_before))
     assert open_fds() == fds_before
-    assert threading.active_count() == threads_before
+    assert own_threads() == threads_before
 
 
 async def test_each_run_gets_a_fresh_process() -> None:

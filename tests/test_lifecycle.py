@@ -39,7 +39,7 @@ async def test_run_returns_the_terminal_envelope(host: JevHost) -> None:
     assert uuid.UUID(env.id) and env.nextSequence == 1 and env.error is None
     data = env.to_json()
     assert set(data) == {"id", "name", "state", "background", "startedAt", "endedAt", "result",
-                         "evaluations", "toolCalls", "usage", "events", "nextSequence", "logs"}
+                         "evaluations", "toolCalls", "usage", "events", "nextSequence", "logs", "typecheck"}
 
 
 async def test_undefined_result_fails_and_null_completes(host: JevHost) -> None:

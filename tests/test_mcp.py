@@ -59,7 +59,7 @@ def error_text(result: Any) -> str:
 
 
 @pytest.mark.anyio
-async def test_lists_the_seven_tools_with_full_schemas(tmp_path: Path) -> None:
+async def test_lists_the_tools_with_full_schemas(tmp_path: Path) -> None:
     async with server(tmp_path) as session:
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
     assert set(tools) == TOOL_NAMES

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from fabric_jev import CompileError, FixtureEvaluator, JevHost, RunState
-from tests.conftest import child_pids, program, wait_gone
+from tests.conftest import child_pids, own_threads, program, wait_gone
 
 pytestmark = pytest.mark.anyio
 
@@ -31,12 +29,12 @@ async def test_runs_budgets_and_evaluations_on_trio() -> None:
 
 
 async def test_runaways_stop_and_close_leave_nothing_on_trio() -> None:
-    before_children, before_threads = child_pids(), threading.active_count()
+    before_children, before_threads = child_pids(), own_threads()
     async with JevHost() as host:
         assert (await host.run(program("const s = 'x'.repeat(1 << 24); for (;;) s.indexOf('y');"),
                                None)).state is RunState.TIMED_OUT
         env = await host.spawn(program("for (;;) await program.sleep(5);"), None)
         assert (await host.stop(env.id)).state is RunState.CANCELLED
         await host.spawn(program("await program.sleep(10000)"), None)
-    assert threading.active_count() == before_threads
+    assert own_threads() == before_threads
     await wait_gone(child_pids(apart_from=before_children))

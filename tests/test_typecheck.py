@@ -149,9 +149,9 @@ async def test_a_relaunch_in_the_same_host_uses_the_verdict(checked_host: JevHos
     compiles: list[Language] = []
     real = checker._compile
 
-    async def counted(program: Any, declarations: str, language: Language, *rest: Any) -> Any:
-        compiles.append(language)
-        return await real(program, declarations, language, *rest)
+    async def counted(program: Any, declarations: str, reading: checker.Reading, *rest: Any) -> Any:
+        compiles.append(reading.language)
+        return await real(program, declarations, reading, *rest)
 
     monkeypatch.setattr(checker, "_compile", counted)
     prog = make(as_typescript(DONE))
@@ -171,9 +171,9 @@ async def test_concurrent_launches_of_one_new_program_compile_it_once(
     compiles: list[Language] = []
     real = checker._compile
 
-    async def counted(program: Any, declarations: str, language: Language, *rest: Any) -> Any:
-        compiles.append(language)
-        return await real(program, declarations, language, *rest)
+    async def counted(program: Any, declarations: str, reading: checker.Reading, *rest: Any) -> Any:
+        compiles.append(reading.language)
+        return await real(program, declarations, reading, *rest)
 
     monkeypatch.setattr(checker, "_compile", counted)
     envelopes: list[Any] = []

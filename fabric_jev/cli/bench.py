@@ -13,7 +13,7 @@ from typing import Any
 
 from .common import add_command, positive_int
 
-SUITES = ("host", "evaluators", "browser", "batch", "cli", "soak", "pytest")
+SUITES = ("host", "evaluators", "browser", "batch", "cli", "soak", "pytest", "typecheck")
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -63,6 +63,12 @@ async def _run(args: argparse.Namespace) -> int:
             report["soak"] = await bench_soak()
             if not args.json:
                 print_soak(report["soak"])
+        elif suite == "typecheck":
+            from ..benchmarks.typecheck import bench_typecheck, print_typecheck
+
+            report["typecheck"] = await bench_typecheck(args.samples)
+            if not args.json:
+                print_typecheck(report["typecheck"])
         elif suite == "evaluators":
             from ..benchmarks.evaluators import _print_evaluators, bench_evaluators
 
@@ -81,7 +87,8 @@ def add_bench_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "run, and print them (docs/performance.md records them). Suites: host, "
                     "evaluators, browser (needs the browser connector), batch, cli (whole-command start-up), "
                     "soak (1,000 mixed runs; resources before and after), pytest (what the installed "
-                    "pytest plugin costs a suite that does not use it).",
+                    "pytest plugin costs a suite that does not use it), "
+                    "typecheck (what checking programs costs).",
         codes=("0 measured", "2 a suite's missing piece (for example the browser connector)"))
     bench.add_argument("suite", nargs="?", default="all", choices=(*SUITES, "all"),
                        help="which suite to run (default all)")

@@ -154,7 +154,8 @@ class Run:
         does not compile as JavaScript is tried again with its TypeScript annotations erased.
         Raises `CompileError` or `SandboxUnavailable`; then nothing is left running."""
         input_json = json.dumps(self.input)
-        code = self.program.code
+        # A checked TypeScript program comes with its erased code: it loads at the first try.
+        code = self.program.code if self.checked is None else self.checked.code(self.program.code)
         try:
             self._session = await self._start(code, input_json)
         except CompileError as as_javascript:

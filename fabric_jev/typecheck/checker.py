@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +94,17 @@ def digest(program: Program, declarations: str, compiler: Compiler) -> str:
     return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def detect_language(code: str) -> Language:
-    """The language the sandbox reads the code in: TypeScript when it has TypeScript-only syntax.
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How the sandbox reads a program, and for TypeScript the erased code it runs (None: erasure
+    refused the code, and the sandbox's own attempt will say why)."""
+
+    language: Language
+    erased: str | None = None
+
+
+def read(code: str) -> Reading:
+    """TypeScript when the code has TypeScript-only syntax (and then its erased form), else JavaScript.
 
     Blocking (a tree-sitter parse, capped): call it in a worker thread.
     """
@@ -105,25 +115,41 @@ def detect_language(code: str) -> Language:
     except TypeScriptError as exc:
         # Refused constructs (enum, namespace, ...) and syntax errors after TypeScript syntax are
         # TypeScript; code too slow to parse is left to the sandbox, which reads JavaScript first.
-        return Language.JAVASCRIPT if f"longer than {PARSE_CAP_S:g} s" in str(exc) else Language.TYPESCRIPT
-    return Language.JAVASCRIPT if erased == code else Language.TYPESCRIPT
+        too_slow = f"longer than {PARSE_CAP_S:g} s" in str(exc)
+        return Reading(Language.JAVASCRIPT if too_slow else Language.TYPESCRIPT)
+    return Reading(Language.JAVASCRIPT) if erased == code else Reading(Language.TYPESCRIPT, erased)
 
 
-def _write_project(folder: Path, program: Program, declarations: str, language: Language) -> None:
-    program_file = _PROGRAM_FILE[language]
-    (folder / DECLARATIONS_FILE).write_text(declarations, encoding="utf-8", errors="surrogatepass")
-    (folder / program_file).write_text(wrap(program.code, language), encoding="utf-8", errors="surrogatepass")
-    config = {"compilerOptions": OPTIONS[language], "files": [DECLARATIONS_FILE, program_file]}
-    (folder / "tsconfig.json").write_text(json.dumps(config), encoding="utf-8")
-
-
-async def _compile(program: Program, declarations: str, language: Language, compiler: Compiler,
-                   tc: TypecheckConfig) -> Verdict:
-    folder = Path(await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(prefix="fabric-jev-tsc-")))
+def _write_project(program: Program, declarations: str, reading: Reading | None) -> tuple[Reading, Path]:
+    """Read the code (when not yet read) and write the compiler's project into a new folder. Blocking."""
+    if reading is None:
+        reading = read(program.code)
+    program_file = _PROGRAM_FILE[reading.language]
+    folder = Path(tempfile.mkdtemp(prefix="fabric-jev-tsc-"))
     try:
-        await anyio.to_thread.run_sync(_write_project, folder, program, declarations, language)
+        (folder / DECLARATIONS_FILE).write_text(declarations, encoding="utf-8", errors="surrogatepass")
+        (folder / program_file).write_text(wrap(program.code, reading.language), encoding="utf-8",
+                                           errors="surrogatepass")
+        config = {"compilerOptions": OPTIONS[reading.language], "files": [DECLARATIONS_FILE, program_file]}
+        (folder / "tsconfig.json").write_text(json.dumps(config), encoding="utf-8")
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return reading, folder
+
+
+async def _compile(program: Program, declarations: str, reading: Reading | None, compiler: Compiler,
+                   tc: TypecheckConfig) -> Verdict:
+    """One compiler run on the program. Its blocking parts (the tree-sitter reading, the files) run
+    in one worker thread before and one after."""
+    done, folder = await anyio.to_thread.run_sync(_write_project, program, declarations, reading)
+    language = done.language
+    try:
         run = await run_compiler(compiler, ["-p", "tsconfig.json", "--singleThreaded"], folder,
                                  timeout_s=tc.timeoutMs / 1000, memory_bytes=tc.memoryLimitBytes)
+    except CompilerStopped as exc:
+        exc.language = language
+        raise
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(folder, ignore_errors=True))
@@ -132,15 +158,22 @@ async def _compile(program: Program, declarations: str, language: Language, comp
     foreign = [d for d in raw if d.error and d.file not in (ours, f"./{ours}")]
     if foreign:  # the declarations or the options: our fault, never the program's
         first = foreign[0]
-        raise CompilerStopped(clip_error(f"the type checker failed on its own declarations: {first.file or ''}"
-                                         f"({first.line},{first.column}): {first.message} (TS{first.code})"))
+        raise _stopped(language, clip_error(
+            f"the type checker failed on its own declarations: {first.file or ''}({first.line},{first.column}): "
+            f"{first.message} (TS{first.code})"))
     aliases = {"JevInput": schema_type(program.inputSchema, "input"),
                "JevOutput": schema_type(program.outputSchema, "output")}
     diagnostics = tuple(place(d, program.code, aliases) for d in raw if d.error)
     if run.returncode not in (0, 1, 2) or (run.returncode != 0 and not diagnostics):
         head = " ".join(run.output.split())[:300] or "no output"
-        raise CompilerStopped(f"the type checker failed (exit {run.returncode}): {head}")
-    return Verdict(language, diagnostics, compiler.name, cut=run.cut)
+        raise _stopped(language, f"the type checker failed (exit {run.returncode}): {head}")
+    return Verdict(language, diagnostics, compiler.name, cut=run.cut, erased=done.erased)
+
+
+def _stopped(language: Language, message: str) -> CompilerStopped:
+    exc = CompilerStopped(message)
+    exc.language = language
+    return exc
 
 
 def _cache_folder(tc: TypecheckConfig) -> Path | None:
@@ -150,7 +183,7 @@ def _cache_folder(tc: TypecheckConfig) -> Path | None:
 
 
 async def _verdict(program: Program, declarations: str, compiler: Compiler, tc: TypecheckConfig,
-                   language: Language | None) -> tuple[Verdict, bool]:
+                   reading: Reading | None) -> tuple[Verdict, bool]:
     """The verdict for a program (and whether it was cached), compiling only on a miss."""
     key = digest(program, declarations, compiler)
     folder = _cache_folder(tc)
@@ -170,14 +203,8 @@ async def _verdict(program: Program, declarations: str, compiler: Compiler, tc: 
             if found is not None:
                 cache.remember(key, found)
                 return found, True
-        if language is None:
-            language = await anyio.to_thread.run_sync(detect_language, program.code)
         async with state.limiter:
-            try:
-                verdict = await _compile(program, declarations, language, compiler, tc)
-            except CompilerStopped as exc:
-                exc.language = language
-                raise
+            verdict = await _compile(program, declarations, reading, compiler, tc)
         cache.remember(key, verdict)
         if folder is not None:
             await anyio.to_thread.run_sync(cache.write_disk, folder, key, verdict)
@@ -207,26 +234,28 @@ async def check_for_launch(program: Program, config: HostConfig, *, observed: bo
         return CheckReport(None, CheckMode.OFF, "off")
     compiler = locate()
     declarations = render(program, observed=observed)
-    language: Language | None = None
+    reading: Reading | None = None
     if isinstance(compiler, Compiler):
         found = cache.remembered(digest(program, declarations, compiler))
         if found is not None:  # the common relaunch: no thread, no disk, no compiler
             return _apply(CheckReport(found.language, tc.mode(found.language), "", compiler.name, found,
                                       cached=True))
     if tc.typescript is not tc.javascript or isinstance(compiler, Missing):
-        language = await anyio.to_thread.run_sync(detect_language, program.code)
-        mode = tc.mode(language)
+        reading = await anyio.to_thread.run_sync(read, program.code)
+        mode = tc.mode(reading.language)
     else:
         mode = tc.typescript
+    language = None if reading is None else reading.language
     if mode is CheckMode.OFF:
         return CheckReport(language, mode, "off")
     if isinstance(compiler, Missing):
         if tc.requireChecker:
             raise TypeScriptError(f"Jev program cannot be type-checked: {compiler.reason} "
                                   "(typecheck.requireChecker is set)")
-        return CheckReport(language, mode, "unavailable", reason=compiler.reason)
+        return CheckReport(language, mode, "unavailable", reason=compiler.reason,
+                           erased=None if reading is None else reading.erased)
     try:
-        verdict, cached = await _verdict(program, declarations, compiler, tc, language)
+        verdict, cached = await _verdict(program, declarations, compiler, tc, reading)
     except CompilerStopped as exc:
         if mode is CheckMode.ERROR:
             raise TypeScriptError(clip_error(f"Jev program could not be type-checked: {exc}")) from None
@@ -247,7 +276,8 @@ def _apply(report: CheckReport) -> CheckReport:
         raise TypeScriptError(clip_error(verdict.refusal()), diagnostics=verdict.diagnostics)
     else:
         outcome = "errors"
-    return CheckReport(report.language, report.mode, outcome, report.compiler, verdict, cached=report.cached)
+    return CheckReport(report.language, report.mode, outcome, report.compiler, verdict, cached=report.cached,
+                       erased=verdict.erased)
 
 
 def checker_status(config: HostConfig) -> dict[str, Any]:

@@ -23,6 +23,8 @@ class Verdict:
     compiler: str
     #: The compiler printed more than was kept: there are errors beyond `diagnostics`.
     cut: bool = False
+    #: TypeScript with its annotations erased: what the sandbox runs (kept so a relaunch does not erase again).
+    erased: str | None = None
 
     @property
     def clean(self) -> bool:
@@ -41,17 +43,17 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         return {"language": self.language.value, "compiler": self.compiler, "cut": self.cut,
-                "diagnostics": [d.to_json() for d in self.diagnostics]}
+                "diagnostics": [d.to_json() for d in self.diagnostics], "erased": self.erased}
 
     @classmethod
     def from_json(cls, data: Any) -> Verdict:
         if not isinstance(data, dict) or not isinstance(data.get("diagnostics"), list):
             raise ValueError("not a verdict")
-        compiler, cut = data.get("compiler"), data.get("cut")
-        if not isinstance(compiler, str) or not isinstance(cut, bool):
+        compiler, cut, erased = data.get("compiler"), data.get("cut"), data.get("erased")
+        if not isinstance(compiler, str) or not isinstance(cut, bool) or not isinstance(erased, str | None):
             raise ValueError("not a verdict")
         return cls(Language(str(data.get("language"))), tuple(Diagnostic.from_json(d) for d in data["diagnostics"]),
-                   compiler, cut)
+                   compiler, cut, erased)
 
 
 def _reading(language: Language) -> str:
@@ -75,6 +77,13 @@ class CheckReport:
     reason: str | None = None
     #: The verdict came from the cache (memory or disk): no compiler ran for this launch.
     cached: bool = False
+    #: The TypeScript program with its annotations erased, when known: the code to run.
+    erased: str | None = None
+
+    def code(self, program_code: str) -> str:
+        """What the sandbox should load: the erased TypeScript when the check has it, else the code as
+        written (the sandbox then reads it as JavaScript first and erases only if that fails)."""
+        return self.erased if self.erased is not None else program_code
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"language": None if self.language is None else self.language.value,
