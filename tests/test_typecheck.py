@@ -210,6 +210,15 @@ async def test_verdicts_survive_the_process_on_disk(tmp_path: Path) -> None:
     with pytest.raises(TypeScriptError) as refused:
         await checker.check_for_launch(program, config, observed=False)
     assert refused.value.diagnostics == first.diagnostics
+    # The erased code kept with the verdict is what runs: an entry whose erased code is not a
+    # blanking of this program's code is not believed.
+    stored = json.loads(entry.read_text())
+    assert stored["verdict"]["erased"] == first.erased and first.erased is not None
+    forged = first.erased.replace("input.tickt", "input.other")
+    entry.write_text(json.dumps({**stored, "verdict": {**stored["verdict"], "erased": forged}}))
+    cache.forget_all()
+    assert await checker.check(program, config=config.typecheck) == first
+    assert json.loads(entry.read_text())["verdict"]["erased"] == first.erased  # compiled and written again
     # A damaged entry is a miss: compiled again and written whole.
     entry.write_text('{"digest": "x", "verdict": {"language": "typ')
     cache.forget_all()

@@ -39,7 +39,7 @@ from .diagnostics import parse_output, place
 from .verdict import CheckReport, Verdict
 
 #: Bump when the options, the wrapper or the meaning of a verdict change (part of every digest).
-CHECKER_VERSION = 1
+CHECKER_VERSION = 2
 #: Compilers running at once in one process.
 MAX_COMPILERS = max(1, min(2, os.cpu_count() or 1))
 DECLARATIONS_FILE = "jev.d.ts"
@@ -176,6 +176,18 @@ def _stopped(language: Language, message: str) -> CompilerStopped:
     return exc
 
 
+def _from_disk(folder: Path, key: str, code: str) -> Verdict | None:
+    """A stored verdict, if its erased code can only have come from this code (blanks where the code
+    had annotations, nothing else changed): the sandbox runs it in place of the code. Blocking."""
+    found = cache.read_disk(folder, key)
+    if found is None or found.erased is None:
+        return found
+    erased = found.erased
+    if len(erased) != len(code) or any(e != c and e != " " for e, c in zip(erased, code, strict=True)):
+        return None
+    return found
+
+
 def _cache_folder(tc: TypecheckConfig) -> Path | None:
     if not tc.diskCache:
         return None
@@ -199,7 +211,7 @@ async def _verdict(program: Program, declarations: str, compiler: Compiler, tc: 
     done = state.inflight[key] = anyio.Event()
     try:
         if folder is not None:
-            found = await anyio.to_thread.run_sync(cache.read_disk, folder, key)
+            found = await anyio.to_thread.run_sync(_from_disk, folder, key, program.code)
             if found is not None:
                 cache.remember(key, found)
                 return found, True
