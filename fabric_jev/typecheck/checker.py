@@ -57,8 +57,10 @@ _COMMON_OPTIONS: dict[str, Any] = {
 }
 OPTIONS: dict[Language, dict[str, Any]] = {
     Language.TYPESCRIPT: dict(_COMMON_OPTIONS),
-    # JavaScript has no annotations: a parameter without JSDoc is `any`, not an error.
-    Language.JAVASCRIPT: {**_COMMON_OPTIONS, "allowJs": True, "checkJs": True, "noImplicitAny": False},
+    # JavaScript has no annotations to say what may be null or what `this` is: a parameter without
+    # JSDoc is `any`, `x = null` does not make x null forever, a function may use `this`.
+    Language.JAVASCRIPT: {**_COMMON_OPTIONS, "allowJs": True, "checkJs": True, "noImplicitAny": False,
+                          "strictNullChecks": False, "noImplicitThis": False},
 }
 _PROGRAM_FILE = {Language.TYPESCRIPT: "program.ts", Language.JAVASCRIPT: "program.js"}
 
