@@ -299,3 +299,25 @@ async def test_a_program_that_exhausts_the_checker_is_refused_clearly(
     assert envelope.state is RunState.COMPLETED and envelope.result == {"route": "billing", "p": 0}
     assert envelope.typecheck == {"language": "typescript", "mode": "warn", "outcome": "stopped",
                                   "compiler": envelope.typecheck["compiler"], "cached": False, "reason": stopped}
+
+
+@pytest.mark.parametrize(("code", "requires", "observed", "expected"), [
+    ("const r = await jev.evaluate({state: 'x', questions: {}});\nreturn null;", [], False,
+     "line 1, column 21: Property 'evaluate' does not exist on type 'Jev'. "
+     "(jev.evaluate needs \"jev.evaluate\" in requires) (TS2339)"),
+    ("await program.advise({eventId: 'e', message: 'm'});\nreturn null;", ["jev.evaluate"], True,
+     "line 1, column 15: Property 'advise' does not exist on type 'JevProgram'. "
+     "(program.advise needs \"jev.advise\" in requires (and a spawn with observe)) (TS2339)"),
+    ("const e = await program.nextEvent();\nreturn null;", [], False,
+     "line 1, column 25: Property 'nextEvent' does not exist on type 'JevProgram'. "
+     "(program.nextEvent exists only in a run spawned with observe) (TS2339)"),
+    ("const x = process.env.KEY ?? require('fs');\nreturn null;", [], False,
+     "line 1, column 11: Cannot find name 'process'. (the sandbox has no fetch, process, require, DOM or Node: "
+     "reach the outside through a capability with tools.call) (TS2591)"),
+], ids=["evaluate without requires", "advise without jev.advise", "nextEvent without observe", "process"])
+async def test_what_the_program_may_not_use_is_named(code: str, requires: list[str], observed: bool,
+                                                     expected: str) -> None:
+    program = parse_program({"name": "p", "code": code, "inputSchema": {}, "outputSchema": {},
+                             "requires": requires})
+    verdict = await checker.check(program, observed=observed)
+    assert verdict.diagnostics[0].text() == expected

@@ -32,6 +32,9 @@ _MISSING_MEMBER = {
 }
 _MEMBER = re.compile(r"^Property '(\w+)' does not exist on type '(\w+)'")
 _NO_RESULT_CODES = frozenset({2355, 2366, 2847})
+# "Cannot find name 'process'. Do you need to install type definitions for node? Try `npm i ...`":
+# advice about a project's packages, not about a sandbox, so only the first sentence is kept.
+_INSTALL_TYPES_CODES = frozenset({2580, 2581, 2582, 2591, 2592, 2593})
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,9 +106,9 @@ def parse_output(output: str) -> list[RawDiagnostic]:
 
 
 def _hint(code: int, message: str) -> str | None:
-    if code == 2304 and _NO_SUCH_GLOBAL.match(message):
+    if code in (2304, *_INSTALL_TYPES_CODES) and _NO_SUCH_GLOBAL.match(message):
         return ("the sandbox has no fetch, process, require, DOM or Node: "
-                "reach the outside through a capability (tools.call)")
+                "reach the outside through a capability with tools.call")
     member = _MEMBER.match(message)
     if member is not None:
         return _MISSING_MEMBER.get((member[1], member[2]))
@@ -134,10 +137,13 @@ def place(raw: RawDiagnostic, code_text: str, aliases: dict[str, str] | None = N
     if not 1 <= line <= len(lines):  # on the wrapper: the program as a whole, so its end
         line = len(lines)
         column = len(lines[-1]) + 1
-    hint = _hint(raw.code, raw.message)
+    text = raw.message
+    if raw.code in _INSTALL_TYPES_CODES and (cut := text.find(". ")) > 0:
+        text = text[:cut + 1]
+    hint = _hint(raw.code, text)
     if hint is None:
-        spelled = [f"{name} is {text}" for name, text in (aliases or {}).items()
-                   if f"'{name}'" in raw.message and len(text) <= MAX_SPELLED_TYPE and "\n" not in text]
+        spelled = [f"{name} is {spelled_type}" for name, spelled_type in (aliases or {}).items()
+                   if f"'{name}'" in text and len(spelled_type) <= MAX_SPELLED_TYPE and "\n" not in spelled_type]
         hint = "; ".join(spelled) or None
-    message = raw.message if hint is None else f"{raw.message} ({hint})"
+    message = text if hint is None else f"{text} ({hint})"
     return Diagnostic(line, column, raw.code, _clip(message))
