@@ -50,7 +50,7 @@ def _doc_programs() -> dict[str, dict[str, Any]]:
     """Programs in the docs' code blocks: JSON blocks that are programs, and program dicts in Python
     blocks (whole when the block parses, else their code and requires, with open schemas)."""
     found: dict[str, dict[str, Any]] = {}
-    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(ROOT.glob("examples/*/README.md"))]:
         text = doc.read_text()
         for n, (lang, block) in enumerate(re.findall(r"```(\w*)\n(.*?)```", text, re.S)):
             where = f"{doc.relative_to(ROOT)} block {n}"

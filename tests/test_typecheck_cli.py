@@ -109,3 +109,11 @@ def test_run_with_a_config_that_turns_checking_off(tmp_path: Path, home: dict[st
     envelope = json.loads(done.stdout)
     assert done.returncode == 0 and envelope["state"] == "completed" and envelope["result"] is None
     assert envelope["typecheck"] == {"language": None, "mode": "off", "outcome": "off"}
+
+
+def test_status_says_whether_there_is_a_compiler(tmp_path: Path, home: dict[str, str]) -> None:
+    present = json.loads(cli("status", "--json", env=home).stdout)["typecheck"]
+    assert present["available"] is True and present["compiler"].startswith("tsgo ")
+    assert (present["typescript"], present["javascript"]) == ("error", "warn")
+    missing = json.loads(cli("status", "--json", env={**home, "FABRIC_JEV_TSGO": str(tmp_path / "none")}).stdout)["typecheck"]
+    assert missing["available"] is False and missing["reason"].endswith("is not an executable file")

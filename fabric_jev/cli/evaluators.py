@@ -67,10 +67,15 @@ async def _cmd_status(args: argparse.Namespace) -> int:
             await evaluator.aclose()
     report = status_report(args.evaluator, config, selected)
     report["runs"] = []
+    from ..typecheck.checker import checker_status
+
+    checker = report["typecheck"] = checker_status(config)  # the modes, and the compiler or why there is none
     if args.json:
         print_json(report)
     else:
-        sys.stdout.write(format_report(report) + "\n")
+        compiler = checker["compiler"] if checker["available"] else f"none ({checker['reason']})"
+        sys.stdout.write(format_report(report) + f"\ntype checker: {compiler}; TypeScript {checker['typescript']}, "
+                         f"JavaScript {checker['javascript']}\n")
     return 0
 
 
