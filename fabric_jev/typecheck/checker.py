@@ -250,8 +250,16 @@ async def check_for_launch(program: Program, config: HostConfig, *, observed: bo
     declarations = render(program, observed=observed)
     reading: Reading | None = None
     if isinstance(compiler, Compiler):
-        found = cache.remembered(digest(program, declarations, compiler))
-        if found is not None:  # the common relaunch: no thread, no disk, no compiler
+        key = digest(program, declarations, compiler)
+        # The common relaunch finds its verdict in memory: no thread, no disk, no compiler. A new
+        # process finds it on disk, before the code is read (which loads the TypeScript parser).
+        found = cache.remembered(key)
+        folder = _cache_folder(tc)
+        if found is None and folder is not None:
+            found = await anyio.to_thread.run_sync(_from_disk, folder, key, program.code)
+            if found is not None:
+                cache.remember(key, found)
+        if found is not None:
             return _apply(CheckReport(found.language, tc.mode(found.language), "", compiler.name, found,
                                       cached=True))
     if tc.typescript is not tc.javascript or isinstance(compiler, Missing):
