@@ -96,7 +96,7 @@ async def test_each_mistake_in_typescript_is_refused_with_its_line(checked_host:
     assert words in message
     [diagnostic] = refused.value.diagnostics
     assert (diagnostic.line, diagnostic.column, diagnostic.code) == (line + 1, column, ts_code)
-    assert checked_host.status()["runs"] == []  # refused at launch: no run was created
+    assert checked_host.status().runs == ()  # refused at launch: no run was created
 
 
 @pytest.mark.parametrize("kind", MISTAKES)
@@ -251,7 +251,7 @@ async def test_without_a_compiler_programs_run_unchecked_and_say_so(
     bad = as_typescript("const t: number = input.tickt;\n" + DONE)
     async with JevHost(evaluator=fixture_evaluator) as host:
         envelope = await host.run(make(bad, requires=[]), {"ticket": "a"})
-        status = host.status()["typecheck"]
+        status = host.status().typecheck
     assert envelope.state is RunState.COMPLETED  # erased and run, as before the checker existed
     assert envelope.typecheck is not None and envelope.typecheck["outcome"] == "unavailable"
     assert "no-tsgo is not an executable file" in envelope.typecheck["reason"]
@@ -263,7 +263,7 @@ async def test_without_a_compiler_programs_run_unchecked_and_say_so(
 
 
 async def test_host_status_names_the_compiler(checked_host: JevHost) -> None:
-    status = checked_host.status()["typecheck"]
+    status = checked_host.status().typecheck
     found = locate()
     assert isinstance(found, Compiler)
     assert status == {"typescript": "error", "javascript": "warn", "available": True, "compiler": found.name}
@@ -290,7 +290,7 @@ async def test_a_program_that_exhausts_the_checker_is_refused_clearly(
         with pytest.raises(TypeScriptError) as refused:
             await host.run(make(HUNGRY, requires=[]), {"ticket": "a"})
         assert str(refused.value) == f"Jev program could not be type-checked: {stopped}"
-        assert host.status()["runs"] == []
+        assert host.status().runs == ()
     assert child_pids() - before == set(), "the compiler (or a worker) was left running"
     # Under warn, the program runs (erased) and its envelope says why it was not checked.
     warned = HostConfig(typecheck={**caps, "typescript": "warn", "diskCache": False})

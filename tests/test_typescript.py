@@ -127,7 +127,7 @@ async def test_erasure_errors_without_the_type_check(fixture_evaluator: FixtureE
             await host.run(program("const a: number = 1;\nconst x: number = ;"), None)
         with pytest.raises(CompileError, match="as TypeScript, after erasing annotations"):
             await host.run(program("const x: number = 1; const x = 2;"), None)
-        assert host.status()["runs"] == []
+        assert host.status().runs == ()
 
 
 async def test_javascript_syntax_errors_stay_javascript_errors(host: JevHost) -> None:
