@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .._json import JSONInputError, read_json_file
 from ..errors import ConfigError
 from .model_id import MODEL_ID_RULE, is_model_id
-from .policy import Policy, Risk, parse_approvals
+from .policy import Policy, Risk, parse_approvals, parse_overrides
 from .program import ProgramLimits, validate_as
 from .typecheck import CheckMode, Language
 from .values import is_finite_number
@@ -135,6 +135,9 @@ class HostConfig(BaseModel):
     #: Risk → policy (allow, ask, deny, auto); missing risks keep their defaults.
     approvals: dict[Risk, Policy] = Field(default_factory=lambda: parse_approvals(None))
     approverTimeoutMs: int = 120_000
+    #: Risks or refs allowed / denied whatever their policy (`--allow`, `--deny`; a deny wins).
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
     evaluator: dict[str, Any] = Field(default_factory=dict)
     #: Connector settings by name, e.g. {"browser": {"wsUrl": ..., "allowedMethods": [...]}}.
     connectors: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -161,6 +164,11 @@ class HostConfig(BaseModel):
     @classmethod
     def _approvals(cls, v: Any) -> dict[Risk, Policy]:
         return parse_approvals(v)
+
+    @field_validator("allow", "deny", mode="before")
+    @classmethod
+    def _overrides(cls, v: Any, info: Any) -> tuple[str, ...]:
+        return parse_overrides(v, info.field_name)
 
     @field_validator("model", mode="before")
     @classmethod

@@ -17,13 +17,17 @@ the one place that rule is written down; the async driver
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 Risk = Literal["read", "write", "execute", "network", "agent"]
 Policy = Literal["allow", "ask", "deny", "auto"]
-#: What an approver or the classifier said, or how it failed.
-Answer = Literal["allow", "ask", "deny", "error", "timeout", "absent"]
+#: What an approver or the classifier said, or how it failed. "always" and
+#: "deny_all" are an approver's answers that stand for the rest of the run;
+#: "allowed_before" and "denied_before" are those standing answers applied.
+Answer = Literal["allow", "ask", "deny", "error", "timeout", "absent", "always", "deny_all",
+                 "allowed_before", "denied_before"]
 DecidedBy = Literal["policy", "classifier", "approver"]
 
 RISKS: tuple[Risk, ...] = get_args(Risk)
@@ -68,6 +72,60 @@ class PolicyOutcome:
     allowed: bool
     decided_by: DecidedBy
     reason: str
+    #: Who answered, when an approver did: "terminal", "mcp elicitation", "application".
+    approver: str | None = None
+    #: The override that decided, e.g. "--allow browser.cdp".
+    override: str | None = None
+
+
+MAX_OVERRIDES = 64
+
+
+def check_override_target(target: Any) -> str:
+    """A risk name or a capability ref (`--allow`/`--deny`'s argument); ValueError otherwise."""
+    from .program import REF_PATTERN
+
+    if isinstance(target, str) and (target in RISKS or (3 <= len(target) <= 256 and REF_PATTERN.match(target))):
+        return target
+    raise ValueError(f"{target!r} is neither a risk ({', '.join(RISKS)}) nor a capability ref "
+                     "such as browser.cdp")
+
+
+def parse_overrides(raw: Any, which: str) -> tuple[str, ...]:
+    """The config's `allow` or `deny` list: unique risks or refs, at most MAX_OVERRIDES."""
+    if raw is None:
+        return ()
+    if isinstance(raw, str) or not isinstance(raw, Iterable):
+        raise ValueError(f"{which} must be a list of risks or capability refs")
+    items = [check_override_target(item) for item in raw]
+    if len(items) > MAX_OVERRIDES:
+        raise ValueError(f"{which} holds at most {MAX_OVERRIDES} risks or refs")
+    return tuple(dict.fromkeys(items))
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyOverrides:
+    """`--allow RISK|REF` and `--deny RISK|REF` for one command (or `HostConfig.allow`/`deny`).
+
+    They beat the configured policy of the risk, in both directions; as with
+    Deno's flags, a deny beats an allow whichever of ref or risk each names.
+    """
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+    def find(self, ref: str, risk: Risk) -> tuple[Policy, str] | None:
+        """(the policy, the override as written) when one applies to this call."""
+        for target in (ref, risk):
+            if target in self.deny:
+                return "deny", f"--deny {target}"
+        for target in (ref, risk):
+            if target in self.allow:
+                return "allow", f"--allow {target}"
+        return None
+
+    def __bool__(self) -> bool:
+        return bool(self.allow or self.deny)
 
 
 def needs_approver(policy: Policy, classifier: Answer | None) -> bool:
@@ -78,8 +136,16 @@ def needs_approver(policy: Policy, classifier: Answer | None) -> bool:
 
 
 def resolve(risk: Risk, policy: Policy, *, classifier: Answer | None = None,
-            approver: Answer = "absent") -> PolicyOutcome:
-    """The outcome of one call. Only an explicit allow allows; every error refuses."""
+            approver: Answer = "absent", override: str | None = None, who: str | None = None,
+            unavailable: str | None = None) -> PolicyOutcome:
+    """The outcome of one call. Only an explicit allow allows; every error refuses.
+
+    `override` names the --allow/--deny that set `policy`; `who` is the approver
+    that answered; `unavailable` why an approver had no one to ask.
+    """
+    if override is not None:
+        verb = "allows" if policy == "allow" else "denies"
+        return PolicyOutcome(policy == "allow", "policy", f"{override} {verb} it", override=override)
     if policy == "allow":
         return PolicyOutcome(True, "policy", f"the {risk} policy allows it")
     if policy == "deny":
@@ -93,16 +159,25 @@ def resolve(risk: Risk, policy: Policy, *, classifier: Answer | None = None,
             return PolicyOutcome(False, "classifier", "the classifier did not decide")
     # ask, or auto that the classifier handed on (it asked, failed or timed out).
     asked = "the classifier could not allow it" if policy == "auto" else "it needs approval"
-    if approver == "allow":
-        return PolicyOutcome(True, "approver", "the approver allowed it")
     if approver == "absent":
-        return PolicyOutcome(False, "policy", f"{risk} requires approval and no approver is configured"
+        return PolicyOutcome(False, "policy", f"{risk} requires approval and "
+                       f"{unavailable or 'no approver is configured'}"
                        + (f" ({asked})" if policy == "auto" else ""))
-    if approver == "timeout":
-        return PolicyOutcome(False, "approver", "the approver did not answer in time")
-    if approver == "error":
-        return PolicyOutcome(False, "approver", "the approver failed")
-    return PolicyOutcome(False, "approver", "the approver denied it")
+    allowed, reason = _APPROVER_REASONS.get(approver, _APPROVER_REASONS["deny"])
+    return PolicyOutcome(allowed, "approver", reason, approver=who)
+
+
+#: What the audit trail says for each approver answer: (allowed, reason).
+_APPROVER_REASONS: dict[str, tuple[bool, str]] = {
+    "allow": (True, "the approver allowed it"),
+    "always": (True, "the approver allowed it, and this ref for the rest of the run"),
+    "allowed_before": (True, "an earlier answer allowed this ref for the rest of the run"),
+    "deny": (False, "the approver denied it"),
+    "deny_all": (False, "the approver denied it and every later question of the run"),
+    "denied_before": (False, "an earlier answer denied every later question of the run"),
+    "timeout": (False, "the approver did not answer in time"),
+    "error": (False, "the approver failed"),
+}
 
 
 def denial_message(ref: str, outcome: PolicyOutcome) -> str:

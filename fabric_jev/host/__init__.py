@@ -11,15 +11,17 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ..contract.asking import CapabilityCall, Unavailable, Verdict
     from .host import JevHost
     from .observers import Advice, AdviceLatch, MainSession, Observer
-    from .policy import Approver, CapabilityCall
+    from .policy import Approver
     from .registry import CallContext, CapabilityRegistry
 
 _LAZY = {
     "JevHost": ".host",
     **dict.fromkeys(("Advice", "AdviceLatch", "MainSession", "Observer"), ".observers"),
-    "Approver": ".policy", "CapabilityCall": ".policy",
+    "Approver": ".policy",
+    **dict.fromkeys(("CapabilityCall", "Unavailable", "Verdict"), "..contract.asking"),
     "CallContext": ".registry", "CapabilityRegistry": ".registry",
 }
 
@@ -28,4 +30,4 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = ["Advice", "AdviceLatch", "Approver", "CallContext", "CapabilityCall", "CapabilityRegistry",
-           "JevHost", "MainSession", "Observer"]
+           "JevHost", "MainSession", "Observer", "Unavailable", "Verdict"]

@@ -83,11 +83,11 @@ class CapabilityCalls:
             reply(False, str(exc))
             return
         gate = self._services.gate
-        outcome = gate.immediate(call.risk)
+        outcome = gate.immediate(call.risk, call.ref)
         if outcome is None:  # ask or auto: deciding waits, in a task of the run
             tasks.start_soon(self._decide_then_invoke, call, reply, tasks)
             return
-        if self._recorded(call, gate.policy(call.risk), outcome, None):
+        if self._recorded(call, gate.policy(call.risk, call.ref), outcome, None):
             self._invoke(call, reply, tasks)
         else:
             self._budget.refund_call()
@@ -141,7 +141,7 @@ class CapabilityCalls:
     async def _decide(self, call: ValidCall) -> tuple[Policy, PolicyOutcome, float | None]:
         return await self._services.gate.decide(
             call.ref, call.risk, run_id=self._run_id, run_name=self._program.name,
-            arguments=call.arguments, intent=self._intent, actions=self._audit.actions())
+            arguments=call.arguments, intent=self._intent, audit=self._audit)
 
     async def _decide_then_invoke(self, call: ValidCall, reply: Reply,
                                   tasks: anyio.abc.TaskGroup) -> None:

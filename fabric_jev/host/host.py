@@ -20,6 +20,7 @@ import anyio.lowlevel
 
 from ..contract.config import HostConfig
 from ..contract.envelope import Envelope, ProgressEvent
+from ..contract.policy import PolicyOverrides
 from ..contract.program import Program
 from ..errors import ConcurrencyLimitReached, HostClosed, UnknownRun
 from ..evaluators.base import Evaluator
@@ -70,7 +71,8 @@ class JevHost:
         self.policy = PolicyGate(
             dict(config.approvals), approver=approver, evaluator=evaluator,
             threshold=config.autoApprovalThreshold, approver_timeout_s=config.approverTimeoutMs / 1000,
-            classifier_timeout_s=config.requestTimeoutMs / 1000, max_request_bytes=config.maxRequestBytes)
+            classifier_timeout_s=config.requestTimeoutMs / 1000, max_request_bytes=config.maxRequestBytes,
+            overrides=PolicyOverrides(config.allow, config.deny))
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self._active = 0
         self._closed = False

@@ -1,11 +1,19 @@
 """The policy gate every capability call passes, and the audit trail it leaves.
 
 The rule itself is pure (`fabric_jev.contract.policy.resolve`); this module
-only gathers its inputs: the approvals policy of the call's risk, the
-auto-approval classifier's verdict (for `auto`), and the embedding
-application's approver (for `ask`, and what `auto` hands on). The approver
-and the classifier are each bounded by their own timeout; anything they
-raise is a refusal. Cancellation of the run is always re-raised.
+only gathers its inputs: the approvals policy of the call's risk (or an
+`--allow`/`--deny` override), the auto-approval classifier's verdict (for
+`auto`), and the approver (for `ask`, and what `auto` hands on): the
+embedding application's, the terminal prompt or the MCP elicitation, all
+given the same `CapabilityCall`. The approver and the classifier are each
+bounded by their own timeout; anything they raise is a refusal.
+Cancellation of the run is always re-raised.
+
+Questions are asked one at a time per host: a person answers one prompt
+before the next is shown, and the approver's timeout counts from the moment
+a question is its turn. An answer that stands for the rest of a run ("always
+for this ref", "no to everything") is kept in that run's audit trail and
+checked again when a queued question's turn comes.
 """
 
 from __future__ import annotations
@@ -21,8 +29,9 @@ from typing import Any
 
 import anyio
 
-from ..contract.policy import Answer, Policy, PolicyOutcome, Risk, needs_approver, resolve
-from ..contract.redaction import redact
+from ..contract.asking import UNAVAILABLE_REASON_CHARS, CapabilityCall, Unavailable, Verdict
+from ..contract.policy import Answer, Policy, PolicyOutcome, PolicyOverrides, Risk, needs_approver, resolve
+from ..contract.redaction import redact, redact_text
 from ..evaluators.base import Evaluator
 
 AUDIT_KEEP = 64
@@ -33,37 +42,52 @@ CALLER_GRANT: contextvars.ContextVar[frozenset[str] | None] = contextvars.Contex
     "fabric_jev_caller_grant", default=None)
 
 
-@dataclass(frozen=True, slots=True)
-class CapabilityCall:
-    """The capability call an approver is asked about.
-
-    `arguments` are redacted like every other evidence. `classifier` is the
-    classifier's decision when an `auto` policy handed the call on.
-    """
-
-    ref: str
-    risk: Risk
-    policy: Policy
-    run_id: str
-    run_name: str
-    arguments: Any
-    intent: str | None
-    classifier: Any = None  # fabric_jev.approval.Decision | None
-
-
-#: ``async def approver(request: CapabilityCall) -> Decision | bool | str``: only an
-#: explicit allow (``True``, ``"allow"`` or a Decision whose ``decision`` is
-#: ``"allow"``) allows; anything else, an exception or a timeout refuses.
+#: ``async def approver(call: CapabilityCall) -> Reply | Decision | bool | Unavailable``:
+#: only an explicit allow (``True``, ``"allow"``, ``"always"`` or a Decision whose
+#: ``decision`` is ``"allow"``) allows; ``"always"`` also allows the same ref for the
+#: rest of the run, ``"deny_all"`` refuses this and every later question of the run,
+#: `Unavailable` says there is no one to ask; anything else, an exception or a timeout
+#: refuses. An approver may carry a ``name`` attribute: the audit trail records it.
 Approver = Callable[[CapabilityCall], Awaitable[Any]]
 
 
 def _approver_answer(value: Any) -> Answer:
     if value is True or value == "allow" or getattr(value, "decision", None) == "allow":
         return "allow"
+    if value in ("always", "deny_all"):
+        return "always" if value == "always" else "deny_all"
     return "deny"
 
 
+def _verdict(decision: Any) -> Verdict | None:
+    """The classifier's Decision as the approver sees it."""
+    if decision is None:
+        return None
+    probabilities = getattr(decision, "probabilities", None)
+    return Verdict(decision=str(decision.decision), reason=str(decision.reason),
+                   probabilities=dict(probabilities) if isinstance(probabilities, dict) else None)
+
+
 _Decision = tuple[int, float, str, Risk, Policy, PolicyOutcome, "float | None"]
+
+
+@dataclass(slots=True)
+class StandingAnswers:
+    """Answers that hold for the rest of one run: "always" per ref, and "no to everything"."""
+
+    allowed_refs: set[str] = field(default_factory=set)
+    deny_all: bool = False
+
+    def answer(self, ref: str) -> Answer | None:
+        if self.deny_all:
+            return "denied_before"
+        return "allowed_before" if ref in self.allowed_refs else None
+
+    def remember(self, ref: str, answer: Answer) -> None:
+        if answer == "always":
+            self.allowed_refs.add(ref)
+        elif answer == "deny_all":
+            self.deny_all = True
 
 
 @dataclass(slots=True)
@@ -77,6 +101,7 @@ class AuditTrail:
     kept: deque[_Decision] = field(default_factory=lambda: deque(maxlen=AUDIT_KEEP))
     allowed: int = 0
     denied: int = 0
+    standing: StandingAnswers = field(default_factory=StandingAnswers)
 
     def add(self, ref: str, risk: Risk, policy: Policy, outcome: PolicyOutcome,
             probability: float | None = None) -> None:
@@ -100,6 +125,10 @@ class AuditTrail:
             }
             if probability is not None:
                 entry["probability"] = probability
+            if outcome.approver is not None:
+                entry["approver"] = outcome.approver
+            if outcome.override is not None:
+                entry["override"] = outcome.override
             out.append(entry)
         return out
 
@@ -118,37 +147,61 @@ class PolicyGate:
 
     def __init__(self, approvals: dict[Risk, Policy], *, approver: Approver | None,
                  evaluator: Evaluator | None, threshold: float, approver_timeout_s: float,
-                 classifier_timeout_s: float, max_request_bytes: int) -> None:
+                 classifier_timeout_s: float, max_request_bytes: int,
+                 overrides: PolicyOverrides | None = None) -> None:
         self.approvals = approvals
+        self.overrides = overrides or PolicyOverrides()
         # allow and deny decide alone: their outcomes are made once, not per call.
-        self._immediate: dict[tuple[Risk, Policy], PolicyOutcome] = {}
+        self._immediate: dict[tuple[Risk, Policy, str | None], PolicyOutcome] = {}
         self.approver = approver
+        # One question at a time: a person answers one prompt before the next is shown.
+        self._turn = anyio.Lock()
+        #: Questions waiting for their turn (a prompt may say how many are queued).
+        self.waiting = 0
         self.evaluator = evaluator
         self.threshold = threshold
         self.approver_timeout_s = approver_timeout_s
         self.classifier_timeout_s = classifier_timeout_s
         self.max_request_bytes = max_request_bytes
 
-    def policy(self, risk: Risk) -> Policy:
-        return self.approvals.get(risk, "ask")
+    @property
+    def approver_name(self) -> str:
+        name = getattr(self.approver, "name", None)
+        return name if isinstance(name, str) and name else "application"
 
-    def immediate(self, risk: Risk) -> PolicyOutcome | None:
+    def _effective(self, risk: Risk, ref: str | None) -> tuple[Policy, str | None]:
+        found = self.overrides.find(ref, risk) if ref is not None and self.overrides else None
+        if found is not None:
+            return found
+        return self.approvals.get(risk, "ask"), None
+
+    def policy(self, risk: Risk, ref: str | None = None) -> Policy:
+        """The policy of a call: an --allow/--deny naming its ref or risk, else its risk's."""
+        return self._effective(risk, ref)[0]
+
+    def immediate(self, risk: Risk, ref: str | None = None) -> PolicyOutcome | None:
         """The outcome when the policy alone decides (allow, deny); None when it must ask."""
-        policy = self.policy(risk)
+        policy, override = self._effective(risk, ref)
         if policy not in ("allow", "deny"):
             return None
-        outcome = self._immediate.get((risk, policy))
+        outcome = self._immediate.get((risk, policy, override))
         if outcome is None:
-            outcome = self._immediate[(risk, policy)] = resolve(risk, policy)
+            outcome = self._immediate[(risk, policy, override)] = resolve(risk, policy, override=override)
         return outcome
 
     async def decide(self, ref: str, risk: Risk, *, run_id: str, run_name: str, arguments: Any,
                      intent: str | None, actions: list[dict[str, Any]] | None = None,
-                     ) -> tuple[Policy, PolicyOutcome, float | None]:
-        """(policy, outcome, classifier's safe probability when it was asked)."""
-        policy = self.policy(risk)
+                     audit: AuditTrail | None = None) -> tuple[Policy, PolicyOutcome, float | None]:
+        """(policy, outcome, classifier's safe probability when it was asked).
+
+        `audit` is the run's trail: its decisions are the classifier's session
+        actions, and its standing answers replace the approver's question.
+        """
+        if audit is not None and actions is None:
+            actions = audit.actions()
+        policy, override = self._effective(risk, ref)
         if policy in ("allow", "deny"):
-            return policy, resolve(risk, policy), None
+            return policy, resolve(risk, policy, override=override), None
         try:
             shown, _ = redact(arguments)
         except ValueError:
@@ -163,11 +216,15 @@ class PolicyGate:
             if isinstance(safe, float) and math.isfinite(safe):
                 probability = safe
         approver: Answer = "absent"
-        if needs_approver(policy, classifier) and self.approver is not None:
-            approver = await self._ask(CapabilityCall(
+        unavailable: str | None = None
+        if needs_approver(policy, classifier):
+            approver, unavailable = await self._ask(CapabilityCall(
                 ref=ref, risk=risk, policy=policy, run_id=run_id, run_name=run_name,
-                arguments=shown, intent=intent, classifier=decision))
-        return policy, resolve(risk, policy, classifier=classifier, approver=approver), probability
+                arguments=shown, intent=intent, classifier=_verdict(decision)),
+                None if audit is None else audit.standing)
+        who = self.approver_name if approver not in ("absent", "allowed_before", "denied_before") else None
+        return policy, resolve(risk, policy, classifier=classifier, approver=approver, who=who,
+                               unavailable=unavailable), probability
 
     async def _classify(self, ref: str, risk: Risk, arguments: Any, intent: str | None,
                         actions: list[dict[str, Any]]) -> tuple[Answer, Any]:
@@ -185,13 +242,39 @@ class PolicyGate:
         verdict = decision.decision
         return (verdict if verdict in ("allow", "ask", "deny") else "error"), decision
 
-    async def _ask(self, request: CapabilityCall) -> Answer:
+    async def _ask(self, request: CapabilityCall,
+                   standing: StandingAnswers | None) -> tuple[Answer, str | None]:
+        """(the approver's answer, why no one could be asked) for one question, in its turn."""
+        if standing is not None and (earlier := standing.answer(request.ref)) is not None:
+            return earlier, None
+        if self.approver is None:
+            return "absent", None
+        self.waiting += 1
+        try:
+            await self._turn.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            # An answer given while this question waited may already decide it.
+            if standing is not None and (earlier := standing.answer(request.ref)) is not None:
+                return earlier, None
+            answer, unavailable = await self._answer(request)
+        finally:
+            self._turn.release()
+        if standing is not None:
+            standing.remember(request.ref, answer)
+        return answer, unavailable
+
+    async def _answer(self, request: CapabilityCall) -> tuple[Answer, str | None]:
         assert self.approver is not None
         try:
             with anyio.move_on_after(self.approver_timeout_s) as scope:
                 value = await self.approver(request)
             if scope.cancelled_caught:
-                return "timeout"
+                return "timeout", None
         except Exception:  # an approver that fails refuses; its message is not trusted
-            return "error"
-        return _approver_answer(value)
+            return "error", None
+        if isinstance(value, Unavailable):
+            reason, _ = redact_text(" ".join(str(value.reason).split())[:UNAVAILABLE_REASON_CHARS])
+            return "absent", reason or None
+        return _approver_answer(value), None

@@ -1,0 +1,163 @@
+"""What an approver is asked about a capability call, and what it may answer. Pure code.
+
+One `CapabilityCall` describes a call that needs someone's decision: the
+program, the ref and its risk, the policy, the redacted and clipped
+arguments, and the classifier's verdict when an `auto` policy handed the call
+on. The terminal prompt, the MCP elicitation and a library approver are all
+given this same value and show the same facts (`facts`), so all three decide
+on the same evidence and are recorded alike in the audit trail.
+
+Everything shown to a person passes `printable`: the arguments come from the
+guest, and a control character in them could rewrite the question on a
+terminal (move the cursor, clear the line, turn text around).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .policy import Policy, Risk
+
+#: Each string inside the arguments is cut to this many characters.
+ARGUMENT_STRING_CHARS = 1_000
+#: The arguments as shown (compact JSON) are cut to this many characters.
+ARGUMENTS_SHOWN_CHARS = 2_000
+#: Reasons an approver gives for having no one to ask are cut to this length.
+UNAVAILABLE_REASON_CHARS = 200
+
+#: An approver's answer: allow this call; allow this ref for the rest of the run;
+#: deny this call; deny it and every later question of the run.
+Reply = Literal["allow", "always", "deny", "deny_all"]
+REPLIES: tuple[Reply, ...] = ("allow", "always", "deny", "deny_all")
+
+#: What a person types at a terminal prompt, and the reply it stands for.
+#: Enter alone denies; `N` (capital) is the only answer that differs by case.
+TYPED_REPLIES: dict[str, Reply] = {"y": "allow", "yes": "allow", "a": "always", "always": "always",
+                                   "n": "deny", "no": "deny", "": "deny", "N": "deny_all"}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The auto-approval classifier's verdict on the call, as an approver sees it."""
+
+    decision: str  # "allow" | "ask" | "deny" (an `auto` call reaches an approver only when not "allow")
+    reason: str
+    probabilities: Mapping[str, float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """An approver's answer when it has no one to ask: the call is refused, and `reason`
+    completes the sentence "<risk> requires approval and …" in the audit trail.
+
+    Examples: "there is no terminal to ask on" (standard input or error is not a
+    TTY), "the MCP client cannot be asked (it does not support elicitation)".
+    """
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CapabilityCall:
+    """The capability call an approver is asked about.
+
+    `arguments` are redacted like every other evidence, and each string in them
+    is cut to `ARGUMENT_STRING_CHARS`. `classifier` is the classifier's verdict
+    when an `auto` policy handed the call on, else None.
+    """
+
+    ref: str
+    risk: Risk
+    policy: Policy
+    run_id: str
+    run_name: str
+    arguments: Any
+    intent: str | None
+    classifier: Verdict | None = None
+    #: The arguments as shown: compact JSON, cut to ARGUMENTS_SHOWN_CHARS, printable.
+    arguments_text: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arguments", clip_strings(self.arguments))
+        object.__setattr__(self, "arguments_text", shown_arguments(self.arguments))
+
+    @property
+    def program(self) -> str:
+        """The name of the program whose call this is."""
+        return self.run_name
+
+    def facts(self) -> list[tuple[str, str]]:
+        """What every approver shows, as (label, printable text) pairs, in order."""
+        rows = [("program", printable(self.run_name)),
+                ("capability", f"{self.ref} (risk {self.risk}, policy {self.policy})"),
+                ("arguments", self.arguments_text)]
+        if self.classifier is not None:
+            rows.append(("classifier", printable(f"{self.classifier.decision}: {self.classifier.reason}")))
+        if self.intent is not None:
+            rows.append(("user asked", printable(_clip(self.intent, ARGUMENT_STRING_CHARS))))
+        return rows
+
+    def to_json(self) -> dict[str, Any]:
+        """The request as JSON (what an MCP client receives besides the message)."""
+        out: dict[str, Any] = {"program": self.run_name, "runId": self.run_id, "ref": self.ref,
+                               "risk": self.risk, "policy": self.policy, "arguments": self.arguments,
+                               "intent": self.intent}
+        if self.classifier is not None:
+            out["classifier"] = {"decision": self.classifier.decision, "reason": self.classifier.reason,
+                                 "probabilities": dict(self.classifier.probabilities or {})}
+        return out
+
+
+def parse_typed_reply(text: str) -> Reply | None:
+    """The reply a typed answer line stands for; None for anything unrecognised."""
+    line = text.strip()
+    if line in TYPED_REPLIES:
+        return TYPED_REPLIES[line]
+    return TYPED_REPLIES.get(line.lower())
+
+
+def printable(text: str) -> str:
+    """`text` with every character Python calls unprintable escaped as \\uXXXX: controls,
+    format characters, separators other than the space, unassigned code points.
+
+    JSON already escapes C0 controls; this also catches DEL, the C1 controls
+    (U+009B is a one-byte escape sequence on many terminals) and bidirectional
+    overrides (U+202E), which could disguise what is asked.
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+def clip_strings(value: Any, limit: int = ARGUMENT_STRING_CHARS) -> Any:
+    """`value` with every string (keys included) cut to `limit` characters."""
+    if isinstance(value, str):
+        return _clip(value, limit)
+    if isinstance(value, dict):
+        return {_clip(str(k), limit): clip_strings(v, limit) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clip_strings(v, limit) for v in value]
+    return value
+
+
+def shown_arguments(arguments: Any) -> str:
+    """Arguments as a person sees them: compact JSON, cut, with nothing that steers a terminal."""
+    try:
+        text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        text = "[arguments that are not JSON]"
+    return printable(_clip(text, ARGUMENTS_SHOWN_CHARS))
