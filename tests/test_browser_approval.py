@@ -2,7 +2,8 @@
 
 Real Chromium; the program's choice and the classifier both run on the
 example's fixture evaluator, which picks the Accept button, lets observation
-calls through and hands every mouse event to the approver.
+calls, the mouse move and the release through and hands the mouse press (the
+event that commits the click) to the approver.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import pytest
 from fabric_jev_browser import BrowserConnector
 
 from fabric_jev import CapabilityCall, FixtureEvaluator, HostConfig, JevHost
+from fabric_jev.cli.prompt import NO_TERMINAL
 from tests.browser_support import Launched, Pages
+from tests.pty_support import Terminal
 
 pytestmark = [pytest.mark.anyio, pytest.mark.browser]
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,12 +57,14 @@ async def test_the_click_happens_only_after_the_approver_allows_it(chromium: Lau
     env = await run_example(chromium, url, approver)
     assert env.result == {"clicked": "Accept", "before": "Pending", "after": "Accepted", "verified": True,
                           "confidence": 0.92, "reason": None}
-    # Observation calls were allowed by the classifier; each mouse event went to the approver.
-    assert [r.arguments["method"] for r in asked] == ["Input.dispatchMouseEvent"] * 3
+    # Observation calls, the move and the release were allowed by the classifier; the press
+    # went to the approver.
+    assert [(r.arguments["method"], r.arguments["params"]["type"]) for r in asked] == [
+        ("Input.dispatchMouseEvent", "mousePressed")]
     assert all(r.ref == "browser.cdp" and r.risk == "execute" and r.policy == "auto" for r in asked)
     assert all(r.classifier is not None and r.classifier.decision == "ask" for r in asked)
     decisions = cdp_decisions(env)
-    assert decisions.count(("browser.cdp", "approver", True)) == 3
+    assert decisions.count(("browser.cdp", "approver", True)) == 1
     assert ("browser.cdp", "classifier", True) in decisions
     assert all(a["probability"] in (0.95, 0.2) for a in env.approvals if a["ref"] == "browser.cdp")
     # The program asked Jev once (a read, allowed by policy) before it acted.
@@ -81,23 +86,47 @@ async def test_a_denied_click_is_not_sent_and_shows_in_the_envelope(chromium: La
     assert env.approvalCounts["denied"] == 1
 
 
-def test_from_the_command_line_without_an_approver_the_click_is_denied(
-        chromium: Launched, pages: Pages, tmp_path: Path) -> None:
-    url = pages.add("/terms.html", (EXAMPLE / "terms.html").read_text())
+def cli_files(chromium: Launched, url: str, tmp_path: Path) -> list[str]:
     config = load("config.json")
     config["connectors"]["browser"]["wsUrl"] = chromium.ws_url
     (tmp_path / "config.json").write_text(json.dumps(config))
     (tmp_path / "input.json").write_text(json.dumps({**load("input.json"), "url": url}))
-    done = subprocess.run([sys.executable, "-m", "fabric_jev.cli", "run", str(EXAMPLE / "program.json"),
-                           "--input", str(tmp_path / "input.json"), "--config", str(tmp_path / "config.json"),
-                           "--evaluator", f"fixture:{EXAMPLE / 'fixture.json'}",
-                           "--intent", "Accept the terms of service on the page"],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT,
-                          env={"PATH": "/usr/bin:/bin", "FABRIC_JEV_HOME": str(tmp_path / "home"),
-                               "PYTHONPATH": f"{ROOT}:{ROOT / 'connectors' / 'browser'}"})
+    return [sys.executable, "-m", "fabric_jev.cli", "run", str(EXAMPLE / "program.json"),
+            "--input", str(tmp_path / "input.json"), "--config", str(tmp_path / "config.json"),
+            "--evaluator", f"fixture:{EXAMPLE / 'fixture.json'}",
+            "--intent", "Accept the terms of service on the page"]
+
+
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "FABRIC_JEV_HOME": str(tmp_path / "home"),
+            "PYTHONPATH": f"{ROOT}:{ROOT / 'connectors' / 'browser'}"}
+
+
+def test_from_the_terminal_one_answer_approves_the_click(
+        chromium: Launched, pages: Pages, tmp_path: Path) -> None:
+    url = pages.add("/terms.html", (EXAMPLE / "terms.html").read_text())
+    with Terminal(cli_files(chromium, url, tmp_path), env=cli_env(tmp_path)) as term:
+        shown = term.expect("[y/a/n/N] ")
+        term.type("y\n")
+        code, env, screen = term.finish()
+    assert code == 0, screen
+    assert env["result"] == {"clicked": "Accept", "before": "Pending", "after": "Accepted", "verified": True,
+                             "confidence": 0.92, "reason": None}
+    assert "program     browser-click" in shown and "capability  browser.cdp (risk execute, policy auto)" in shown
+    assert '"type":"mousePressed"' in shown and "classifier  ask:" in shown
+    assert screen.count("[y/a/n/N] ") == 1
+    [asked] = [a for a in env["approvals"] if a["decidedBy"] == "approver"]
+    assert (asked["ref"], asked["allowed"], asked["approver"]) == ("browser.cdp", True, "terminal")
+
+
+def test_from_the_command_line_without_a_terminal_the_click_is_denied(
+        chromium: Launched, pages: Pages, tmp_path: Path) -> None:
+    url = pages.add("/terms.html", (EXAMPLE / "terms.html").read_text())
+    done = subprocess.run(cli_files(chromium, url, tmp_path), capture_output=True, text=True, timeout=60,
+                          cwd=ROOT, env=cli_env(tmp_path), stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr + done.stdout
     env = json.loads(done.stdout)
     assert env["result"]["clicked"] is None and env["result"]["after"] == "Pending"
     [denied] = [a for a in env["approvals"] if not a["allowed"]]
     assert denied["ref"] == "browser.cdp" and denied["reason"] == (
-        "execute requires approval and no approver is configured (the classifier could not allow it)")
+        f"execute requires approval and {NO_TERMINAL} (the classifier could not allow it)")

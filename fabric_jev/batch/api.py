@@ -11,6 +11,7 @@ from ..contract.config import HostConfig
 from ..contract.program import Program, parse_program
 from ..errors import ConfigError, JevError
 from ..evaluators.base import Evaluator
+from ..host.policy import Approver
 from .local import Emit, run_local
 from .records import BatchItem, BatchOutcome
 
@@ -43,6 +44,7 @@ async def run_batch(
     concurrency: int | None = None,
     ray: bool | str | None = None,
     actors: int | None = None,
+    approver: Approver | None = None,
 ) -> None:
     """Run `program` on every input; `await emit(outcome)` as each one ends.
 
@@ -51,11 +53,13 @@ async def run_batch(
     spec, since every actor builds its own. `ray` runs on a Ray cluster: True
     for `ray.init()`'s default, or a cluster address; `actors` overrides one
     actor per CPU of the cluster. A malformed or non-compiling program raises
-    (LaunchRejected) instead of rejecting every input.
+    (LaunchRejected) instead of rejecting every input. `approver` answers the
+    calls whose policy asks, for every run (one question at a time); on Ray
+    there is none: those calls are refused.
     """
     try:
         await _run(program, inputs, emit, config=config, evaluator=evaluator,
-                   concurrency=concurrency, ray=ray, actors=actors)
+                   concurrency=concurrency, ray=ray, actors=actors, approver=approver)
     except BaseExceptionGroup as group:
         raise first_error(group) from None
 
@@ -80,7 +84,8 @@ def first_error(group: BaseExceptionGroup[Any]) -> BaseException:
 
 async def _run(program: Program | dict[str, Any], inputs: Iterable[Any], emit: Emit, *,
                config: HostConfig | None, evaluator: Evaluator | str | None,
-               concurrency: int | None, ray: bool | str | None, actors: int | None) -> None:
+               concurrency: int | None, ray: bool | str | None, actors: int | None,
+               approver: Approver | None = None) -> None:
     parsed = parse_program(program)
     config, concurrency = host_config(config, concurrency)
     if ray is not None and ray is not False:
@@ -97,7 +102,7 @@ async def _run(program: Program | dict[str, Any], inputs: Iterable[Any], emit: E
 
         evaluator = build_evaluator(evaluator, config)
     await run_local(parsed, as_items(inputs), emit, config=config, evaluator=evaluator,
-                    concurrency=concurrency)
+                    concurrency=concurrency, approver=approver)
 
 
 async def batch(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol, TextIO
 
 from .records import REJECTED, STATES, BatchOutcome, Tally
@@ -12,6 +14,9 @@ class Display(Protocol):
     def start(self) -> None: ...
     def update(self, outcome: BatchOutcome) -> None: ...
     def finish(self, *, interrupted: bool, show_summary: bool = True) -> None: ...
+    def paused(self) -> AbstractContextManager[None]:
+        """Nothing is drawn meanwhile (a question is on the terminal); what happened shows after."""
+        ...
 
 
 def _rate(count: int, seconds: float) -> float:
@@ -24,6 +29,17 @@ class PlainDisplay:
     def __init__(self, tally: Tally, stream: TextIO, *, quiet: bool = False) -> None:
         self.tally, self.stream, self.quiet = tally, stream, quiet
         self.started = time.perf_counter()
+        self._held: list[str] | None = None
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        self._held = []
+        try:
+            yield
+        finally:
+            held, self._held = self._held, None
+            for text in held:
+                self._write(text)
 
     def start(self) -> None:
         self.started = time.perf_counter()
@@ -52,6 +68,9 @@ class PlainDisplay:
         self._write("\n".join(lines))
 
     def _write(self, text: str) -> None:
+        if self._held is not None:
+            self._held.append(text)
+            return
         self.stream.write(text + "\n")
         self.stream.flush()
 
@@ -101,6 +120,18 @@ class RichDisplay:
         if self.tally.skipped:
             self.console.print(f"resuming: {self.tally.skipped} inputs already in the output are skipped")
         self.progress.start()
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """rich's documented way: stop the live display, start it again after."""
+        running = self.progress.live.is_started
+        if running:
+            self.progress.stop()
+        try:
+            yield
+        finally:
+            if running:
+                self.progress.start()
 
     def update(self, outcome: BatchOutcome) -> None:
         rate = _rate(self.tally.done, time.perf_counter() - self.started)

@@ -13,6 +13,7 @@ from ..contract.program import Program
 from ..errors import InputInvalid
 from ..evaluators.base import Evaluator
 from ..host import JevHost
+from ..host.policy import Approver
 from .records import BatchItem, BatchOutcome
 
 Emit = Callable[[BatchOutcome], Awaitable[None]]
@@ -43,13 +44,14 @@ async def feed(items: Iterable[BatchItem], workers: int,
 
 
 async def run_local(program: Program, items: Iterable[BatchItem], emit: Emit, *,
-                    config: HostConfig, evaluator: Evaluator | None, concurrency: int) -> None:
+                    config: HostConfig, evaluator: Evaluator | None, concurrency: int,
+                    approver: Approver | None = None) -> None:
     """Run every item on one host; `emit` gets each outcome as it ends (completion order).
 
     Cancelling the caller cancels the runs in flight; their outcomes are not
     emitted, so a resumed batch runs them again.
     """
-    async with JevHost(config, evaluator=evaluator) as host:
+    async with JevHost(config, evaluator=evaluator, approver=approver) as host:
         async def work(receive: ObjectReceiveStream[BatchItem]) -> None:
             async with receive:
                 async for item in receive:

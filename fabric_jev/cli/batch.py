@@ -17,6 +17,7 @@ from .common import (
     EXIT_OK,
     BadInput,
     add_command,
+    add_policy_options,
     config_from,
     load_json,
 )
@@ -35,6 +36,11 @@ async def batch_command(args: argparse.Namespace) -> int:
     log = OutputLog(args.out)
     earlier = log.open(resume=args.resume)
     display = make_display(tally, sys.stderr, quiet=args.quiet)
+    # An `ask` is a question on this terminal, with the bar paused; Ray's actors have no terminal.
+    from .prompt import terminal_approver
+
+    approver = None if args.ray is not None else terminal_approver(config.approverTimeoutMs / 1000,
+                                                                    pause=display.paused)
 
     def pending() -> Iterator[BatchItem]:
         for item in read_inputs(args.inputs, id_field=args.id_field):
@@ -70,7 +76,8 @@ async def batch_command(args: argparse.Namespace) -> int:
                 tg.start_soon(stop_on_signal)
                 display.start()
                 await run_batch(program, pending(), record, config=config, evaluator=args.evaluator,
-                                concurrency=args.concurrency, ray=args.ray, actors=args.actors)
+                                concurrency=args.concurrency, ray=args.ray, actors=args.actors,
+                                approver=approver)
                 tg.cancel_scope.cancel()
         failed = False
     finally:
@@ -97,6 +104,7 @@ def add_batch_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
                    "input object (default: the line number)")
     b.add_argument("--config", help="host config JSON file")
     b.add_argument("--evaluator", help=EVALUATOR_HELP)
+    add_policy_options(b)
     b.add_argument("--quiet", action="store_true", help="no progress lines, only the summary")
     b.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",
                    help="run on a Ray cluster (needs the ray extra): ADDRESS, or none for "

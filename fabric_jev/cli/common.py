@@ -49,6 +49,26 @@ def add_evaluator_options(parser: argparse.ArgumentParser, *, config: bool) -> N
         parser.add_argument("--config", help=CONFIG_HELP)
 
 
+def override_target(text: str) -> str:
+    """An argparse type: a risk or a capability ref (`--allow`, `--deny`)."""
+    from ..contract.policy import check_override_target
+
+    try:
+        return check_override_target(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_policy_options(parser: argparse.ArgumentParser) -> None:
+    """--allow and --deny: widen or narrow the configured policy for this command only."""
+    parser.add_argument("--allow", action="append", type=override_target, metavar="RISK|REF",
+                        help="allow calls of this risk (read, write, execute, network, agent) or this "
+                        "capability ref without asking; repeatable")
+    parser.add_argument("--deny", action="append", type=override_target, metavar="RISK|REF",
+                        help="deny calls of this risk or ref without asking; repeatable; a deny beats "
+                        "an allow")
+
+
 def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, *, help: str,
                 description: str, codes: tuple[str, ...]) -> argparse.ArgumentParser:
     """A subcommand whose --help shows what it does and its exit codes."""
@@ -85,6 +105,10 @@ def config_from(args: argparse.Namespace) -> HostConfig:
         except BadInput as exc:
             raise ConfigError(str(exc)) from None
         config = HostConfig.parse(data)
+    allow, deny = getattr(args, "allow", None) or (), getattr(args, "deny", None) or ()
+    if allow or deny:  # --allow/--deny join the config's own lists, for this command only
+        config = config.model_copy(update={"allow": tuple(dict.fromkeys((*config.allow, *allow))),
+                                           "deny": tuple(dict.fromkeys((*config.deny, *deny)))})
     if getattr(args, "profile", None):  # --profile is the config's evaluator.profile, given on the line
         config = config.model_copy(update={"evaluator": {**config.evaluator, "profile": args.profile}})
     return config

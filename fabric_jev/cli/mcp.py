@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import LaunchRejected
-from .common import CONFIG_HELP, EVALUATOR_HELP, EXIT_OK, add_command, config_from
+from .common import CONFIG_HELP, EVALUATOR_HELP, EXIT_OK, add_command, add_policy_options, config_from
 
 
 async def mcp_command(args: argparse.Namespace) -> int:
@@ -31,4 +31,5 @@ def add_mcp_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     m.add_argument("--evaluator", help=EVALUATOR_HELP)
     m.add_argument("--programs", metavar="DIR",
                    help="folder that programPath arguments are read from (default: none; only inline programs)")
+    add_policy_options(m)
     m.set_defaults(handler=mcp_command)

@@ -15,6 +15,7 @@ from .common import (
     BadInput,
     add_command,
     add_evaluator_options,
+    add_policy_options,
     config_from,
     load_json,
     load_program,
@@ -33,6 +34,7 @@ async def run_command(args: argparse.Namespace) -> int:
     from ..errors import InputInvalid, LaunchRejected
     from ..evaluators.select import build_evaluator
     from ..host import JevHost
+    from .prompt import TerminalApprover, terminal_approver
 
     config = with_user_threshold(config_from(args))
     try:
@@ -47,8 +49,15 @@ async def run_command(args: argparse.Namespace) -> int:
         await evaluator.aclose()
         raise LaunchRejected(problem)
 
+    # An `ask` is a question on this terminal (a refusal that says so without one).
+    approver = terminal_approver(config.approverTimeoutMs / 1000)
+
     def show(event: ProgressEvent) -> None:
-        sys.stderr.write(f"[{event.sequence}] {json.dumps(event.value, ensure_ascii=False)}\n")
+        line = f"[{event.sequence}] {json.dumps(event.value, ensure_ascii=False)}"
+        if isinstance(approver, TerminalApprover):
+            approver.say(line)  # held while a question is open
+            return
+        sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
     envelope = None
@@ -56,7 +65,8 @@ async def run_command(args: argparse.Namespace) -> int:
     # just ends the command (exit 130); afterwards it stops the run, whose
     # `cancelled` envelope is still printed.
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with JevHost(config, evaluator=evaluator) as host, anyio.create_task_group() as tg:
+        async with JevHost(config, evaluator=evaluator, approver=approver) as host, \
+                anyio.create_task_group() as tg:
             async def stop_on_signal() -> None:
                 async for _ in signals:
                     runs = host.status().runs
@@ -86,13 +96,16 @@ def add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         sub, "run", help="run a program and print its terminal envelope",
         description="Run one judgment program in a sandboxed QuickJS worker. Progress events go to "
                     "standard error as they happen; the terminal envelope is printed on standard "
-                    "output as JSON. Ctrl-C stops the run and still prints its envelope.",
+                    "output as JSON. Ctrl-C stops the run and still prints its envelope. A capability "
+                    "call whose policy asks is a question on the terminal (y, a, n, N); without a "
+                    "terminal it is refused. See docs/programs.md, \"Risks and policies\".",
         codes=("0 the run completed", "1 the run ended failed, timed_out or cancelled",
                "2 launch rejected (bad program, input or config, a missing piece)", "130 interrupted"))
     run.add_argument("program", help="program JSON file (code, inputSchema, outputSchema, requires, limits)")
     run.add_argument("--input", help="input JSON file, or - for standard input (default: null)")
     run.add_argument("--config", help=CONFIG_HELP)
     add_evaluator_options(run, config=False)
+    add_policy_options(run)
     run.add_argument("--intent", help="what the user asked for: the user text the auto-approval "
                      "classifier judges capability calls against")
     run.set_defaults(handler=run_command)

@@ -156,8 +156,9 @@ class PolicyGate:
         self.approver = approver
         # One question at a time: a person answers one prompt before the next is shown.
         self._turn = anyio.Lock()
-        #: Questions waiting for their turn (a prompt may say how many are queued).
+        #: Questions waiting for their turn.
         self.waiting = 0
+        self._queue_grew = anyio.Event()
         self.evaluator = evaluator
         self.threshold = threshold
         self.approver_timeout_s = approver_timeout_s
@@ -250,6 +251,8 @@ class PolicyGate:
         if self.approver is None:
             return "absent", None
         self.waiting += 1
+        self._queue_grew.set()
+        self._queue_grew = anyio.Event()
         try:
             await self._turn.acquire()
         finally:
@@ -264,6 +267,11 @@ class PolicyGate:
         if standing is not None:
             standing.remember(request.ref, answer)
         return answer, unavailable
+
+    async def until_waiting(self, count: int) -> None:
+        """Return once at least `count` questions wait for their turn (a test, or a display of the queue)."""
+        while self.waiting < count:
+            await self._queue_grew.wait()
 
     async def _answer(self, request: CapabilityCall) -> tuple[Answer, str | None]:
         assert self.approver is not None
