@@ -29,7 +29,9 @@ FIXTURE = {
     "usage": {"input_tokens": 10, "output_tokens": 2},
 }
 TOOL_NAMES = {"jev_run", "jev_spawn", "jev_status", "jev_wait", "jev_stop", "jev_evaluate", "jev_approve",
-              "jev_check"}
+              "jev_check",
+              # Observers over MCP (tests/test_mcp_observers.py).
+              "jev_session_open", "jev_observe", "jev_session_post", "jev_advice", "jev_session_close"}
 
 
 @asynccontextmanager

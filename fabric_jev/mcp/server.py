@@ -26,6 +26,8 @@ from ..contract.config import HostConfig
 from ..contract.evaluation import validate_request
 from ..errors import JevError, LaunchRejected, ProgramInvalid
 from ..host import JevHost
+from .asking import CURRENT_CALL, ElicitationApprover, ToolCall
+from .sessions import SessionError, SessionTools
 from .tools import TOOLS
 from .unreadable import AnsweringUnreadable
 
@@ -82,8 +84,11 @@ class ProgramFolder:
 class JevTools:
     """The tool implementations over one host, shared by every call of the session."""
 
-    def __init__(self, host: JevHost, config: HostConfig, programs: ProgramFolder) -> None:
+    def __init__(self, host: JevHost, config: HostConfig, programs: ProgramFolder,
+                 approver: ElicitationApprover | None = None) -> None:
         self.host, self.config, self.programs = host, config, programs
+        self.approver = approver
+        self.sessions = SessionTools(host, self._program)
 
     def _program(self, arguments: dict[str, Any]) -> Any:
         if "program" in arguments:
@@ -94,8 +99,19 @@ class JevTools:
         if name not in TOOLS:
             raise ToolError(f"unknown tool {name!r} (tools: {', '.join(TOOLS)})")
         _check_arguments(name, arguments)
-        handler = getattr(self, "_" + name)
-        return await handler(arguments, ctx)
+        if self.approver is not None:
+            self.approver.connected(ctx.session)
+        # Runs started by this call ask its client (on this call's channel while it is open).
+        origin = ToolCall(ctx.session, ctx.request_id)
+        token = CURRENT_CALL.set(origin)
+        try:
+            if name.startswith("jev_session_") or name in ("jev_observe", "jev_advice"):
+                return await self.sessions.call(name, arguments)
+            handler = getattr(self, "_" + name)
+            return await handler(arguments, ctx)
+        finally:
+            origin.live = False
+            CURRENT_CALL.reset(token)
 
     async def _jev_run(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
         program = self._program(arguments)
@@ -215,7 +231,7 @@ def build_server(tools: JevTools) -> Server[Any]:
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
             value = await tools.call(params.name, dict(params.arguments or {}), ctx)
-        except (ToolError, JevError) as exc:
+        except (ToolError, JevError, SessionError) as exc:
             return _error_result(_error_text(exc))
         except Exception as exc:  # a bug of ours: one line to the client, the traceback to our log
             log.exception("tool %s failed", params.name)
@@ -244,10 +260,12 @@ async def serve_stdio(config: HostConfig, evaluator: Any, *, programs: str | Non
     except OSError as exc:
         raise ProgramInvalid(f"cannot use programs folder {programs}: {exc.strerror}") from None
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    async with JevHost(config, evaluator=evaluator) as host:
+    # An `ask` becomes an elicitation to the client's user (a refusal if the client cannot be asked).
+    approver = ElicitationApprover()
+    async with JevHost(config, evaluator=evaluator, approver=approver) as host:
         if connectors is not None:
             connectors(host, config)
-        server = build_server(JevTools(host, config, folder))
+        server = build_server(JevTools(host, config, folder, approver))
         async with stdio_server() as (read_stream, write_stream):
             await server.run(AnsweringUnreadable(read_stream, write_stream), write_stream,
                              server.create_initialization_options())

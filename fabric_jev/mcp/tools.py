@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .session_tools import session_tools
+
 PROGRAM_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": "A judgment program (docs/programs.md): JavaScript code run in a QuickJS sandbox, "
@@ -228,3 +230,6 @@ TOOLS: dict[str, dict[str, Any]] = {
         "output": DECISION_SCHEMA,
     },
 }
+
+# Observers over MCP: their specs live beside them (session_tools.py), served by sessions.py.
+TOOLS.update(session_tools(_LAUNCH_PROPERTIES, _ONE_PROGRAM, ENVELOPE_SCHEMA))

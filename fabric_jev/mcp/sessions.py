@@ -1,0 +1,190 @@
+"""Observers over MCP: an agent opens a Main session, binds observer programs to it, posts
+its turn events, and reads or waits for advice (docs/observers.md, "Over MCP").
+
+The library's rules stay in force because the library does the work: a
+`MainSession` bound to the server's host projects and redacts every event,
+keeps each observer's bounded queue, and checks every piece of advice
+(freshness, one per user input, the budget) before it is delivered. Delivery
+puts the advice in the session's outbox, which `jev_advice` empties: each
+piece is returned once. An agent may read advice later than it was
+delivered; a piece whose turn has since been overtaken (a newer turn
+completed, new input, compaction, Main halted) comes back marked stale.
+
+One session is open at a time per server (an MCP server serves one agent).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from ..contract.observe import ToolResult
+from ..errors import UnknownRun
+from ..host import JevHost
+from ..host.observers import Advice, MainSession
+from ..host.ring import utc_now
+
+#: Advice kept for the agent; beyond it the oldest is dropped (and counted).
+OUTBOX_SIZE = 32
+
+class SessionError(Exception):
+    """A session tool call that names no open session, or opens a second one (a tool error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Delivered:
+    sequence: int
+    advice: Advice
+    at: str
+    revision: int
+    completed_turns: int
+
+
+class ObservedSession:
+    """One open Main session, its observers and its outbox of delivered advice."""
+
+    def __init__(self, session_id: str | None) -> None:
+        self.main = MainSession(session_id, deliver=self._deliver)
+        self.outbox: deque[_Delivered] = deque()
+        self.dropped = 0
+        self.observers: list[str] = []
+        self._sequence = 0
+        self._arrived = anyio.Event()
+
+    async def _deliver(self, advice: Advice) -> None:
+        self._sequence += 1
+        if len(self.outbox) >= OUTBOX_SIZE:
+            self.outbox.popleft()
+            self.dropped += 1
+        self.outbox.append(_Delivered(self._sequence, advice, utc_now(), self.main.revision,
+                                      self.main.completed_turns))
+        self._arrived.set()
+        self._arrived = anyio.Event()
+
+    def state(self) -> dict[str, Any]:
+        main = self.main
+        return {"sessionId": main.session_id, "revision": main.revision, "turnIndex": main.turn_index,
+                "completedTurns": main.completed_turns, "sequence": main.sequence, "halted": main.halted}
+
+    def _staleness(self, item: _Delivered) -> str | None:
+        main = self.main
+        if main.halted:
+            return "Main halted"
+        if main.revision != item.revision:
+            return "the session moved on (new input, compaction or navigation)"
+        if main.completed_turns != item.completed_turns:
+            return "a newer turn completed"
+        return None
+
+    async def take(self, wait_s: float, *, peek: bool = False) -> list[dict[str, Any]]:
+        if not self.outbox and wait_s > 0:
+            with anyio.move_on_after(wait_s):
+                await self._arrived.wait()
+        out = []
+        for item in list(self.outbox):
+            entry: dict[str, Any] = {
+                "sequence": item.sequence, "message": item.advice.message, "delivery": item.advice.delivery,
+                "triggerTurn": item.advice.trigger_turn, "eventId": item.advice.event_id,
+                "observerId": item.advice.observer_id, "at": item.at, "stale": False}
+            reason = self._staleness(item)
+            if reason is not None:
+                entry["stale"], entry["staleReason"] = True, reason
+            out.append(entry)
+        if not peek:
+            self.outbox.clear()
+        return out
+
+    def post(self, event: dict[str, Any]) -> None:
+        main, kind = self.main, event["event"]
+        if kind == "input":
+            main.user_input(event["text"], automatic=event.get("automatic", False))
+        elif kind == "turn_start":
+            main.turn_start()
+        elif kind == "turn_end":
+            main.turn_end(list(event["assistantText"]), stop_reason=event.get("stopReason", "end_turn"),
+                          tool_results=[ToolResult(r["toolName"], r["isError"], r["text"])
+                                        for r in event.get("toolResults", [])])
+        elif kind == "tool_error":
+            main.tool_error(event["toolName"], event["text"])
+        elif kind == "agent_end":
+            main.agent_end()
+        elif kind == "agent_settled":
+            main.agent_settled()
+        elif kind == "compaction":
+            main.compaction()
+        elif kind == "abort":
+            main.abort()
+        elif kind == "navigate":
+            main.navigate()
+
+
+class SessionTools:
+    """The session tools over one host; `load_program` resolves `program`/`programPath` arguments."""
+
+    def __init__(self, host: JevHost, load_program: Callable[[dict[str, Any]], Any]) -> None:
+        self.host = host
+        self.load_program = load_program
+        self.open: ObservedSession | None = None
+
+    def _get(self, session_id: str) -> ObservedSession:
+        if self.open is None or self.open.main.session_id != session_id:
+            raise SessionError(f"no open session {session_id!r} (open one with jev_session_open)")
+        return self.open
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        handler = getattr(self, "_" + name.removeprefix("jev_"))
+        return await handler(arguments)
+
+    async def _session_open(self, arguments: dict[str, Any]) -> Any:
+        if self.open is not None and not self.open.main.halted:
+            raise SessionError(f"session {self.open.main.session_id!r} is open; close it first "
+                               "(jev_session_close)")
+        self.open = ObservedSession(arguments.get("sessionId"))
+        self.host.bind_session(self.open.main)
+        return self.open.state()
+
+    async def _observe(self, arguments: dict[str, Any]) -> Any:
+        session = self._get(arguments["sessionId"])
+        envelope = await self.host.spawn(self.load_program(arguments), arguments.get("input"),
+                                         observe=arguments["observe"])
+        session.observers.append(envelope.id)
+        return envelope.to_json()
+
+    async def _session_post(self, arguments: dict[str, Any]) -> Any:
+        session = self._get(arguments["sessionId"])
+        for event in arguments["events"]:
+            session.post(event)
+        return session.state()
+
+    async def _advice(self, arguments: dict[str, Any]) -> Any:
+        session = self._get(arguments["sessionId"])
+        wait_ms = arguments.get("waitMs", 0)
+        advice = await session.take(wait_ms / 1000 if wait_ms else 0.0, peek=arguments.get("peek", False))
+        return self._report(session, advice)
+
+    async def _session_close(self, arguments: dict[str, Any]) -> Any:
+        session = self._get(arguments["sessionId"])
+        session.main.shutdown()
+        for run_id in session.observers:  # shutdown cancelled them: wait until each is terminal
+            with contextlib.suppress(UnknownRun):
+                await self.host.wait(run_id)
+        self.open = None
+        return self._report(session, await session.take(0.0))
+
+    def _report(self, session: ObservedSession, advice: list[dict[str, Any]]) -> dict[str, Any]:
+        observers: list[dict[str, Any]] = []
+        for run_id in session.observers:
+            try:
+                envelope = self.host.status(run_id)
+            except UnknownRun:  # pruned from the host's history
+                observers.append({"id": run_id, "state": "expired"})
+                continue
+            observers.append({"id": run_id, "name": envelope.name, "state": envelope.state.value,
+                              "observation": envelope.observation})
+        return {"advice": advice, "dropped": session.dropped, "observers": observers,
+                "session": session.state()}
