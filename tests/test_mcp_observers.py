@@ -193,3 +193,12 @@ def test_the_mcp_client_example_runs() -> None:
     [observation] = [json.loads(line.removeprefix("observation: ")) for line in lines
                      if line.startswith("observation: ")]
     assert observation["adviceDelivered"] == 1 and observation["received"] == 2
+
+
+def test_the_session_tools_are_listed_and_dispatched_by_one_set_of_names() -> None:
+    from fabric_jev.mcp.session_tools import SESSION_TOOL_NAMES
+    from fabric_jev.mcp.tools import TOOLS
+
+    assert SESSION_TOOL_NAMES <= set(TOOLS)
+    for name in SESSION_TOOL_NAMES:
+        assert TOOLS[name]["input"]["additionalProperties"] is False and TOOLS[name]["description"]

@@ -27,6 +27,7 @@ from ..contract.evaluation import validate_request
 from ..errors import JevError, LaunchRejected, ProgramInvalid
 from ..host import JevHost
 from .asking import CURRENT_CALL, ElicitationApprover, ToolCall
+from .session_tools import SESSION_TOOL_NAMES
 from .sessions import SessionError, SessionTools
 from .tools import TOOLS
 from .unreadable import AnsweringUnreadable
@@ -105,7 +106,7 @@ class JevTools:
         origin = ToolCall(ctx.session, ctx.request_id)
         token = CURRENT_CALL.set(origin)
         try:
-            if name.startswith("jev_session_") or name in ("jev_observe", "jev_advice"):
+            if name in SESSION_TOOL_NAMES:
                 return await self.sessions.call(name, arguments)
             handler = getattr(self, "_" + name)
             return await handler(arguments, ctx)

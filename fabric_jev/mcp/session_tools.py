@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 MAX_TEXT = 100_000
+SESSION_TOOL_NAMES = frozenset({"jev_session_open", "jev_observe", "jev_session_post", "jev_advice",
+                                "jev_session_close"})
 
 _SESSION_ID = {"type": "string", "minLength": 1, "maxLength": 128,
                "description": "The id jev_session_open returned."}
