@@ -199,6 +199,6 @@ def test_the_session_tools_are_listed_and_dispatched_by_one_set_of_names() -> No
     from fabric_jev.mcp.session_tools import SESSION_TOOL_NAMES
     from fabric_jev.mcp.tools import TOOLS
 
-    assert SESSION_TOOL_NAMES <= set(TOOLS)
+    assert set(TOOLS) >= SESSION_TOOL_NAMES
     for name in SESSION_TOOL_NAMES:
         assert TOOLS[name]["input"]["additionalProperties"] is False and TOOLS[name]["description"]
