@@ -180,7 +180,7 @@ class SessionTools:
         observers: list[dict[str, Any]] = []
         for run_id in session.observers:
             try:
-                envelope = self.host.status(run_id)
+                envelope = self.host.envelope(run_id)
             except UnknownRun:  # pruned from the host's history
                 observers.append({"id": run_id, "state": "expired"})
                 continue
