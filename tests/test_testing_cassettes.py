@@ -78,6 +78,31 @@ async def test_lines_have_sorted_keys_in_recording_order_and_are_not_rewritten_u
     assert rerecorded.recorded == 2 and path.stat().st_mtime_ns == before
 
 
+async def test_text_with_unicode_line_breaks_inside_a_recording_replays(tmp_path: Path) -> None:
+    # JSON leaves U+2028, U+2029 and NEL unescaped (ensure_ascii=False); they are line breaks to
+    # str.splitlines, not to a JSONL file.
+    path = tmp_path / "t.jsonl"
+    states = ["one\u2028two", "three\u2029four", "five\x85six"]
+    await record(path, "once", *states)
+    assert len(path.read_text().split("\n")) == len(states) + 2  # header, recordings, final newline
+    ev = RecordingEvaluator(path, "none")
+    for state in states:
+        assert (await ev.evaluate(ask(state), timeout=5)).answers["q"]["choice"] == "billing"
+
+
+@pytest.mark.parametrize("mode", ["none", "once", "new"])
+async def test_a_replay_leaves_a_hand_formatted_cassette_as_it_is(tmp_path: Path, mode: str) -> None:
+    path = tmp_path / "t.jsonl"
+    await record(path, "new", "x")
+    # Reformatted by a person or an editor: still the same recordings, in another spelling.
+    path.write_text("".join(json.dumps(json.loads(line), indent=None) + "\n"
+                            for line in path.read_text().splitlines()))
+    text, stamp = path.read_text(), path.stat().st_mtime_ns
+    ev = await record(path, mode, "x")
+    assert ev.replayed == 1 and ev.recorded == 0 and ev.cassette.writes == 0
+    assert path.read_text() == text and path.stat().st_mtime_ns == stamp
+
+
 async def test_new_keeps_what_is_recorded_and_adds_what_is_missing(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     source = Source()

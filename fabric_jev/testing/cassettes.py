@@ -109,8 +109,11 @@ class Cassette:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise ConfigError(f"cassette {self.path} is not UTF-8 text") from None
-        lines = text.splitlines()
-        for n, line in enumerate(lines, 1):
+        if not text.strip():
+            raise ConfigError(f"cassette {self.path} is empty (delete it, or record it again)")
+        # Lines end at "\n" only: str.splitlines() would also break at U+2028, U+2029 and NEL,
+        # which JSON text written with ensure_ascii=False carries unescaped inside strings.
+        for n, line in enumerate(text.split("\n"), 1):
             if not line.strip():
                 continue
             try:
@@ -128,8 +131,6 @@ class Cassette:
                 raise ConfigError(f"cassette {self.path} line {n}: a recording is "
                                   "{digest, request, evaluation}")
             self.recordings[item["digest"]] = Recording(item["digest"], item["request"], item["evaluation"])
-        if not lines:
-            raise ConfigError(f"cassette {self.path} is empty (delete it, or record it again)")
         return text
 
     def get(self, digest: str) -> Recording | None:
@@ -249,7 +250,10 @@ class RecordingEvaluator:
         return "\n".join(lines)
 
     def save(self) -> bool:
-        """Write the cassette if it changed; True if written."""
+        """Write the cassette if this evaluator recorded something and the text changed; True if
+        written. A replay never writes, even a cassette spelled otherwise than it would be."""
+        if not self.recorded:
+            return False
         return self.cassette.save()
 
     def status(self) -> EvaluatorStatus:
