@@ -321,3 +321,51 @@ async def test_what_the_program_may_not_use_is_named(code: str, requires: list[s
                              "requires": requires})
     verdict = await checker.check(program, observed=observed)
     assert verdict.diagnostics[0].text() == expected
+
+
+# ---------------------------------------------------------------- what the compiler may see of the host
+
+
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The folder the compiler's project folders are made in (as TMPDIR would say)."""
+    import tempfile
+
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+async def test_a_package_json_above_the_project_folder_is_never_read(scratch: Path) -> None:
+    # Anyone who can write the folder above (/tmp/package.json is world-writable ground) could
+    # otherwise make every check read an endless file and fail, or change how the program is read.
+    (scratch / "package.json").symlink_to("/dev/zero")
+    program = parse_program(make(as_typescript(DONE)))
+    config = HostConfig(typecheck={"memoryLimitBytes": 64 << 20, "diskCache": False}).typecheck
+    verdict = await checker.check(program, config=config)
+    assert verdict.clean and verdict.language is Language.TYPESCRIPT
+
+
+@pytest.mark.parametrize("language", [Language.TYPESCRIPT, Language.JAVASCRIPT])
+async def test_an_import_names_no_file_of_the_host_and_finds_none(scratch: Path, language: Language) -> None:
+    # A package in a node_modules above the project folder, a file beside the program, a path
+    # that exists and one that does not: each is "Cannot find module", so a diagnostic tells
+    # nothing about the host's files (not even whether one exists) and names none of its paths.
+    package = scratch / "node_modules" / "foo"
+    package.mkdir(parents=True)
+    (package / "package.json").write_text('{"name": "foo", "main": "index.js"}')
+    (package / "index.js").write_text("module.exports = 1;\n")
+    specs = ["foo", "./jev.d.ts", "./program", str(package), str(package / "index.js"), "not-there"]
+    if language is Language.TYPESCRIPT:
+        lines = [f"type T{n} = typeof import({json.dumps(s)});" for n, s in enumerate(specs)]
+    else:
+        lines = [f"const m{n} = await import({json.dumps(s)});" for n, s in enumerate(specs)]
+    program = parse_program(make("\n".join(lines) + "\n" + DONE, requires=[]))
+    verdict = await checker.check(program, config=HostConfig(typecheck={"diskCache": False}).typecheck)
+    assert verdict.language is language
+    assert [(d.line, d.code) for d in verdict.diagnostics] == [(n + 1, 2307) for n in range(len(specs))]
+    for spec, diagnostic in zip(specs, verdict.diagnostics, strict=True):
+        assert diagnostic.message.startswith(f"Cannot find module '{spec}' or its corresponding type "
+                                             "declarations. "), diagnostic.message
+        assert str(scratch) not in diagnostic.message.replace(spec, "")

@@ -50,6 +50,12 @@ _COMMON_OPTIONS: dict[str, Any] = {
     "target": "esnext", "lib": list(LIB), "types": [], "noEmit": True,
     # Only the two files given: no import, `/// <reference>` or type query can pull another file in.
     "noResolve": True, "skipLibCheck": True,
+    # noResolve still resolves each import (it only leaves the file out), and a resolved one is
+    # named in its error ("File '/tmp/…/jev.d.ts' is not a module", "'…/node_modules/x/index.js'
+    # implicitly has an 'any' type") or, in JavaScript, is no error at all. No file ends in this
+    # suffix, so every import is "Cannot find module 'x'": nothing of the host's files, not even
+    # whether one exists, reaches a diagnostic. (The sandbox has no modules anyway.)
+    "moduleSuffixes": [".jev-no-module"],
     "strict": True,
     # A caught value is `any`, as in JavaScript: `catch (e) { e.message }` is common and safe enough.
     "useUnknownInCatchVariables": False,
@@ -134,6 +140,9 @@ def _write_project(program: Program, declarations: str, reading: Reading | None)
                                            errors="surrogatepass")
         config = {"compilerOptions": OPTIONS[reading.language], "files": [DECLARATIONS_FILE, program_file]}
         (folder / "tsconfig.json").write_text(json.dumps(config), encoding="utf-8")
+        # The compiler reads the package.json nearest to each file (how to read it): this one, so it
+        # never climbs to one above the temporary folder, which anyone may have put there.
+        (folder / "package.json").write_text("{}\n", encoding="utf-8")
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise

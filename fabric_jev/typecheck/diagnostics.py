@@ -109,6 +109,9 @@ def _hint(code: int, message: str) -> str | None:
     if code in (2304, *_INSTALL_TYPES_CODES) and _NO_SUCH_GLOBAL.match(message):
         return ("the sandbox has no fetch, process, require, DOM or Node: "
                 "reach the outside through a capability with tools.call")
+    if code == 2307:
+        return "a Jev program cannot import: the sandbox has no modules; reach the outside through a " \
+               "capability with tools.call"
     member = _MEMBER.match(message)
     if member is not None:
         return _MISSING_MEMBER.get((member[1], member[2]))
