@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -369,3 +370,61 @@ async def test_an_import_names_no_file_of_the_host_and_finds_none(scratch: Path,
         assert diagnostic.message.startswith(f"Cannot find module '{spec}' or its corresponding type "
                                              "declarations. "), diagnostic.message
         assert str(scratch) not in diagnostic.message.replace(spec, "")
+
+
+async def test_a_check_cancelled_while_its_files_are_written_leaves_no_folder(
+        scratch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = checker._write_project
+    written: list[Path] = []
+
+    def write_then_cancel(*args: Any) -> Any:
+        found = real(*args)
+        written.append(found[1])
+        anyio.from_thread.run_sync(scope.cancel)  # the caller goes away while this thread works
+        return found
+
+    monkeypatch.setattr(checker, "_write_project", write_then_cancel)
+    program = parse_program(make(as_typescript(DONE)))
+    with anyio.CancelScope() as scope:
+        await checker.check(program, config=HostConfig(typecheck={"diskCache": False}).typecheck)
+    assert scope.cancelled_caught and len(written) == 1
+    assert list(scratch.iterdir()) == [], "the program's code was left in the temporary folder"
+
+
+async def test_a_check_cancelled_while_the_compiler_runs_kills_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fabric_jev.typecheck import compiler
+
+    real = compiler._cap
+    started: list[int] = []
+
+    def cap_then_cancel(pid: int, *args: Any) -> None:
+        real(pid, *args)
+        started.append(pid)
+        scope.cancel()  # the compiler is running: the caller goes away
+
+    monkeypatch.setattr(compiler, "_cap", cap_then_cancel)
+    before = child_pids()
+    program = parse_program(make(HUNGRY, requires=[]))
+    with anyio.CancelScope() as scope:
+        await checker.check(program, config=HostConfig(typecheck={"diskCache": False}).typecheck)
+    assert scope.cancelled_caught and len(started) == 1
+    assert child_pids() - before == set()
+    with pytest.raises(ProcessLookupError):
+        os.killpg(started[0], 0)  # its whole group is gone (and reaped)
+
+
+async def test_a_disk_verdict_whose_erased_code_blanks_a_line_break_is_not_believed(tmp_path: Path) -> None:
+    # Erasure keeps every line break. Blanking one would change what the program does (`return`
+    # then a value on the next line returns the value), so such an entry was not written by us.
+    config = HostConfig(typecheck={"cacheDir": str(tmp_path / "verdicts")})
+    program = parse_program(make(as_typescript("if (input.ticket) return null as any\n" + DONE)))
+    first = await checker.check(program, config=config.typecheck)
+    assert first.erased is not None and "\n" in first.erased
+    [entry] = (tmp_path / "verdicts").iterdir()
+    stored = json.loads(entry.read_text())
+    forged = first.erased.replace("\n", " ", 2)
+    assert len(forged) == len(program.code)
+    entry.write_text(json.dumps({**stored, "verdict": {**stored["verdict"], "erased": forged}}))
+    cache.forget_all()
+    assert await checker.check(program, config=config.typecheck) == first
+    assert json.loads(entry.read_text())["verdict"]["erased"] == first.erased  # compiled and written again

@@ -40,6 +40,7 @@ from .verdict import CheckReport, Verdict
 
 #: Bump when the options, the wrapper or the meaning of a verdict change (part of every digest).
 CHECKER_VERSION = 2
+_LINE_BREAKS = frozenset("\n\r\u2028\u2029")  # what erasure never blanks (contract.typescript)
 #: Compilers running at once in one process.
 MAX_COMPILERS = max(1, min(2, os.cpu_count() or 1))
 DECLARATIONS_FILE = "jev.d.ts"
@@ -194,7 +195,10 @@ def _from_disk(folder: Path, key: str, code: str) -> Verdict | None:
     if found is None or found.erased is None:
         return found
     erased = found.erased
-    if len(erased) != len(code) or any(e != c and e != " " for e, c in zip(erased, code, strict=True)):
+    # Erasure keeps line breaks (contract.typescript): a blanked one would join lines, which can
+    # change what the code does (`return` then a value on the next line).
+    if len(erased) != len(code) or any(e != c and (e != " " or c in _LINE_BREAKS)
+                                       for e, c in zip(erased, code, strict=True)):
         return None
     return found
 
