@@ -63,6 +63,24 @@ def test_check_bad_input_is_exit_2(tmp_path: Path, home: dict[str, str]) -> None
                                   f"{tmp_path / 'no-tsgo'} is not an executable file\n")
 
 
+def test_check_stopped_by_a_cap_is_exit_1_with_the_documented_json(tmp_path: Path, home: dict[str, str]) -> None:
+    from tests.test_typecheck import HUNGRY
+
+    hungry = write(tmp_path, "hungry.json", {**BAD_TS, "outputSchema": {}, "code": HUNGRY})
+    config = write(tmp_path, "config.json", {"typecheck": {"memoryLimitBytes": 64 << 20, "diskCache": False}})
+    stopped = "the type checker ran out of memory (its cap is 64 MiB)"
+    done = cli("check", hungry, "--config", config, env=home)
+    assert done.returncode == 1 and done.stdout == f"{hungry}: {stopped}\n"
+    report = cli("check", hungry, "--config", config, "--json", env=home)
+    assert report.returncode == 1
+    data = json.loads(report.stdout)
+    # The keys docs/programs.md lists for --json, plus why the check stopped.
+    assert set(data) == {"file", "name", "clean", "language", "compiler", "errors", "cut", "diagnostics", "stopped"}
+    assert (data["clean"], data["language"], data["errors"], data["cut"], data["diagnostics"], data["stopped"]) == (
+        False, "typescript", 0, False, [], stopped)
+    assert data["compiler"].startswith("tsgo ")
+
+
 def test_types_prints_the_declarations(tmp_path: Path) -> None:
     done = cli("types", write(tmp_path, "p.json", {**GOOD_TS, "requires": ["jev.evaluate", "kv.get"]}))
     assert done.returncode == 0

@@ -331,13 +331,16 @@ async def check_json(program: Program, *, observed: bool = False,
                      config: TypecheckConfig | None = None) -> dict[str, Any]:
     """`check` as JSON, the shape of `fabric-jev check --json` and the MCP tool jev_check.
 
-    A check a cap stopped is `clean: false` with `stopped` saying why; no
-    compiler raises `CheckerUnavailable`.
+    A check a cap stopped has the same keys, `clean: false` and no
+    diagnostics, and `stopped` saying why; no compiler raises `CheckerUnavailable`.
     """
     try:
         verdict = await check(program, observed=observed, config=config)
     except CompilerStopped as exc:
-        return {"name": program.name, "clean": False, "stopped": str(exc), "errors": 0, "diagnostics": []}
+        compiler = locate()
+        return {"name": program.name, "language": None if exc.language is None else exc.language.value,
+                "compiler": compiler.name if isinstance(compiler, Compiler) else None, "clean": False,
+                "errors": 0, "cut": False, "diagnostics": [], "stopped": str(exc)}
     return {"name": program.name, "language": verdict.language.value, "compiler": verdict.compiler,
             "clean": verdict.clean, "errors": len(verdict.diagnostics), "cut": verdict.cut,
             "diagnostics": [d.to_json() for d in verdict.diagnostics]}
