@@ -251,6 +251,14 @@ def test_a_failing_page_assertion_explains_itself_and_leaves_artifacts(pytester:
     (pytester.path / "test-results" / "mine").mkdir()
     pytester.runpytest_subprocess(*PLUGIN, "--jev-artifacts=off").assert_outcomes(passed=1, failed=1)
     assert [p.name for p in (pytester.path / "test-results").iterdir()] == ["mine"]
+    # A folder of the same name that the plugin did not write is not replaced: the test says so.
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    clash = pytester.runpytest_subprocess(*PLUGIN)
+    clash.assert_outcomes(passed=1, failed=1, errors=1)
+    clash.stdout.fnmatch_lines([f"*artifacts not kept: {kept} exists and was not written by fabric-jev's "
+                                "pytest plugin (it has no .fabric-jev-artifacts file)*"])
+    assert [p.name for p in kept.iterdir()] == ["notes.txt"]
 
 
 def test_collecting_a_suite_that_does_not_use_the_plugin_imports_none_of_fabric_jev(

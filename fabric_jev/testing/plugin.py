@@ -391,6 +391,10 @@ async def _page_artifacts(source: Any, folder: Path, status: str) -> None:
 
 def _keep(scratch: Path, dest: Path) -> None:
     if dest.exists():
+        if not (dest / MARKER).is_file():  # someone else's: never removed (docs/testing.md)
+            pytest.fail(f"artifacts not kept: {dest} exists and was not written by fabric-jev's pytest "
+                        f"plugin (it has no {MARKER} file); move it, or choose another --jev-output",
+                        pytrace=False)
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(scratch, dest)
