@@ -157,6 +157,8 @@ def _json_bytes_ok(value: Any) -> None:
 @given(mutated(REQUEST) | json_values(), st.booleans())
 @example({**REQUEST, "questions": {"q": {"type": "choice", "instructions": "x", "criteria": {"": None}}}}, False)
 @example({**REQUEST, "state": "\ud800"}, False)
+@example({"\n": None}, False)  # an unknown key with a newline made a two-line message (long profile)
+@example({**REQUEST, "questions": {"q": {"type": "noul", "instructions": "x", "a\nb": 1}}}, False)
 @example({**REQUEST, "state": [float("nan")]}, True)
 @example({**REQUEST, "questions": {"q": {"type": "noul", "instructions": "x", "criteria": {"true": 1}}}}, False)
 def test_a_request_is_valid_or_refused_and_what_is_valid_stays_valid(raw: Any, wire: bool) -> None:

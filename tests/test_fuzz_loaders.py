@@ -138,6 +138,7 @@ def _labels_texts(draw: st.DrawFn) -> str:
 @example('{"state": "x", "question": {"type": "choice", "instructions": "q", "criteria": {"a": null}}, '
          '"label": ["a"]}')
 @example('{"state": "\\ud800", "question": {"type": "noul", "instructions": "q"}, "label": true}')
+@example('{"state": "x", "question": {"type": "noul", "instructions": "q"}, "label": true, "a\\nb": 1}')
 def test_a_labels_file_parses_or_names_its_bad_line(text: str) -> None:
     try:
         examples = parse_labels(text, source="l.jsonl")

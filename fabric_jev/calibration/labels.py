@@ -28,6 +28,7 @@ from ..contract.evaluation import (
     validate_answers,
     validate_request,
 )
+from ..contract.values import key_names
 from ..errors import EvaluationError, LabelsInvalid
 from ..evaluators.profile import example_key, signature_of
 
@@ -104,7 +105,7 @@ def parse_example(raw: Any, line: int) -> LabeledExample:
         raise LabelsInvalid("an example must be an object {state, question, label, id?}")
     unknown = set(raw) - _KEYS
     if unknown:
-        raise LabelsInvalid(f"unknown keys: {', '.join(sorted(unknown))}")
+        raise LabelsInvalid(f"unknown keys: {key_names(unknown)}")
     for key in ("state", "question", "label"):
         if key not in raw:
             raise LabelsInvalid(f"missing {key!r}")

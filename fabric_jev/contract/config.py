@@ -15,7 +15,7 @@ from .model_id import MODEL_ID_RULE, is_model_id
 from .policy import Policy, Risk, parse_approvals, parse_overrides
 from .program import ProgramLimits, validate_as
 from .typecheck import CheckMode, Language
-from .values import is_finite_number
+from .values import is_finite_number, key_names
 
 MIB = 1024 * 1024
 #: A config file larger than this is refused before it is read (as `--config` does).
@@ -104,7 +104,7 @@ def _limit_set(raw: Any, which: int, label: str) -> LimitSet:
         raise ValueError(f"{label} must be an object")
     unknown = set(raw) - set(_LIMIT_RANGES)
     if unknown:
-        raise ValueError(f"{label} has unknown keys: {', '.join(sorted(unknown))}")
+        raise ValueError(f"{label} has unknown keys: {key_names(unknown)}")
     values = {}
     for key, spec in _LIMIT_RANGES.items():
         lo, hi = spec[2], spec[3]

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from .._json import JSONInputError, loads_bounded
 from ..errors import AnswerInvalid, RequestInvalid
 from .model_id import MODEL_ID_RULE, is_model_id
-from .values import is_finite_number
+from .values import is_finite_number, key_names
 
 QuestionType = Literal["noul", "choice", "score"]
 MAX_QUESTIONS = 128
@@ -115,7 +115,7 @@ def _question(qid: Any, raw: Any, wire: bool = False) -> Question:
         raise RequestInvalid(f"{where} must be an object {{type, instructions, criteria?}}")
     extra = set(raw) - {"type", "instructions", "criteria"}
     if extra:
-        raise RequestInvalid(f"{where} has unknown keys: {', '.join(sorted(extra))}")
+        raise RequestInvalid(f"{where} has unknown keys: {key_names(extra)}")
     qtype = raw.get("type")
     if qtype not in ("noul", "choice", "score"):
         raise RequestInvalid(f"{where} has type {qtype!r}: {_FREE_TEXT}")
@@ -158,7 +158,7 @@ def validate_request(raw: Any, *, max_bytes: int = 131_072, wire: bool = False) 
     if extra and wire:
         raw = {k: v for k, v in raw.items() if k not in extra}
     elif extra:
-        raise RequestInvalid(f"jev.evaluate request has unknown keys: {', '.join(sorted(extra))}")
+        raise RequestInvalid(f"jev.evaluate request has unknown keys: {key_names(extra)}")
     if "state" not in raw or not _is_text(raw["state"]):
         raise RequestInvalid("jev.evaluate state must be a string, array or object")
     _measure(raw)

@@ -50,6 +50,12 @@ def path_step(name: str) -> str:
     return f"[{quoted}]"
 
 
+def key_names(keys: Any) -> str:
+    """Object keys for a message, sorted: plain names as they are, others JSON-quoted and cut."""
+    return ", ".join(k if _NAME.fullmatch(k) else json.dumps(k if len(k) <= 64 else k[:64] + "…")
+                     for k in sorted(str(k) for k in keys))
+
+
 class ValueRejected(ValueError):
     """A value is not finite JSON, too large, or off its schema (message says which side)."""
 
