@@ -95,3 +95,38 @@ def test_what_the_parse_reads_but_nothing_could_use_is_refused(text: str, needle
 def test_escaped_pairs_and_escaped_backslashes_are_still_text() -> None:
     assert loads_bounded('["\\ud83d\\ude00", "\\\\ud800", 1.5e300]', what="x", max_bytes=100) == \
         ["\U0001F600", "\\ud800", 1.5e300]
+
+
+def _deep(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    path.write_bytes(b'{"a":' * 5000 + b"1" + b"}" * 5000)
+    return path
+
+
+def test_the_config_loader_reads_through_the_bounded_reader(tmp_path: Path) -> None:
+    from fabric_jev import ConfigError, HostConfig
+
+    with pytest.raises(ConfigError, match=r"^config file .* nests deeper than 64 levels$"):
+        HostConfig.load(_deep(tmp_path, "config.json"))
+    big = tmp_path / "big.json"
+    big.write_bytes(b"{}" + b" " * (1 << 20))
+    with pytest.raises(ConfigError, match=r"is larger than 1048576 bytes"):
+        HostConfig.load(big)
+
+
+def test_the_cassette_loader_reads_through_the_bounded_reader(tmp_path: Path) -> None:
+    from fabric_jev import ConfigError
+    from fabric_jev.evaluators import CassetteEvaluator
+
+    with pytest.raises(ConfigError, match=r"is not readable JSON: cassette .* nests deeper than 64 levels$"):
+        CassetteEvaluator(_deep(tmp_path, "cassette.json"))
+
+
+def test_the_auth_store_reads_through_the_bounded_reader(tmp_path: Path) -> None:
+    from fabric_jev import CredentialError
+    from fabric_jev.evaluators import AuthStore
+
+    store = AuthStore(_deep(tmp_path, "auth.json"))
+    with pytest.raises(CredentialError, match=r"^the auth store .* is unreadable$"):
+        store.get("typesafe")
+    assert store.has("typesafe") is False

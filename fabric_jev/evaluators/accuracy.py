@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +9,9 @@ from ..contract.evaluation import validate_request
 
 
 def load_labeled_set(path: str | Path) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = json.loads(Path(path).read_text(encoding="utf-8"))["items"]
+    from .._json import read_json_file
+
+    items: list[dict[str, Any]] = read_json_file(path, what="labeled set", max_bytes=64 << 20)["items"]
     return items
 
 

@@ -26,6 +26,9 @@ from ..contract.evaluation import Evaluation, EvaluationRequest, validate_answer
 from ..errors import AnswerInvalid, ConfigError
 from .base import NO_CREDENTIALS_NEEDED, Evaluator, EvaluatorStatus
 
+#: The largest cassette read back (each entry holds a request and its answer, ≤ 1 MiB each).
+MAX_CASSETTE_BYTES = 256 * 1024 * 1024
+
 
 def request_digest(request: EvaluationRequest, model: str) -> str:
     canonical = json.dumps(request.to_wire(request.model or model), sort_keys=True,
@@ -43,10 +46,12 @@ class CassetteEvaluator:
         self._model = model
         self._entries: dict[str, Any] = {}
         if self.path.exists():
+            from .._json import JSONInputError, read_json_file
+
             try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                raise ConfigError(f"cassette {self.path} is not readable JSON") from None
+                data = read_json_file(self.path, what="cassette", max_bytes=MAX_CASSETTE_BYTES)
+            except JSONInputError as exc:
+                raise ConfigError(f"cassette {self.path} is not readable JSON: {exc}") from None
             if not isinstance(data, dict) or data.get("version") != 1 \
                     or not isinstance(data.get("entries"), dict):
                 raise ConfigError(f"cassette {self.path} is not a version-1 cassette")

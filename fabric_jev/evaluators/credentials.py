@@ -28,6 +28,8 @@ from .routes import Route
 COMMAND_TIMEOUT_S = 5.0
 COMMAND_MAX_BYTES = 16_384
 COMMAND_MAX_ARGS = 16
+#: The largest auth store read (it holds a key per login).
+MAX_AUTH_STORE_BYTES = 1 << 20
 
 
 def default_auth_path() -> Path:
@@ -53,11 +55,11 @@ class AuthStore:
         signature = (st.st_ino, st.st_mtime_ns, st.st_size)
         if self._cache is not None and self._cache[0] == signature:
             return dict(self._cache[1])
+        from .._json import JSONInputError, read_json_file
+
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, json.JSONDecodeError):
+            data = read_json_file(self.path, what="auth store", max_bytes=MAX_AUTH_STORE_BYTES)
+        except JSONInputError:  # the message would name the file only; no content is shown
             raise CredentialError(f"the auth store {self.path} is unreadable") from None
         data = data if isinstance(data, dict) else {}
         self._cache = (signature, data)
