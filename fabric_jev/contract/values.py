@@ -64,8 +64,8 @@ class ValueRejected(ValueError):
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
-def json_bytes(value: Any) -> int:
-    return len(_COMPACT.encode(value).encode("utf-8"))
+#: How deep a value may nest (the guest's own stack allows far more).
+MAX_DEPTH = 256
 
 
 def normalize_json(value: Any, side: str) -> Any:
@@ -76,7 +76,7 @@ def normalize_json(value: Any, side: str) -> Any:
     """
 
     def walk(v: Any, path: str, depth: int) -> Any:
-        if depth > 256:
+        if depth > MAX_DEPTH:
             raise ValueRejected(f"{side} is nested too deeply")
         if v is None or isinstance(v, bool):
             return v
@@ -112,17 +112,49 @@ def _validator(schema_text: str) -> Draft202012Validator:
     return Draft202012Validator(json.loads(schema_text))
 
 
+def checked_json(value: Any, schema: dict[str, Any], side: str,
+                 max_bytes: int = MAX_VALUE_BYTES) -> tuple[Any, str]:
+    """A caller's value made plain finite JSON, capped and checked against `schema`,
+    with its compact JSON text: encoded once, for both the size cap and the wire."""
+    value = normalize_json(value, side)
+    text = _COMPACT.encode(value)
+    _check(value, text, schema, side, max_bytes)
+    return value, text
+
+
 def check_value(value: Any, schema: dict[str, Any], side: str,
                 max_bytes: int = MAX_VALUE_BYTES) -> Any:
     """Normalize `value`, enforce the byte cap, and validate it against `schema`."""
-    value = normalize_json(value, side)
-    if json_bytes(value) > max_bytes:
+    return checked_json(value, schema, side, max_bytes)[0]
+
+
+def check_decoded(value: Any, schema: dict[str, Any], side: str,
+                  max_bytes: int = MAX_VALUE_BYTES) -> Any:
+    """A value parsed from the sandbox wire, where lone surrogates were already
+    replaced: its nesting, size and schema are checked without a second scrub."""
+    try:
+        text = _COMPACT.encode(value)
+    except RecursionError:
+        raise ValueRejected(f"{side} is nested too deeply") from None
+    if text.count("[") + text.count("{") > MAX_DEPTH:  # only then can it nest too deeply
+        from .._json import JSONInputError, check_depth
+
+        try:
+            check_depth(text, MAX_DEPTH, side)
+        except JSONInputError:
+            raise ValueRejected(f"{side} is nested too deeply") from None
+    _check(value, text, schema, side, max_bytes)
+    return value
+
+
+def _check(value: Any, text: str, schema: dict[str, Any], side: str, max_bytes: int) -> None:
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    if size > max_bytes:
         raise ValueRejected(f"{side} exceeds {max_bytes} bytes")
     if not schema:
-        return value  # {} accepts any finite JSON value (already checked above)
+        return  # {} accepts any finite JSON value (already checked above)
     validator = _validator(json.dumps(schema, sort_keys=True))
     error = next(iter(validator.iter_errors(value)), None)
     if error is not None:
         where = "$" + "".join(f"[{p}]" if isinstance(p, int) else path_step(str(p)) for p in error.path)
         raise ValueRejected(f"{side} does not match its declared schema: {error.message} at {where}")
-    return value

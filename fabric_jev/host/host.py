@@ -251,7 +251,7 @@ class JevHost:
         try:
             if admitted.observe is not None and self._observers is not None:
                 observation = self._observers.create(admitted.observe)
-            run = Run(admitted.program, admitted.value, background=background,
+            run = Run(admitted.program, admitted.input_json, background=background,
                       limits=self.config.effective_limits(admitted.program.limits),
                       services=self._services, intent=admitted.intent, observation=observation,
                       audit=admitted.audit, checked=admitted.checked)

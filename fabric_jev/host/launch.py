@@ -17,7 +17,7 @@ from ..contract.config import HostConfig
 from ..contract.observe import ObserveOptions, parse_observe
 from ..contract.policy import BUILTIN_RISKS, denial_message
 from ..contract.program import JEV_PROGRAM_REFS, Program, parse_program
-from ..contract.values import ValueRejected, check_value
+from ..contract.values import ValueRejected, checked_json
 from ..errors import CapabilityError, InputInvalid, ProgramInvalid
 from ..typecheck.checker import check_for_launch
 from ..typecheck.verdict import CheckReport
@@ -30,7 +30,7 @@ class Admission:
     """A launch that passed every check: what its run is made of."""
 
     program: Program
-    value: Any  # the input, validated against the input schema
+    input_json: str  # the input, validated against the input schema, encoded once for the wire
     intent: str | None
     observe: ObserveOptions | None
     audit: AuditTrail = field(default_factory=AuditTrail)  # the launch-time decisions
@@ -46,11 +46,11 @@ async def admit(raw: Program | dict[str, Any], input: Any, *, background: bool,
     if observe is not None and not background:
         raise ProgramInvalid("observe is only available with spawn, not run")
     try:
-        value = check_value(input, program.inputSchema, "input")
+        _, input_json = checked_json(input, program.inputSchema, "input")
     except ValueRejected as exc:
         raise InputInvalid(str(exc)) from None
     _check_refs(program, capabilities, observing=observe is not None)
-    admission = Admission(program, value, intent, None)
+    admission = Admission(program, input_json, intent, None)
     # Type errors refuse the launch here, before any approver is asked or a worker taken.
     admission.checked = await check_for_launch(program, config, observed=observe is not None)
     if _within_grant(program, grant):  # launched from inside another program's capability call

@@ -10,7 +10,6 @@ the host.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from ..contract.budget import RunBudget
 from ..contract.config import EffectiveLimits
 from ..contract.envelope import Envelope, RunState, Usage
 from ..contract.program import Program
-from ..contract.values import ValueRejected, check_value, json_bytes, normalize_json
+from ..contract.values import ValueRejected, check_decoded
 from ..errors import CompileError, clip_error
 from ..sandbox.connection import asyncio_loop
 from ..sandbox.session import Ended, Ending, Event, HostCall, Logs, SessionLimits, WorkerLike, WorkerSession
@@ -73,13 +72,13 @@ class RunEnd:
 class Run:
     """One program's run: load it, drive it to its end, and show it as an envelope."""
 
-    def __init__(self, program: Program, value: Any, *, limits: EffectiveLimits, background: bool,
+    def __init__(self, program: Program, input_json: str, *, limits: EffectiveLimits, background: bool,
                  services: RunServices, intent: str | None = None,
                  observation: Observation | None = None, audit: AuditTrail | None = None,
                  checked: CheckReport | None = None) -> None:
         self.id = str(uuid.uuid4())
         self.program = program
-        self.input = value
+        self._input_json = input_json
         self.limits = limits
         self.background = background
         self.started_at = utc_now()
@@ -153,7 +152,7 @@ class Run:
         """Take a worker and start the program in it: as JavaScript first; only code that
         does not compile as JavaScript is tried again with its TypeScript annotations erased.
         Raises `CompileError` or `SandboxUnavailable`; then nothing is left running."""
-        input_json = json.dumps(self.input)
+        input_json = self._input_json
         # A checked TypeScript program comes with its erased code: it loads at the first try.
         code = self.program.code if self.checked is None else self.checked.code(self.program.code)
         try:
@@ -240,7 +239,7 @@ class Run:
     def _ended(self, ended: Ended) -> RunEnd:
         if ended.ending is Ending.COMPLETED:
             try:
-                result = check_value(ended.result, self.program.outputSchema, "output")
+                result = check_decoded(ended.result, self.program.outputSchema, "output")
             except ValueRejected as exc:
                 return RunEnd("error", error=str(exc))
             return RunEnd("completed", result=result)
@@ -291,14 +290,12 @@ class Run:
             self._calls.start(kind, args, reply, tasks)
 
     def _emit(self, value: Any, reply: Reply) -> None:
-        try:
-            value = normalize_json(value, "program.emit value")
-        except ValueRejected as exc:
-            reply(False, str(exc))
-            return
-        if not _surely_small(value) and json_bytes(value) > EMIT_MAX_BYTES:
-            reply(False, f"program.emit value exceeds {EMIT_MAX_BYTES} bytes")
-            return
+        if not _surely_small(value):
+            try:
+                check_decoded(value, {}, "program.emit value", EMIT_MAX_BYTES)
+            except ValueRejected as exc:
+                reply(False, str(exc))
+                return
         self.ring.append(value)
         reply(True, "null")
 

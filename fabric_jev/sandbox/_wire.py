@@ -9,8 +9,9 @@ counts tag and payload). Frames, not lines: payloads may hold newlines and
 be larger than a line reader allows.
 
 Host -> worker
-    `Load`     the program and its limits (JSON); the worker compiles it and,
-               if that succeeds, answers `Ready` and starts the program at once
+    `Load`     the program and its limits (a line of JSON), then the input's
+               JSON text as it is; the worker compiles the program and, if that
+               succeeds, answers `Ready` and starts it at once
     `Settle`   the answer to one host call: ``b"<id> <0|1> " + text``, where
                text is JSON when ok and an error message otherwise
 
@@ -119,10 +120,11 @@ def encode(message: Message) -> bytes:
         text = message.text.encode("utf-8", "replace")
         return frame(_SETTLE, b"%d %d " % (message.call_id, message.ok) + text)
     if isinstance(message, Load):
-        return frame(_LOAD, json.dumps({
-            "code": message.code, "input": message.input_json, "sliceMs": message.slice_ms,
-            "hardSliceMs": message.hard_slice_ms, "memoryBytes": message.memory_bytes,
-            "stackBytes": message.stack_bytes}).encode())
+        # The input is JSON text already: it follows the header as it is, not encoded again.
+        head = json.dumps({
+            "code": message.code, "sliceMs": message.slice_ms, "hardSliceMs": message.hard_slice_ms,
+            "memoryBytes": message.memory_bytes, "stackBytes": message.stack_bytes})
+        return frame(_LOAD, head.encode() + b"\n" + message.input_json.encode("utf-8", "replace"))
     if isinstance(message, Outbox):
         return outbox_frame(json.dumps({
             "c": [list(c) for c in message.calls], "l": message.logs,
@@ -190,8 +192,11 @@ def decode(tag: bytes, payload: bytes) -> Message:
             kind, message = _json(payload)
             return Fatal(str(kind), str(message))
         if tag == _LOAD:
-            load = json.loads(payload)
-            return Load(code=load["code"], input_json=load["input"], slice_ms=load["sliceMs"],
+            head, newline, input_json = payload.partition(b"\n")
+            if not newline:
+                raise ValueError("no input after the header")
+            load = json.loads(head)
+            return Load(code=load["code"], input_json=input_json.decode("utf-8"), slice_ms=load["sliceMs"],
                         hard_slice_ms=load["hardSliceMs"], memory_bytes=load["memoryBytes"],
                         stack_bytes=load["stackBytes"])
     except (ValueError, KeyError, TypeError, IndexError) as exc:
