@@ -274,23 +274,23 @@ AFTER = snap(el(name="Add", testid="add"), el(role="checkbox", name="A", checked
 
 def test_diff_predicates_against_the_baseline() -> None:
     now = AFTER.with_baseline(BEFORE)
-    assert added("role=listitem").evaluate(now).passed
-    assert not added("role=listitem", 2).evaluate(now).passed
-    assert modified("role=checkbox", "checked").evaluate(now).passed
-    assert not modified("role=checkbox", "value").evaluate(now).passed
-    assert changed().evaluate(now).passed and not changed("role=link").evaluate(now).passed
+    assert added("role=listitem").assess(now).passed
+    assert not added("role=listitem", 2).assess(now).passed
+    assert modified("role=checkbox", "checked").assess(now).passed
+    assert not modified("role=checkbox", "value").assess(now).passed
+    assert changed().assess(now).passed and not changed("role=link").assess(now).passed
     gone = BEFORE.with_baseline(AFTER)
-    out = removed("role=listitem").evaluate(gone)
+    out = removed("role=listitem").assess(gone)
     assert out.passed and [e.name for e in out.matches] == ["two"]
     same = BEFORE.with_baseline(BEFORE)
-    failed = changed().evaluate(same)
+    failed = changed().assess(same)
     assert failed.reason is K.STATE_MISMATCH and failed.actual == "0 added, 0 removed, 0 modified"
     with pytest.raises(ValueError, match="unknown state field"):
         modified("role=checkbox", "colour")
 
 
 def test_no_baseline_is_its_own_kind_and_the_default_policy_gives_up() -> None:
-    out = added("role=listitem").evaluate(AFTER)
+    out = added("role=listitem").assess(AFTER)
     assert out.reason is K.NO_BASELINE and "before the last action" in out.actual
     assert with_nested_baseline_dropped()
 

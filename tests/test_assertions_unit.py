@@ -190,7 +190,7 @@ def test_parse_errors_point_at_the_column(query: str, column: int, needle: str) 
     (not_(exists("name=Save")), False, "state_mismatch"),
 ])
 def test_predicates(predicate: Any, passed: bool, reason: str | None) -> None:
-    out = predicate.evaluate(PAGE)
+    out = predicate.assess(PAGE)
     assert (out.passed, out.reason) == (passed, reason), out
 
 
@@ -198,9 +198,9 @@ def test_dom_and_aria_state_are_normalised() -> None:
     native = snap(el(name="A", disabled=True), el(role="checkbox", name="C", checked=True))
     aria = snap(el(name="A", aria_disabled=True), el(role="checkbox", name="C", aria_checked=True))
     for page in (native, aria):
-        assert is_disabled("name=A").evaluate(page).passed
+        assert is_disabled("name=A").assess(page).passed
         assert Query.parse("disabled=true").select(page.elements)[0].name == "A"
-        assert is_checked("name=C").evaluate(page).passed
+        assert is_checked("name=C").assess(page).passed
 
 
 # ---------------------------------------------------------------- nearest matches

@@ -99,7 +99,7 @@ def test_a_frame_nested_past_the_parsers_depth_is_a_protocol_error() -> None:
 def test_the_input_is_encoded_once_on_its_way_in() -> None:
     from fabric_jev.contract.values import checked_json
 
-    value, text = checked_json({"say": 'a "quote"\nand é', "n": [1, 2.5]}, {"type": "object"}, "input")
+    _, text = checked_json({"say": 'a "quote"\nand é', "n": [1, 2.5]}, {"type": "object"}, "input")
     assert text == '{"say":"a \\"quote\\"\\nand é","n":[1,2.5]}'  # the cap's text is the wire's text
     load = _wire.Load(code="return input", input_json=text, slice_ms=100, hard_slice_ms=250,
                       memory_bytes=1 << 20, stack_bytes=1 << 18)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import anyio
 
 from ..contract.evaluation import validate_request
+from ..contract.policy import Policy
 from ..contract.values import is_finite_number
 from ..errors import EvaluationError
 from ..evaluators.base import Evaluator
@@ -21,7 +22,7 @@ from .evidence import ApprovalRequest, build_evidence
 from .settings import check_threshold
 
 Verdict = Literal["allow", "ask", "deny"]
-Policy = Literal["auto", "ask", "deny", "allow"]
+
 MAX_TIMEOUT_S = 30.0
 #: The evaluator gets the bound itself; this much later the classifier stops
 #: waiting for one that ignores it (its own timer fires first otherwise).

@@ -16,8 +16,8 @@ from .diff import SnapshotDiff, added, changed, modified, removed
 from .escalation import Escalation, EscalationPolicy, FailureEvent, FailureKind, RecoveryAction
 from .nearest import Near, nearest
 from .predicates import (
-    Outcome,
     Predicate,
+    PredicateOutcome,
     all_of,
     any_of,
     element_count,
@@ -45,7 +45,7 @@ from .vision import AnthropicVision, GeminiVision, OpenAIVision, VisionError, vi
 __all__ = [
     "REASONS", "AnthropicVision", "AssertionFailed", "Attempt", "Check", "CheckResult", "Condition", "Confidence",
     "Element", "Escalation", "EscalationPolicy", "FailureEvent", "FailureKind", "GeminiVision", "Near",
-    "OpenAIVision", "Outcome", "Predicate", "ProposingVisionProvider", "Query", "QuerySyntaxError",
+    "OpenAIVision", "Predicate", "PredicateOutcome", "ProposingVisionProvider", "Query", "QuerySyntaxError",
     "RecoveryAction", "Snapshot", "SnapshotDiff",
     "SnapshotSource", "VisionError", "VisionFallback", "VisionProvider", "added", "all_of", "any_of", "changed",
     "check", "confidence", "element_count", "exists", "is_checked", "is_collapsed",

@@ -30,7 +30,7 @@ from ..errors import CheckFailed
 from .diff import describe_changes
 from .escalation import Escalation, EscalationPolicy, FailureEvent, FailureKind, RecoveryAction
 from .nearest import Near, nearest
-from .predicates import Outcome, Predicate
+from .predicates import Predicate, PredicateOutcome
 from .snapshot import QUIET_SETTLED_MS, Element, Snapshot, confidence
 
 #: The reason codes a finished check can carry (FailureKind values; `low_confidence`
@@ -227,7 +227,7 @@ class Check:
             result = self._result(False, FailureKind.NO_SNAPSHOT, None, None, [
                 Attempt(1, FailureKind.NO_SNAPSHOT, None, RecoveryAction.GIVE_UP, error)])
         else:
-            out = self.predicate.evaluate(snap)
+            out = self.predicate.assess(snap)
             conf = confidence(snap).value
             action = RecoveryAction.DONE if out.passed else RecoveryAction.GIVE_UP
             result = self._result(out.passed, out.reason, out, snap, [Attempt(1, out.reason, conf, action)])
@@ -252,12 +252,12 @@ class Check:
         counters: Counter[RecoveryAction] = Counter()
         low_streak = 0
         streak: tuple[FailureKind | None, int] = (None, 0)
-        last: tuple[FailureKind | None, Outcome | None, Snapshot | None] = (None, None, None)
+        last: tuple[FailureKind | None, PredicateOutcome | None, Snapshot | None] = (None, None, None)
         n = 0
         while True:
             n += 1
             snap, error = await self._take(src, waiter)
-            out: Outcome | None = None
+            out: PredicateOutcome | None = None
             conf_value: float | None = None
             detail = error
             if snap is None:
@@ -272,7 +272,7 @@ class Check:
                     detail = "; ".join(conf.reasons)
                 else:
                     low_streak = 0
-                    out = self.predicate.evaluate(snap)
+                    out = self.predicate.assess(snap)
                     if out.passed:
                         attempts.append(Attempt(n, None, conf_value, RecoveryAction.DONE))
                         return await self._finish(self._result(True, None, out, snap, attempts), src)
@@ -323,9 +323,9 @@ class Check:
             await waiter.pause(settle)
 
     async def _timed_out(self, src: SnapshotSource, n: int, kind: FailureKind, conf: float | None,
-                         detail: str, last: tuple[FailureKind | None, Outcome | None, Snapshot | None],
+                         detail: str, last: tuple[FailureKind | None, PredicateOutcome | None, Snapshot | None],
                          counters: Counter[RecoveryAction], attempts: list[Attempt], streak: int,
-                         out: Outcome | None) -> CheckResult:
+                         out: PredicateOutcome | None) -> CheckResult:
         event = FailureEvent(FailureKind.TIMEOUT, n, streak, conf, len(out.matches) if out else 0,
                              self.vision is not None, last_kind=kind)
         action = self.policy.decide(event, counters)
@@ -339,12 +339,12 @@ class Check:
         return await self._failed(src, FailureKind.TIMEOUT, last, attempts)
 
     async def _failed(self, src: SnapshotSource, reason: FailureKind,
-                      last: tuple[FailureKind | None, Outcome | None, Snapshot | None],
+                      last: tuple[FailureKind | None, PredicateOutcome | None, Snapshot | None],
                       attempts: list[Attempt]) -> CheckResult:
         return await self._finish(self._failure(reason, last, attempts), src)
 
     def _failure(self, reason: FailureKind,
-                 last: tuple[FailureKind | None, Outcome | None, Snapshot | None],
+                 last: tuple[FailureKind | None, PredicateOutcome | None, Snapshot | None],
                  attempts: list[Attempt]) -> CheckResult:
         last_kind, last_out, last_snap = last
         if reason is FailureKind.SNAPSHOT_EXHAUSTED:
@@ -354,7 +354,7 @@ class Check:
             result.last_reason = last_kind
         return result
 
-    async def _scroll(self, src: SnapshotSource, out: Outcome | None) -> tuple[bool, str]:
+    async def _scroll(self, src: SnapshotSource, out: PredicateOutcome | None) -> tuple[bool, str]:
         scroll = getattr(src, "scroll_into_view", None)
         if scroll is None:
             return False, "not done: the source cannot scroll"
@@ -382,7 +382,7 @@ class Check:
         return (True, "reloaded") if accepted is not False else (False, "refused by the source")
 
     async def _ask_vision(self, src: SnapshotSource, reason: FailureKind,
-                          last: tuple[FailureKind | None, Outcome | None, Snapshot | None],
+                          last: tuple[FailureKind | None, PredicateOutcome | None, Snapshot | None],
                           attempts: list[Attempt]) -> CheckResult:
         result = self._failure(reason, last, attempts)
         if self.vision is None:
@@ -424,7 +424,7 @@ class Check:
         assert self.vision is not None
         if snap is None:
             return None, "no snapshot to check the proposal against"
-        out = self.predicate.evaluate(snap)
+        out = self.predicate.assess(snap)
         if not out.passed:
             # Vision cannot change the assertion: the snapshot itself must satisfy it.
             return False, f"the last snapshot does not satisfy the predicate ({out.reason})"
@@ -438,7 +438,7 @@ class Check:
             return False, f"none of {len(boxes)} proposed box(es) lies on a matching element"
         return True, f"{len(boxes)} proposed box(es); one lies on {hit.label()}"
 
-    def _result(self, passed: bool, reason: FailureKind | None, out: Outcome | None, snap: Snapshot | None,
+    def _result(self, passed: bool, reason: FailureKind | None, out: PredicateOutcome | None, snap: Snapshot | None,
                 attempts: list[Attempt]) -> CheckResult:
         expected = out.expected if out else str(self.predicate)
         actual = out.actual if out else ("no snapshot" if snap is None else "snapshot not judged")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .escalation import FailureKind
-from .predicates import Outcome, Predicate
+from .predicates import Predicate, PredicateOutcome
 from .query import Query, as_query, where
 from .snapshot import Element, Snapshot
 
@@ -110,10 +110,10 @@ class DiffPredicate(Predicate):
     def _keep(self, e: Element) -> bool:
         return self.query is None or self.query.matches(e)
 
-    def evaluate(self, snapshot: Snapshot) -> Outcome:
+    def assess(self, snapshot: Snapshot) -> PredicateOutcome:
         expected = self._expected()
         if snapshot.baseline is None:
-            return Outcome(False, FailureKind.NO_BASELINE, expected, NO_BASELINE_TEXT, (), self.query)
+            return PredicateOutcome(False, FailureKind.NO_BASELINE, expected, NO_BASELINE_TEXT, (), self.query)
         diff = SnapshotDiff.between(snapshot.baseline, snapshot)
         added = [e for e in diff.added if self._keep(e)]
         removed = [e for e in diff.removed if self._keep(e)]
@@ -132,7 +132,8 @@ class DiffPredicate(Predicate):
                   + (f" matching {self.query}" if self.query is not None else "")
                   + (": " + ", ".join(_change(m) for m in modified[:3]) if modified else ""))
         ok = len(hits) >= need
-        return Outcome(ok, None if ok else FailureKind.STATE_MISMATCH, expected, actual, tuple(hits), self.query)
+        return PredicateOutcome(ok, None if ok else FailureKind.STATE_MISMATCH, expected, actual,
+                                tuple(hits), self.query)
 
     def _expected(self) -> str:
         scope = f" matching {self.query}" if self.query is not None else ""

@@ -20,7 +20,7 @@ from .snapshot import Element, Snapshot
 
 
 @dataclass(frozen=True)
-class Outcome:
+class PredicateOutcome:
     passed: bool
     reason: FailureKind | None  # None when passed
     expected: str
@@ -30,13 +30,13 @@ class Outcome:
 
 
 class Predicate:
-    """Base class. `evaluate(snapshot)` must be pure."""
+    """Base class. `assess(snapshot)` must be pure."""
 
     @property
     def description(self) -> str:
         return "predicate"
 
-    def evaluate(self, snapshot: Snapshot) -> Outcome:
+    def assess(self, snapshot: Snapshot) -> PredicateOutcome:
         raise NotImplementedError
 
     def queries(self) -> list[Query]:
@@ -90,13 +90,13 @@ class Exists(Predicate):
     def queries(self) -> list[Query]:
         return [self.query]
 
-    def evaluate(self, snapshot: Snapshot) -> Outcome:
+    def assess(self, snapshot: Snapshot) -> PredicateOutcome:
         matches = self.query.select(snapshot.elements)
         usable, reason = _usable(matches)
         expected = f"a visible, unobstructed element matching {self.query}"
         if usable:
-            return Outcome(True, None, expected, _describe(usable), tuple(usable), self.query)
-        return Outcome(False, reason, expected, _describe(matches), tuple(matches), self.query)
+            return PredicateOutcome(True, None, expected, _describe(usable), tuple(usable), self.query)
+        return PredicateOutcome(False, reason, expected, _describe(matches), tuple(matches), self.query)
 
 
 @dataclass(frozen=True)
@@ -110,12 +110,12 @@ class NotExists(Predicate):
     def queries(self) -> list[Query]:
         return [self.query]
 
-    def evaluate(self, snapshot: Snapshot) -> Outcome:
+    def assess(self, snapshot: Snapshot) -> PredicateOutcome:
         shown = [e for e in self.query.select(snapshot.elements) if e.visible]
         expected = f"no visible element matching {self.query}"
         if not shown:
-            return Outcome(True, None, expected, "none", (), self.query)
-        return Outcome(False, FailureKind.STATE_MISMATCH, expected, _describe(shown), tuple(shown), self.query)
+            return PredicateOutcome(True, None, expected, "none", (), self.query)
+        return PredicateOutcome(False, FailureKind.STATE_MISMATCH, expected, _describe(shown), tuple(shown), self.query)
 
 
 @dataclass(frozen=True)
@@ -131,14 +131,14 @@ class ElementCount(Predicate):
     def queries(self) -> list[Query]:
         return [self.query]
 
-    def evaluate(self, snapshot: Snapshot) -> Outcome:
+    def assess(self, snapshot: Snapshot) -> PredicateOutcome:
         matches = [e for e in self.query.select(snapshot.elements) if e.visible]
         n = len(matches)
         bound = f"between {self.min} and {self.max}" if self.max is not None else f"at least {self.min}"
         expected = f"{bound} visible elements matching {self.query}"
         ok = n >= self.min and (self.max is None or n <= self.max)
         reason = None if ok else (FailureKind.NO_MATCH if n == 0 else FailureKind.STATE_MISMATCH)
-        return Outcome(ok, reason, expected, f"{n} ({_describe(matches)})", tuple(matches), self.query)
+        return PredicateOutcome(ok, reason, expected, f"{n} ({_describe(matches)})", tuple(matches), self.query)
 
 
 @dataclass(frozen=True)
@@ -160,19 +160,19 @@ class StateOf(Predicate):
     def queries(self) -> list[Query]:
         return [self.query]
 
-    def evaluate(self, snapshot: Snapshot) -> Outcome:
+    def assess(self, snapshot: Snapshot) -> PredicateOutcome:
         matches = self.query.select(snapshot.elements)
         usable, reason = _usable(matches)
         expected = f"{self.query} to be {self.want}"
         if not usable:
-            return Outcome(False, reason, expected, _describe(matches), tuple(matches), self.query)
+            return PredicateOutcome(False, reason, expected, _describe(matches), tuple(matches), self.query)
         if self.masked_want is not None and any(e.value_redacted for e in usable):
             expected = f"{self.query} to be {self.masked_want}"
         good = [e for e in usable if self.check(e)]
         if good:
-            return Outcome(True, None, expected, _describe(good), tuple(good), self.query)
-        return Outcome(False, FailureKind.STATE_MISMATCH, expected, "; ".join(_state(e) for e in usable[:3]),
-                       tuple(usable), self.query)
+            return PredicateOutcome(True, None, expected, _describe(good), tuple(good), self.query)
+        return PredicateOutcome(False, FailureKind.STATE_MISMATCH, expected, "; ".join(_state(e) for e in usable[:3]),
+                                tuple(usable), self.query)
 
 
 def _state(e: Element) -> str:
@@ -203,11 +203,11 @@ class UrlCheck(Predicate):
     def description(self) -> str:
         return f"url_{self.mode}({self.pattern!r})"
 
-    def evaluate(self, snapshot: Snapshot) -> Outcome:
+    def assess(self, snapshot: Snapshot) -> PredicateOutcome:
         ok = (re.search(self.pattern, snapshot.url) is not None if self.mode == "matches"
               else self.pattern in snapshot.url)
-        return Outcome(ok, None if ok else FailureKind.STATE_MISMATCH, f"URL that {self.mode} {self.pattern!r}",
-                       snapshot.url)
+        return PredicateOutcome(ok, None if ok else FailureKind.STATE_MISMATCH,
+                                f"URL that {self.mode} {self.pattern!r}", snapshot.url)
 
 
 @dataclass(frozen=True)
@@ -221,13 +221,13 @@ class AllOf(Predicate):
     def queries(self) -> list[Query]:
         return [q for p in self.parts for q in p.queries()]
 
-    def evaluate(self, snapshot: Snapshot) -> Outcome:
+    def assess(self, snapshot: Snapshot) -> PredicateOutcome:
         for p in self.parts:
-            out = p.evaluate(snapshot)
+            out = p.assess(snapshot)
             if not out.passed:
-                return Outcome(False, out.reason, f"all of: {out.expected}", out.actual, out.matches,
-                               out.query)
-        return Outcome(True, None, str(self), "all held")
+                return PredicateOutcome(False, out.reason, f"all of: {out.expected}", out.actual, out.matches,
+                                        out.query)
+        return PredicateOutcome(True, None, str(self), "all held")
 
 
 @dataclass(frozen=True)
@@ -241,14 +241,14 @@ class AnyOf(Predicate):
     def queries(self) -> list[Query]:
         return [q for p in self.parts for q in p.queries()]
 
-    def evaluate(self, snapshot: Snapshot) -> Outcome:
-        outs = [p.evaluate(snapshot) for p in self.parts]
+    def assess(self, snapshot: Snapshot) -> PredicateOutcome:
+        outs = [p.assess(snapshot) for p in self.parts]
         for out in outs:
             if out.passed:
                 return out
         first = outs[0]
-        return Outcome(False, first.reason, "any of: " + "; ".join(o.expected for o in outs),
-                       "; ".join(o.actual for o in outs), first.matches, first.query)
+        return PredicateOutcome(False, first.reason, "any of: " + "; ".join(o.expected for o in outs),
+                                "; ".join(o.actual for o in outs), first.matches, first.query)
 
 
 @dataclass(frozen=True)
@@ -262,10 +262,10 @@ class Not(Predicate):
     def queries(self) -> list[Query]:
         return self.part.queries()
 
-    def evaluate(self, snapshot: Snapshot) -> Outcome:
-        out = self.part.evaluate(snapshot)
-        return Outcome(not out.passed, FailureKind.STATE_MISMATCH if out.passed else None,
-                       f"not: {out.expected}", out.actual, out.matches, out.query)
+    def assess(self, snapshot: Snapshot) -> PredicateOutcome:
+        out = self.part.assess(snapshot)
+        return PredicateOutcome(not out.passed, FailureKind.STATE_MISMATCH if out.passed else None,
+                                f"not: {out.expected}", out.actual, out.matches, out.query)
 
 
 # ---------------------------------------------------------------- constructors

@@ -40,7 +40,7 @@ from ..evaluators.profile import (
     kernel,
 )
 from .labels import LabeledExample
-from .metrics import Outcome, outcome, summary
+from .metrics import AnswerOutcome, outcome, summary
 
 if TYPE_CHECKING:
     import numpy as np
@@ -246,7 +246,7 @@ def _fit_all(prepared: Sequence[Prepared]) -> tuple[dict[str, SignatureModel], d
     return models, groups
 
 
-Measured = dict[str, dict[str, list[Outcome]]]  # signature → {"before": [...], "after": [...]}
+Measured = dict[str, dict[str, list[AnswerOutcome]]]  # signature → {"before": [...], "after": [...]}
 
 
 def _measure(evaluator: LocalEvaluator, profile: Profile, prepared: Sequence[Prepared],

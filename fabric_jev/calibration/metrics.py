@@ -30,7 +30,7 @@ BINS = 10
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class AnswerOutcome:
     """One answered example, reduced to what the metrics need."""
 
     type: str
@@ -48,23 +48,23 @@ class Outcome:
 distribution = answer_distribution
 
 
-def outcome(question: Question, answer: dict[str, Any], label: Label) -> Outcome:
+def outcome(question: Question, answer: dict[str, Any], label: Label) -> AnswerOutcome:
     classes = classes_of(question)
     probs = distribution(question, answer)
     predicted = label_from_answer(question, answer)  # what the answer picked, as a label
     confidence = probs[classes.index(predicted)]
     if question.type == "noul":
         noul = float(answer["noul"])
-        return Outcome("noul", predicted, label, confidence, (noul - float(label)) ** 2, noul)
+        return AnswerOutcome("noul", predicted, label, confidence, (noul - float(label)) ** 2, noul)
     brier = sum((p - (1.0 if c == label else 0.0)) ** 2 for c, p in zip(classes, probs, strict=True))
-    return Outcome(question.type, predicted, label, confidence, brier)
+    return AnswerOutcome(question.type, predicted, label, confidence, brier)
 
 
-def accuracy(outcomes: Sequence[Outcome]) -> float:
+def accuracy(outcomes: Sequence[AnswerOutcome]) -> float:
     return sum(o.correct for o in outcomes) / len(outcomes) if outcomes else 0.0
 
 
-def brier(outcomes: Sequence[Outcome]) -> float:
+def brier(outcomes: Sequence[AnswerOutcome]) -> float:
     return sum(o.brier for o in outcomes) / len(outcomes) if outcomes else 0.0
 
 
@@ -81,8 +81,8 @@ def _bin_index(confidence: float, bins: int) -> int:
     return min(int(confidence * bins), bins - 1)
 
 
-def reliability(outcomes: Sequence[Outcome], bins: int = BINS) -> list[Bin]:
-    groups: list[list[Outcome]] = [[] for _ in range(bins)]
+def reliability(outcomes: Sequence[AnswerOutcome], bins: int = BINS) -> list[Bin]:
+    groups: list[list[AnswerOutcome]] = [[] for _ in range(bins)]
     for o in outcomes:
         groups[_bin_index(o.confidence, bins)].append(o)
     out = []
@@ -94,7 +94,7 @@ def reliability(outcomes: Sequence[Outcome], bins: int = BINS) -> list[Bin]:
     return out
 
 
-def ece(outcomes: Sequence[Outcome], bins: int = BINS) -> float:
+def ece(outcomes: Sequence[AnswerOutcome], bins: int = BINS) -> float:
     total = len(outcomes)
     if not total:
         return 0.0
@@ -108,7 +108,7 @@ class CoveragePoint:
     accuracy: float  # accuracy among them
 
 
-def coverage_curve(outcomes: Sequence[Outcome]) -> list[CoveragePoint]:
+def coverage_curve(outcomes: Sequence[AnswerOutcome]) -> list[CoveragePoint]:
     """One point per distinct confidence, from the most confident picks to all of them."""
     ranked = sorted(outcomes, key=lambda o: -o.confidence)
     points: list[CoveragePoint] = []
@@ -147,7 +147,7 @@ def _best_cut(scored: list[tuple[float, bool]], total: int, positives: int,
     return best
 
 
-def noul_thresholds(outcomes: Sequence[Outcome], target: float) -> dict[str, Threshold | None]:
+def noul_thresholds(outcomes: Sequence[AnswerOutcome], target: float) -> dict[str, Threshold | None]:
     """Where to act without asking: allow at ``noul ≥ t``, deny at ``noul ≤ t``."""
     nouls = [o for o in outcomes if o.noul is not None]
     total = len(nouls)
@@ -160,13 +160,13 @@ def noul_thresholds(outcomes: Sequence[Outcome], target: float) -> dict[str, Thr
     return {"allow": allow, "deny": deny}
 
 
-def confidence_threshold(outcomes: Sequence[Outcome], target: float) -> Threshold | None:
+def confidence_threshold(outcomes: Sequence[AnswerOutcome], target: float) -> Threshold | None:
     """Accept a pick without review at confidence ≥ t, keeping accuracy ≥ target."""
     right = sum(o.correct for o in outcomes)
     return _best_cut([(o.confidence, o.correct) for o in outcomes], len(outcomes), right, target)
 
 
-def summary(outcomes: Sequence[Outcome], target: float = 0.95) -> dict[str, Any]:
+def summary(outcomes: Sequence[AnswerOutcome], target: float = 0.95) -> dict[str, Any]:
     """Accuracy, Brier, ECE and suggested thresholds, as plain JSON."""
 
     def cut(t: Threshold | None) -> dict[str, float] | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .metrics import BINS, Outcome, accuracy, coverage_curve, ece, reliability
+from .metrics import BINS, AnswerOutcome, accuracy, coverage_curve, ece, reliability
 
 TYPE_TITLES = {"noul": "noul (yes/no)", "choice": "choice", "score": "score (rounded level)"}
 
@@ -24,7 +24,7 @@ def _use_agg() -> None:
     matplotlib.use("Agg", force=True)
 
 
-def write_pngs(by_type: Mapping[str, Sequence[Outcome]], folder: Path, *, title: str) -> list[Path]:
+def write_pngs(by_type: Mapping[str, Sequence[AnswerOutcome]], folder: Path, *, title: str) -> list[Path]:
     """reliability.png and coverage.png in `folder`; returns their paths."""
     _use_agg()
     kinds = [t for t in ("noul", "choice", "score") if by_type.get(t)]
@@ -47,7 +47,7 @@ def _finish(fig: Any, axes: Any, path: Path, title: str, *, legend_columns: int)
     return path
 
 
-def _reliability(by_type: Mapping[str, Sequence[Outcome]], kinds: list[str],
+def _reliability(by_type: Mapping[str, Sequence[AnswerOutcome]], kinds: list[str],
                  path: Path, title: str) -> Path:
     import matplotlib.pyplot as plt
 
@@ -77,7 +77,7 @@ def _reliability(by_type: Mapping[str, Sequence[Outcome]], kinds: list[str],
     return _finish(fig, axes, path, f"Reliability: {title}", legend_columns=3)
 
 
-def _coverage(by_type: Mapping[str, Sequence[Outcome]], kinds: list[str],
+def _coverage(by_type: Mapping[str, Sequence[AnswerOutcome]], kinds: list[str],
               path: Path, title: str) -> Path:
     import matplotlib.pyplot as plt
 

@@ -22,7 +22,7 @@ from .common import (
 
 if TYPE_CHECKING:
     from ..calibration.labels import LabeledExample
-    from ..calibration.metrics import Outcome
+    from ..calibration.metrics import AnswerOutcome
     from ..evaluators.base import EvaluatorStatus
 
 TYPES = ("noul", "choice", "score")
@@ -141,7 +141,7 @@ async def _cmd_calibrate(args: argparse.Namespace) -> int:
             bar.close()
     finally:
         await evaluator.aclose()
-    by_type: dict[str, list[Outcome]] = {}
+    by_type: dict[str, list[AnswerOutcome]] = {}
     failed = [a for a in asked if a.answer is None]
     models: dict[str, int] = {}
     for a in asked:

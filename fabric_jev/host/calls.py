@@ -31,7 +31,7 @@ from ..contract.program import Program, not_granted
 from ..contract.values import ValueRejected, normalize_json
 from ..errors import CapabilityError, EvaluationError, HostCallRefused, JevError, ProgramInvalid, clip_error
 from ..evaluators.base import Evaluator
-from .observing import Observation
+from .observing import ObserverHandle
 from .policy import CALLER_GRANT, AuditTrail, PolicyGate
 from .registry import CallContext, CapabilityHandler, CapabilityRegistry
 
@@ -65,7 +65,7 @@ class CapabilityCalls:
 
     def __init__(self, services: CallServices, program: Program, audit: AuditTrail,
                  budget: RunBudget, *, run_id: str, intent: str | None,
-                 observation: Observation | None) -> None:
+                 observation: ObserverHandle | None) -> None:
         self._services = services
         self._program = program
         self._requires = frozenset(program.requires)

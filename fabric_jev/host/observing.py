@@ -2,7 +2,7 @@
 
 The host never imports the session implementation (`host/observers.py`), and
 the session never touches the host's internals: a session registers itself
-with `JevHost.bind_session`, the host asks it for an `Observation` per
+with `JevHost.bind_session`, the host asks it for an `ObserverHandle` per
 observing run, and hands that observation a callback that stops the run.
 """
 
@@ -16,7 +16,7 @@ from ..contract.observe import AdviceRequest, ObserveOptions
 StopRun = Callable[[], None]
 
 
-class Observation(Protocol):
+class ObserverHandle(Protocol):
     """One observing run's inbox and advice state, as the host drives it."""
 
     def attach(self, run_id: str, stop_run: StopRun) -> None:
@@ -39,10 +39,10 @@ class Observation(Protocol):
 
 
 class ObservationSource(Protocol):
-    """A bound session: creates one `Observation` per program spawned with `observe`."""
+    """A bound session: creates one `ObserverHandle` per program spawned with `observe`."""
 
     #: The session's latest user input: what the auto-approval classifier weighs
     #: a run's calls against when its launch named no intent.
     user_text: str | None
 
-    def create(self, options: ObserveOptions) -> Observation: ...
+    def create(self, options: ObserveOptions) -> ObserverHandle: ...

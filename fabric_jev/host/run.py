@@ -27,7 +27,7 @@ from ..errors import CompileError, clip_error
 from ..sandbox.connection import asyncio_loop
 from ..sandbox.session import Ended, Ending, Event, HostCall, Logs, SessionLimits, WorkerLike, WorkerSession
 from .calls import CallServices, CapabilityCalls, Reply, answer_when_done
-from .observing import Observation
+from .observing import ObserverHandle
 from .policy import AuditTrail
 from .registry import Connector
 from .ring import LogBuffer, ProgressRing, utc_now
@@ -74,7 +74,7 @@ class Run:
 
     def __init__(self, program: Program, input_json: str, *, limits: EffectiveLimits, background: bool,
                  services: RunServices, intent: str | None = None,
-                 observation: Observation | None = None, audit: AuditTrail | None = None,
+                 observation: ObserverHandle | None = None, audit: AuditTrail | None = None,
                  checked: CheckReport | None = None) -> None:
         self.id = str(uuid.uuid4())
         self.program = program

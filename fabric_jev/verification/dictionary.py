@@ -120,7 +120,7 @@ class Observe(_Strict):
 Assertion = Annotated[See | NotSee | TextContains | Observe, Field(discriminator="kind")]
 
 
-class Check(_Strict):
+class DictionaryCheck(_Strict):
     id: str = Field(min_length=1, max_length=128)
     description: str = Field(min_length=1, max_length=2_000)
     assertion: Assertion
@@ -129,7 +129,7 @@ class Check(_Strict):
 class Dictionary(_Strict):
     id: str = Field(min_length=1, max_length=128)
     version: str = Field(min_length=1, max_length=64)
-    checks: tuple[Check, ...] = Field(min_length=1, max_length=MAX_CHECKS)
+    checks: tuple[DictionaryCheck, ...] = Field(min_length=1, max_length=MAX_CHECKS)
 
     @field_validator("checks", mode="before")
     @classmethod
@@ -138,13 +138,13 @@ class Dictionary(_Strict):
 
     @field_validator("checks")
     @classmethod
-    def _unique(cls, checks: tuple[Check, ...]) -> tuple[Check, ...]:
+    def _unique(cls, checks: tuple[DictionaryCheck, ...]) -> tuple[DictionaryCheck, ...]:
         ids = [c.id for c in checks]
         if len(set(ids)) != len(ids):
             raise ValueError("check ids must be unique")
         return checks
 
-    def check(self, check_id: str) -> Check:
+    def check(self, check_id: str) -> DictionaryCheck:
         return next(c for c in self.checks if c.id == check_id)
 
 

@@ -21,8 +21,8 @@ from ..errors import PlanInvalid as PlanInvalid
 from .channels import Channels, PollOutcome, target_text
 from .compile import Plan
 from .dictionary import (
-    Check,
     Dictionary,
+    DictionaryCheck,
     NotSee,
     Observe,
     See,
@@ -137,7 +137,7 @@ async def run_verification(plan: Plan | Mapping[str, Any], dictionary: Dictionar
     for c in selected:
         start = time.perf_counter()
 
-        async def body(c: Check = c) -> None:
+        async def body(c: DictionaryCheck = c) -> None:
             await _run_check(c, observations, channels)
 
         await channels.step(f"verify {c.id}: {c.description}", body)
@@ -146,7 +146,7 @@ async def run_verification(plan: Plan | Mapping[str, Any], dictionary: Dictionar
     return result
 
 
-async def _run_check(c: Check, observations: Mapping[str, Observation], channels: Channels) -> None:
+async def _run_check(c: DictionaryCheck, observations: Mapping[str, Observation], channels: Channels) -> None:
     a = c.assertion
     if isinstance(a, See):
         ok, actual = await channels.see(a.target, a.options)
@@ -174,7 +174,7 @@ async def _run_check(c: Check, observations: Mapping[str, Observation], channels
                   f"{a.predicate.value!r}", _actual(outcome, a.timeoutMs))
 
 
-async def _eventually(c: Check, channels: Channels, read: Any, test: Any, timeout_ms: int) -> PollOutcome:
+async def _eventually(c: DictionaryCheck, channels: Channels, read: Any, test: Any, timeout_ms: int) -> PollOutcome:
     try:
         outcome: PollOutcome = await channels.eventually(read, test, timeout_ms / 1000)
     except ReaderFailed as exc:

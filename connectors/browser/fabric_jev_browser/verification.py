@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 
 from fabric_jev._waiting import Waiter
-from fabric_jev.assertions import Element, FailureKind, Outcome, Predicate, Snapshot, check
+from fabric_jev.assertions import Element, FailureKind, Predicate, PredicateOutcome, Snapshot, check
 from fabric_jev.verification import PollOutcome, poll
 from fabric_jev.verification.channels import TargetFields, select_targets
 from fabric_jev.verification.dictionary import SeeOptions, Target
@@ -36,16 +36,16 @@ class TargetSeen(Predicate):
     def description(self) -> str:
         return f"see({self.target!r})"
 
-    def evaluate(self, snapshot: Snapshot) -> Outcome:
+    def assess(self, snapshot: Snapshot) -> PredicateOutcome:
         found = select_targets(self.target, snapshot.elements, _fields)
         expected = f"{self.description} {self.options.model_dump(exclude_none=True, exclude={'timeoutMs'})}"
         if not found:
-            return Outcome(False, FailureKind.NO_MATCH, expected, "no matching element")
+            return PredicateOutcome(False, FailureKind.NO_MATCH, expected, "no matching element")
         usable = [e for e in found if e.visible and e.in_viewport and not e.is_occluded]
         if not usable:
             offscreen = any(e.visible and not e.in_viewport for e in found)
             reason = FailureKind.MATCH_OFFSCREEN if offscreen else FailureKind.MATCH_OCCLUDED
-            return Outcome(False, reason, expected, found[0].label(), tuple(found))
+            return PredicateOutcome(False, reason, expected, found[0].label(), tuple(found))
         for e in usable:
             if self.options.editable is not None and e.editable != self.options.editable:
                 continue
@@ -53,12 +53,12 @@ class TargetSeen(Predicate):
                 continue
             if self.options.text is not None and e.text != self.options.text:
                 continue
-            return Outcome(True, None, expected, e.label(), (e,))
+            return PredicateOutcome(True, None, expected, e.label(), (e,))
         e = usable[0]
         value = "[redacted]" if e.value_redacted else repr(e.value)
-        return Outcome(False, FailureKind.STATE_MISMATCH, expected,
-                       f"{e.label()} text={e.text!r} value={value} disabled={e.is_disabled} "
-                       f"readonly={e.readonly} editable={e.editable}", tuple(usable))
+        return PredicateOutcome(False, FailureKind.STATE_MISMATCH, expected,
+                                f"{e.label()} text={e.text!r} value={value} disabled={e.is_disabled} "
+                                f"readonly={e.readonly} editable={e.editable}", tuple(usable))
 
 
 @dataclass
