@@ -64,7 +64,6 @@ VERCEL = Route(
 )
 ROUTES: dict[str, Route] = {r.name: r for r in (TYPESAFE, OPENROUTER, VERCEL)}
 ROUTE_ALIASES = {"jev": "typesafe", "vercel": "vercel-ai-gateway"}
-LOGIN_NAMES = {"jev": TYPESAFE, "openrouter": OPENROUTER, "vercel-ai-gateway": VERCEL}
 
 
 def get_route(name: str) -> Route:

@@ -47,10 +47,6 @@ class CapabilityRegistry:
         self._handlers[ref] = handler
         self._risks[ref] = risk
 
-    def unregister(self, ref: str) -> None:
-        self._handlers.pop(ref, None)
-        self._risks.pop(ref, None)
-
     def risk(self, ref: str) -> Risk:
         """The declared risk of a registered ref; anything unknown counts as execute."""
         return self._risks.get(ref, "execute")

@@ -48,11 +48,9 @@ class Worker:
             self._pidfd: int | None = os.pidfd_open(pid)
         except OSError:
             self._pidfd = None  # already gone; the socket will say so
-        self.killed = False
 
     def kill(self) -> None:
         """SIGKILL the worker. Safe to call twice and after it has exited."""
-        self.killed = True
         if self._pidfd is not None:
             with suppress(ProcessLookupError, OSError):
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
