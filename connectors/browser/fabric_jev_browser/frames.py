@@ -24,12 +24,16 @@ with `"custom-elements"` only on custom elements without an open root
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import anyio
+
+from fabric_jev.protocol import runtime_js
 
 from .cdp import CDPConnection
 from .errors import BrowserError, CDPError
@@ -52,82 +56,23 @@ NESTED_CANDIDATES_PER_CALL = 16
 #: Remote objects made for one snapshot live in this group and are released after it.
 GROUP = "fabric-jev-snapshot"
 
-#: Installed at document start in every frame the tracker sets up, so snapshots
-#: know how long the DOM has been quiet from the very first one (the snapshot
-#: script reuses it, and installs it itself where it is missing).
-QUIET_OBSERVER = """
-(() => {
-  if (window.__fabricJevMutation) return;
-  const now = performance.now();
-  const quiet = window.__fabricJevMutation = { last: now, installed: now };
-  new MutationObserver(() => { quiet.last = performance.now(); })
-    .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
-})();
-"""
 
-#: Custom elements without an open shadow root: the hosts whose closed roots the
-#: "custom-elements" mode looks up (closed roots on built-in elements, and
-#: closed roots inside closed roots, are not).
-CLOSED_HOST_CANDIDATES = """function () {
-  const found = [];
-  const visit = (root) => {
-    const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT);
-    for (let el = walker.nextNode(); el; el = walker.nextNode()) {
-      if (el.shadowRoot) visit(el.shadowRoot);
-      else if (el.localName.indexOf("-") > 0) found.push(el);
-    }
-  };
-  visit(document);
-  return found;
-}"""
+def _scripts(text: str) -> dict[str, str]:
+    """runtime_js/frames.js by section: each `//# name` line starts one script, whose
+    leading comment lines are left out (a function declaration must start the text)."""
+    parts = re.split(r"^//# (\w+)\n", text, flags=re.MULTILINE)
+    return {name: "\n".join(itertools.dropwhile(lambda line: line.startswith("//"),
+                                                 body.strip().splitlines()))
+            for name, body in zip(parts[1::2], parts[2::2], strict=True)}
 
-#: Where a frame's owner element shows its content, in the owner document's viewport.
-OWNER_INFO = """function () {
-  const el = this, win = el.ownerDocument.defaultView, s = win.getComputedStyle(el);
-  const r = el.getBoundingClientRect();
-  const px = (v) => parseFloat(v) || 0;
-  const left = px(s.borderLeftWidth) + px(s.paddingLeft), top = px(s.borderTopWidth) + px(s.paddingTop);
-  const right = px(s.borderRightWidth) + px(s.paddingRight), bottom = px(s.borderBottomWidth) + px(s.paddingBottom);
-  const owners = Array.from(el.ownerDocument.querySelectorAll("iframe, frame"));
-  const cut = (v) => (v || "").slice(0, 200);  // the page chooses them: clipped like snapshot text
-  return { id: cut(el.id), name: cut(el.getAttribute("name")), title: cut(el.getAttribute("title")),
-           index: owners.indexOf(el), x: r.left + left, y: r.top + top,
-           width: Math.max(0, r.width - left - right), height: Math.max(0, r.height - top - bottom),
-           shown: s.display !== "none" && s.visibility !== "hidden" && s.visibility !== "collapse"
-                  && Number(s.opacity) !== 0 && !el.closest("[hidden]") };
-}"""
 
-#: Which of these points (owner-document viewport coordinates) land on something other
-#: than the owner: that thing covers the frame there.
-OWNER_HITS = """function (points) {
-  const doc = this.ownerDocument;
-  const cut = (v) => v.slice(0, 200);  // the page chooses ids and classes: clipped like snapshot text
-  const describe = (el) => {
-    let s = el.tagName.toLowerCase();
-    if (el.id) s += "#" + cut(el.id);
-    const cls = (typeof el.className === "string" ? el.className : "").trim().split(/\\s+/).filter(Boolean).slice(0, 2);
-    return cut(cls.length ? s + "." + cls.map(cut).join(".") : s);
-  };
-  // The owner inside a closed shadow root: the hit stops at a host page script cannot
-  // enter, so a host above the owner says nothing about covering.
-  const hostOfThis = (hit) => {
-    for (let node = this; node; node = node.parentNode || node.host || null) {
-      if (node.host === hit) return true;
-    }
-    return false;
-  };
-  return points.map(([x, y]) => {
-    let hit = doc.elementFromPoint(x, y);
-    while (hit && hit.shadowRoot) {
-      const inner = hit.shadowRoot.elementFromPoint(x, y);
-      if (!inner || inner === hit) break;
-      hit = inner;
-    }
-    return !hit || hit === this || hostOfThis(hit) ? null : describe(hit);
-  });
-}"""
-
-TEXT_OF_FRAME = "function () { return document.body ? document.body.innerText : ''; }"
+_SCRIPTS = _scripts(runtime_js("frames.js"))
+#: Installed at document start in every frame the tracker sets up (the DOM's quiet period).
+QUIET_OBSERVER = _SCRIPTS["quietObserver"]
+CLOSED_HOST_CANDIDATES = _SCRIPTS["closedHostCandidates"]
+OWNER_INFO = _SCRIPTS["ownerInfo"]
+OWNER_HITS = _SCRIPTS["ownerHits"]
+TEXT_OF_FRAME = _SCRIPTS["textOfFrame"]
 
 
 def closed_in_capture(capture: dict[str, Any]) -> tuple[dict[str, list[int]], dict[str, list[int]],
