@@ -518,7 +518,7 @@ def test_live_benchmark_reports_adapter_duration_and_usage_from_a_real_server(tm
 
 
 async def test_benchmark_adapter_metrics_for_a_failing_adapter_have_no_usage() -> None:
-    from fabric_jev.verification.bench import run_bench
+    from fabric_jev.benchmarks.verification import run_bench
 
     async def down(request: Any) -> Any:
         raise ConnectionRefusedError("no route to the service")

@@ -1,6 +1,6 @@
 """Host benchmark: launch, guest→host round trip, paced pace — each next to a yardstick.
 
-Yardsticks (`fabric_jev.sandbox.yardsticks`), measured in the same run:
+Yardsticks (`fabric_jev.benchmarks.yardsticks`), measured in the same run:
 
 * the in-process floor: the same host, session and bridge with the guest's
   QuickJS context in the host process — no worker boundary;
@@ -19,10 +19,11 @@ import anyio.lowlevel
 from ..contract.config import HostConfig
 from ..host import CapabilityRegistry, JevHost
 from ..host.run import WorkerSource
+from ..sandbox.inprocess import InProcessWorker
 from ..sandbox.pool import WorkerPool
 from ..sandbox.session import WorkerLike
-from ..sandbox.yardsticks import InProcessWorker, bare_echo_round_trip, in_process_launch
 from .common import median as _median
+from .yardsticks import bare_echo_round_trip, in_process_launch
 
 TICK_CODE = "await tools.call({ref: 'bench.tick'}); return null;"
 RTT_CODE = "for (let i = 0; i < input; i++) await program.emit(i); return null;"

@@ -19,8 +19,8 @@ from .common import (
 
 
 async def _cmd_verify_bench(args: argparse.Namespace) -> int:
+    from ..benchmarks.verification import ground_truth, print_report, run_bench
     from ..evaluators.select import build_evaluator
-    from ..verification.bench import ground_truth, print_report, run_bench
 
     if args.live:
         config = config_from(args)

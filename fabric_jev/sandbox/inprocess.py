@@ -1,18 +1,20 @@
-"""What the host's speed is measured against (`fabric-jev bench host`).
+"""The sandbox without its process boundary, or without a host: reference drivers.
+
+They speak the wire, so they live beside it; the benchmarks time them
+(`fabric_jev.benchmarks.yardsticks`).
 
 * `InProcessWorker`: the guest in a QuickJS context inside the host process,
   speaking the same wire, so the same host and session drive it without a
-  process boundary (the in-process floor).
-* `bare_echo_round_trip`: a real pooled worker running the same program,
-  driven by a bare blocking loop that answers every host call at once with
-  `null` — the process boundary and the guest's work, with no host logic.
+  process boundary (the in-process floor). `InProcessGuest` is that context.
+* `echo_until_done`: a real worker running a program, driven by a bare
+  blocking loop that answers every host call at once with `null` — the
+  process boundary and the guest's work, with no host logic.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 import anyio
@@ -20,10 +22,10 @@ import anyio
 from . import _wire
 from .connection import Listener
 from .js import runtime_js_path
-from .pool import WorkerPool
+from .pool import Worker
 
 
-class _Guest:
+class InProcessGuest:
     """One QuickJS context in this process, driven like a worker but without one."""
 
     def __init__(self) -> None:
@@ -53,7 +55,7 @@ class _Guest:
 
 class _InProcessTransport:
     def __init__(self) -> None:
-        self._guest: _Guest | None = None
+        self._guest: InProcessGuest | None = None
         self._frames = _wire.FrameBuffer()
         self._inbox: list[tuple[bytes, bytes]] = []
         self._ready = anyio.Event()
@@ -95,7 +97,7 @@ class _InProcessTransport:
         settles: list[tuple[str, Any, Any, Any]] = []
         for message in incoming.messages():
             if isinstance(message, _wire.Load):
-                self._guest = _Guest()
+                self._guest = InProcessGuest()
                 failed = self._guest.load(message.code, message.input_json)
                 if failed is not None:
                     self._push(_wire.encode(_wire.LoadFailed(failed)))
@@ -138,53 +140,46 @@ class InProcessWorker:
         self.connection._guest = None
 
 
-def in_process_launch(code: str) -> float:
-    """Milliseconds from nothing to the guest's first host call, in this process."""
-    start = time.perf_counter()
-    guest = _Guest()
+def first_call(guest: InProcessGuest, code: str) -> None:
+    """Load `code` and run its first slice, which must make a host call."""
     if guest.load(code, "null") is not None:
-        raise RuntimeError("the yardstick program does not compile")
+        raise RuntimeError("the program does not compile")
     _, text = guest.step([("go", None, None, None)])
-    assert json.loads(text)["c"], "the floor guest made no host call"
-    return (time.perf_counter() - start) * 1000
+    if not json.loads(text)["c"]:
+        raise RuntimeError("the guest made no host call")
 
 
-async def bare_echo_round_trip(code: str, value: Any, calls: int) -> float:
-    """Microseconds per host call: a real worker runs `code`, a bare loop answers."""
-    async with WorkerPool(warm=1) as pool:
-        worker = await pool.acquire()
-        try:
-            sock = worker.connection.socket
-            sock.setblocking(True)
-            inbox = _wire.FrameBuffer()
+def echo_until_done(worker: Worker, code: str, input_json: str) -> int:
+    """Run `code` in `worker`, answering every host call with `null` from a bare blocking
+    loop, until the program ends; returns how many calls were answered."""
+    sock = worker.connection.socket
+    sock.setblocking(True)
+    inbox = _wire.FrameBuffer()
 
-            def read() -> list[_wire.Message]:
-                while True:
-                    messages = inbox.messages()
-                    if messages:
-                        return messages
-                    chunk = sock.recv(1 << 18)
-                    if not chunk:
-                        raise RuntimeError("the worker exited")
-                    inbox.feed(chunk)
+    def read() -> list[_wire.Message]:
+        while True:
+            messages = inbox.messages()
+            if messages:
+                return messages
+            chunk = sock.recv(1 << 18)
+            if not chunk:
+                raise RuntimeError("the worker exited")
+            inbox.feed(chunk)
 
-            start = time.perf_counter()
-            sock.sendall(_wire.encode(_wire.Load(
-                code=code, input_json=json.dumps(value), slice_ms=100, hard_slice_ms=250,
-                memory_bytes=64 << 20, stack_bytes=256 << 10)))
-            answered = 0
-            while True:
-                replies = []
-                for message in read():
-                    if isinstance(message, _wire.Outbox):
-                        if message.result is not None or message.fault is not None:
-                            return (time.perf_counter() - start) / max(1, answered) * 1e6
-                        for call in message.calls:
-                            replies.append(_wire.encode(_wire.Settle(call.call_id, True, "null")))
-                    elif not isinstance(message, _wire.Ready):
-                        raise RuntimeError(f"the worker answered {message!r}")
-                if replies:
-                    answered += len(replies)
-                    sock.sendall(b"".join(replies))
-        finally:
-            worker.close()
+    sock.sendall(_wire.encode(_wire.Load(
+        code=code, input_json=input_json, slice_ms=100, hard_slice_ms=250,
+        memory_bytes=64 << 20, stack_bytes=256 << 10)))
+    answered = 0
+    while True:
+        replies = []
+        for message in read():
+            if isinstance(message, _wire.Outbox):
+                if message.result is not None or message.fault is not None:
+                    return answered
+                for call in message.calls:
+                    replies.append(_wire.encode(_wire.Settle(call.call_id, True, "null")))
+            elif not isinstance(message, _wire.Ready):
+                raise RuntimeError(f"the worker answered {message!r}")
+        if replies:
+            answered += len(replies)
+            sock.sendall(b"".join(replies))

@@ -25,10 +25,10 @@ from ..contract.evaluation import Evaluation
 from ..errors import EvaluationError
 from ..evaluators.base import Evaluator, EvaluatorStatus
 from ..evaluators.fixture import FixtureEvaluator
-from .channels import MemoryChannels, MemoryElement
-from .compile import compile_verification
-from .dictionary import Dictionary, parse_dictionary
-from .run import Observation, VerificationFailed, run_verification
+from ..verification.channels import MemoryChannels, MemoryElement
+from ..verification.compile import compile_verification
+from ..verification.dictionary import Dictionary, parse_dictionary
+from ..verification.run import Observation, VerificationFailed, run_verification
 
 REPLAYS = 3
 
