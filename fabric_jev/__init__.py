@@ -52,7 +52,7 @@ if _typing.TYPE_CHECKING:
         Usage,
     )
     from .contract.observe import ToolResult
-    from .contract.values import JsonObject, JsonValue
+    from .contract.values import JsonInput, JsonObject, JsonValue
     from .evaluators import Evaluator, FixtureEvaluator
     from .evaluators.base import EvaluatorStatus
     from .host import Advice, Approver, CallContext, CapabilityCall, CapabilityRegistry, JevHost, MainSession
@@ -66,7 +66,7 @@ _LAZY = {
     **dict.fromkeys(("Envelope", "Evaluation", "EvaluationRequest", "HostConfig", "Program",
                      "ProgramLimits", "ProgressEvent", "RunState", "Usage"), ".contract"),
     "ToolResult": ".contract.observe",
-    "JsonObject": ".contract.values", "JsonValue": ".contract.values",
+    "JsonInput": ".contract.values", "JsonObject": ".contract.values", "JsonValue": ".contract.values",
     "Evaluator": ".evaluators.base", "EvaluatorStatus": ".evaluators.base",
     "HostStatus": ".host.status", "RunSummary": ".host.status",
     "FixtureEvaluator": ".evaluators.fixture",
@@ -112,6 +112,7 @@ __all__ = [
     "InputInvalid",
     "JevError",
     "JevHost",
+    "JsonInput",
     "JsonObject",
     "JsonValue",
     "LabelsInvalid",

@@ -8,12 +8,13 @@ import anyio
 
 if TYPE_CHECKING:
     from .contract import Envelope, HostConfig, Program
+    from .contract.values import JsonInput
     from .evaluators import Evaluator
 
 
 def run_program(
     program: Program | dict[str, Any],
-    input: Any = None,
+    input: JsonInput = None,
     *,
     config: HostConfig | None = None,
     evaluator: Evaluator | None = None,

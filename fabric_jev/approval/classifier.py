@@ -98,7 +98,7 @@ def _noul(answers: Any, qid: str) -> float:
     return float(value)
 
 
-async def classify(request: ApprovalRequest, *, evaluator: Evaluator | None, threshold: Any = 0.5,
+async def classify(request: ApprovalRequest, *, evaluator: Evaluator | None, threshold: float = 0.5,
                    policy: Policy = "auto", headless: bool = False,
                    timeout: float = MAX_TIMEOUT_S, max_request_bytes: int = 1_048_576) -> Decision:
     """Decide one action; never raises and never allows on a malformed path.

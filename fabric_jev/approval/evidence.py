@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..contract.redaction import redact
+from ..contract.values import JsonValue
 
 ENTRY_CHARS = 6_000
 CONVERSATION_CHARS = 24_000
@@ -28,7 +29,7 @@ class ProposedAction:
     ref: str
     risk: str
     description: str
-    arguments: Any = None
+    arguments: JsonValue = None
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ class ApprovalModel:
     model: str
 
 
-def parse_model_key(key: str) -> ApprovalModel:
+def parse_model_key(key: object) -> ApprovalModel:
     """Accept a pi-fabric key or a legacy jev/<model> one; return it normalised."""
     if not isinstance(key, str):
         raise ConfigError("an approval model key must be a string")

@@ -20,7 +20,7 @@ def settings_path() -> Path:
 
 
 
-def check_threshold(value: Any) -> float:
+def check_threshold(value: object) -> float:
     if not is_finite_number(value) or not 0 <= value <= 1:
         raise ValueError("the approval threshold must be a finite number in [0, 1]")
     return float(value)
@@ -38,7 +38,7 @@ class ApprovalSettings:
         return cls.make(data.get("model", DEFAULT_KEY), data.get("threshold", 0.5))
 
     @classmethod
-    def make(cls, model: Any, threshold: Any) -> ApprovalSettings:
+    def make(cls, model: object, threshold: object) -> ApprovalSettings:
         key = parse_model_key(model).key  # legacy jev/<model> is normalised here
         try:
             value = check_threshold(threshold)

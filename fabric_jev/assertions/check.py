@@ -494,9 +494,13 @@ class Check:
                      json.dumps(trace, indent=1, sort_keys=True, ensure_ascii=False))
 
 
-def check(predicate: Predicate, label: str, required: bool = False, **options: Any) -> Check:
+def check(predicate: Predicate, label: str, required: bool = False, *,
+          source: SnapshotSource | None = None, vision: VisionFallback | None = None,
+          artifacts_dir: str | Path | None = None, nearest_n: int = 3, policy: Escalation | None = None,
+          on_trace: Callable[[dict[str, Any]], None] | None = None) -> Check:
     """Build a check; run it with `.once()` or `.eventually(...)`."""
-    return Check(predicate, label, required, **options)
+    return Check(predicate, label, required, source=source, vision=vision, artifacts_dir=artifacts_dir,
+                 nearest_n=nearest_n, policy=policy, on_trace=on_trace)
 
 
 __all__ = ["REASONS", "AssertionFailed", "Attempt", "Check", "CheckResult", "Element",

@@ -15,7 +15,7 @@ from typing import Any
 
 from .escalation import FailureKind
 from .predicates import Predicate, PredicateOutcome
-from .query import Query, as_query, where
+from .query import Query, QueryValue, as_query, where
 from .snapshot import Element, Snapshot
 
 _STATE_FIELDS = ("name", "text", "value", "checked", "aria_checked", "disabled", "aria_disabled",
@@ -67,15 +67,15 @@ class SnapshotDiff:
                     modified.append(Modified(old[k], new[k], changed))
         return cls(added, removed, tuple(modified))
 
-    def count_added(self, **query: Any) -> int:
+    def count_added(self, **query: QueryValue) -> int:
         q = where(**query)
         return sum(1 for e in self.added if q.matches(e))
 
-    def count_removed(self, **query: Any) -> int:
+    def count_removed(self, **query: QueryValue) -> int:
         q = where(**query)
         return sum(1 for e in self.removed if q.matches(e))
 
-    def count_modified(self, field: str | None = None, **query: Any) -> int:
+    def count_modified(self, field: str | None = None, **query: QueryValue) -> int:
         q = where(**query)
         return sum(1 for m in self.modified if q.matches(m.after) and (field is None or field in m.fields))
 

@@ -56,16 +56,22 @@ def _norm(s: str) -> str:
     return " ".join(s.split())
 
 
+#: What a query compares a field with: text, a number, a state flag, or null.
+QueryValue = str | int | float | bool | None
+
+
 @dataclass(frozen=True)
 class Condition:
     field: str
     op: str
-    value: Any
+    value: QueryValue
 
     def matches(self, element: Element) -> bool:
         actual = _field_value(element, self.field)
         op, expected = self.op, self.value
         if op in _NUMERIC_OPS:
+            if expected is None:
+                return False
             try:
                 a, b = float(actual), float(expected)
             except (TypeError, ValueError):
@@ -133,7 +139,7 @@ class Query:
         return _Parser(text).parse()
 
 
-def where(**conditions: Any) -> Query:
+def where(**conditions: QueryValue) -> Query:
     """Python form of a query: field=value, field__contains=..., bbox_y__gt=100, ..."""
     out = []
     for key, value in conditions.items():

@@ -321,7 +321,8 @@ VISION_PROVIDERS: dict[str, type[_HttpVision]] = {
 
 
 def vision_provider(name: str | None = None, *, environ: Mapping[str, str] | None = None,
-                    **options: Any) -> _HttpVision:
+                    base_url: str | None = None, model: str | None = None, api_key: str | None = None,
+                    timeout: float = 30.0, client: httpx.AsyncClient | None = None) -> _HttpVision:
     """A provider by name (`openai`, `anthropic`, `gemini`; default FABRIC_JEV_VISION_PROVIDER,
     else `openai`), configured from `options` and the environment."""
     env = os.environ if environ is None else environ
@@ -329,7 +330,7 @@ def vision_provider(name: str | None = None, *, environ: Mapping[str, str] | Non
     cls = VISION_PROVIDERS.get(chosen)
     if cls is None:
         raise ConfigError(f"unknown vision provider {chosen!r}; expected {', '.join(VISION_PROVIDERS)}")
-    return cls(environ=env, **options)
+    return cls(environ=env, base_url=base_url, model=model, api_key=api_key, timeout=timeout, client=client)
 
 
 __all__ = ["VISION_PROVIDERS", "AnthropicVision", "Box", "GeminiVision", "OpenAIVision", "VisionError",

@@ -19,6 +19,7 @@ from typing import Any, TypeGuard
 
 from .._json import JSONInputError, loads_bounded
 from ..contract.envelope import Envelope, RunState
+from ..contract.values import JsonValue
 
 #: An input line longer than this is refused without parsing (a run's input is ≤ 32,768 bytes).
 MAX_LINE_BYTES = 65_536
@@ -35,7 +36,7 @@ class BatchItem:
 
     line: int
     key: Key
-    value: Any = None
+    value: JsonValue = None
     error: str | None = None
 
 
@@ -46,7 +47,7 @@ class BatchOutcome:
     line: int
     id: Key
     state: str
-    result: Any = None
+    result: JsonValue = None
     error: str | None = None
     evaluations: int = 0
     toolCalls: int = 0
@@ -81,7 +82,7 @@ class BatchOutcome:
         return data
 
     @classmethod
-    def from_json(cls, data: Any) -> BatchOutcome:
+    def from_json(cls, data: object) -> BatchOutcome:
         """Read an output line back (resume); raises ValueError, naming the field, for anything else.
 
         A record is checked as strictly as it was written: exact keys, integers

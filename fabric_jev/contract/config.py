@@ -194,7 +194,7 @@ class HostConfig(BaseModel):
         return cls.parse(data)
 
     @classmethod
-    def parse(cls, data: Any) -> HostConfig:
+    def parse(cls, data: object) -> HostConfig:
         return validate_as(cls, data, ConfigError, "Invalid fabric-jev config")
 
     def effective_limits(self, requested: ProgramLimits | None) -> EffectiveLimits:

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from .._json import JSONInputError, loads_bounded
 from ..errors import AnswerInvalid, RequestInvalid
 from .model_id import MODEL_ID_RULE, is_model_id
-from .values import is_finite_number, key_names
+from .values import JsonValue, is_finite_number, key_names
 
 QuestionType = Literal["noul", "choice", "score"]
 MAX_QUESTIONS = 128
@@ -38,7 +38,7 @@ class Question:
 
 @dataclass(frozen=True, slots=True)
 class EvaluationRequest:
-    state: Any
+    state: JsonValue  # a string, array or object
     questions: tuple[Question, ...]
     model: str | None = None
 
@@ -146,7 +146,7 @@ def _question(qid: Any, raw: Any, wire: bool = False) -> Question:
     return Question(id=qid, type=qtype, instructions=instructions, criteria=criteria)
 
 
-def validate_request(raw: Any, *, max_bytes: int = 131_072, wire: bool = False) -> EvaluationRequest:
+def validate_request(raw: object, *, max_bytes: int = 131_072, wire: bool = False) -> EvaluationRequest:
     """Check a jev.evaluate request against every rule of contract §5.
 
     ``wire=True`` is the server's reading of the same request: unknown top-level
@@ -244,7 +244,7 @@ def _count(v: Any, where: str) -> int:
     return v
 
 
-def validate_answers(request: EvaluationRequest, body: Any) -> Evaluation:
+def validate_answers(request: EvaluationRequest, body: object) -> Evaluation:
     """Check an upstream response and rebuild the evaluation from validated fields."""
     if not isinstance(body, dict):
         raise AnswerInvalid("evaluator response is not a JSON object")

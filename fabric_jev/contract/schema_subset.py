@@ -88,7 +88,7 @@ class _Walk:
                 raise self.fail(where, f"{key} must be a string")
 
 
-def check_schema(schema: Any, side: str) -> None:
+def check_schema(schema: object, side: str) -> None:
     """Raise `SchemaInvalid` unless `schema` is inside the supported subset."""
     try:
         text = json.dumps(schema, separators=(",", ":"), ensure_ascii=False, allow_nan=False)

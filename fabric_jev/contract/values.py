@@ -6,6 +6,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
 JsonValue: TypeAlias = Union[bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"], None]  # noqa: UP007
 #: A JSON object.
 JsonObject: TypeAlias = dict[str, JsonValue]
+#: JSON a caller hands in: any mapping or sequence of JSON will do (tuples become lists).
+JsonInput: TypeAlias = Union[bool, int, float, str, Sequence["JsonInput"], Mapping[str, "JsonInput"], None]  # noqa: UP007
 
 
 MAX_VALUE_BYTES = 32_768
@@ -68,14 +71,14 @@ _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 MAX_DEPTH = 256
 
 
-def normalize_json(value: Any, side: str) -> Any:
+def normalize_json(value: object, side: str) -> JsonValue:
     """Return `value` as plain finite JSON, or raise `ValueRejected`.
 
     Tuples become lists; lone UTF-16 surrogates (which a guest string may hold
     but UTF-8 cannot) become U+FFFD so envelopes can always be printed.
     """
 
-    def walk(v: Any, path: str, depth: int) -> Any:
+    def walk(v: object, path: str, depth: int) -> JsonValue:
         if depth > MAX_DEPTH:
             raise ValueRejected(f"{side} is nested too deeply")
         if v is None or isinstance(v, bool):
@@ -93,11 +96,12 @@ def normalize_json(value: Any, side: str) -> Any:
         if isinstance(v, list | tuple):
             return [walk(x, f"{path}[{i}]", depth + 1) for i, x in enumerate(v)]
         if isinstance(v, dict):
-            out = {}
+            out: dict[str, JsonValue] = {}
             for k, x in v.items():
                 if not isinstance(k, str):
                     raise ValueRejected(f"{side} is not JSON: object key {k!r} at {path}")
-                out[walk(k, path, depth)] = walk(x, path + path_step(k), depth + 1)
+                key = _LONE_SURROGATE.sub("\ufffd", k) if _LONE_SURROGATE.search(k) else k
+                out[key] = walk(x, path + path_step(k), depth + 1)
             return out
         raise ValueRejected(f"{side} is not JSON: {type(v).__name__} at {path}")
 
@@ -112,8 +116,8 @@ def _validator(schema_text: str) -> Draft202012Validator:
     return Draft202012Validator(json.loads(schema_text))
 
 
-def checked_json(value: Any, schema: dict[str, Any], side: str,
-                 max_bytes: int = MAX_VALUE_BYTES) -> tuple[Any, str]:
+def checked_json(value: object, schema: dict[str, Any], side: str,
+                 max_bytes: int = MAX_VALUE_BYTES) -> tuple[JsonValue, str]:
     """A caller's value made plain finite JSON, capped and checked against `schema`,
     with its compact JSON text: encoded once, for both the size cap and the wire."""
     value = normalize_json(value, side)
@@ -122,14 +126,14 @@ def checked_json(value: Any, schema: dict[str, Any], side: str,
     return value, text
 
 
-def check_value(value: Any, schema: dict[str, Any], side: str,
-                max_bytes: int = MAX_VALUE_BYTES) -> Any:
+def check_value(value: object, schema: dict[str, Any], side: str,
+                max_bytes: int = MAX_VALUE_BYTES) -> JsonValue:
     """Normalize `value`, enforce the byte cap, and validate it against `schema`."""
     return checked_json(value, schema, side, max_bytes)[0]
 
 
-def check_decoded(value: Any, schema: dict[str, Any], side: str,
-                  max_bytes: int = MAX_VALUE_BYTES) -> Any:
+def check_decoded(value: JsonValue, schema: dict[str, Any], side: str,
+                  max_bytes: int = MAX_VALUE_BYTES) -> JsonValue:
     """A value parsed from the sandbox wire, where lone surrogates were already
     replaced: its nesting, size and schema are checked without a second scrub."""
     try:
@@ -147,7 +151,7 @@ def check_decoded(value: Any, schema: dict[str, Any], side: str,
     return value
 
 
-def _check(value: Any, text: str, schema: dict[str, Any], side: str, max_bytes: int) -> None:
+def _check(value: JsonValue, text: str, schema: dict[str, Any], side: str, max_bytes: int) -> None:
     size = len(text) if text.isascii() else len(text.encode("utf-8"))
     if size > max_bytes:
         raise ValueRejected(f"{side} exceeds {max_bytes} bytes")

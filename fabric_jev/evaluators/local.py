@@ -34,6 +34,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
+from ..contract.values import JsonValue
 from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus, ProfileStatus, evaluation_deadline
 from .lexical import term_ids
 from .local_model import weights_problem
@@ -129,7 +130,7 @@ class LocalEvaluator:
         other._lock = self._lock
         return other
 
-    def state_vector(self, state: Any) -> np.ndarray[Any, Any]:
+    def state_vector(self, state: JsonValue) -> np.ndarray[Any, Any]:
         """The whole state's embedding: what a profile compares with its labeled states."""
         return self._vec(render(state))
 

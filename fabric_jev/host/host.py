@@ -22,6 +22,7 @@ from ..contract.config import HostConfig
 from ..contract.envelope import Envelope, ProgressEvent
 from ..contract.policy import PolicyOverrides
 from ..contract.program import Program
+from ..contract.values import JsonInput
 from ..errors import ConcurrencyLimitReached, HostClosed, UnknownRun
 from ..evaluators.base import Evaluator
 from ..plugins import build_connector
@@ -131,7 +132,7 @@ class JevHost:
 
     # ------------------------------------------------------------------ public API
 
-    async def run(self, program: Program | dict[str, Any], input: Any = None, *,
+    async def run(self, program: Program | dict[str, Any], input: JsonInput = None, *,
                   on_event: Callable[[ProgressEvent], None] | None = None,
                   intent: str | None = None, grant: Iterable[str] | None = None) -> Envelope:
         """Launch in the foreground and wait for the terminal envelope.
@@ -154,7 +155,7 @@ class JevHost:
             raise
         return run.envelope()
 
-    async def spawn(self, program: Program | dict[str, Any], input: Any = None, *,
+    async def spawn(self, program: Program | dict[str, Any], input: JsonInput = None, *,
                     observe: dict[str, Any] | None = None, intent: str | None = None,
                     grant: Iterable[str] | None = None) -> Envelope:
         """Launch in the background; returns the `running` envelope before the first tick.
@@ -231,7 +232,7 @@ class JevHost:
     def _worker_source(self, pool: WorkerPool) -> WorkerSource:
         return pool
 
-    async def _launch(self, raw: Program | dict[str, Any], input: Any, *, background: bool,
+    async def _launch(self, raw: Program | dict[str, Any], input: JsonInput, *, background: bool,
                       observe: dict[str, Any] | None, intent: str | None = None,
                       grant: Iterable[str] | None = None) -> Run:
         await anyio.lowlevel.checkpoint_if_cancelled()

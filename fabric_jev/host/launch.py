@@ -17,7 +17,7 @@ from ..contract.config import HostConfig
 from ..contract.observe import ObserveOptions, parse_observe
 from ..contract.policy import BUILTIN_RISKS, denial_message
 from ..contract.program import JEV_PROGRAM_REFS, Program, parse_program
-from ..contract.values import ValueRejected, checked_json
+from ..contract.values import JsonInput, ValueRejected, checked_json
 from ..errors import CapabilityError, InputInvalid, ProgramInvalid
 from ..typecheck.checker import check_for_launch
 from ..typecheck.verdict import CheckReport
@@ -37,7 +37,7 @@ class Admission:
     checked: CheckReport | None = None  # what the type check found (fabric_jev.typecheck)
 
 
-async def admit(raw: Program | dict[str, Any], input: Any, *, background: bool,
+async def admit(raw: Program | dict[str, Any], input: JsonInput, *, background: bool,
                 observe: dict[str, Any] | None, intent: str | None, grant: Iterable[str] | None,
                 capabilities: CapabilityRegistry, gate: PolicyGate, session_bound: bool,
                 config: HostConfig) -> Admission:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import base64
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fabric_jev.protocol import runtime_js
 
 from .cdp import CDPConnection
 from .errors import BrowserError
 from .frames import QUIET_OBSERVER, ClosedShadow, FrameSnapshot, FrameTracker, frame_texts
+
+if TYPE_CHECKING:
+    from fabric_jev import JsonValue
 
 ActionHook = Callable[[], Awaitable[None]]
 
@@ -87,9 +90,9 @@ class Page:
         await page.frames.start()
         return page
 
-    async def call(self, method: str, params: dict[str, Any] | None = None,
-                   **kw: Any) -> dict[str, Any]:
-        return await self.cdp.call(method, params, session_id=self.session_id, **kw)
+    async def call(self, method: str, params: dict[str, Any] | None = None, *,
+                   timeout_ms: int | None = None) -> dict[str, Any]:
+        return await self.cdp.call(method, params, session_id=self.session_id, timeout_ms=timeout_ms)
 
     def on_before_action(self, hook: ActionHook) -> Callable[[], None]:
         """Run `hook` before each click, type or navigate (PageSource keeps its diff baseline
@@ -120,7 +123,8 @@ class Page:
             loaded.remove()
 
     async def evaluate(self, expression: str, *, await_promise: bool = False,
-                       timeout_ms: int | None = None) -> Any:
+                       timeout_ms: int | None = None) -> JsonValue:
+        """The expression's value in the page, as JSON (`returnByValue`)."""
         result = await self.call("Runtime.evaluate", {
             "expression": expression, "returnByValue": True, "awaitPromise": await_promise},
             timeout_ms=timeout_ms)
@@ -128,7 +132,8 @@ class Page:
             details = result["exceptionDetails"]
             text = details.get("exception", {}).get("description") or details.get("text", "error")
             raise EvaluationFailed(f"page evaluation failed: {str(text).splitlines()[0]}")
-        return result.get("result", {}).get("value")
+        value: JsonValue = result.get("result", {}).get("value")
+        return value
 
     async def snapshot(self, *, occlusion: bool = True, max_elements: int = 5000,
                        closed_shadow: ClosedShadow = "all") -> dict[str, Any]:
@@ -171,7 +176,7 @@ class Page:
         return base64.b64decode(shot["data"])
 
     async def wait_for_event(self, method: str, *, timeout_ms: int | None = None,
-                             predicate: Any = None) -> dict[str, Any]:
+                             predicate: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
         return await self.cdp.wait_for(method, session_id=self.session_id, predicate=predicate,
                                        timeout_ms=timeout_ms)
 
