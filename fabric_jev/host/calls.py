@@ -28,7 +28,7 @@ from ..contract.evaluation import EvaluationRequest, validate_request
 from ..contract.observe import ADVICE_SHAPE, AdviceRequest, parse_advice
 from ..contract.policy import BUILTIN_RISKS, Policy, PolicyOutcome, Risk, denial_message
 from ..contract.program import Program, not_granted
-from ..contract.values import ValueRejected, normalize_json
+from ..contract.values import JsonValue, ValueRejected, normalize_json
 from ..errors import CapabilityError, EvaluationError, HostCallRefused, JevError, ProgramInvalid, clip_error
 from ..evaluators.base import Evaluator
 from .observing import ObserverHandle
@@ -93,7 +93,7 @@ class CapabilityCalls:
             self._budget.refund_call()
             reply(False, denial_message(call.ref, outcome))
 
-    async def call_now(self, ref: str, args: Any) -> Any:
+    async def call_now(self, ref: str, args: JsonValue) -> dict[str, Any]:
         """The run's caller's call (`JevHost.advise`): the same path; refusals raise."""
         if ref == "jev.advise" and self._observation is None:
             raise ProgramInvalid("advise needs a run spawned with observe")

@@ -1,9 +1,5 @@
-"""JevHost: launch, inspect and stop judgment programs (contract §2).
-
-The host keeps the registry of runs, the worker pool and the limit on
-concurrent runs, and offers the public API. Everything of one run lives in
-its `Run` (host/run.py).
-"""
+"""JevHost: the registry of runs, the worker pool, the limit on concurrent runs, and
+the public API (contract §2). Everything of one run lives in its `Run` (host/run.py)."""
 
 from __future__ import annotations
 
@@ -27,20 +23,14 @@ from ..errors import ConcurrencyLimitReached, HostClosed, UnknownRun
 from ..evaluators.base import Evaluator
 from ..plugins import build_connector
 from ..sandbox.pool import WorkerPool
-from ..sandbox.session import SessionLimits
 from ..typecheck.checker import checker_status
 from .calls import CallServices
-from .launch import admit
+from .launch import admit, load_run
 from .observing import ObservationSource
 from .policy import Approver, PolicyGate
 from .registry import CapabilityRegistry, Connector
-from .run import Run, RunServices, WorkerSource
+from .run import Run, RunServices, WorkerSource, session_limits
 from .status import HostStatus
-
-SLICE_MS = 100
-#: The kernel's profiling timer kills a worker whose slice overran by this much.
-HARD_SLICE_MS = 250
-STACK_BYTES = 256 * 1024
 
 
 class JevHost:
@@ -101,12 +91,10 @@ class JevHost:
             raise
         config = self.config
         self._services = RunServices(
-            workers=self._worker_source(pool),
-            session_limits=SessionLimits(slice_ms=SLICE_MS, hard_slice_ms=HARD_SLICE_MS,
-                                         memory_bytes=config.memoryLimitBytes, stack_bytes=STACK_BYTES),
-            calls=CallServices(self.evaluator, self.capabilities, self.policy,
-                               request_timeout_s=config.requestTimeoutMs / 1000,
-                               max_request_bytes=config.maxRequestBytes),
+            self._worker_source(pool), session_limits(config.memoryLimitBytes),
+            CallServices(self.evaluator, self.capabilities, self.policy,
+                         request_timeout_s=config.requestTimeoutMs / 1000,
+                         max_request_bytes=config.maxRequestBytes),
             connectors=self._connectors)  # the live list: connectors added later count
         return self
 
@@ -149,9 +137,7 @@ class JevHost:
         try:
             await run.done.wait()
         except BaseException:
-            with anyio.CancelScope(shield=True):
-                run.cancel()
-                await run.done.wait()
+            await run.stop()
             raise
         return run.envelope()
 
@@ -186,28 +172,19 @@ class JevHost:
 
     async def progress(self, id: str, after: int = 0) -> Envelope:
         """Wait until the run has an event with sequence > `after`, or is terminal."""
-        run = self._get(id)
-        await run.progress(after)
-        return run.envelope(after)
+        return await self._get(id).progress(after)
 
     async def advise(self, id: str, advice: dict[str, Any]) -> dict[str, Any]:
         """Advice on behalf of an observing run: the same checks as `program.advise`."""
-        result: dict[str, Any] = await self._get(id).advise(advice)
-        return result
+        return await self._get(id).advise(advice)
 
     async def wait(self, id: str) -> Envelope:
         """Wait for a run to be terminal. Cancelling the wait leaves the run running."""
-        run = self._get(id)
-        await run.done.wait()
-        return run.envelope()
+        return await self._get(id).wait()
 
     async def stop(self, id: str) -> Envelope:
         """Cancel a run and wait until it is terminal. Idempotent."""
-        run = self._get(id)
-        run.cancel()
-        with anyio.CancelScope(shield=True):
-            await run.done.wait()
-        return run.envelope()
+        return await self._get(id).stop()
 
     def bind_session(self, session: ObservationSource) -> None:
         """Bind a `MainSession`: programs may then be spawned with `observe`."""
@@ -248,22 +225,13 @@ class JevHost:
             raise ConcurrencyLimitReached(
                 f"Jev concurrent-run limit reached ({self.config.maxConcurrentRuns})")
         self._active += 1
-        observation = None
         try:
-            if admitted.observe is not None and self._observers is not None:
-                observation = self._observers.create(admitted.observe)
-            run = Run(admitted.program, admitted.input_json, background=background,
-                      limits=self.config.effective_limits(admitted.program.limits),
-                      services=self._services, intent=admitted.intent, observation=observation,
-                      audit=admitted.audit, checked=admitted.checked)
-            await run.load()
+            run = await load_run(admitted, background=background, services=self._services,
+                                 limits=self.config.effective_limits(admitted.program.limits),
+                                 observers=self._observers)
         except BaseException:
             self._active -= 1
-            if observation is not None:
-                observation.cancel()
             raise
-        if observation is not None:
-            observation.attach(run.id, run.cancel)
         self._runs[run.id] = run
         self._prune()
         self._tg.start_soon(partial(run.drive, self._released))

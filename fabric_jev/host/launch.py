@@ -1,10 +1,11 @@
-"""What a launch must pass before a worker is taken (contract §2, "Launch is rejected").
+"""A launch: what it must pass before a worker is taken, then its run loaded.
 
-Pure checks first (the program, the input, the refs, no widening of the
-caller's grant), then the policy of what the launch itself reaches: a
-program launched from inside another program's capability call
-(`jev.spawn`), and a subscription to the bound session (`jev.observe`). Each
-decision is recorded in the new run's audit trail.
+`admit` holds the checks of contract §2 ("Launch is rejected"): pure ones
+first (the program, the input, the refs, no widening of the caller's grant),
+then the policy of what the launch itself reaches — a program launched from
+inside another program's capability call (`jev.spawn`), a subscription to the
+bound session (`jev.observe`) — each decision recorded for the new run's
+audit trail. `load_run` then starts the admitted program in a worker.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..contract.config import HostConfig
+from ..contract.config import EffectiveLimits, HostConfig
 from ..contract.observe import ObserveOptions, parse_observe
 from ..contract.policy import BUILTIN_RISKS, denial_message
 from ..contract.program import JEV_PROGRAM_REFS, Program, parse_program
@@ -21,8 +22,10 @@ from ..contract.values import JsonInput, ValueRejected, checked_json
 from ..errors import CapabilityError, InputInvalid, ProgramInvalid
 from ..typecheck.checker import check_for_launch
 from ..typecheck.verdict import CheckReport
+from .observing import ObservationSource
 from .policy import CALLER_GRANT, AuditTrail, PolicyGate
 from .registry import CapabilityRegistry
+from .run import Run, RunServices
 
 
 @dataclass(slots=True)
@@ -35,6 +38,27 @@ class Admission:
     observe: ObserveOptions | None
     audit: AuditTrail = field(default_factory=AuditTrail)  # the launch-time decisions
     checked: CheckReport | None = None  # what the type check found (fabric_jev.typecheck)
+
+
+async def load_run(admission: Admission, *, background: bool, limits: EffectiveLimits,
+                   services: RunServices, observers: ObservationSource | None) -> Run:
+    """The admitted program running in a worker, as a `Run` not yet driven, its observer
+    subscribed. When loading fails nothing is left behind: no worker, no observer."""
+    observation = None
+    if admission.observe is not None and observers is not None:
+        observation = observers.create(admission.observe)
+    try:
+        run = Run(admission.program, admission.input_json, background=background, limits=limits,
+                  services=services, intent=admission.intent, observation=observation,
+                  audit=admission.audit, checked=admission.checked)
+        await run.load()
+    except BaseException:
+        if observation is not None:
+            observation.cancel()
+        raise
+    if observation is not None:
+        observation.attach(run.id, run.cancel)
+    return run
 
 
 async def admit(raw: Program | dict[str, Any], input: JsonInput, *, background: bool,

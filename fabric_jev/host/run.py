@@ -22,7 +22,7 @@ from ..contract.budget import RunBudget
 from ..contract.config import EffectiveLimits
 from ..contract.envelope import Envelope, RunState, Usage
 from ..contract.program import Program
-from ..contract.values import ValueRejected, check_decoded
+from ..contract.values import JsonValue, ValueRejected, check_decoded
 from ..errors import CompileError, clip_error
 from ..sandbox.connection import asyncio_loop
 from ..sandbox.session import Ended, Ending, Event, HostCall, Logs, SessionLimits, WorkerLike, WorkerSession
@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 
     from ..typecheck.verdict import CheckReport
 
+SLICE_MS = 100
+#: The kernel's profiling timer kills a worker whose slice overran by this much.
+HARD_SLICE_MS = 250
+STACK_BYTES = 256 * 1024
 LOAD_TIMEOUT_S = 10.0
 DEADLINE_EXCEEDED = "Jev deadline exceeded"
 EMIT_MAX_BYTES = 4_096
@@ -47,6 +51,12 @@ class WorkerSource(Protocol):
     """Where a run takes its worker (the host's warm pool)."""
 
     async def acquire(self) -> WorkerLike: ...
+
+
+def session_limits(memory_bytes: int) -> SessionLimits:
+    """The limits every run's worker session gets (contract §3)."""
+    return SessionLimits(slice_ms=SLICE_MS, hard_slice_ms=HARD_SLICE_MS, memory_bytes=memory_bytes,
+                         stack_bytes=STACK_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +139,20 @@ class Run:
         if self._scope is not None:
             self._scope.cancel()
 
-    async def progress(self, after: int) -> None:
-        """Return once there is an event with sequence > `after`, or the run is terminal."""
+    async def stop(self) -> Envelope:
+        """Cancel the run and wait, shielded from the caller's cancellation, until it is terminal."""
+        self.cancel()
+        with anyio.CancelScope(shield=True):
+            await self.done.wait()
+        return self.envelope()
+
+    async def wait(self) -> Envelope:
+        """The terminal envelope, once there is one. Cancelling the wait leaves the run running."""
+        await self.done.wait()
+        return self.envelope()
+
+    async def progress(self, after: int) -> Envelope:
+        """The envelope once there is an event with sequence > `after`, or the run is terminal."""
         while self.ring.next_sequence <= after + 1 and not self.state.terminal:
             changed = self.ring.changed()
             async with anyio.create_task_group() as tg:
@@ -141,8 +163,9 @@ class Run:
                 tg.start_soon(on_done)
                 await changed.wait()
                 tg.cancel_scope.cancel()
+        return self.envelope(after)
 
-    async def advise(self, advice: Any) -> Any:
+    async def advise(self, advice: JsonValue) -> dict[str, Any]:
         """Advice on the run's behalf from its caller: the same path as `program.advise`."""
         return await self._calls.call_now("jev.advise", advice)
 
