@@ -18,7 +18,8 @@ from fabric_jev import (
     RunState,
     ToolResult,
 )
-from fabric_jev.contract.observe import AdviceRequest, parse_advice, parse_observe
+from fabric_jev.contract.advice import AdviceRequest, parse_advice
+from fabric_jev.contract.observe import parse_observe
 from fabric_jev.evaluators.base import EvaluatorStatus
 from fabric_jev.host.observers import Advice, Observer
 from tests.conftest import program

@@ -23,9 +23,9 @@ from typing import Any
 
 import anyio.abc
 
+from ..contract.advice import ADVICE_SHAPE, AdviceRequest, parse_advice
 from ..contract.budget import RunBudget
 from ..contract.evaluation import EvaluationRequest, validate_request
-from ..contract.observe import ADVICE_SHAPE, AdviceRequest, parse_advice
 from ..contract.policy import BUILTIN_RISKS, Policy, PolicyOutcome, Risk, denial_message
 from ..contract.program import Program, not_granted
 from ..contract.values import JsonValue, ValueRejected, normalize_json

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..contract.config import EffectiveLimits, HostConfig
-from ..contract.observe import ObserveOptions, parse_observe
 from ..contract.policy import BUILTIN_RISKS, denial_message
 from ..contract.program import JEV_PROGRAM_REFS, Program, parse_program
 from ..contract.values import JsonInput, ValueRejected, checked_json
@@ -26,6 +25,9 @@ from .observing import ObservationSource
 from .policy import CALLER_GRANT, AuditTrail, PolicyGate
 from .registry import CapabilityRegistry
 from .run import Run, RunServices
+
+if TYPE_CHECKING:
+    from ..contract.observe import ObserveOptions
 
 
 @dataclass(slots=True)
@@ -81,6 +83,8 @@ async def admit(raw: Program | dict[str, Any], input: JsonInput, *, background: 
         await _decide(admission, gate, "jev.spawn",
                       {"name": program.name, "requires": list(program.requires)})
     if observe is not None:
+        from ..contract.observe import parse_observe  # the observer machinery, only when observing
+
         # Invalid options reject the launch even without a session.
         admission.observe = parse_observe(observe)
         if not session_bound:

@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 import anyio
 
+from ..contract.advice import AdviceRequest
 from ..contract.observe import (
-    AdviceRequest,
     ObserveOptions,
     SessionEvent,
     ToolResult,

@@ -9,9 +9,12 @@ observing run, and hands that observation a callback that stops the run.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..contract.observe import AdviceRequest, ObserveOptions
+from ..contract.advice import AdviceRequest
+
+if TYPE_CHECKING:
+    from ..contract.observe import ObserveOptions
 
 StopRun = Callable[[], None]
 

@@ -31,7 +31,6 @@ import anyio
 
 from ..contract.asking import UNAVAILABLE_REASON_CHARS, CapabilityCall, Unavailable, Verdict
 from ..contract.policy import Answer, Policy, PolicyOutcome, PolicyOverrides, Risk, needs_approver, resolve
-from ..contract.redaction import redact, redact_text
 from ..evaluators.base import Evaluator
 
 AUDIT_KEEP = 64
@@ -203,6 +202,8 @@ class PolicyGate:
         policy, override = self._effective(risk, ref)
         if policy in ("allow", "deny"):
             return policy, resolve(risk, policy, override=override), None
+        from ..contract.redaction import redact  # its rules load only when a call must be asked
+
         try:
             shown, _ = redact(arguments)
         except ValueError:
@@ -283,6 +284,8 @@ class PolicyGate:
         except Exception:  # an approver that fails refuses; its message is not trusted
             return "error", None
         if isinstance(value, Unavailable):
+            from ..contract.redaction import redact_text
+
             reason, _ = redact_text(" ".join(str(value.reason).split())[:UNAVAILABLE_REASON_CHARS])
             return "absent", reason or None
         return _approver_answer(value), None
