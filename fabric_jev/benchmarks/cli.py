@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-GOALS = {"run": 4.0, "help": 3.0}
+GOALS = {"run": 5.0, "help": 3.0}
 IMPORT_GOAL_S = 0.15
 TRIVIAL_PROGRAM = {"name": "trivial", "code": "return 1", "inputSchema": {},
                    "outputSchema": {"type": "integer"}}
@@ -85,7 +85,7 @@ def print_cli(r: dict[str, Any]) -> None:
     m, ratio, c, cratio = r["median_s"], r["ratio_to_floor"], r["median_cpu_s"], r["cpu_ratio_to_floor"]
     print(f"cli (whole processes, median of {r['samples']}; floor: python importing quickjs, evaluating 1)")
     print(f"  {'':26}{'wall':>9}{'ratio':>8}{'cpu':>11}{'ratio':>8}   goal")
-    rows = (("floor", "floor", ""), ("run of a trivial program", "run", "ratio <= 4"),
+    rows = (("floor", "floor", ""), ("run of a trivial program", "run", "ratio <= 5"),
             ("--help", "help", "ratio <= 3"), ("import fabric_jev", "import", "<= 150 ms"))
     for label, key, goal in rows:
         r1 = f"{ratio[key]:8.2f}" if key in ratio else " " * 8
