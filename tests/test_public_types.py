@@ -34,9 +34,6 @@ ALLOWED: dict[str, str] = {
     "fabric_jev.assertions.vision.GeminiVision.reply_text (return)": "the text, checked by the caller",
     "fabric_jev.assertions.vision.OpenAIVision.reply_text (data)": "provider JSON, indexed under try",
     "fabric_jev.assertions.vision.OpenAIVision.reply_text (return)": "the text, checked by the caller",
-    # Being replaced by the one typed approval request of issue 22.
-    "fabric_jev.host.policy.CapabilityCall.__init__ (arguments)": "redacted JSON (issue 22)",
-    "fabric_jev.host.policy.CapabilityCall.__init__ (classifier)": "the classifier's Decision (issue 22)",
     # A verification reader is the author's code: what it reads is the author's own value.
     "fabric_jev.verification.channels.PollOutcome.__init__ (value)": "a reader's own value",
 }

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .policy import Policy, Risk
+from .values import JsonValue
 
 #: Each string inside the arguments is cut to this many characters.
 ARGUMENT_STRING_CHARS = 1_000
@@ -74,7 +75,7 @@ class CapabilityCall:
     policy: Policy
     run_id: str
     run_name: str
-    arguments: Any
+    arguments: JsonValue
     intent: str | None
     classifier: Verdict | None = None
     #: The arguments as shown: compact JSON, cut to ARGUMENTS_SHOWN_CHARS, printable.
