@@ -103,6 +103,15 @@ async def test_a_replay_leaves_a_hand_formatted_cassette_as_it_is(tmp_path: Path
     assert path.read_text() == text and path.stat().st_mtime_ns == stamp
 
 
+async def test_a_cassette_is_written_readable_as_a_file_to_check_in_and_keeps_its_mode(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    await record(path, "new", "one")
+    assert path.stat().st_mode & 0o777 == 0o644  # not the private mode of a temporary file
+    path.chmod(0o664)
+    await record(path, "new", "two")
+    assert len(Cassette(path).recordings) == 2 and path.stat().st_mode & 0o777 == 0o664
+
+
 async def test_new_keeps_what_is_recorded_and_adds_what_is_missing(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     source = Source()

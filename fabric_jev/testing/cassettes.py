@@ -153,7 +153,13 @@ class Cassette:
         if text == self._text:
             return False
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.path, text)
+        # A file to check in, as an editor would write it (the temporary file's own mode is 0600);
+        # a cassette that is there keeps its mode.
+        try:
+            mode = self.path.stat().st_mode & 0o777
+        except OSError:
+            mode = 0o644
+        atomic_write(self.path, text, mode=mode)
         self._text = text
         self.writes += 1
         return True
