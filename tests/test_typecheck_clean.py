@@ -163,3 +163,26 @@ async def test_the_declarations_type_what_the_program_reads_and_returns() -> Non
                     outputSchema=RICH, requires=())
     [error] = (await checker.check(wrong)).diagnostics
     assert (error.line, error.code) == (5, 2322)  # a key where the schema allows none
+
+
+@pytest.mark.parametrize("code", [
+    # Built at run time: each answer may have any of the three shapes (docs/programs.md).
+    "const qs: Record<string, JevQuestion> = {};\n"
+    "for (const id of ['a', 'b']) qs[id] = {type: 'noul', instructions: `Is ${id} done?`};\n"
+    "const r = await jev.evaluate({state: 'x', questions: qs});\n"
+    "const yes: number = r.answers.a.noul; const pick: string = r.answers.b.choice;\n"
+    "const level: number = r.answers.a.score; const sure: number = r.answers.b.confidence;\n"
+    "const kind: 'choice' | 'score' | 'noul' = r.answers.a.type;\n"
+    "return yes + level + sure + pick.length + kind.length;",
+    # Questions in a variable first: `satisfies` (or `as const`) keeps their literal types.
+    "const questions = {route: {type: 'choice', instructions: 'Which?', criteria: {a: null, b: 'B'}}} "
+    "satisfies JevQuestions;\n"
+    "const r = await jev.evaluate({state: 'x', questions});\n"
+    "const route: 'a' | 'b' = r.answers.route.choice;\nreturn route;",
+    "const questions = {ok: {type: 'noul', instructions: 'OK?'}} as const;\n"
+    "const r = await jev.evaluate({state: 'x', questions});\nreturn r.answers.ok.noul;",
+], ids=["built at run time", "satisfies", "as const"])
+async def test_questions_not_written_inline_check_clean(code: str) -> None:
+    program = Program(name="q", code=code, inputSchema={}, outputSchema={}, requires=("jev.evaluate",))
+    verdict = await checker.check(program)
+    assert verdict.clean, [d.text() for d in verdict.diagnostics]

@@ -87,9 +87,20 @@ interface JevNoulAnswer {
   /** The probability of yes, in [0, 1]. */
   noul: number;
 }
+/** The answer to a question whose type is known only at run time: any of the three shapes, so
+ *  every field is there to read (`type` says which are meant). */
+interface JevAnyAnswer {
+  type: JevQuestion["type"];
+  choice: string;
+  score: number;
+  noul: number;
+  legend: { [level: string]: string };
+  probabilities: { [key: string]: number };
+  confidence: number;
+}
 /** The answer to a question: its shape follows the question's type. A question whose type is not
  *  known before the call (built at run time) may have any of the three shapes. */
-type JevAnswer<Q> = [JevQuestion] extends [Q] ? JevChoiceAnswer & JevScoreAnswer & JevNoulAnswer
+type JevAnswer<Q> = [JevQuestion] extends [Q] ? JevAnyAnswer
   : Q extends { type: "choice"; criteria: infer C } ? JevChoiceAnswer<keyof C & string>
   : Q extends { type: "score" } ? JevScoreAnswer
   : Q extends { type: "noul" } ? JevNoulAnswer
