@@ -157,6 +157,13 @@ def test_settings_from_ini_are_checked(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*jev_record_mode = 'sometimes'; expected one of none, once, new, all*"])
 
 
+def test_a_bad_viewport_on_the_command_line_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    project(pytester)
+    result = pytester.runpytest_subprocess(*PLUGIN, "--jev-viewport=wide")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--jev-viewport*'wide' is not WIDTHxHEIGHT with each 100-10000, e.g. 1280x800*"])
+
+
 def test_jev_host_is_configured_from_the_ini_file_and_the_command_line(pytester: pytest.Pytester,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     project(pytester, ini='jev_config = "conf/host.json"')

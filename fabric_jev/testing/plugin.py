@@ -72,7 +72,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--jev-artifacts", choices=ARTIFACT_MODES, default=None,
                     help="keep a snapshot and a screenshot of each jev_page test: on, off, "
                          "only-on-failure (the default)")
-    group.addoption("--jev-viewport", metavar="WxH", default=None,
+    group.addoption("--jev-viewport", metavar="WxH", default=None, type=_viewport_option,
                     help="viewport of jev_page (default 1280x800)")
     parser.addini("jev_evaluator", "default for --jev-evaluator", default="")
     parser.addini("jev_record_mode", "default for --jev-record-mode", default="")
@@ -87,6 +87,17 @@ def _viewport(text: str) -> tuple[int, int]:
     if not found or not all(100 <= int(v) <= 10_000 for v in found.groups()):
         raise pytest.UsageError(f"jev viewport {text!r} is not WIDTHxHEIGHT with each 100-10000, e.g. 1280x800")
     return int(found.group(1)), int(found.group(2))
+
+
+def _viewport_option(text: str) -> str:
+    """--jev-viewport checked as the command line is read: a bad value is a usage error."""
+    import argparse
+
+    try:
+        _viewport(text)
+    except pytest.UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("jev viewport ")) from None
+    return text
 
 
 def settings_of(config: pytest.Config) -> Settings:
