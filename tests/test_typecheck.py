@@ -315,7 +315,12 @@ async def test_a_program_that_exhausts_the_checker_is_refused_clearly(
     ("const x = process.env.KEY ?? require('fs');\nreturn null;", [], False,
      "line 1, column 11: Cannot find name 'process'. (the sandbox has no fetch, process, require, DOM or Node: "
      "reach the outside through a capability with tools.call) (TS2591)"),
-], ids=["evaluate without requires", "advise without jev.advise", "nextEvent without observe", "process"])
+    # Not the compiler's advice to add the DOM to `lib`: the sandbox has none.
+    ("const title = document.title;\nreturn null;", [], False,
+     "line 1, column 15: Cannot find name 'document'. (the sandbox has no fetch, process, require, DOM or Node: "
+     "reach the outside through a capability with tools.call) (TS2584)"),
+], ids=["evaluate without requires", "advise without jev.advise", "nextEvent without observe", "process",
+        "document"])
 async def test_what_the_program_may_not_use_is_named(code: str, requires: list[str], observed: bool,
                                                      expected: str) -> None:
     program = parse_program({"name": "p", "code": code, "inputSchema": {}, "outputSchema": {},

@@ -32,9 +32,10 @@ _MISSING_MEMBER = {
 }
 _MEMBER = re.compile(r"^Property '(\w+)' does not exist on type '(\w+)'")
 _NO_RESULT_CODES = frozenset({2355, 2366, 2847})
-# "Cannot find name 'process'. Do you need to install type definitions for node? Try `npm i ...`":
-# advice about a project's packages, not about a sandbox, so only the first sentence is kept.
-_INSTALL_TYPES_CODES = frozenset({2580, 2581, 2582, 2591, 2592, 2593})
+# "Cannot find name 'process'. Do you need to install type definitions for node? Try `npm i ...`",
+# "Cannot find name 'document'. ... Try changing the 'lib' compiler option to include 'dom'.":
+# advice about a project's packages or options, not about a sandbox, so only the first sentence is kept.
+_INSTALL_TYPES_CODES = frozenset({2580, 2581, 2582, 2584, 2591, 2592, 2593})
 
 
 @dataclass(frozen=True, slots=True)
