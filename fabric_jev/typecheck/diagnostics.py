@@ -55,7 +55,7 @@ class Diagnostic:
         return {"line": self.line, "column": self.column, "code": f"TS{self.code}", "message": self.message}
 
     @classmethod
-    def from_json(cls, data: Any) -> Diagnostic:
+    def from_json(cls, data: object) -> Diagnostic:
         if not isinstance(data, dict):
             raise ValueError("a diagnostic must be an object")
         line, column, code, message = data.get("line"), data.get("column"), data.get("code"), data.get("message")

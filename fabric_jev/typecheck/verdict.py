@@ -46,7 +46,7 @@ class Verdict:
                 "diagnostics": [d.to_json() for d in self.diagnostics], "erased": self.erased}
 
     @classmethod
-    def from_json(cls, data: Any) -> Verdict:
+    def from_json(cls, data: object) -> Verdict:
         if not isinstance(data, dict) or not isinstance(data.get("diagnostics"), list):
             raise ValueError("not a verdict")
         compiler, cut, erased = data.get("compiler"), data.get("cut"), data.get("erased")
