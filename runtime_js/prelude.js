@@ -37,10 +37,20 @@
   const AsyncFunction = (async function () {}).constructor;
   const stringNormalize = String.prototype.normalize;
   const InternalErrorCtor = G.InternalError;
+  const WeakSetCtor = WeakSet;
+  const weakSetAdd = WeakSet.prototype.add;
+  const weakSetHas = WeakSet.prototype.has;
+  // The engine's own reading of an error's stack (an accessor on Error.prototype),
+  // whatever the guest later assigns to `stack`.
+  const stackAccessor = Object.getOwnPropertyDescriptor(ErrorCtor.prototype, "stack");
+  const nativeStack = stackAccessor !== undefined && typeof stackAccessor.get === "function"
+    ? stackAccessor.get : null;
 
   const LIMITS = { outputChars: 32768, emitChars: 4096, argsChars: 1048576, logChars: 4096, timers: 128 };
 
   let main = null;
+  // The program's code, to turn the engine's byte columns into the author's.
+  let source = "";
   // Lines the engine counts before the program's first line: the padding that
   // puts the program below every line of this prelude, plus the two lines of
   // the async function's header. Frames at or above it are the prelude's.
@@ -93,33 +103,134 @@
     return apply(promiseReject, PromiseCtor, [error]);
   }
 
-  // " (line L, column C)" of the first stack frame inside the program's own
-  // source, or "" when there is none (a thrown non-Error, a prelude error).
-  function position(e) {
-    let stack;
+  // Errors whose message already names the program's line and column (host-call errors).
+  const located = new WeakSetCtor();
+
+  // The engine's stack text of an error, read through the accessor captured above
+  // (never through guest-reachable properties), or null.
+  function rawStack(e) {
     try {
-      if (!apply(hasInstance, ErrorCtor, [e])) return "";
-      stack = e.stack;
+      if (!apply(hasInstance, ErrorCtor, [e])) return null;
+      const stack = nativeStack !== null ? apply(nativeStack, e, []) : e.stack;
+      return typeof stack === "string" ? stack : null;
+    } catch (_) {
+      return null;
+    }
+  }
+
+  // One stack frame "    at f (<input>:L:C)": [L, C, index after C], or null when the
+  // line names no place in the engine's single source.
+  function frameAt(text, from) {
+    const found = apply(stringIndexOf, text, ["<input>:", from]);
+    if (found < 0) return null;
+    let i = found + 8;
+    let line = 0;
+    let column = 0;
+    let c;
+    while ((c = apply(stringCharCodeAt, text, [i])) >= 48 && c <= 57) { line = line * 10 + c - 48; i++; }
+    if (c === 58) {
+      i++;
+      while ((c = apply(stringCharCodeAt, text, [i])) >= 48 && c <= 57) { column = column * 10 + c - 48; i++; }
+    }
+    return [found, line, column, i];
+  }
+
+  // " (line L, column C)" of the first stack frame inside the program's own
+  // source, or "" when there is none (a thrown non-Error, a prelude error, an
+  // error whose message already says where).
+  function position(e) {
+    try {
+      if (apply(weakSetHas, located, [e])) return "";
     } catch (_) {
       return "";
     }
-    if (typeof stack !== "string") return "";
+    return framePosition(rawStack(e));
+  }
+
+  function framePosition(stack) {
+    if (stack === null) return "";
     let at = 0;
     for (;;) {
-      const found = apply(stringIndexOf, stack, ["<input>:", at]);
-      if (found < 0) return "";
-      let i = found + 8;
-      let line = 0;
-      let column = 0;
-      let c;
-      while ((c = apply(stringCharCodeAt, stack, [i])) >= 48 && c <= 57) { line = line * 10 + c - 48; i++; }
-      if (c === 58) {
-        i++;
-        while ((c = apply(stringCharCodeAt, stack, [i])) >= 48 && c <= 57) { column = column * 10 + c - 48; i++; }
+      const frame = frameAt(stack, at);
+      if (frame === null) return "";
+      at = frame[3];
+      if (frame[1] > lineBase) {
+        return " (line " + (frame[1] - lineBase) + ", column " + column(frame[1] - lineBase, frame[2]) + ")";
       }
-      at = i;
-      if (line > lineBase) return " (line " + (line - lineBase) + ", column " + column + ")";
     }
+  }
+
+  // The engine counts columns in UTF-8 bytes; an editor counts characters (UTF-16
+  // code units), which differ on a line with anything but ASCII before the place.
+  function column(line, byteColumn) {
+    let start = 0;
+    for (let n = 1; n < line; n++) {
+      start = apply(stringIndexOf, source, ["\n", start]) + 1;
+      if (start === 0) return byteColumn;
+    }
+    let bytes = 0;
+    let i = start;
+    const end = source.length;
+    while (bytes < byteColumn - 1 && i < end) {
+      const c = apply(stringCharCodeAt, source, [i]);
+      if (c === 10) break;
+      if (c < 0x80) bytes += 1;
+      else if (c < 0x800) bytes += 2;
+      else if (c >= 0xd800 && c <= 0xdbff) { bytes += 4; i++; }
+      else bytes += 3;
+      i++;
+    }
+    return i - start + 1;
+  }
+
+  // The stack a guest reads: only the program's frames, numbered as in its own
+  // source ("<program>:L:C"), and the built-ins it called. The prelude's frames
+  // (the bridge, host-call plumbing) and the engine's pseudo-frames are left out.
+  function programStack(stack) {
+    if (stack === null) return stack;
+    let out = "";
+    let natives = "";
+    let start = 0;
+    const end = stack.length;
+    while (start < end) {
+      let stop = apply(stringIndexOf, stack, ["\n", start]);
+      if (stop < 0) stop = end;
+      const line = apply(stringSlice, stack, [start, stop]);
+      start = stop + 1;
+      const frame = frameAt(line, 0);
+      if (frame !== null) {
+        if (frame[1] > lineBase) {
+          out += natives + apply(stringSlice, line, [0, frame[0]]) + "<program>:" + (frame[1] - lineBase) +
+            ":" + column(frame[1] - lineBase, frame[2]) + apply(stringSlice, line, [frame[3]]) + "\n";
+        }
+        natives = "";
+      } else if (apply(stringIndexOf, line, ["(native)"]) >= 0) {
+        natives += line + "\n";  // kept only when the program called it: the next frame is the program's
+      } else {
+        natives = "";
+      }
+    }
+    return out;
+  }
+
+  // Where a host call was made: the engine's stack at the call, read only if the call fails.
+  function callSite() {
+    try {
+      return new ErrorCtor();
+    } catch (_) {
+      return null;
+    }
+  }
+
+  // A host-call error: its message ends with the line and column of the call in the
+  // program, and its stack is the call's, not the bridge's that settled it.
+  function callError(message, site) {
+    const stack = site === null ? null : rawStack(site);
+    const e = new ErrorCtor(message + framePosition(stack));
+    defineProperty(e, "stack", { value: programStack(stack) || "", writable: true, enumerable: false,
+      configurable: true });
+    apply(weakSetAdd, located, [e]);
+    return e;
   }
 
   function describe(e) {
@@ -138,20 +249,30 @@
   }
 
   function hostCall(kind, args, maxChars) {
+    const site = callSite();
     if (finished) {
-      return rejected(new ErrorCtor("Jev program has finished"));
+      return rejected(callError("Jev program has finished", site));
     }
     let text;
     try {
       text = toText(args === undefined ? null : args, kind + " argument", maxChars);
     } catch (e) {
-      return rejected(e);
+      return rejected(callError(describeMessage(e), site));
     }
     const id = nextCallId++;
     calls += (calls ? "," : "") + "[" + id + "," + stringify(kind) + "," + text + "]";
     return new PromiseCtor(function (resolve, reject) {
-      pending[id] = { resolve: resolve, reject: reject };
+      pending[id] = { resolve: resolve, reject: reject, site: site };
     });
+  }
+
+  function describeMessage(e) {
+    try {
+      if (apply(hasInstance, ErrorCtor, [e])) return StringCtor(e.message);
+    } catch (_) {
+      // fall through: described as a value
+    }
+    return describe(e);
   }
 
   function pushLog(level, args) {
@@ -228,7 +349,7 @@
   const program = freeze({
     sleep: function sleep(ms) {
       if (typeof ms !== "number" || !numberIsFinite(ms) || ms < 0) {
-        return rejected(new ErrorCtor("Invalid program.sleep duration"));
+        return rejected(callError("Invalid program.sleep duration", callSite()));
       }
       return hostCall("sleep", ms, 64);
     },
@@ -252,6 +373,23 @@
 
   function install(name, value) {
     defineProperty(G, name, { value: value, writable: false, enumerable: false, configurable: false });
+  }
+  // Error.prepareStackTrace would hand the guest call-site objects whose getFunction()
+  // returns the prelude's own functions (the bridge among them): it stays unset for good.
+  ErrorCtor.prepareStackTrace = undefined;
+  defineProperty(ErrorCtor, "prepareStackTrace", { value: undefined, writable: false, enumerable: false,
+    configurable: false });
+  // What a guest reads as `error.stack`: its own frames only (programStack).
+  if (nativeStack !== null) {
+    const nativeSet = stackAccessor.set;
+    defineProperty(ErrorCtor.prototype, "stack", {
+      get: function stack() {
+        const raw = rawStack(this);
+        return raw === null ? undefined : programStack(raw);
+      },
+      set: function stack(value) { apply(nativeSet, this, [value]); },
+      enumerable: false, configurable: false,
+    });
   }
   install("program", program);
   install("jev", jev);
@@ -301,7 +439,7 @@
       if (entry === undefined) return;
       delete pending[a];
       if (b) entry.resolve(parse(c));
-      else entry.reject(new ErrorCtor(c));
+      else entry.reject(callError(c, entry.site));
       return;
     }
     if (op === "timer") {
@@ -320,6 +458,7 @@
       // Returns null, or the compile error with the program's line and column.
       lineBase = c + 2;
       if (typeof d === "number") memoryLimit = " (the program's memory limit is " + mathFloor(d / 1048576) + " MiB)";
+      source = a;
       try {
         main = new AsyncFunction(apply(stringRepeat, "\n", [c]) + a);
       } catch (e) {

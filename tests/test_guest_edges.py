@@ -70,8 +70,8 @@ async def test_a_lone_surrogate_in_a_tool_ref_is_a_catchable_guest_error(
         """, requires=["t.echo"]), None)
     _printable(env)
     assert env.state is RunState.COMPLETED, env.error
-    assert env.result == ["Capability not granted to Jev program: t.\ufffd",
-                          "Capability not granted to Jev program: \ufffd", "x\ufffd"]
+    assert env.result == ["Capability not granted to Jev program: t.\ufffd (line 4, column 31)",
+                          "Capability not granted to Jev program: \ufffd (line 4, column 31)", "x\ufffd"]
 
 
 DEEP_SURROGATE = "let v = '\\ud800'; for (let i = 0; i < 600; i++) v = [v];"
@@ -124,7 +124,7 @@ async def test_a_rewritten_promise_reject_does_not_hide_a_refusal(host: JevHost)
       Promise.reject = function () { return Promise.resolve('FORGED'); };
       try { return await program.sleep(-1); } catch (e) { return 'refused: ' + e.message; }
     """), None)
-    assert env.result == "refused: Invalid program.sleep duration"
+    assert env.result == "refused: Invalid program.sleep duration (line 3, column 34)"
 
 
 async def test_a_rewritten_error_has_instance_does_not_hide_the_error(host: JevHost) -> None:

@@ -100,10 +100,11 @@ async def test_status_after_returns_only_newer_events(host: JevHost) -> None:
 async def test_emit_over_4096_bytes_is_refused_catchably(host: JevHost) -> None:
     env = await host.run(program(
         "try { await program.emit('x'.repeat(5000)); } catch (e) { return e.message; }"), None)
-    assert env.result == "emit argument exceeds 4096 bytes"
+    assert env.result == "emit argument exceeds 4096 bytes (line 1, column 30)"
     env = await host.run(program(
         "try { await program.emit('é'.repeat(2048)); } catch (e) { return e.message; }"), None)
-    assert env.result == "program.emit value exceeds 4096 bytes"
+    # The column counts characters, not the engine's UTF-8 bytes ('é' is two).
+    assert env.result == "program.emit value exceeds 4096 bytes (line 1, column 30)"
 
 
 async def test_logs_are_capped_with_one_marker(host: JevHost) -> None:
@@ -125,12 +126,12 @@ async def test_invalid_sleep_durations(host: JevHost, ms: str) -> None:
     env = await host.run(program(
         f"try {{ await program.sleep({ms}); return 'slept'; }} catch (e) {{ return e.message; }}",
         limits={"timeoutMs": 60_000}), None)
-    assert env.result == "Invalid program.sleep duration"
+    assert env.result.startswith("Invalid program.sleep duration (line 1, column ")
 
 
 async def test_deadline_ends_timed_out(host: JevHost) -> None:
     env = await host.run(program("for (;;) await program.sleep(100);", limits={"timeoutMs": 150}), None)
-    assert env.state is RunState.TIMED_OUT and env.error == "Jev deadline exceeded"
+    assert env.state is RunState.TIMED_OUT and env.error == "Jev deadline of 150 ms exceeded"
 
 
 async def test_stop_is_idempotent_and_cancels(host: JevHost) -> None:
@@ -245,7 +246,8 @@ async def test_tool_call_budget_and_rethrow(host: JevHost) -> None:
       return errors;
     """, limits={"maxToolCalls": 2}), None)
     assert env.state is RunState.FAILED
-    assert env.error == "Jev tool-call budget exhausted"
+    assert env.error == "Jev tool-call budget of 2 exhausted"
+    assert env.result is None
     assert env.toolCalls == 2 and len(env.events) == 2
 
 
@@ -260,14 +262,15 @@ async def test_caught_budget_error_and_retry_still_fails(host: JevHost) -> None:
       return caught;
     """, requires=["jev.evaluate"], limits={"maxEvaluations": 1}), None)
     assert env.state is RunState.FAILED
-    assert env.error == "Jev inference budget exhausted"
+    assert env.error == "Jev inference budget of 1 exhausted"
     assert env.evaluations == 1
 
 
 async def test_zero_evaluations_allowed_means_none(host: JevHost) -> None:
     env = await host.run(program(EVALUATE, requires=["jev.evaluate"],
                                  limits={"maxEvaluations": 0}), None)
-    assert env.state is RunState.FAILED and env.error == "Jev inference budget exhausted"
+    # Not caught: the run's error is the guest's, which also says where the call was.
+    assert env.state is RunState.FAILED and env.error == "Jev inference budget of 0 exhausted (line 1, column 18)"
     assert env.evaluations == 0
 
 
@@ -283,7 +286,7 @@ async def test_token_budget_withholds_the_answer(host: JevHost) -> None:
       try {{ {EVALUATE} }} catch (e) {{ return 'withheld: ' + e.message; }}
     """, requires=["jev.evaluate"], limits={"maxTokens": 11}), None)
     assert env.state is RunState.FAILED
-    assert env.error == "Jev reported-token budget exhausted"
+    assert env.error == "Jev reported-token budget of 11 exhausted"
     assert env.usage.input_tokens == 10 and env.usage.output_tokens == 2
 
 
@@ -305,7 +308,7 @@ async def test_one_evaluation_in_flight(host: JevHost) -> None:
 
 async def test_evaluate_needs_the_grant(host: JevHost) -> None:
     env = await host.run(program(f"try {{ {EVALUATE} }} catch (e) {{ return e.message; }}"), None)
-    assert env.result == "Capability not granted to Jev program: jev.evaluate"
+    assert env.result == "Capability not granted to Jev program: jev.evaluate (line 1, column 24)"
 
 
 async def test_invalid_evaluate_request_is_a_catchable_error(host: JevHost) -> None:
@@ -337,7 +340,7 @@ async def test_tools_call_reaches_exactly_the_declared_ref() -> None:
           return {a, b};
         """, requires=["demo.echo"]), None)
     assert env.result == {"a": {"echo": {"n": 1}},
-                          "b": "Capability not granted to Jev program: demo.other"}
+                          "b": "Capability not granted to Jev program: demo.other (line 4, column 29)"}
     assert seen == [({"n": 1}, "demo.echo")]
 
 
@@ -352,7 +355,7 @@ async def test_failing_handler_gives_a_message_not_a_trace() -> None:
         env = await host.run(program(
             "try { await tools.call({ref: 'demo.broken'}); } catch (e) { return e.message; }",
             requires=["demo.broken"]), None)
-    assert env.result == "demo.broken failed: disk on fire"
+    assert env.result == "demo.broken failed: disk on fire (line 1, column 19)"
 
 
 async def test_registry_refuses_reserved_and_duplicate_refs() -> None:

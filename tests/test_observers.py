@@ -382,7 +382,7 @@ async def test_navigation_and_shutdown_cancel_observers() -> None:
 async def test_next_event_without_observe_and_observe_without_session() -> None:
     async with JevHost(HostConfig(approvals=ADVICE_ALLOWED)) as host:
         env = await host.run(program("try { await program.nextEvent(); } catch (e) { return e.message; }"), None)
-        assert env.result == "program.nextEvent needs spawn with observe"
+        assert env.result == "program.nextEvent needs spawn with observe (line 1, column 21)"
         with pytest.raises(ProgramInvalid, match="bind_session"):
             await host.spawn(program(ECHO), None, observe={"events": ["input"]})
         with pytest.raises(ProgramInvalid, match="Invalid observe options"):

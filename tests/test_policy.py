@@ -128,7 +128,8 @@ async def test_without_an_approver_ask_is_a_catchable_denial_that_costs_no_budge
     async with JevHost(capabilities=registry()) as host:
         env = await host.run(program(ECHO_PROGRAM, requires=["demo.write"]), None)
         assert host.status().runs[0].to_json()["approvals"] == {"allowed": 0, "denied": 2}
-    message = "Capability call denied: demo.write (write requires approval and no approver is configured)"
+    message = ("Capability call denied: demo.write (write requires approval and no approver is configured) "
+               "(line 4, column 30)")
     assert env.state == "completed" and env.result == [message, message]
     assert env.toolCalls == 0  # refused calls give their host call back
     assert [(a["ref"], a["risk"], a["policy"], a["decidedBy"], a["allowed"]) for a in env.approvals] == \
@@ -144,7 +145,7 @@ async def test_the_approver_decides_and_sees_the_call() -> None:
 
     async with JevHost(capabilities=registry(), approver=approver) as host:
         env = await host.run(program(ECHO_PROGRAM, requires=["demo.write"]), None, intent="write one")
-    assert env.result == [{"wrote": 1}, "Capability call denied: demo.write (the approver denied it)"]
+    assert env.result == [{"wrote": 1}, "Capability call denied: demo.write (the approver denied it) (line 4, column 30)"]
     assert [a["decidedBy"] for a in env.approvals] == ["approver", "approver"]
     assert [a["allowed"] for a in env.approvals] == [True, False]
     assert env.toolCalls == 1 and env.approvalCounts == {"allowed": 1, "denied": 1}
@@ -172,7 +173,7 @@ async def test_a_denied_evaluate_reserves_no_evaluation() -> None:
               catch (e) { return e.message; }"""
     async with JevHost(config, evaluator=classifier_evaluator("allow")) as host:
         env = await host.run(program(code, requires=["jev.evaluate"]), None)
-    assert env.result == "Capability call denied: jev.evaluate (the read policy denies it)"
+    assert env.result == "Capability call denied: jev.evaluate (the read policy denies it) (line 1, column 17)"
     assert env.evaluations == 0 and env.toolCalls == 0
 
 

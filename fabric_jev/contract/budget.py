@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from .config import EffectiveLimits
 
-TOOL_CALLS_EXHAUSTED = "Jev tool-call budget exhausted"
-EVALUATIONS_EXHAUSTED = "Jev inference budget exhausted"
-TOKENS_EXHAUSTED = "Jev reported-token budget exhausted"
+#: Budget messages name the limit that was reached (`.format(limit=…)`).
+TOOL_CALLS_EXHAUSTED = "Jev tool-call budget of {limit} exhausted"
+EVALUATIONS_EXHAUSTED = "Jev inference budget of {limit} exhausted"
+TOKENS_EXHAUSTED = "Jev reported-token budget of {limit} exhausted"
 EVALUATION_IN_FLIGHT = (
     "Only one jev.evaluate may be in flight per program: await the previous evaluation, "
     "or batch questions into one request"
@@ -37,7 +38,7 @@ class RunBudget:
         if self.failure is not None:
             return self.failure
         if self.tool_calls >= self._limits.max_tool_calls:
-            self.failure = TOOL_CALLS_EXHAUSTED
+            self.failure = TOOL_CALLS_EXHAUSTED.format(limit=self._limits.max_tool_calls)
             return self.failure
         self.tool_calls += 1
         return None
@@ -52,7 +53,7 @@ class RunBudget:
         if self.evaluation_in_flight:
             return EVALUATION_IN_FLIGHT
         if self.evaluations >= self._limits.max_evaluations:
-            self.failure = EVALUATIONS_EXHAUSTED
+            self.failure = EVALUATIONS_EXHAUSTED.format(limit=self._limits.max_evaluations)
             return self.failure
         self.evaluations += 1
         self.evaluation_in_flight = True
@@ -64,6 +65,6 @@ class RunBudget:
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
         if self.input_tokens + self.output_tokens > self._limits.max_tokens:
-            self.failure = TOKENS_EXHAUSTED
+            self.failure = TOKENS_EXHAUSTED.format(limit=self._limits.max_tokens)
             return self.failure
         return None

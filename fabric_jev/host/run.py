@@ -43,7 +43,7 @@ SLICE_MS = 100
 HARD_SLICE_MS = 250
 STACK_BYTES = 256 * 1024
 LOAD_TIMEOUT_S = 10.0
-DEADLINE_EXCEEDED = "Jev deadline exceeded"
+DEADLINE_EXCEEDED = "Jev deadline of {timeout_ms} ms exceeded"
 EMIT_MAX_BYTES = 4_096
 
 
@@ -218,7 +218,7 @@ class Run:
                         end = await self._pump(session, tasks)
                         tasks.cancel_scope.cancel()
                 if deadline.cancelled_caught:
-                    end = RunEnd("timeout", error=DEADLINE_EXCEEDED)
+                    end = RunEnd("timeout", error=DEADLINE_EXCEEDED.format(timeout_ms=self.limits.timeout_ms))
         except Exception as exc:  # a host bug must still end the run, not the host
             end = RunEnd("error", error=f"Jev host error: {type(exc).__name__}: {exc}")
         finally:
@@ -274,7 +274,12 @@ class Run:
         """Apply the terminal precedence of contract §2."""
         error: str | None
         if self.budget.failure is not None:
-            state, error, result = RunState.FAILED, self.budget.failure, None
+            # The guest's own report of it, when it let it escape, also says where the call was.
+            failure = self.budget.failure
+            said = (end.error or "").removeprefix("Error: ")
+            if end.kind == "error" and said.startswith(failure):
+                failure = said
+            state, error, result = RunState.FAILED, failure, None
         elif end.kind == "timeout":
             state, error, result = RunState.TIMED_OUT, end.error, None
         elif end.kind == "cancelled" or self._cancel_requested:

@@ -22,9 +22,11 @@ from . import _wire
 from ._wire import HostCall
 from .connection import Listener, WorkerGone
 
+# A guest timer gives the program a fresh slice and, unlike program.sleep, costs no host call.
 SLICE_OVERRUN_TEMPLATE = (
-    "Jev program ran for more than {slice_ms} ms without awaiting and was stopped; "
-    "await inside long loops (for example `await program.sleep(0)`)"
+    "Jev program ran for more than {slice_ms} ms without awaiting and was stopped; split long "
+    "loops with a guest timer, which costs no tool call: "
+    "`await new Promise((resolve) => setTimeout(resolve, 0))` every few thousand iterations"
 )
 STACK_EXCEEDED = ("Jev program exceeded its stack limit (maximum call stack size); "
                   "check for unbounded recursion")
