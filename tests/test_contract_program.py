@@ -61,4 +61,4 @@ def test_non_object_program_is_rejected() -> None:
 
 def test_schema_errors_name_the_side() -> None:
     with pytest.raises(SchemaInvalid, match="outputSchema"):
-        parse_program(program("return 1", outputSchema={"pattern": "x"}))
+        parse_program(program("return 1", outputSchema={"pattern": "(?=x)"}))

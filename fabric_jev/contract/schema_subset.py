@@ -1,7 +1,9 @@
 """The JSON Schema subset accepted for inputSchema/outputSchema (contract §4).
 
 Anything outside the subset is refused, never silently trusted: a schema that
-used `pattern` or `$ref` would otherwise validate less than its author meant.
+used `$ref` or an unknown `format` would otherwise validate less than its
+author meant. `pattern` (on RE2) and the formats of `formats.FORMATS` are
+checked on input and output alike.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ _COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "m
 _TEXT = ("description", "title")
 ALLOWED_KEYWORDS = frozenset(
     {"type", "properties", "required", "additionalProperties", "items", "enum", "const",
-     *_SCHEMA_LIST, *_NUMBERS, *_COUNTS, *_TEXT}
+     "pattern", "format", *_SCHEMA_LIST, *_NUMBERS, *_COUNTS, *_TEXT}
 )
 _SUBSET_NOTE = (
     "fabric-jev accepts only the JSON Schema subset: " + ", ".join(sorted(ALLOWED_KEYWORDS))
@@ -84,8 +86,26 @@ class _Walk:
             elif key in _COUNTS:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise self.fail(where, f"{key} must be a non-negative integer")
+            elif key == "pattern":
+                self.pattern(value, where)
+            elif key == "format":
+                from .formats import FORMATS
+
+                if value not in FORMATS:
+                    raise self.fail(where, "format must be one of " + ", ".join(FORMATS)
+                                    + " (other formats are not checked, so they are refused)")
             elif key in _TEXT and not isinstance(value, str):
                 raise self.fail(where, f"{key} must be a string")
+
+    def pattern(self, value: Any, where: str) -> None:
+        from .formats import PatternInvalid, compile_pattern
+
+        if not isinstance(value, str):
+            raise self.fail(where, "pattern must be a string (an RE2 regular expression)")
+        try:
+            compile_pattern(value)
+        except PatternInvalid as exc:
+            raise self.fail(where, f"pattern {value[:80]!r}: {exc}") from None
 
 
 def check_schema(schema: object, side: str) -> None:

@@ -6,7 +6,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
@@ -108,12 +108,31 @@ def normalize_json(value: object, side: str) -> JsonValue:
     return walk(value, "$", 0)
 
 
+@lru_cache(maxsize=1)
+def _validator_class() -> type[Draft202012Validator]:
+    # Imported here: jsonschema is a large import that commands not validating values never need.
+    from jsonschema import Draft202012Validator, ValidationError, validators
+
+    from .formats import pattern_matches
+
+    def pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+        # RE2 instead of jsonschema's `re`: linear time whatever the pattern and the value.
+        if isinstance(instance, str) and not pattern_matches(pattern, instance):
+            yield ValidationError(f"{_short(instance)} does not match the pattern {pattern!r}")
+
+    extend: Callable[..., type[Draft202012Validator]] = validators.extend  # jsonschema leaves it untyped
+    return extend(Draft202012Validator, {"pattern": pattern})
+
+
+def _short(value: str) -> str:
+    return repr(value) if len(value) <= 80 else repr(value[:77] + "...")
+
+
 @lru_cache(maxsize=256)
 def _validator(schema_text: str) -> Draft202012Validator:
-    # Imported here: jsonschema is a large import that commands not validating values never need.
-    from jsonschema import Draft202012Validator
+    from .formats import format_checker
 
-    return Draft202012Validator(json.loads(schema_text))
+    return _validator_class()(json.loads(schema_text), format_checker=format_checker())
 
 
 def checked_json(value: object, schema: dict[str, Any], side: str,

@@ -1,0 +1,140 @@
+"""`pattern` and `format` in the schema subset: string checks that always run in linear time.
+
+`pattern` is matched by RE2, never by a backtracking engine: a schema comes from
+whoever wrote the program, the value from whoever sent the input, and neither
+may make validation take exponential time. RE2 has no lookaround and no
+backreferences; a pattern that needs them is refused when the schema is
+checked. As JSON Schema says, a pattern is searched for anywhere in the string:
+anchor it with ^ and $ to match the whole value.
+
+`format` is checked (not only annotated) for the names in `FORMATS`; any other
+name is refused, never silently trusted.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import re2
+
+#: Longest `pattern` accepted (RE2 compiles it to a program whose size grows with it).
+MAX_PATTERN_CHARS = 1_000
+#: RE2's memory budget for one compiled pattern; a pattern needing more is refused.
+MAX_PATTERN_MEMORY = 1 << 20
+
+
+class PatternInvalid(ValueError):
+    """A `pattern` that RE2 cannot compile (or that is too large)."""
+
+
+def _options() -> Any:
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print to stderr; the error is reported to the author instead
+    options.max_mem = MAX_PATTERN_MEMORY
+    return options
+
+
+@lru_cache(maxsize=512)
+def compile_pattern(pattern: str) -> Any:
+    """The compiled RE2 program of `pattern`; raises `PatternInvalid` with RE2's reason."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise PatternInvalid(f"a pattern is at most {MAX_PATTERN_CHARS} characters")
+    try:
+        return re2.compile(pattern, _options())
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise PatternInvalid(f"RE2 cannot compile it ({reason}); patterns use RE2 syntax: no "
+                             "lookaround and no backreferences") from None
+
+
+def pattern_matches(pattern: str, value: str) -> bool:
+    return compile_pattern(pattern).search(value) is not None
+
+
+def _re(expression: str) -> Any:
+    return re2.compile(expression, _options())
+
+
+_DATE = _re(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_DATE_TIME = _re(r"^([0-9]{4}-[0-9]{2}-[0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?"
+                 r"([Zz]|[+-][0-9]{2}:[0-9]{2})$")
+# A dot-atom mailbox (RFC 5321/5322 without quoted local parts or address literals).
+_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_EMAIL = _re(rf"^{_ATEXT}(?:\.{_ATEXT})*@{_LABEL}(?:\.{_LABEL})*$")
+# An absolute URI (RFC 3986): a scheme, then only characters a URI may hold, escapes well formed.
+_URI = _re(r"^[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?#\[\]]|%[0-9A-Fa-f]{2})*$")
+_UUID = _re(r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$")
+
+
+def _is_date(value: str) -> bool:
+    if _DATE.search(value) is None:
+        return False
+    try:
+        datetime.date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_date_time(value: str) -> bool:
+    match = _DATE_TIME.search(value)
+    if match is None:
+        return False
+    day, hour, minute, second, _, offset = match.groups()
+    if not _is_date(day) or int(hour) > 23 or int(minute) > 59 or int(second) > 60:
+        return False  # second 60 is a leap second, which RFC 3339 allows
+    return offset in ("Z", "z") or (int(offset[1:3]) <= 23 and int(offset[4:6]) <= 59)
+
+
+def _is_email(value: str) -> bool:
+    local, _, domain = value.rpartition("@")
+    return len(value) <= 254 and len(local) <= 64 and len(domain) <= 253 and _EMAIL.search(value) is not None
+
+
+def _is_uri(value: str) -> bool:
+    return _URI.search(value) is not None
+
+
+def _is_uuid(value: str) -> bool:
+    if _UUID.search(value) is None:
+        return False
+    uuid.UUID(value)  # cannot fail once the shape matched; kept as the authority on the form
+    return True
+
+
+#: The `format` names the subset checks, and how. Each check is linear in the string's length.
+FORMATS: dict[str, Callable[[str], bool]] = {
+    "date-time": _is_date_time,
+    "date": _is_date,
+    "email": _is_email,
+    "uri": _is_uri,
+    "uuid": _is_uuid,
+}
+#: What each format means, for the docs and error messages.
+FORMAT_NOTES = {
+    "date-time": "an RFC 3339 date and time with an offset, e.g. 2025-06-01T09:30:00Z",
+    "date": "an RFC 3339 full date, e.g. 2025-06-01",
+    "email": "a mailbox like name@example.com (no quoted local part, no IP literal)",
+    "uri": "an absolute URI with a scheme, e.g. https://example.com/a?b=c",
+    "uuid": "a UUID in its hyphenated form, e.g. 123e4567-e89b-12d3-a456-426614174000",
+}
+
+
+def format_checker() -> Any:
+    """A jsonschema FormatChecker that knows exactly `FORMATS` (other values are not strings: skipped)."""
+    from jsonschema import FormatChecker
+
+    checker = FormatChecker(formats=())
+    for name, check in FORMATS.items():
+        def checks(value: object, check: Callable[[str], bool] = check) -> bool:
+            return not isinstance(value, str) or check(value)
+
+        checker.checks(name)(checks)
+    return checker
