@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import resource
 import signal
 import subprocess
@@ -157,10 +158,10 @@ def test_a_program_that_does_not_compile_stops_the_batch(files: dict[str, str]) 
     assert "Traceback" not in done.stderr and "batch summary" not in done.stderr
 
 
-def test_a_terminal_gets_a_live_bar_and_a_summary_table(files: dict[str, str]) -> None:
-    Path(files["inputs"]).write_text("".join(input_line(n) + "\n" for n in range(1, 21)))
+def on_a_terminal(argv: list[str]) -> str:
+    """What a command shows on a pseudo-terminal, once it has ended (exit code 1 expected)."""
     controller, terminal = pty.openpty()
-    proc = subprocess.Popen(batch_argv(files), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=terminal, cwd=ROOT, env={**os.environ, "COLUMNS": "120", "TERM": "xterm"})
     os.close(terminal)
     shown = bytearray()
@@ -176,7 +177,21 @@ def test_a_terminal_gets_a_live_bar_and_a_summary_table(files: dict[str, str]) -
     finally:
         os.close(controller)
         assert proc.wait(30) == 1
-    text = shown.decode()
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.decode())  # without rich's colours
+
+
+def test_a_resumed_bar_counts_what_is_done_and_ends_full(files: dict[str, str]) -> None:
+    Path(files["inputs"]).write_text("".join(input_line(n) + "\n" for n in range(1, 21)))
+    assert run_cli(files, "--limit", "12", "--quiet").returncode == 1  # line 7 and 14 fail
+    text = on_a_terminal(batch_argv(files, "--resume"))
+    assert "resuming: 12 inputs already in the output are skipped" in text
+    assert "20/20" in text and "ETA" in text  # not 8/20: the bar counts the 12 done earlier
+    assert len(records(files["out"])) == 20
+
+
+def test_a_terminal_gets_a_live_bar_and_a_summary_table(files: dict[str, str]) -> None:
+    Path(files["inputs"]).write_text("".join(input_line(n) + "\n" for n in range(1, 21)))
+    text = on_a_terminal(batch_argv(files))
     assert "batch: [" not in text  # not the plain lines
     assert "20/20" in text and "not completed" in text and "ETA" in text
     assert "batch summary" in text and "│" in text  # rich's table

@@ -74,7 +74,7 @@ def test_a_pattern_that_backtracks_exponentially_elsewhere_runs_in_linear_time()
 def test_patterns_re2_cannot_run_and_unknown_formats_are_refused(schema: dict[str, Any], needle: str) -> None:
     from fabric_jev import SchemaInvalid
 
-    with pytest.raises(SchemaInvalid, match="inputSchema at \\$\\.(pattern|format): ") as err:
+    with pytest.raises(SchemaInvalid, match=r"inputSchema at \$\.(pattern|format): ") as err:
         check_schema(schema, "inputSchema")
     assert needle in str(err.value)
 

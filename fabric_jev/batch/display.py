@@ -23,6 +23,16 @@ def _rate(count: int, seconds: float) -> float:
     return count / seconds if seconds > 0 else 0.0
 
 
+def _eta(tally: Tally, seconds: float) -> str:
+    """Time left at this session's pace: inputs done earlier (--resume) took no time now."""
+    rate = _rate(tally.done, seconds)
+    if tally.total is None or rate <= 0:
+        return "-:--:--"
+    left = max(0, tally.total - tally.skipped - tally.done) / rate
+    whole = int(left + 0.5)
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
 class PlainDisplay:
     """One line per outcome (for logs and pipes), then a plain summary table."""
 
@@ -50,8 +60,9 @@ class PlainDisplay:
         if self.quiet:
             return
         t = self.tally
-        total = "?" if t.total is None else str(t.total - t.skipped)
-        self._write(f"batch: [{t.done}/{total}] line {outcome.line} id {outcome.id}: {outcome.state}"
+        total = "?" if t.total is None else str(t.total)
+        # Counted as a resumed bar should: what is done, this time and earlier, of the whole file.
+        self._write(f"batch: [{t.skipped + t.done}/{total}] line {outcome.line} id {outcome.id}: {outcome.state}"
                     f" ({t.not_completed} not completed, "
                     f"{_rate(t.done, time.perf_counter() - self.started):.1f}/s)")
 
@@ -101,7 +112,6 @@ class RichDisplay:
             Progress,
             TextColumn,
             TimeElapsedColumn,
-            TimeRemainingColumn,
         )
 
         self.tally = tally
@@ -109,10 +119,12 @@ class RichDisplay:
         self.progress = Progress(
             TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(),
             TextColumn("[red]{task.fields[failed]} not completed"),
-            TextColumn("{task.fields[rate]}/s"), TimeElapsedColumn(), TextColumn("ETA"),
-            TimeRemainingColumn(), console=self.console, redirect_stdout=False, redirect_stderr=False)
-        total = None if tally.total is None else tally.total - tally.skipped
-        self.task = self.progress.add_task("batch", total=total, failed=0, rate="0.0")
+            TextColumn("{task.fields[rate]}/s"), TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),
+            console=self.console, redirect_stdout=False, redirect_stderr=False)
+        # The bar counts inputs done earlier (--resume) as done; rich's own ETA would read
+        # them as speed, so the ETA column is this session's pace over what is left.
+        self.task = self.progress.add_task("batch", total=tally.total, completed=tally.skipped,
+                                           failed=0, rate="0.0", eta="-:--:--")
         self.started = time.perf_counter()
 
     def start(self) -> None:
@@ -134,9 +146,10 @@ class RichDisplay:
                 self.progress.start()
 
     def update(self, outcome: BatchOutcome) -> None:
-        rate = _rate(self.tally.done, time.perf_counter() - self.started)
-        self.progress.update(self.task, completed=self.tally.done, failed=self.tally.not_completed,
-                             rate=f"{rate:.1f}")
+        elapsed = time.perf_counter() - self.started
+        rate = _rate(self.tally.done, elapsed)
+        self.progress.update(self.task, completed=self.tally.skipped + self.tally.done,
+                             failed=self.tally.not_completed, rate=f"{rate:.1f}", eta=_eta(self.tally, elapsed))
 
     def finish(self, *, interrupted: bool, show_summary: bool = True) -> None:
         from rich.table import Table

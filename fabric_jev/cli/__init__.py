@@ -14,6 +14,7 @@ VERSION = "0.1.0"  # kept equal to fabric_jev.__version__ by tests/test_cli_help
 
 def build_parser() -> argparse.ArgumentParser:
     from .approval import add_approval_commands
+    from .authoring import add_authoring_commands
     from .batch import add_batch_command
     from .bench import add_bench_command
     from .evaluators import add_evaluator_commands
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
                parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     add_run_command(sub)
     add_typecheck_commands(sub)
+    add_authoring_commands(sub)
     add_evaluator_commands(sub)
     add_approval_commands(sub)
     add_verification_commands(sub)

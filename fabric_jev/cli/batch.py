@@ -6,35 +6,52 @@ import argparse
 import signal
 import sys
 from collections.abc import Iterator
+from itertools import islice
+from typing import Any
 
 import anyio
 
-from ..errors import LaunchRejected
 from .common import (
-    EVALUATOR_HELP,
     EXIT_INTERRUPTED,
     EXIT_NOT_COMPLETED,
     EXIT_OK,
-    BadInput,
+    EXIT_REJECTED,
     add_command,
+    add_evaluator_options,
     add_policy_options,
     config_from,
-    load_json,
+    fail,
+    positive_int,
 )
 
 
 async def batch_command(args: argparse.Namespace) -> int:
     from ..batch import BatchItem, BatchOutcome, OutputLog, Tally, count_inputs, read_inputs, run_batch
     from ..batch.display import make_display
+    from ..program_files import load_program
 
     config = config_from(args)
-    try:
-        program = load_json(args.program, "program")
-    except BadInput as exc:
-        raise LaunchRejected(str(exc)) from None
-    tally = Tally(total=count_inputs(args.inputs))
+    program = load_program(args.program)
+    if args.dry_run:
+        return await _dry_run(program, args)
+    if args.out is None:
+        return fail("batch needs --out FILE (or --dry-run to only check the program and the inputs)")
+    total = count_inputs(args.inputs)  # None for a pipe: it can be read only once
+    tally = Tally(total=total if total is None or args.limit is None else min(total, args.limit))
     log = OutputLog(args.out)
     earlier = log.open(resume=args.resume)
+
+    def inputs() -> Iterator[BatchItem]:
+        items = read_inputs(args.inputs, id_field=args.id_field)
+        return items if args.limit is None else islice(items, args.limit)
+
+    counted = earlier and total is not None
+    if counted:
+        # Counted before the bar starts, so it shows what is already done from its first frame.
+        for item in inputs():
+            done = earlier.get(item.key)
+            if done is not None:
+                tally.skip(done)
     display = make_display(tally, sys.stderr, quiet=args.quiet)
     # An `ask` is a question on this terminal, with the bar paused; Ray's actors have no terminal.
     from .prompt import terminal_approver
@@ -43,11 +60,11 @@ async def batch_command(args: argparse.Namespace) -> int:
                                                                     pause=display.paused)
 
     def pending() -> Iterator[BatchItem]:
-        for item in read_inputs(args.inputs, id_field=args.id_field):
+        for item in inputs():
             done = earlier.get(item.key)
             if done is None:
                 yield item
-            else:
+            elif not counted:
                 tally.skip(done)
 
     async def record(outcome: BatchOutcome) -> None:
@@ -89,21 +106,65 @@ async def batch_command(args: argparse.Namespace) -> int:
     return EXIT_OK if tally.all_completed else EXIT_NOT_COMPLETED
 
 
+async def _dry_run(raw_program: Any, args: argparse.Namespace) -> int:
+    """Check the program (artifact, schemas, syntax) and every input against its schema; run nothing."""
+    import anyio.to_thread
+
+    from ..batch import read_inputs
+    from ..contract.program import parse_program
+    from ..contract.typescript import TypeScriptError, check_syntax
+    from ..contract.values import ValueRejected, check_value
+    from ..errors import CompileError
+
+    program = parse_program(raw_program)
+    try:
+        # The TypeScript parser reads JavaScript too: a syntax error is found without a sandbox.
+        await anyio.to_thread.run_sync(check_syntax, program.code)
+    except TypeScriptError as exc:
+        raise CompileError(f"Jev program does not compile: {exc}") from None
+    checked = bad = 0
+    items = read_inputs(args.inputs, id_field=args.id_field)
+    for item in items if args.limit is None else islice(items, args.limit):
+        checked += 1
+        error = item.error
+        if error is None:
+            try:
+                check_value(item.value, program.inputSchema, "input")
+            except ValueRejected as exc:
+                error = str(exc)
+        if error is not None:
+            bad += 1
+            if bad <= 20:
+                sys.stderr.write(f"batch: line {item.line} id {item.key}: {' '.join(error.split())}\n")
+    if bad > 20:
+        sys.stderr.write(f"batch: … and {bad - 20} more inputs that would be rejected\n")
+    sys.stderr.write(f"batch: dry run of {program.name}: the program is valid; {checked - bad} of "
+                     f"{checked} inputs match its inputSchema; nothing was run\n")
+    return EXIT_OK if bad == 0 else EXIT_NOT_COMPLETED
+
+
 def add_batch_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     b = add_command(sub, "batch", help="run a program on every line of a JSON Lines file",
-                    description="Run PROGRAM on every input line; one output line per input.",
-                    codes=("0 every input completed", "1 some did not", "2 a bad program or file",
-                           "130 interrupted (rerun with --resume)"))
-    b.add_argument("program", help="program JSON file")
+                    description="Run PROGRAM on every input line; one output line per input. With "
+                                "--dry-run, check the program and every input and run nothing.",
+                    codes=("0 every input completed (with --dry-run: every input is valid)",
+                           "1 some did not (with --dry-run: some inputs would be rejected)",
+                           f"{EXIT_REJECTED} a bad program or file", "130 interrupted (rerun with --resume)"))
+    b.add_argument("program", help="program file: PROGRAM.ts / PROGRAM.js with its @program comment, "
+                   "or the JSON artifact")
     b.add_argument("--inputs", required=True, help="JSON Lines file: one program input per line")
-    b.add_argument("--out", required=True, help="JSON Lines output, appended one line per input")
+    b.add_argument("--out", help="JSON Lines output, appended one line per input (required unless --dry-run)")
     b.add_argument("--resume", action="store_true", help="skip inputs already in --out")
+    b.add_argument("--limit", type=positive_int, metavar="N",
+                   help="only the first N inputs of the file (a resumed batch counts the same N)")
+    b.add_argument("--dry-run", dest="dry_run", action="store_true",
+                   help="check the program (its artifact, schemas and syntax) and every input against "
+                   "its inputSchema; run nothing and write nothing")
     b.add_argument("--concurrency", type=int, help="runs at a time per host (default: the config's "
                    "maxConcurrentRuns)")
     b.add_argument("--id-field", dest="id_field", help="take each input's id from this field of the "
                    "input object (default: the line number)")
-    b.add_argument("--config", help="host config JSON file")
-    b.add_argument("--evaluator", help=EVALUATOR_HELP)
+    add_evaluator_options(b, config=True)
     add_policy_options(b)
     b.add_argument("--quiet", action="store_true", help="no progress lines, only the summary")
     b.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",

@@ -88,8 +88,16 @@ def load_json(path: str, what: str, *, max_bytes: int = MAX_SMALL_FILE_BYTES) ->
 
 
 def load_program(path: str) -> Any:
-    """A program file as the JSON artifact (docs/programs.md): the one loader of `run`, `check` and `types`."""
-    return load_json(path, "program", max_bytes=MAX_PROGRAM_BYTES)
+    """A program file as the JSON artifact (docs/programs.md, "Programs as files"): a .ts/.js file
+    with its @program comment, or the artifact itself. `fabric_jev.program_files.load_program`,
+    the one loader of every command, with its refusals as BadInput."""
+    from ..errors import ProgramInvalid
+    from ..program_files import load_program as load
+
+    try:
+        return load(path)
+    except ProgramInvalid as exc:
+        raise BadInput(str(exc)) from None
 
 
 def config_from(args: argparse.Namespace) -> HostConfig:

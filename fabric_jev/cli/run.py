@@ -1,4 +1,4 @@
-"""`fabric-jev run`: one program, its envelope on stdout, progress on stderr."""
+"""`fabric-jev run`: one program, its envelope (or only its result) on stdout, progress on stderr."""
 
 from __future__ import annotations
 
@@ -39,9 +39,9 @@ async def run_command(args: argparse.Namespace) -> int:
     config = with_user_threshold(config_from(args))
     try:
         program = load_program(args.program)
-        value = load_json(args.input, "input", max_bytes=MAX_INPUT_BYTES) if args.input else None
     except BadInput as exc:
         raise LaunchRejected(str(exc)) from None
+    value = _input(args)
     evaluator = build_evaluator(args.evaluator, config)
     requires = program.get("requires") if isinstance(program, dict) else None
     problem = evaluator.status().problem
@@ -53,6 +53,8 @@ async def run_command(args: argparse.Namespace) -> int:
     approver = terminal_approver(config.approverTimeoutMs / 1000)
 
     def show(event: ProgressEvent) -> None:
+        if args.quiet:
+            return
         line = f"[{event.sequence}] {json.dumps(event.value, ensure_ascii=False)}"
         if isinstance(approver, TerminalApprover):
             approver.say(line)  # held while a question is open
@@ -80,29 +82,66 @@ async def run_command(args: argparse.Namespace) -> int:
             try:
                 envelope = await host.run(program, value, on_event=show, intent=args.intent)
             except InputInvalid as exc:
-                if args.input is None:
+                if args.input is None and args.input_json is None:
                     raise InputInvalid("no --input given and the program's inputSchema does not accept "
                                        "null; pass --input FILE (or --input - for standard input)") from None
                 raise exc
             tg.cancel_scope.cancel()
     if envelope is None:
         return EXIT_INTERRUPTED
-    print_json(envelope.to_json())
-    return EXIT_OK if envelope.state is RunState.COMPLETED else EXIT_NOT_COMPLETED
+    completed = envelope.state is RunState.COMPLETED
+    if not args.result:
+        print_json(envelope.to_json())
+    elif completed:
+        print_json(envelope.result)
+    if not completed:
+        # The envelope says it all, but a failure should not need jq to be seen.
+        summary = f"the run ended {envelope.state.value}"
+        if envelope.error:
+            summary += ": " + " ".join(envelope.error.split())
+        sys.stderr.write(f"fabric-jev: {summary}\n")
+    return EXIT_OK if completed else EXIT_NOT_COMPLETED
+
+
+def _input(args: argparse.Namespace) -> Any:
+    """The program's input: --input FILE (or -), --input-json TEXT, else null."""
+    from .._json import JSONInputError, loads_bounded
+    from ..errors import InputInvalid
+
+    if args.input_json is not None:
+        try:
+            return loads_bounded(args.input_json, what="--input-json", max_bytes=MAX_INPUT_BYTES)
+        except JSONInputError as exc:
+            raise InputInvalid(str(exc)) from None
+    if args.input is None:
+        return None
+    try:
+        return load_json(args.input, "input", max_bytes=MAX_INPUT_BYTES)
+    except BadInput as exc:
+        raise InputInvalid(str(exc)) from None
 
 
 def add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run: Any = add_command(
         sub, "run", help="run a program and print its terminal envelope",
         description="Run one judgment program in a sandboxed QuickJS worker. Progress events go to "
-                    "standard error as they happen; the terminal envelope is printed on standard "
-                    "output as JSON. Ctrl-C stops the run and still prints its envelope. A capability "
-                    "call whose policy asks is a question on the terminal (y, a, n, N); without a "
-                    "terminal it is refused. See docs/programs.md, \"Risks and policies\".",
+                    "standard error as they happen; the terminal envelope (with --result, only the "
+                    "result) is printed on standard output as JSON, and a run that does not complete "
+                    "says so in one line on standard error. Ctrl-C stops the run and still prints its "
+                    "envelope. A capability call whose policy asks is a question on the terminal (y, a, "
+                    "n, N); without a terminal it is refused. See docs/programs.md, \"Risks and policies\".",
         codes=("0 the run completed", "1 the run ended failed, timed_out or cancelled",
                "2 launch rejected (bad program, input or config, a missing piece)", "130 interrupted"))
-    run.add_argument("program", help="program JSON file (code, inputSchema, outputSchema, requires, limits)")
-    run.add_argument("--input", help="input JSON file, or - for standard input (default: null)")
+    run.add_argument("program", help="program file: PROGRAM.ts or PROGRAM.js with its /* @program */ "
+                     "contract comment, or the JSON artifact (code, inputSchema, outputSchema, requires, limits)")
+    given = run.add_mutually_exclusive_group()
+    given.add_argument("--input", help="input JSON file, or - for standard input (default: null)")
+    given.add_argument("--input-json", dest="input_json", metavar="JSON",
+                       help="the input as JSON text on the command line, e.g. --input-json '{\"n\": 2}'")
+    run.add_argument("--result", action="store_true",
+                     help="print only the result (not the envelope); a run that does not complete "
+                     "prints nothing on standard output")
+    run.add_argument("--quiet", action="store_true", help="do not print progress events on standard error")
     run.add_argument("--config", help=CONFIG_HELP)
     add_evaluator_options(run, config=False)
     add_policy_options(run)

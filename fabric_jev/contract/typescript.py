@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from ..errors import TypeScriptError
 
 if TYPE_CHECKING:
-    from tree_sitter import Language, Node
+    from tree_sitter import Language, Node, Tree
 
 #: Longest a parse (with its erasure queries) may take before the code is refused.
 PARSE_CAP_S = 2.0
@@ -174,10 +174,25 @@ def strip_types(code: str, *, cap_s: float | None = None) -> str:
     Returns `code` itself when there is nothing to erase (then the JavaScript
     error stands). `cap_s` defaults to PARSE_CAP_S.
     """
-    import tree_sitter
-
     clock = _Clock(PARSE_CAP_S if cap_s is None else cap_s)
     data = code.encode("utf-8", "surrogatepass")
+    tree = _parse(data, clock)
+    spans = _type_spans(tree.root_node, clock)
+    if not spans:
+        return code
+    _refuse_syntax_error(tree, code, data)
+    offsets = _Offsets(code, data)
+    out = list(code)
+    for a, b in spans:
+        for p in range(offsets.char(a), offsets.char(b)):
+            if out[p] not in _LINE_BREAKS:
+                out[p] = " "
+    return "".join(out)
+
+
+def _parse(data: bytes, clock: _Clock) -> Tree:
+    import tree_sitter
+
     parser = tree_sitter.Parser(_language())
     try:
         tree = parser.parse(lambda at, _point: data[at:at + _CHUNK], progress_callback=clock.over)
@@ -187,18 +202,21 @@ def strip_types(code: str, *, cap_s: float | None = None) -> str:
         raise TypeScriptError("TypeScript: the parser failed") from None
     if clock.expired:
         raise clock.refuse()
-    spans = _type_spans(tree.root_node, clock)
-    if not spans:
-        return code
-    offsets = _Offsets(code, data)
+    return tree
+
+
+def _refuse_syntax_error(tree: Tree, code: str, data: bytes) -> None:
     if tree.root_node.has_error:
+        offsets = _Offsets(code, data)
         bad = _first_error(tree.root_node)
         line_start = data.rfind(b"\n", 0, bad.start_byte) + 1
         column = offsets.char(bad.start_byte) - offsets.char(line_start) + 1
         raise TypeScriptError(f"TypeScript: syntax error at line {bad.start_point.row + 1}, column {column}")
-    out = list(code)
-    for a, b in spans:
-        for p in range(offsets.char(a), offsets.char(b)):
-            if out[p] not in _LINE_BREAKS:
-                out[p] = " "
-    return "".join(out)
+
+
+def check_syntax(code: str, *, cap_s: float | None = None) -> None:
+    """Raise TypeScriptError at the first syntax error of a program body (JavaScript or
+    TypeScript), found by the same bounded parse as `strip_types`, without any sandbox."""
+    clock = _Clock(PARSE_CAP_S if cap_s is None else cap_s)
+    data = code.encode("utf-8", "surrogatepass")
+    _refuse_syntax_error(_parse(data, clock), code, data)
