@@ -55,8 +55,10 @@ if _typing.TYPE_CHECKING:
     from .contract.values import JsonInput, JsonObject, JsonValue
     from .evaluators import Evaluator, FixtureEvaluator
     from .evaluators.base import EvaluatorStatus
+    from .evaluators.select import evaluator_from_spec
     from .host import Advice, Approver, CallContext, CapabilityCall, CapabilityRegistry, JevHost, MainSession
     from .host.status import HostStatus, RunSummary
+    from .program_files import load_program
 
 __version__ = "0.1.0"
 
@@ -70,6 +72,8 @@ _LAZY = {
     "Evaluator": ".evaluators.base", "EvaluatorStatus": ".evaluators.base",
     "HostStatus": ".host.status", "RunSummary": ".host.status",
     "FixtureEvaluator": ".evaluators.fixture",
+    "evaluator_from_spec": ".evaluators.select",
+    "load_program": ".program_files",
     **dict.fromkeys(("Advice", "Approver", "CallContext", "CapabilityCall", "CapabilityRegistry", "JevHost",
                      "MainSession"), ".host"),
 }
@@ -137,5 +141,7 @@ __all__ = [
     "UpstreamError",
     "Usage",
     "__version__",
+    "evaluator_from_spec",
+    "load_program",
     "run_program",
 ]

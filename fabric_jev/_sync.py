@@ -17,11 +17,14 @@ def run_program(
     input: JsonInput = None,
     *,
     config: HostConfig | None = None,
-    evaluator: Evaluator | None = None,
+    evaluator: Evaluator | str | None = None,
 ) -> Envelope:
     """Start a host, run one program in the foreground, close the host, return the envelope.
 
-    Launch problems raise `LaunchRejected` subclasses, exactly as `JevHost.run` does.
+    `evaluator` is an Evaluator or a spec string as for `--evaluator`
+    (``"local"``, ``"fixture:answers.json"``, ``"typesafe"``, ...); by default
+    the config's, else the local one. Launch problems raise `LaunchRejected`
+    subclasses, exactly as `JevHost.run` does.
     """
     from .host import JevHost
 

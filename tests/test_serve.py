@@ -34,18 +34,29 @@ JEVCOMPAT = Path(sys.executable).with_name("jevcompat")
 
 
 @contextmanager
-def served(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, "-m", "fabric_jev.cli", "serve", "--port", "0", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env={**os.environ, **(env or {})})
-    assert proc.stdout is not None
-    try:
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.stderr else ""
-        yield url
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=20)
+def served(*args: str, env: dict[str, str] | None = None, log: list[str] | None = None) -> Iterator[str]:
+    """`fabric-jev serve` on a free port; its log (standard error) goes to a file, appended to `log`
+    once the server has stopped: a pipe nobody reads would fill up with access lines and stall it."""
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as errors:
+        proc = subprocess.Popen([sys.executable, "-m", "fabric_jev.cli", "serve", "--port", "0", *args],
+                                stdout=subprocess.PIPE, stderr=errors, text=True, cwd=ROOT,
+                                env={**os.environ, **(env or {})})
+        assert proc.stdout is not None
+        try:
+            url = proc.stdout.readline().strip()
+            if not url.startswith("http://127.0.0.1:"):
+                proc.wait(20)
+                errors.seek(0)
+                raise AssertionError(errors.read())
+            yield url
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=20)
+            if log is not None:
+                errors.seek(0)
+                log.extend(errors.read().splitlines())
 
 
 def conformance(url: str, tmp: Path, *extra: str, env: dict[str, str] | None = None) -> dict[str, object]:
@@ -86,6 +97,40 @@ def test_official_sdk_reads_fixture_answers(tmp_path: Path) -> None:
         result = client.system_one(state="refund please", questions={
             "refund": Noul(instructions="Refund?")}, model="jev-latest")
     assert result.answers["refund"].noul == pytest.approx(0.91)
+
+
+def test_serve_logs_one_access_line_per_request_on_stderr(tmp_path: Path) -> None:
+    fixture = tmp_path / "fixture.json"
+    fixture.write_text(json.dumps({"answers": {"q": {"noul": 0.5}}}))
+    key = "sk-serve-log-canary"
+    log: list[str] = []
+    with served("--evaluator", f"fixture:{fixture}", env={"FABRIC_JEV_SERVE_KEY": key}, log=log) as url:
+        ok = httpx.post(url + "/v1/systemone", headers={"Authorization": f"Bearer {key}"},
+                        json={**STATE_OK, "questions": {"q": {"type": "noul", "instructions": "?"}}})
+        refused = httpx.get(url + "/v1/models?x=1")
+    assert ok.status_code == 200 and refused.status_code == 401
+    access = [line for line in log if '"POST /v1/systemone' in line or '"GET /v1/models' in line]
+    assert len(access) == 2, log
+    assert re.fullmatch(r'INFO: +127\.0\.0\.1:\d+ - "POST /v1/systemone HTTP/1\.1" 200( OK)?', access[0]), access
+    assert re.fullmatch(r'INFO: +127\.0\.0\.1:\d+ - "GET /v1/models\?x=1 HTTP/1\.1" 401( Unauthorized)?',
+                        access[1]), access
+    assert not any(key in line for line in log)
+
+
+@pytest.mark.parametrize("args", [("--log-level", "warning"), ("--no-access-log",)])
+def test_serve_log_level_and_no_access_log_quiet_the_access_lines(args: tuple[str, ...]) -> None:
+    log: list[str] = []
+    with served(*args, log=log) as url:
+        assert httpx.get(url + "/v1/models").status_code == 200
+    assert not any("/v1/models" in line for line in log), log
+    if args[0] == "--no-access-log":
+        assert any("Shutting down" in line for line in log), log  # the rest of the log stays
+
+
+def test_serve_refuses_an_unknown_log_level() -> None:
+    done = subprocess.run([sys.executable, "-m", "fabric_jev.cli", "serve", "--log-level", "loud"],
+                          capture_output=True, text=True, timeout=30, cwd=ROOT)
+    assert done.returncode == 2 and "invalid choice: 'loud'" in done.stderr
 
 
 def test_validation_errors_and_unknown_models_have_the_spec_shape() -> None:

@@ -16,7 +16,7 @@ import anyio
 from ..contract.evaluation import validate_request
 from ..contract.policy import Policy
 from ..contract.values import is_finite_number
-from ..errors import EvaluationError
+from ..errors import EvaluationError, JevError
 from ..evaluators.base import Evaluator
 from .evidence import ApprovalRequest, build_evidence
 from .settings import check_threshold
@@ -98,10 +98,13 @@ def _noul(answers: Any, qid: str) -> float:
     return float(value)
 
 
-async def classify(request: ApprovalRequest, *, evaluator: Evaluator | None, threshold: float = 0.5,
+async def classify(request: ApprovalRequest, *, evaluator: Evaluator | str | None, threshold: float = 0.5,
                    policy: Policy = "auto", headless: bool = False,
                    timeout: float = MAX_TIMEOUT_S, max_request_bytes: int = 1_048_576) -> Decision:
     """Decide one action; never raises and never allows on a malformed path.
+
+    `evaluator` is an Evaluator or a spec string (``"typesafe"``, ``"fixture:FILE"``,
+    ...), built for this call and closed after it; a spec that cannot be built asks.
 
     Bad thresholds, malformed evidence (non-dict entries, non-string text,
     cyclic, non-finite or over-deep arguments), evaluator errors of any type,
@@ -123,6 +126,15 @@ async def classify(request: ApprovalRequest, *, evaluator: Evaluator | None, thr
         return _ask("no current user text to judge the action against", headless)
     if evaluator is None:
         return _ask("no classifier model is configured", headless)
+    if isinstance(evaluator, str):
+        from ..evaluators.select import evaluator_for
+
+        try:
+            async with evaluator_for(evaluator) as built:
+                return await classify(request, evaluator=built, threshold=threshold, policy=policy,
+                                      headless=headless, timeout=timeout, max_request_bytes=max_request_bytes)
+        except JevError as exc:  # an unusable spec (an unknown name, a missing fixture file)
+            return _ask(f"the classifier cannot be built ({_one_line(exc)})", headless)
     try:
         evidence, kinds = build_evidence(request)
         eval_request = validate_request({"state": evidence, "questions": QUESTIONS},

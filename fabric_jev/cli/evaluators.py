@@ -111,7 +111,8 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
                         return
 
                 tg.start_soon(stop_on_signal)
-                await serve(evaluator, sock=sock, key=serve_key_from_env(), ready=announce)
+                await serve(evaluator, sock=sock, key=serve_key_from_env(), ready=announce,
+                            log_level=args.log_level, access_log=not args.no_access_log)
     finally:
         await evaluator.aclose()
     return 0
@@ -174,14 +175,21 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     sv = add_command(
         sub, "serve", help="serve POST /v1/systemone on 127.0.0.1",
         description="Serve the evaluator over HTTP on 127.0.0.1 (POST /v1/systemone, the TypeSafe wire "
-                    "format). The base URL is printed first. FABRIC_JEV_SERVE_KEY, when set, is the "
-                    "bearer key clients must send. Runs until Ctrl-C or SIGTERM.",
+                    "format). The base URL is printed first, on standard output; the log (one access "
+                    "line per request, as uvicorn writes it) goes to standard error. "
+                    "FABRIC_JEV_SERVE_KEY, when set, is the bearer key clients must send. Runs until "
+                    "Ctrl-C or SIGTERM.",
         codes=("0 stopped by a signal", "2 bad config, evaluator or port, or the local model is not installed"))
     add_evaluator_options(sv, config=False)
     # Range checked by serve.listen, which says so in one line (as for a busy port).
     sv.add_argument("--port", type=int, default=8787,
                     help="TCP port on 127.0.0.1 (default 8787; 0 picks a free one)")
     sv.add_argument("--config", help=CONFIG_HELP)
+    sv.add_argument("--log-level", dest="log_level", default="info",
+                    choices=("critical", "error", "warning", "info", "debug", "trace"),
+                    help="what the log on standard error shows (default: info, with the access log)")
+    sv.add_argument("--no-access-log", dest="no_access_log", action="store_true",
+                    help="no line per request (the rest of the log stays)")
     sv.set_defaults(handler=_cmd_serve)
 
     li = add_command(

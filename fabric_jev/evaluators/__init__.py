@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .http import HttpEvaluator
     from .local import LocalEvaluator
     from .routes import OPENROUTER, ROUTES, TYPESAFE, VERCEL, Route
-    from .select import build_evaluator
+    from .select import build_evaluator, evaluator_from_spec
 
 _LAZY = {
     "Evaluator": ".base",
@@ -28,7 +28,7 @@ _LAZY = {
     "HttpEvaluator": ".http",
     "LocalEvaluator": ".local",
     **dict.fromkeys(("OPENROUTER", "ROUTES", "TYPESAFE", "VERCEL", "Route"), ".routes"),
-    "build_evaluator": ".select",
+    "build_evaluator": ".select", "evaluator_from_spec": ".select",
 }
 
 
@@ -38,5 +38,5 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 __all__ = [
     "OPENROUTER", "ROUTES", "TYPESAFE", "VERCEL", "AuthStore", "CassetteEvaluator",
     "CredentialResolver", "Evaluator", "FixtureEvaluator", "HttpEvaluator", "LocalEvaluator",
-    "Route", "build_evaluator", "request_digest",
+    "Route", "build_evaluator", "evaluator_from_spec", "request_digest",
 ]

@@ -19,6 +19,8 @@ else the offline local evaluator. A route listed in ``disabled`` (``local``,
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,3 +141,35 @@ def build_evaluator(spec: str | None, config: HostConfig, *,
         return build_route_evaluator(kind, config, store=store)
     raise ConfigError(f"unknown evaluator {spec!r}; expected local, fixture:FILE, cassette:FILE, "
                       "record:FILE, typesafe, openrouter or vercel")
+
+
+def evaluator_from_spec(spec: str, config: HostConfig | None = None) -> Evaluator:
+    """The evaluator an `--evaluator SPEC` names, built as every command builds it.
+
+    `spec` is ``local``, ``fixture:FILE``, ``cassette:FILE``, ``record:FILE``,
+    ``typesafe``, ``openrouter`` or ``vercel``; `config` supplies the model,
+    base URLs, credential command and local profile (its ``evaluator``
+    section). Raises `ConfigError` for an unknown spec or an unusable file.
+    The caller owns the result: ``await evaluator.aclose()`` when done (a
+    `JevHost` closes the evaluator it was given).
+    """
+    if not isinstance(spec, str):
+        raise ConfigError(f"an evaluator spec is a string such as 'local' or 'fixture:FILE', not {type(spec).__name__}")
+    return build_evaluator(spec, config or HostConfig())
+
+
+@asynccontextmanager
+async def evaluator_for(evaluator: Evaluator | str,
+                        config: HostConfig | None = None) -> AsyncIterator[Evaluator]:
+    """`evaluator` itself, or the one its spec names: built here and closed on the way out."""
+    if not isinstance(evaluator, str):
+        yield evaluator
+        return
+    built = evaluator_from_spec(evaluator, config)
+    try:
+        yield built
+    finally:
+        import anyio
+
+        with anyio.CancelScope(shield=True):
+            await built.aclose()

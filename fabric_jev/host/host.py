@@ -45,18 +45,20 @@ class JevHost:
     `close()` cancels every running one.
     """
 
-    def __init__(self, config: HostConfig | None = None, *, evaluator: Evaluator | None = None,
+    def __init__(self, config: HostConfig | None = None, *, evaluator: Evaluator | str | None = None,
                  capabilities: CapabilityRegistry | None = None,
                  approver: Approver | None = None) -> None:
-        """`approver` decides the calls whose risk policy is `ask` (and what `auto`
+        """`evaluator` is an Evaluator or a spec string as for `--evaluator`
+        (``"fixture:FILE"``, ``"typesafe"``, ...); without one, the config's
+        route, else the offline local evaluator. The host closes it.
+        `approver` decides the calls whose risk policy is `ask` (and what `auto`
         hands on): ``async def approver(call: CapabilityCall) -> Decision``.
         Without one, those calls are refused."""
         self.config = config = config or HostConfig()
-        if evaluator is None:
-            # No evaluator given: the configured route, else the offline local evaluator.
+        if evaluator is None or isinstance(evaluator, str):
             from ..evaluators.select import build_evaluator
 
-            evaluator = build_evaluator(None, config)
+            evaluator = build_evaluator(evaluator, config)
         self.evaluator: Evaluator = evaluator
         self.capabilities = capabilities or CapabilityRegistry()
         self.policy = PolicyGate(

@@ -44,12 +44,24 @@ def _invalid(msg: str, type_: str = "value_error", loc: tuple[str, ...] = ("body
 class JevServer:
     """What each request means; sockets, limits on bytes and time live in the ASGI layer."""
 
-    def __init__(self, evaluator: Evaluator, *, key: str | None = None,
+    def __init__(self, evaluator: Evaluator | str, *, key: str | None = None,
                  limits: ServeLimits | None = None) -> None:
-        self.evaluator = evaluator
+        """`evaluator` is an Evaluator, or a spec string (``"local"``, ``"fixture:FILE"``, ...):
+        one built from a spec belongs to this server, and `aclose()` closes it."""
+        self._owned = isinstance(evaluator, str)
+        if isinstance(evaluator, str):
+            from ..evaluators.select import evaluator_from_spec
+
+            evaluator = evaluator_from_spec(evaluator)
+        self.evaluator: Evaluator = evaluator
         self.key = key
         self.limits = limits or ServeLimits()
         self._evaluations: anyio.CapacityLimiter | None = None
+
+    async def aclose(self) -> None:
+        """Close the evaluator this server built from a spec (one given as an object stays open)."""
+        if self._owned:
+            await self.evaluator.aclose()
 
     def _auth(self, headers: Mapping[str, str]) -> Response | None:
         if self.key is None:

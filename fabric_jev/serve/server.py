@@ -94,22 +94,63 @@ class _AcceptErrors:
         loop.default_exception_handler(context)
 
 
-async def serve(evaluator: Evaluator, *, port: int = 0, key: str | None = None,
+#: `log_level` values, as uvicorn names them.
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+
+
+def _log_config() -> dict[str, Any]:
+    """uvicorn's own log formats (its access line among them), every line on standard error:
+    standard output carries only the base URL, which scripts read."""
+    return {
+        "version": 1, "disable_existing_loggers": False,
+        "formatters": {
+            "default": {"()": "uvicorn.logging.DefaultFormatter", "fmt": "%(levelprefix)s %(message)s"},
+            "access": {"()": "uvicorn.logging.AccessFormatter",
+                       "fmt": '%(levelprefix)s %(client_addr)s - "%(request_line)s" %(status_code)s'},
+        },
+        "handlers": {
+            "default": {"formatter": "default", "class": "logging.StreamHandler", "stream": "ext://sys.stderr"},
+            "access": {"formatter": "access", "class": "logging.StreamHandler", "stream": "ext://sys.stderr"},
+        },
+        "loggers": {
+            "uvicorn": {"handlers": ["default"], "propagate": False},
+            "uvicorn.access": {"handlers": ["access"], "propagate": False},
+            "fabric_jev": {"handlers": ["default"], "propagate": False},
+        },
+    }
+
+
+async def serve(evaluator: Evaluator | str, *, port: int = 0, key: str | None = None,
                 ready: Callable[[int], None] | None = None, limits: ServeLimits | None = None,
-                sock: socket.socket | None = None) -> None:
+                sock: socket.socket | None = None, log_level: str | None = None,
+                access_log: bool = False) -> None:
     """Serve until cancelled (asyncio only). `ready(port)` is called once the socket listens.
 
-    Raises ListenError when the port cannot be listened on.
+    `evaluator` is an Evaluator or a spec string (`local`, `fixture:FILE`, ...;
+    one built from a spec is closed when serving ends). `log_level` (one of
+    LOG_LEVELS) turns on uvicorn's logging on standard error, with one access
+    line per request when `access_log` is set; without it, only our own
+    warnings are logged. Raises ListenError when the port cannot be listened on.
     """
+    if isinstance(evaluator, str):
+        from ..evaluators.select import evaluator_for
+
+        async with evaluator_for(evaluator) as built:
+            await serve(built, port=port, key=key, ready=ready, limits=limits, sock=sock,
+                        log_level=log_level, access_log=access_log)
+        return
     import uvicorn
 
+    if log_level is not None and log_level not in LOG_LEVELS:
+        raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}")
     limits = limits or ServeLimits()
     sock = sock or listen(port)
     connections = Connections(limits)
     config = uvicorn.Config(
         _Tracked(JevApp(JevServer(evaluator, key=key, limits=limits)), connections),
         interface="asgi3", lifespan="off", ws="none", http="h11",
-        log_config=None, log_level="warning", access_log=False, server_header=False,
+        log_config=None if log_level is None else _log_config(), log_level=log_level or "warning",
+        access_log=access_log and log_level is not None, server_header=False,
         proxy_headers=False, backlog=_BACKLOG, h11_max_incomplete_event_size=limits.max_header_bytes,
         # Annotated int, used as a float delay: tests configure fractions of a second.
         timeout_keep_alive=limits.idle_timeout_s,  # type: ignore[arg-type]

@@ -151,10 +151,18 @@ async def _ask(evaluator: Evaluator, request: EvaluationRequest, timeout: float,
 
 
 async def compile_verification(intent: str, dictionary: Dictionary | dict[str, Any],
-                               evaluator: Evaluator, *, timeout: float = 30.0,
+                               evaluator: Evaluator | str, *, timeout: float = 30.0,
                                cancel: anyio.Event | None = None) -> CompileResult:
     """Compile an intent into a plan. Invalid caller data raises before any request;
-    after that every failure is `incomplete` with a reason (see the module doc)."""
+    after that every failure is `incomplete` with a reason (see the module doc).
+
+    `evaluator` is an Evaluator or a spec string (``"typesafe"``, ``"fixture:FILE"``, ...),
+    built for this call and closed after it."""
+    if isinstance(evaluator, str):
+        from ..evaluators.select import evaluator_for
+
+        async with evaluator_for(evaluator) as built:
+            return await compile_verification(intent, dictionary, built, timeout=timeout, cancel=cancel)
     if not isinstance(intent, str) or not intent.strip() or len(intent) > MAX_INTENT_CHARS:
         raise RequestInvalid(f"the intent must be a non-empty string of at most {MAX_INTENT_CHARS} characters")
     if not is_finite_number(timeout) or timeout <= 0:
