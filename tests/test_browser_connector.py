@@ -51,14 +51,14 @@ async def test_forbidden_method_is_refused(chromium: Launched) -> None:
     env = await run_program(chromium, CONNECT_AND_PAGE + """
       try { await cdp('Page.navigate', {url: 'http://127.0.0.1:1'}, sessionId); }
       catch (e) { await cdp('Target.closeTarget', {targetId}); return e.message; }""")
-    assert env.result == "CDP method not allowed: Page.navigate"
+    assert env.result == "CDP method not allowed: Page.navigate (line 3, column 50)"
 
 
 async def test_page_scoped_calls_need_an_explicit_session(chromium: Launched) -> None:
     env = await run_program(chromium, CONNECT_AND_PAGE + """
       try { await cdp('Runtime.evaluate', {expression: '1'}); }
       catch (e) { await cdp('Target.closeTarget', {targetId}); return e.message; }""")
-    assert env.result == "Page-scoped CDP calls require an explicit sessionId"
+    assert env.result == "Page-scoped CDP calls require an explicit sessionId (line 3, column 50)"
 
 
 async def test_browser_scoped_calls_need_no_session(chromium: Launched) -> None:
@@ -73,7 +73,7 @@ async def test_cdp_before_connect_is_refused(chromium: Launched) -> None:
     env = await run_program(chromium, """
       try { await tools.call({ref: 'browser.cdp', args: {method: 'Browser.getVersion'}}); }
       catch (e) { return e.message; }""")
-    assert env.result == "Call browser.connect before browser.cdp"
+    assert env.result == "Call browser.connect before browser.cdp (line 2, column 25)"
 
 
 async def test_connect_is_idempotent_and_per_run(chromium: Launched) -> None:

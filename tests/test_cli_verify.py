@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.browser_support import Launched, Pages
 from tests.cli_support import ROOT, cli
+from tests.conftest import wait_gone
 
 EXAMPLE = ROOT / "examples" / "verify"
 INTENT = ("The draft review page shows the editable composer with Review notes, no model error, "
@@ -35,6 +37,38 @@ def test_compile_output_feeds_verify_run_directly(chromium: Launched, pages: Pag
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "passed"
     assert json.loads(done.stdout)["checkIds"] == ["composer", "no-error", "run-label"]
+
+
+@pytest.mark.browser
+def test_verify_run_launch_starts_chromium_itself_and_leaves_nothing_behind(pages: Pages, tmp_path: Path) -> None:
+    import tempfile
+
+    url = pages.add("/verify-launch.html", (EXAMPLE / "page.html").read_text())
+    profiles = set(Path(tempfile.gettempdir()).glob("fabric-jev-chromium-*"))
+    done = cli("verify", "run", str(EXAMPLE / "dictionary.json"), "--plan", str(EXAMPLE / "plan.json"),
+               "--url", url, "--launch")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "passed"
+    # Its Chromium was closed: the profile folder it made is gone, and none of its processes lives on
+    # (one killed a moment ago may still be dying: wait for it by its pidfd, never by polling).
+    assert set(Path(tempfile.gettempdir()).glob("fabric-jev-chromium-*")) == profiles
+    theirs = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"fabric-jev-chromium-" in cmdline and not any(str(p).encode() in cmdline for p in profiles):
+            theirs.add(int(proc.name))
+    anyio.run(wait_gone, theirs, 10)
+
+
+def test_verify_run_takes_a_browser_or_launches_one(tmp_path: Path) -> None:
+    base = ["verify", "run", str(EXAMPLE / "dictionary.json"), "--plan", str(EXAMPLE / "plan.json"), "--url", "x"]
+    done = cli(*base)
+    assert done.returncode == 2 and "one of the arguments --ws-url --launch is required" in done.stderr
+    done = cli(*base, "--launch", "--ws-url", "ws://127.0.0.1:1/")
+    assert done.returncode == 2 and "not allowed with argument" in done.stderr
 
 
 def test_a_compile_result_that_is_not_ready_is_refused_with_its_reason(tmp_path: Path) -> None:

@@ -165,22 +165,27 @@ async def _cmd_calibrate(args: argparse.Namespace) -> int:
         folder = Path(args.report)
         # Titled by what actually answered (the profile, say), not only by the evaluator's name.
         answered_by = max(models, key=lambda m: models[m]) if models else ""
-        pngs = write_pngs(by_type, folder, title=answered_by or status.model or status.route)
+        try:
+            pngs = write_pngs(by_type, folder, title=answered_by or status.model or status.route)
+        except ConfigError as exc:  # no matplotlib: every other part of the report is still written
+            sys.stderr.write(f"calibrate: no reliability.png or coverage.png: {exc}\n")
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n",
                                             encoding="utf-8")
-        report["files"] = [str(p) for p in [*pngs, folder / "report.json"]]
+        (folder / "report.txt").write_text(_calibration_text(report, status), encoding="utf-8")
+        report["files"] = [str(p) for p in [*pngs, folder / "report.json", folder / "report.txt"]]
     if args.json:
         print_json(report)
     else:
-        _print_calibration(report, status)
+        sys.stdout.write(_calibration_text(report, status))
     if len(failed) == len(asked):
         return EXIT_NOT_COMPLETED
     return EXIT_OK
 
 
-def _print_calibration(report: dict[str, Any], status: EvaluatorStatus) -> None:
-    w = sys.stdout.write
+def _calibration_text(report: dict[str, Any], status: EvaluatorStatus) -> str:
+    lines: list[str] = []
+    w = lines.append
     with_profile = f", profile {status.profile.name}" if status.profile is not None else ""
     w(f"calibrate: {report['examples']} examples, evaluator {status.route} "
       f"({status.model}{with_profile})\n")
@@ -198,6 +203,7 @@ def _print_calibration(report: dict[str, Any], status: EvaluatorStatus) -> None:
         w(f"failed: {report['failed']} examples (first error: {report['errors'][0]})\n")
     for f in report.get("files", []):
         w(f"wrote {f}\n")
+    return "".join(lines)
 
 
 async def _cmd_learn(args: argparse.Namespace) -> int:

@@ -89,7 +89,7 @@ async def _cmd_verify_run(args: argparse.Namespace) -> int:
     except BadInput as exc:
         return fail(str(exc))
     try:
-        async with open_channels(args.ws_url, args.url) as channels:
+        async with open_channels(None if args.launch else args.ws_url, args.url) as channels:
             result = await run_verification(plan, dictionary, {}, channels)
     except VerificationFailed as exc:
         return fail(str(exc), 1)
@@ -134,7 +134,9 @@ def add_verification_commands(sub: argparse._SubParsersAction[argparse.ArgumentP
     vc.set_defaults(handler=_cmd_verify_compile)
     vr = add_command(ve_sub, "run", help="replay a plan against a page (zero model calls)",
                      description="Replay a compiled plan's checks against a page in a running browser "
-                                 "(needs the browser connector). No evaluator is asked.",
+                                 "(--ws-url) or in a headless Chromium launched for the run and closed "
+                                 "after it (--launch). Needs the browser connector. No evaluator is "
+                                 "asked.",
                      codes=("0 every check passed", "1 a check failed (its reason is printed)",
                             "2 bad dictionary or plan, a digest mismatch, an unreachable browser, "
                             "or no browser connector"))
@@ -142,6 +144,9 @@ def add_verification_commands(sub: argparse._SubParsersAction[argparse.ArgumentP
     vr.add_argument("--plan", required=True,
                     help="plan JSON file: the output of `verify compile`, or its `plan` member")
     vr.add_argument("--url", required=True, help="the page to verify")
-    vr.add_argument("--ws-url", dest="ws_url", required=True,
-                    help="browser websocket URL, ws://… (from fabric-jev browser launch)")
+    browser = vr.add_mutually_exclusive_group(required=True)
+    browser.add_argument("--ws-url", dest="ws_url",
+                         help="browser websocket URL, ws://… (from fabric-jev browser launch)")
+    browser.add_argument("--launch", action="store_true",
+                         help="launch headless Chromium for these checks and close it after them")
     vr.set_defaults(handler=_cmd_verify_run)

@@ -54,11 +54,23 @@ def _add_commands(sub: Any) -> None:
 
 
 @asynccontextmanager
-async def _verification_channels(ws_url: str, url: str) -> AsyncIterator[Any]:
+async def _verification_channels(ws_url: str | None, url: str) -> AsyncIterator[Any]:
+    """Channels on `url` in the browser at `ws_url`; with None, in a headless Chromium
+    launched for these checks alone and closed after them (`verify run --launch`)."""
     from .verification import open_browser_channels
 
-    async with open_browser_channels(ws_url, url) as channels:
-        yield channels
+    if ws_url is not None:
+        async with open_browser_channels(ws_url, url) as channels:
+            yield channels
+        return
+    from .launcher import launch_chromium
+
+    browser = await launch_chromium()
+    try:
+        async with open_browser_channels(browser.ws_url, url) as channels:
+            yield channels
+    finally:
+        await browser.aclose()
 
 
 async def _bench(samples: int) -> dict[str, Any]:
