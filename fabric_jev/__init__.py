@@ -2,6 +2,12 @@
 
 Names are imported on first use (PEP 562): `import fabric_jev` stays cheap, and a
 script that only needs `run_program` never pays for the HTTP client or numpy.
+
+Extras (``pip install --find-links DIR 'fabric-jev[browser,mcp]'``, DIR being the
+wheelhouse ``./scripts/wheelhouse DIR`` builds in a clone): ``browser`` (the CDP
+browser connector, fabric-jev-browser), ``mcp`` (``fabric-jev mcp``), ``report``
+(matplotlib charts for ``fabric-jev calibrate --report``), ``ray`` (``fabric-jev
+batch --ray``), ``bench`` (the peers ``fabric-jev bench`` measures).
 """
 
 import types as _types

@@ -30,7 +30,10 @@ from .errors import ConfigError
 
 GROUP = "fabric_jev.connectors"
 #: How to get the connectors this project publishes (named in "not installed" errors).
-KNOWN = {"browser": "pip install 'fabric-jev[browser]' (from a checkout: pip install -e connectors/browser)"}
+#: fabric-jev-browser is on no package index: it installs from the wheelhouse scripts/wheelhouse builds.
+KNOWN = {"browser": "pip install --find-links DIR 'fabric-jev[browser]', DIR being the wheelhouse that "
+                    "./scripts/wheelhouse DIR builds in a fabric-jev checkout (in the checkout's own venv: "
+                    "pip install -e connectors/browser)"}
 
 
 @dataclass(frozen=True, slots=True)

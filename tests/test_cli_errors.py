@@ -114,7 +114,7 @@ def test_bad_input_gets_one_line_and_the_documented_code(
 
 BARE_CASES: list[tuple[str, list[str], str]] = [
     ("bench browser", ["bench", "browser"], "the browser connector is not installed; install it with: "
-                                             "pip install 'fabric-jev[browser]'"),
+                                             "pip install --find-links DIR 'fabric-jev[browser]'"),
     ("verify run", ["verify", "run", "examples/verify/dictionary.json", "--plan", "examples/verify/plan.json",
                     "--url", "about:blank", "--ws-url", "ws://127.0.0.1:1/"],
      "the browser connector is not installed"),

@@ -47,7 +47,7 @@ def test_wheel_in_a_fresh_venv_runs_an_example_with_the_local_model(tmp_path: Pa
     assert status["ready"] is False and status["problem"].endswith("fabric-jev setup local-model")
     browser = subprocess.run([str(cli), "browser", "launch"], cwd=tmp_path, env=env, capture_output=True,
                              text=True, timeout=120)
-    assert browser.returncode == 2 and "pip install 'fabric-jev[browser]'" in browser.stderr
+    assert browser.returncode == 2 and "pip install --find-links DIR 'fabric-jev[browser]'" in browser.stderr
 
     _run([str(cli), "setup", "local-model"], tmp_path, env)
     assert json.loads(_run([str(cli), "status", "--json"], tmp_path, env).stdout)["ready"] is True
@@ -57,3 +57,41 @@ def test_wheel_in_a_fresh_venv_runs_an_example_with_the_local_model(tmp_path: Pa
     assert envelope["state"] == "completed", envelope
     where = _run([str(py), "-c", "import fabric_jev; print(fabric_jev.__file__)"], tmp_path, env).stdout
     assert where.startswith(str(venv)), where  # the installed wheel ran, not the checkout
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(1500)
+def test_the_wheelhouse_installs_fabric_jev_with_the_browser_extra(tmp_path: Path) -> None:
+    """The documented command builds both distributions; `pip install --find-links DIR
+    'fabric-jev[browser]'` then works in a fresh venv, and the connector replays a plan in a
+    Chromium it launches itself."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    house = tmp_path / "wheelhouse"
+    built = _run([str(ROOT / "scripts" / "wheelhouse"), str(house)], tmp_path, env).stdout.split()
+    assert sorted(Path(p).name for p in built) == ["fabric_jev-0.1.0-py3-none-any.whl",
+                                                   "fabric_jev_browser-0.1.0-py3-none-any.whl"]
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)], tmp_path, env)
+    py, cli = venv / "bin" / "python", venv / "bin" / "fabric-jev"
+    _run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--find-links", str(house),
+          "fabric-jev[browser]"], tmp_path, env)
+    where = _run([str(py), "-c", "import fabric_jev_browser; print(fabric_jev_browser.__file__)"], tmp_path, env)
+    assert where.stdout.startswith(str(venv)), where.stdout
+    verify = ROOT / "examples" / "verify"
+    done = _run([str(cli), "verify", "run", str(verify / "dictionary.json"), "--plan", str(verify / "plan.json"),
+                 "--url", (verify / "page.html").as_uri(), "--launch"], tmp_path, env)
+    assert json.loads(done.stdout)["status"] == "passed"
+
+
+def test_every_extra_is_listed_where_a_library_user_looks() -> None:
+    import tomllib
+
+    import fabric_jev
+
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    extras.discard("test")  # the project's own test tools, not a feature
+    readme = (ROOT / "README.md").read_text()
+    for name in sorted(extras):
+        assert f"| `{name}` |" in readme, f"the README's extras table lacks {name}"
+        assert f"``{name}``" in (fabric_jev.__doc__ or ""), f"help(fabric_jev) lacks the {name} extra"
+    assert "./scripts/wheelhouse" in readme and "pip install --find-links" in readme

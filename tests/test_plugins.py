@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fabric_jev import ConfigError, HostConfig, JevHost
-from fabric_jev.plugins import declared_connectors
+from fabric_jev.plugins import KNOWN, declared_connectors
 from tests.cli_support import ROOT, cli
 from tests.conftest import program
 
@@ -131,4 +131,4 @@ def test_without_the_connector_browser_commands_say_how_to_get_it(tmp_path: Path
     done = cli("browser", "launch", bare=tmp_path)
     assert done.returncode == 2
     assert done.stderr == ("fabric-jev: the browser connector is not installed; install it with: "
-                           "pip install 'fabric-jev[browser]' (from a checkout: pip install -e connectors/browser)\n")
+                           f"{KNOWN['browser']}\n")
