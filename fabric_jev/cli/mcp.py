@@ -15,9 +15,12 @@ async def mcp_command(args: argparse.Namespace) -> int:
         raise LaunchRejected("fabric-jev mcp needs the mcp extra: pip install 'fabric-jev[mcp]'") from None
     from ..evaluators.select import build_evaluator
 
+    if args.program_tools and not args.programs:
+        raise LaunchRejected("--program-tools needs --programs DIR: the programs to offer as tools")
     config = config_from(args)
     evaluator = build_evaluator(args.evaluator, config)
-    await serve_stdio(config, evaluator, programs=args.programs)  # JevHost builds config connectors
+    await serve_stdio(config, evaluator, programs=args.programs,  # JevHost builds config connectors
+                      program_tools=args.program_tools)
     return EXIT_OK
 
 
@@ -33,6 +36,10 @@ def add_mcp_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     m.add_argument("--config", help=CONFIG_HELP)
     m.add_argument("--evaluator", help=EVALUATOR_HELP)
     m.add_argument("--programs", metavar="DIR",
-                   help="folder that programPath arguments are read from (default: none; only inline programs)")
+                   help="folder of program files (PROGRAM.ts, PROGRAM.js, PROGRAM.json): each is listed as a "
+                   "resource and can be run by programPath (default: none; only inline programs)")
+    m.add_argument("--program-tools", dest="program_tools", action="store_true",
+                   help="also offer each program of --programs as a tool of its own, named after the program "
+                   "and typed by its schemas")
     add_policy_options(m)
     m.set_defaults(handler=mcp_command)

@@ -16,17 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import jsonschema
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from .._json import JSONInputError, read_json_file
 from ..contract.config import HostConfig
 from ..contract.evaluation import validate_request
 from ..errors import JevError, LaunchRejected, ProgramInvalid
 from ..host import JevHost
+from ..program_files import load_program
 from .asking import CURRENT_CALL, ElicitationApprover, ToolCall
+from .programs import ProgramCatalog, UnknownResource
 from .session_tools import SESSION_TOOL_NAMES
 from .sessions import SessionError, SessionTools
 from .tools import TOOLS
@@ -77,8 +79,9 @@ class ProgramFolder:
         if not found:
             raise ToolError(f"no program file {relative!r} in the programs folder")
         try:
-            return read_json_file(candidate, what=f"program {relative}", max_bytes=MAX_PROGRAM_FILE_BYTES)
-        except JSONInputError as exc:
+            # The one loader of program files: a .ts/.js file with its @program comment, or the artifact.
+            return load_program(candidate, what=f"program {relative}")
+        except ProgramInvalid as exc:
             raise ToolError(str(exc)) from None
 
 
@@ -217,8 +220,9 @@ def _error_text(exc: BaseException) -> str:
     return str(exc)
 
 
-def build_server(tools: JevTools) -> Server[Any]:
-    """The low-level SDK server with our list/call handlers (schemas exactly as in tools.py)."""
+def build_server(tools: JevTools, catalog: ProgramCatalog | None = None) -> Server[Any]:
+    """The low-level SDK server with our list/call handlers (schemas exactly as in tools.py), and
+    the programs folder's resources and program tools (programs.py) when a catalog is given."""
     from .. import __version__
 
     async def list_tools(ctx: ServerRequestContext[Any],
@@ -226,10 +230,14 @@ def build_server(tools: JevTools) -> Server[Any]:
         return types.ListToolsResult(tools=[
             types.Tool(name=name, description=spec["description"], input_schema=spec["input"],
                        output_schema=spec["output"] if spec["output"].get("type") == "object" else None)
-            for name, spec in TOOLS.items()])
+            for name, spec in TOOLS.items()] + _program_tools(catalog))
 
     async def call_tool(ctx: ServerRequestContext[Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in TOOLS and catalog is not None:
+            listed = catalog.find_tool(params.name)
+            if listed is not None:
+                return await _call_program_tool(tools, listed, dict(params.arguments or {}), ctx)
         try:
             value = await tools.call(params.name, dict(params.arguments or {}), ctx)
         except (ToolError, JevError, SessionError) as exc:
@@ -244,7 +252,63 @@ def build_server(tools: JevTools) -> Server[Any]:
     return Server("fabric-jev", version=__version__,
                   instructions="Run sandboxed, typed judgment programs (QuickJS + Jev) and ask Jev "
                                "typed questions. Start with jev_run; see each tool's input schema.",
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+                  on_list_tools=list_tools, on_call_tool=call_tool, **_resource_handlers(catalog))
+
+
+# ---------------------------------------------------------------- the programs folder (programs.py)
+
+
+def _program_tools(catalog: ProgramCatalog | None) -> list[types.Tool]:
+    return catalog.tool_specs() if catalog is not None else []
+
+
+async def _call_program_tool(tools: JevTools, listed: Any, arguments: dict[str, Any],
+                             ctx: ServerRequestContext[Any]) -> types.CallToolResult:
+    """A program's own tool: jev_run on its file with the arguments as its input. A run that
+    does not complete is a tool error (its envelope still comes along)."""
+    if listed.wraps_input and set(arguments) - {"input"}:
+        return _error_result(f"invalid arguments for {listed.tool}: give the program's input as "
+                             f"{{input: ...}} (unexpected: {', '.join(sorted(set(arguments) - {'input'}))})")
+    try:
+        envelope = await tools.call("jev_run", {"programPath": listed.path, "input": listed.input_from(arguments)},
+                                    ctx)
+    except (ToolError, JevError) as exc:
+        return _error_result(_error_text(exc))
+    except Exception as exc:  # a bug of ours: one line to the client, the traceback to our log
+        log.exception("tool %s failed", listed.tool)
+        return _error_result(f"internal error in {listed.tool}: {type(exc).__name__}")
+    text = json.dumps(envelope, ensure_ascii=False)
+    if envelope.get("state") == "completed":
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                    structured_content=envelope)
+    summary = f"the run ended {envelope.get('state')}: " + " ".join(str(envelope.get("error", "")).split())
+    return types.CallToolResult(content=[types.TextContent(type="text", text=summary),
+                                         types.TextContent(type="text", text=text)],
+                                structured_content=envelope, is_error=True)
+
+
+def _resource_handlers(catalog: ProgramCatalog | None) -> dict[str, Any]:
+    """resources/list and resources/read over the programs folder: one resource per program."""
+    if catalog is None:
+        return {}
+
+    async def list_resources(ctx: ServerRequestContext[Any],
+                             params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=await anyio.to_thread.run_sync(catalog.resources))
+
+    async def read_resource(ctx: ServerRequestContext[Any],
+                            params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        try:
+            text = await anyio.to_thread.run_sync(catalog.read, uri)
+        except (UnknownResource, ToolError, JevError) as exc:
+            from mcp.shared.exceptions import MCPError
+
+            raise MCPError(code=types.INVALID_PARAMS, message=" ".join(str(exc).split())) from None
+        return types.ReadResourceResult(contents=[
+            types.TextResourceContents(uri=uri, mime_type="application/json", text=text)])
+
+    return {"on_list_resources": list_resources, "on_read_resource": read_resource}
 
 
 def _error_result(text: str) -> types.CallToolResult:
@@ -252,7 +316,7 @@ def _error_result(text: str) -> types.CallToolResult:
 
 
 async def serve_stdio(config: HostConfig, evaluator: Any, *, programs: str | None = None,
-                      connectors: Any = None) -> None:
+                      connectors: Any = None, program_tools: bool = False) -> None:
     """Serve MCP on standard input/output until the client closes it; runs end with the server."""
     from mcp.server.stdio import stdio_server
 
@@ -266,7 +330,9 @@ async def serve_stdio(config: HostConfig, evaluator: Any, *, programs: str | Non
     async with JevHost(config, evaluator=evaluator, approver=approver) as host:
         if connectors is not None:
             connectors(host, config)
-        server = build_server(JevTools(host, config, folder, approver))
+        catalog = None if folder.root is None else ProgramCatalog(
+            folder.root, folder.load, tools=program_tools, reserved=frozenset(TOOLS))
+        server = build_server(JevTools(host, config, folder, approver), catalog)
         async with stdio_server() as (read_stream, write_stream):
             await server.run(AnsweringUnreadable(read_stream, write_stream), write_stream,
                              server.create_initialization_options())

@@ -35,13 +35,23 @@ PROGRAM_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+#: Any JSON value, with its types spelled out: a generic client (the MCP Inspector) reads an
+#: untyped property as a string and would send `{"n": 1}` as that text. One `type` per branch
+#: is the portable spelling (a `type` array is not, for single-type dialects).
+def either(*types: str) -> dict[str, Any]:
+    """A value of any of `types`, one `anyOf` branch each."""
+    return {"anyOf": [{"type": t} for t in types]}
+
+
+ANY_JSON: dict[str, Any] = either("object", "array", "string", "number", "boolean", "null")
+
 _LAUNCH_PROPERTIES: dict[str, Any] = {
     "program": PROGRAM_SCHEMA,
     "programPath": {"type": "string", "minLength": 1, "maxLength": 4096,
                     "description": "A program JSON file, relative to the server's programs folder "
                                    "(fabric-jev mcp --programs DIR); nothing outside it is read."},
-    "input": {"description": "The program's input: any JSON value matching its inputSchema "
-                             "(at most 32,768 bytes). Omitted means null."},
+    "input": {**ANY_JSON, "description": "The program's input: any JSON value matching its inputSchema "
+                                         "(at most 32,768 bytes). Omitted means null."},
 }
 
 _ONE_PROGRAM = {"oneOf": [{"required": ["program"]}, {"required": ["programPath"]}]}
@@ -57,14 +67,14 @@ ENVELOPE_SCHEMA: dict[str, Any] = {
         "background": {"type": "boolean"},
         "startedAt": {"type": "string"},
         "endedAt": {"type": "string"},
-        "result": {"description": "Present when state is completed."},
+        "result": {**ANY_JSON, "description": "Present when state is completed."},
         "error": {"type": "string"},
         "evaluations": {"type": "integer", "minimum": 0},
         "toolCalls": {"type": "integer", "minimum": 0},
         "usage": {"type": "object", "properties": {"input_tokens": {"type": "integer"},
                                                      "output_tokens": {"type": "integer"}}},
         "events": {"type": "array", "items": {"type": "object", "properties": {
-            "sequence": {"type": "integer"}, "at": {"type": "string"}, "value": {}},
+            "sequence": {"type": "integer"}, "at": {"type": "string"}, "value": ANY_JSON},
             "required": ["sequence", "at", "value"]}},
         "nextSequence": {"type": "integer", "minimum": 1},
         "logs": {"type": "array", "items": {"type": "string"}},
@@ -93,8 +103,8 @@ QUESTION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "type": {"enum": ["choice", "score", "noul"]},
-        "instructions": {"type": ["string", "array", "object"]},
-        "criteria": {"type": ["object", "array"],
+        "instructions": either("string", "array", "object"),
+        "criteria": {**either("object", "array"),
                      "description": "choice: {option: description|null}; score: [level, ...] (2-10); "
                                     "noul: optional {true, false}."},
     },
@@ -199,7 +209,7 @@ TOOLS: dict[str, dict[str, Any]] = {
         "description": "Ask Jev one typed batch of questions (choice, score, noul) about a state and "
                        "return the validated answers with probabilities.",
         "input": {"type": "object", "properties": {
-            "state": {"type": ["string", "array", "object"], "description": "What the questions are about."},
+            "state": {**either("string", "array", "object"), "description": "What the questions are about."},
             "questions": {"type": "object", "minProperties": 1, "maxProperties": 128,
                           "additionalProperties": QUESTION_SCHEMA,
                           "description": "Questions by id (1-128 characters)."},
@@ -216,7 +226,7 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "ref": {"type": "string", "minLength": 1, "maxLength": 256},
                 "risk": {"type": "string", "maxLength": 64, "default": "execute"},
                 "description": {"type": "string", "maxLength": 4096},
-                "arguments": {"description": "The action's arguments (any JSON)."}},
+                "arguments": {**ANY_JSON, "description": "The action's arguments (any JSON)."}},
                 "required": ["ref"], "additionalProperties": False},
             "userText": {"type": "string", "description": "The current user turn's text."},
             "conversation": {"type": "array", "items": {"type": "object", "properties": {
