@@ -90,8 +90,9 @@ async def test_a_deep_value_holding_a_lone_surrogate_gives_catchable_errors(host
     """, requires=["jev.evaluate"]), None)
     _printable(env)
     assert env.state is RunState.COMPLETED, env.error
-    assert env.result == ["program.emit value is nested too deeply",
-                          "jev.evaluate request is nested deeper than 32 levels"]
+    # Each message ends with the line and column of its call.
+    assert [m.rsplit(" (line ", 1)[0] for m in env.result] == ["program.emit value is nested too deeply",
+                                                              "jev.evaluate request is nested deeper than 32 levels"]
 
 
 async def test_a_deep_result_holding_a_lone_surrogate_fails_the_run_cleanly(host: JevHost) -> None:
