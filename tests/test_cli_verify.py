@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import anyio
@@ -41,26 +42,28 @@ def test_compile_output_feeds_verify_run_directly(chromium: Launched, pages: Pag
 
 @pytest.mark.browser
 def test_verify_run_launch_starts_chromium_itself_and_leaves_nothing_behind(pages: Pages, tmp_path: Path) -> None:
-    import tempfile
-
     url = pages.add("/verify-launch.html", (EXAMPLE / "page.html").read_text())
-    profiles = set(Path(tempfile.gettempdir()).glob("fabric-jev-chromium-*"))
+    # A temporary folder of its own: the Chromium it launches makes its profile there, apart from
+    # every other Chromium on the machine.
+    # (Short: Chromium's socket paths inside it must stay under the kernel's 108 bytes.)
+    private = Path(tempfile.mkdtemp(prefix="fjv-"))
     done = cli("verify", "run", str(EXAMPLE / "dictionary.json"), "--plan", str(EXAMPLE / "plan.json"),
-               "--url", url, "--launch")
+               "--url", url, "--launch", env={"TMPDIR": str(private)})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "passed"
     # Its Chromium was closed: the profile folder it made is gone, and none of its processes lives on
     # (one killed a moment ago may still be dying: wait for it by its pidfd, never by polling).
-    assert set(Path(tempfile.gettempdir()).glob("fabric-jev-chromium-*")) == profiles
+    assert list(private.iterdir()) == []
     theirs = set()
     for proc in Path("/proc").iterdir():
         try:
             cmdline = (proc / "cmdline").read_bytes()
         except OSError:
             continue
-        if b"fabric-jev-chromium-" in cmdline and not any(str(p).encode() in cmdline for p in profiles):
+        if str(private).encode() in cmdline:
             theirs.add(int(proc.name))
     anyio.run(wait_gone, theirs, 10)
+    private.rmdir()
 
 
 def test_verify_run_takes_a_browser_or_launches_one(tmp_path: Path) -> None:

@@ -126,7 +126,11 @@ async def launch_chromium(*, executable: str | None = None, window: tuple[int, i
         "XDG_CONFIG_HOME": str(profile / "xdg-config"),
         "XDG_CACHE_HOME": str(profile / "xdg-cache"),
         "XDG_DATA_HOME": str(profile / "xdg-data"),
+        # Its shared-memory files (--disable-dev-shm-usage) too: a killed Chromium cannot delete
+        # them, and the profile folder goes as a whole.
+        "TMPDIR": str(profile / "tmp"),
     }
+    (profile / "tmp").mkdir()
     args = [binary, *FLAGS, f"--user-data-dir={profile / 'user-data'}",
             f"--window-size={window[0]},{window[1]}", *extra_flags, "about:blank"]
     try:
