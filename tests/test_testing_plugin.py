@@ -306,4 +306,4 @@ def test_jev_page_is_skipped_with_the_install_hint_without_the_browser_connector
     result = pytester.runpytest_subprocess(*PLUGIN, "-rs")
     result.assert_outcomes(skipped=2)  # one per anyio backend
     assert ("SKIPPED [2] test_page.py:2: the browser connector is not installed; install it with: "
-            "pip install 'fabric-jev[browser]'") in result.stdout.str()
+            "pip install --find-links DIR 'fabric-jev[browser]'") in result.stdout.str()
