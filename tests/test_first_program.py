@@ -40,10 +40,10 @@ def resolved(argv: list[str]) -> list[str]:
     return [FABRIC_JEV if a == "fabric-jev" else a for a in argv]
 
 
-def test_the_page_runs_new_run_pack_batch_and_mcp_in_order() -> None:
+def test_the_page_runs_new_check_run_pack_batch_and_mcp_in_order() -> None:
     lines = commands()
     firsts = [argv[1] if argv[0] == "fabric-jev" else argv[argv.index("--method") + 1] for _, argv, _ in lines]
-    assert firsts == ["new", "run", "run", "run", "pack", "batch", "batch", "tools/list", "tools/call"]
+    assert firsts == ["new", "check", "run", "run", "run", "pack", "batch", "batch", "tools/list", "tools/call"]
 
 
 @pytest.mark.timeout(900)  # several processes load the offline model; the Inspector starts Node
@@ -54,7 +54,7 @@ def test_every_command_on_the_page_runs_as_written(tmp_path: Path) -> None:
         done = subprocess.run(resolved(argv), capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
         assert done.returncode == expected, f"{line}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         outputs.append(done.stdout)
-    _new, run, result, rejected, pack, _dry_run, _batch, listed, called = outputs
+    _new, _check, run, result, rejected, pack, _dry_run, _batch, listed, called = outputs
     envelope = json.loads(run)
     assert envelope["state"] == "completed" and set(envelope["result"]) == {"topic", "confidence", "urgent"}
     assert set(json.loads(result)) == {"topic", "confidence", "urgent"} and rejected == ""

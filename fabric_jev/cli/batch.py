@@ -112,9 +112,9 @@ async def _dry_run(raw_program: Any, args: argparse.Namespace) -> int:
 
     from ..batch import read_inputs
     from ..contract.program import parse_program
-    from ..contract.typescript import TypeScriptError, check_syntax
+    from ..contract.typescript import check_syntax
     from ..contract.values import ValueRejected, check_value
-    from ..errors import CompileError
+    from ..errors import CompileError, TypeScriptError
 
     program = parse_program(raw_program)
     try:
