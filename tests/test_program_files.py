@@ -101,7 +101,8 @@ def test_run_a_typescript_file_and_errors_name_the_files_line(tmp_path: Path) ->
     done = cli("run", good, "--input-json", '{"n": 21}', "--result")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == 42 and done.stderr == ""
-    bad = write_text(tmp_path, "bad.ts", HEADER + "const n: number = input.n;\n\nawait tools.call({ref: 'kv.get'});\n")
+    # JavaScript: the type check reports an undeclared ref in a .js file but does not refuse it.
+    bad = write_text(tmp_path, "bad.js", HEADER + "const n = input.n;\n\nawait tools.call({ref: 'kv.get'});\nreturn n;\n")
     done = cli("run", bad, "--input-json", '{"n": 1}', "--result")
     assert done.returncode == 1 and done.stdout == ""
     # Line 10 of the file: the comment's seven lines count.
@@ -243,3 +244,17 @@ def test_batch_needs_out_unless_dry_run_and_profile_is_the_local_evaluators(tmp_
     done = cli("batch", f["program"], "--inputs", f["inputs"], "--out", f["out"], "--evaluator",
                f"fixture:{fixture}", "--profile", str(tmp_path / "p.json"))
     assert done.returncode == 2 and "a profile adapts the local evaluator only, not 'fixture'" in done.stderr
+
+
+def test_check_reads_a_program_file_and_reports_the_files_lines(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    assert cli("new", "t", "--ts", "--dir", str(folder)).returncode == 0
+    program = folder / "t.ts"
+    done = cli("check", str(program))
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = program.read_text().replace("const triage: Triage = {", "const oops: number = input.mesage;\nconst triage: Triage = {")
+    program.write_text(text)
+    line = text.splitlines().index("const oops: number = input.mesage;") + 1
+    done = cli("check", str(program))
+    assert done.returncode == 1
+    assert f"{program}:{line}:28: Property 'mesage' does not exist" in done.stdout
