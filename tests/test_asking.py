@@ -139,9 +139,12 @@ async def test_deny_all_refuses_every_later_question_of_the_run() -> None:
         env = await host.run(calls_program(), [["demo.write", 1], ["demo.other", 2], ["demo.shell", 3]])
     assert asked == ["demo.write"]
     assert env.result == [
-        "Capability call denied: demo.write (the approver denied it and every later question of the run)",
-        "Capability call denied: demo.other (an earlier answer denied every later question of the run)",
-        "Capability call denied: demo.shell (an earlier answer denied every later question of the run)"]
+        "Capability call denied: demo.write (the approver denied it and every later question of the run) "
+        "(line 4, column 30)",
+        "Capability call denied: demo.other (an earlier answer denied every later question of the run) "
+        "(line 4, column 30)",
+        "Capability call denied: demo.shell (an earlier answer denied every later question of the run) "
+        "(line 4, column 30)"]
     assert env.approvalCounts == {"allowed": 0, "denied": 3}
 
 
@@ -156,7 +159,7 @@ async def test_an_approver_with_no_one_to_ask_says_why() -> None:
     async with JevHost(capabilities=registry(), approver=Nobody()) as host:
         env = await host.run(calls_program(), [["demo.write", 1]])
     assert env.result == ["Capability call denied: demo.write "
-                          "(write requires approval and there is no terminal to ask on)"]
+                          "(write requires approval and there is no terminal to ask on) (line 4, column 30)"]
     [entry] = env.approvals
     assert entry["decidedBy"] == "policy" and "approver" not in entry
 
@@ -187,7 +190,7 @@ async def test_overrides_decide_before_the_approver_and_show_in_the_trail() -> N
         env = await host.run(calls_program(), [["demo.write", 1], ["demo.other", 2], ["demo.shell", 3]])
     assert asked == ["demo.shell"]
     assert env.result[:2] == [{"ref": "demo.write", "n": 1},
-                              "Capability call denied: demo.other (--deny demo.other denies it)"]
+                              "Capability call denied: demo.other (--deny demo.other denies it) (line 4, column 30)"]
     assert [(a["policy"], a.get("override"), a["reason"]) for a in env.approvals] == [
         ("allow", "--allow write", "--allow write allows it"),
         ("deny", "--deny demo.other", "--deny demo.other denies it"),

@@ -34,7 +34,7 @@ for (let i = 0; i < input.n; i++) {
 }
 return out;
 """
-DENIED = "Capability call denied: jev.evaluate ({})"
+DENIED = "Capability call denied: jev.evaluate ({}) (line 5, column 53)"  # the call's place in ASKING
 
 
 @asynccontextmanager

@@ -56,7 +56,7 @@ def decisions(envelope: Any) -> list[tuple[str, bool, str, str | None]]:
     return [(a["decidedBy"], a["allowed"], a["reason"], a.get("approver")) for a in envelope["approvals"]]
 
 
-DENIED = "Capability call denied: jev.evaluate ({})"
+DENIED = "Capability call denied: jev.evaluate ({}) (line 5, column 56)"  # the call's place in ASKING
 
 
 def test_yes_allows_the_call_once_and_the_question_shows_the_facts(tmp_path: Path) -> None:

@@ -91,7 +91,7 @@ class _Walk:
             elif key == "format":
                 from .formats import FORMATS
 
-                if value not in FORMATS:
+                if not isinstance(value, str) or value not in FORMATS:
                     raise self.fail(where, "format must be one of " + ", ".join(FORMATS)
                                     + " (other formats are not checked, so they are refused)")
             elif key in _TEXT and not isinstance(value, str):
