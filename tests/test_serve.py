@@ -555,3 +555,27 @@ def test_a_deep_upstream_answer_is_a_502_and_serving_goes_on() -> None:
             models = httpx.get(url + "/v1/models", timeout=30)
     assert first.status_code == 502 and "nests deeper than" in first.json()["detail"]["message"]
     assert models.status_code == 200
+
+
+def test_a_long_served_fixture_keeps_only_its_latest_requests() -> None:
+    from fabric_jev.evaluators.fixture import KEPT_REQUESTS
+
+    evaluator = fixture()
+    body = json.dumps(STATE_OK).encode()
+    request = (b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: "
+               + str(len(body)).encode() + b"\r\n\r\n" + body)
+    total = KEPT_REQUESTS + 50
+    with running(evaluator) as (_, port), socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        # Pipelined on one connection: every request is answered, and the evaluator's memory of
+        # them stops growing at its bound (a server with a fixture runs for days).
+        s.sendall(request * total)
+        answered = 0
+        data = b""
+        while answered < total:
+            chunk = s.recv(1 << 20)
+            assert chunk, "the server closed the connection"
+            data += chunk
+            answered = data.count(b"HTTP/1.1 200 ")
+    assert evaluator.calls == total
+    assert len(evaluator.requests) == KEPT_REQUESTS
+    assert evaluator.requests[-1].state == STATE_OK["state"]

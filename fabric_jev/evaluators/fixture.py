@@ -30,6 +30,10 @@ from ..contract.evaluation import Evaluation, EvaluationRequest, Question, valid
 from ..errors import AnswerInvalid, ConfigError
 from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus
 
+#: `FixtureEvaluator.requests` keeps this many of the latest requests: a server that
+#: answers from a fixture (`fabric-jev serve --evaluator fixture:FILE`) runs for days.
+KEPT_REQUESTS = 1000
+
 
 def expand_answer(q: Question, answer: Any) -> Any:
     """An answer with its type filled in and the shorthands ``{"choice": "a"}`` and
@@ -54,6 +58,7 @@ class FixtureEvaluator:
         if not isinstance(data, dict) or not isinstance(data.get("answers", {}), dict):
             raise ConfigError("fixture must be an object with an 'answers' object")
         self._data = data
+        #: Every request asked, counted; `requests` holds the latest KEPT_REQUESTS, oldest first.
         self.calls = 0
         self.requests: list[EvaluationRequest] = []
 
@@ -82,6 +87,8 @@ class FixtureEvaluator:
         await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller is not counted
         self.calls += 1
         self.requests.append(request)
+        if len(self.requests) > KEPT_REQUESTS:
+            del self.requests[0]
         await anyio.lowlevel.checkpoint()
         state_text = json.dumps(request.state, ensure_ascii=False)
         body = {
