@@ -301,28 +301,88 @@ def test_an_exception_inside_a_request_is_a_json_500_and_serving_goes_on() -> No
     assert models.status_code == 200
 
 
-def serving_request(port: int) -> socket.socket:
-    """A connection whose request is being served: the app reads its body, which never comes."""
+def receiving_request(port: int, auth: bytes = b"") -> socket.socket:
+    """A connection whose headers were accepted and whose body never comes."""
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
-    s.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
-              b"Expect: 100-continue\r\n\r\n")
-    # The server says "go on" when the app asks for the body: the request is being served.
+    s.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n" + auth
+              + b"Expect: 100-continue\r\n\r\n")
+    # The server says "go on" when the app asks for the body: the headers were accepted.
     assert s.recv(100).startswith(b"HTTP/1.1 100 ")
     return s
 
 
+class Held(ScriptedEvaluator):
+    """Answers only once the test lets it: its requests stay being served until then."""
+
+    def __init__(self) -> None:
+        self.began = threading.Semaphore(0)
+        self.release = threading.Event()
+
+        async def hold(request: EvaluationRequest) -> dict[str, Any]:
+            self.began.release()
+            await anyio.to_thread.run_sync(self.release.wait)
+            return {"q": {"noul": 0.5}}
+
+        super().__init__(hold)
+
+
 def test_a_newcomer_gets_a_json_503_only_when_every_connection_is_serving() -> None:
-    with running(fixture(), ServeLimits(max_connections=2)) as (url, port):
-        held = [serving_request(port) for _ in range(2)]
+    evaluator = Held()
+    body = json.dumps(STATE_OK).encode()
+    request = (b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: "
+               + str(len(body)).encode() + b"\r\n\r\n" + body)
+    with running(evaluator, ServeLimits(max_connections=2)) as (url, port):
+        held = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(2)]
         try:
+            for s in held:
+                s.sendall(request)
+            for _ in held:
+                assert evaluator.began.acquire(timeout=30)  # both requests are being judged
             # Nothing to shed: the third connection is refused.
             with socket.create_connection(("127.0.0.1", port), timeout=30) as third:
                 status, payload = status_and_json(read_response(third))
+            evaluator.release.set()
+            answered = [status_and_json(read_response(s))[0] for s in held]
         finally:
+            evaluator.release.set()
             for s in held:
                 s.close()
         assert status == 503 and payload["detail"]["error_type"] == "overloaded"
+        assert answered == [200, 200]
         assert httpx.get(url + "/v1/models", timeout=30).status_code == 200
+
+
+def test_bodies_that_never_end_are_shed_for_a_real_client() -> None:
+    with running(fixture(), ServeLimits(max_connections=2)) as (url, port):
+        held = [receiving_request(port) for _ in range(2)]
+        try:
+            # Headers accepted, bodies never coming: they hold no place against a whole request.
+            # The newcomer closes the oldest of them, which learns why.
+            ok = httpx.post(url + "/v1/systemone", json=STATE_OK, timeout=30)
+            status, payload = status_and_json(read_response(held[0]))
+            assert closed_by_server(held[0])
+        finally:
+            for s in held:
+                s.close()
+    assert ok.status_code == 200
+    assert status == 503 and payload["detail"]["error_type"] == "overloaded"
+
+
+def test_a_request_without_the_key_is_refused_before_its_body_is_read() -> None:
+    key = b"serve-key-0123456789"
+    with running(fixture(), ServeLimits(max_connections=2), key=key.decode()) as (url, port):
+        # Headers that promise a body which never comes: without the key, refused at once.
+        refused = []
+        for auth in (b"", b"Authorization: Bearer wrong\r\n"):
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+                s.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n" + auth + b"\r\n")
+                refused.append(status_and_json(read_response(s)))
+                assert closed_by_server(s)
+        with receiving_request(port, b"Authorization: Bearer " + key + b"\r\n"):  # the key: accepted
+            ok = httpx.post(url + "/v1/systemone", json=STATE_OK, timeout=30,
+                            headers={"Authorization": "Bearer " + key.decode()})
+    assert [(status, p["detail"]["error_type"]) for status, p in refused] == [(401, "authentication_error")] * 2
+    assert ok.status_code == 200
 
 
 def test_idle_sockets_are_shed_for_a_real_client() -> None:

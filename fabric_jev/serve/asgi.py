@@ -51,6 +51,11 @@ class JevApp:
             return error(400, "request_header_too_large",
                          f"Request line and headers exceed {limits.max_header_bytes} bytes"), True
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        query = scope.get("query_string", b"").decode("latin-1")
+        path = scope["path"] + (f"?{query}" if query else "")
+        refused = self.server.refusal(scope["method"], path, headers)
+        if refused is not None:
+            return refused, True  # the body is not read: the connection cannot be reused
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limits.max_body_bytes:
             return _too_large(limits.max_body_bytes), True
@@ -68,8 +73,6 @@ class JevApp:
         if scope_timer.cancelled_caught:
             return error(408, "request_timeout",
                          f"Request body not received within {limits.body_timeout_s:g} s"), True
-        query = scope.get("query_string", b"").decode("latin-1")
-        path = scope["path"] + (f"?{query}" if query else "")
         return await self.server.handle(scope["method"], path, headers, bytes(body)), False
 
 

@@ -12,9 +12,10 @@ asyncio Protocol and Transport interfaces, never uvicorn's internals.
 * **A cap that sheds the least useful connection first.** At the cap, a new
   connection closes the oldest one that has sent nothing, else the oldest
   kept-alive one waiting between requests, else the oldest one still sending
-  its headers (none of them authenticated yet). A connection whose request
-  is being served is never shed; only when every one is, the newcomer gets
-  a JSON 503 and is closed.
+  its headers (none of them authenticated yet), else the oldest one still
+  sending its body (a body that never ends must not hold a place). A
+  connection whose whole request is in is never shed; only when every one
+  is being served, the newcomer gets a JSON 503 and is closed.
 * **A header timeout** from the connection (or the end of the previous
   response) to the end of the next request's headers; trickling one byte
   at a time cannot reset it.
@@ -53,8 +54,10 @@ class Phase(enum.Enum):
     IDLE = 1
     #: Bytes of a request received, its headers not complete (the app has not been called).
     READING = 2
-    #: Headers complete: the app is serving the request. Never shed.
-    SERVING = 3
+    #: Headers complete and accepted (authenticated, when a key is set); the body still arriving.
+    RECEIVING = 3
+    #: The whole request is in: the app is serving it. Never shed.
+    SERVING = 4
 
 
 def overloaded(message: str) -> bytes:
@@ -242,8 +245,13 @@ class Guard(asyncio.Protocol):
     # ------------------------------------------------------------ request cycle (from the app)
 
     def request_started(self) -> None:
-        self._enter(Phase.SERVING)
+        """The headers are in and the app reads the body (the body timeout is the app's)."""
+        self._enter(Phase.RECEIVING)
         self._stop_header_timer()
+
+    def body_received(self) -> None:
+        if self.phase is Phase.RECEIVING:
+            self._enter(Phase.SERVING)
 
     def request_finished(self) -> None:
         if self.transport is None or self.transport.is_closing() or self.protocol is None:

@@ -73,22 +73,28 @@ class JevServer:
             return error(401, "authentication_error", "Invalid API key")
         return None
 
-    async def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response:
+    def refusal(self, method: str, path: str, headers: Mapping[str, str]) -> Response | None:
+        """What the headers alone refuse (no route, wrong method, no or a wrong key), before any
+        byte of the body is read: a client without the key cannot hold a connection with a body
+        that never ends."""
         path = path.split("?", 1)[0]
         if method == "GET" and path == "/v1/models":
-            denied = self._auth(headers)
-            if denied:
-                return denied
-            model = self.evaluator.status().model
-            return 200, {"models": [{"name": m, "description": f"served by fabric-jev ({model})",
-                                     "release_date": "2026-11-29"} for m in MODELS]}
+            return self._auth(headers)
         if path != "/v1/systemone":
             return error(404, "not_found", f"No route {path}")
         if method != "POST":
             return error(405, "method_not_allowed", "Use POST /v1/systemone")
-        denied = self._auth(headers)
-        if denied:
-            return denied
+        return self._auth(headers)
+
+    async def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response:
+        refused = self.refusal(method, path, headers)
+        if refused:
+            return refused
+        path = path.split("?", 1)[0]
+        if method == "GET" and path == "/v1/models":
+            model = self.evaluator.status().model
+            return 200, {"models": [{"name": m, "description": f"served by fabric-jev ({model})",
+                                     "release_date": "2026-11-29"} for m in MODELS]}
         if len(body) > _PARSE_INLINE_BYTES:
             parsed = await anyio.to_thread.run_sync(self._parse, body)
         else:

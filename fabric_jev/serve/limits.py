@@ -12,7 +12,8 @@ class ServeLimits:
     #: Request line plus headers; larger gets 400.
     max_header_bytes: int = 64 * 1024
     #: Open connections. At the cap a newcomer closes the oldest that has sent nothing (then an idle
-    #: kept-alive one, then one still sending headers); if all are serving, it gets a JSON 503.
+    #: kept-alive one, then one still sending headers, then one still sending its body); if every
+    #: one has its whole request in, it gets a JSON 503.
     max_connections: int = 512
     #: From the connection (or the end of the previous response) to the end of a request's headers.
     header_timeout_s: float = 10.0

@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 
 from ..evaluators.base import Evaluator
-from .asgi import JevApp, Receive, Scope, Send
+from .asgi import JevApp, Message, Receive, Scope, Send
 from .guard import Connections, guarded
 from .handler import JevServer
 from .limits import ServeLimits
@@ -38,20 +38,29 @@ class ListenError(OSError):
 
 
 class _Tracked:
-    """The ASGI app, telling each request's connection when it is served and when it is done."""
+    """The ASGI app, telling each request's connection when its headers are in, when its body
+    is, and when it is done."""
 
     def __init__(self, app: JevApp, connections: Connections) -> None:
         self.app, self.connections = app, connections
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         guard = self.connections.find(scope.get("client"))
-        if guard is not None:
-            guard.request_started()
-        try:
+        if guard is None:
             await self.app(scope, receive, send)
+            return
+        guard.request_started()
+
+        async def receive_body() -> Message:
+            message = await receive()
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                guard.body_received()
+            return message
+
+        try:
+            await self.app(scope, receive_body, send)
         finally:
-            if guard is not None:
-                guard.request_finished()
+            guard.request_finished()
 
 
 def listen(port: int) -> socket.socket:
