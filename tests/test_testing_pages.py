@@ -18,14 +18,14 @@ VERIFY = Path(__file__).resolve().parent.parent / "examples" / "verify"
 DRAFTS = VERIFY / "page.html"
 
 
-@pytest.mark.parametrize("check", plan_checks(VERIFY / "dictionary.json", VERIFY / "plan.json"))
+@pytest.mark.parametrize("check", plan_checks(VERIFY / "plan.json", VERIFY / "dictionary.json"))
 async def test_each_check_of_the_reviewed_plan_is_a_test(jev_page: Any, check: Any) -> None:
     await jev_page.navigate(DRAFTS.as_uri())
     await check.replay(jev_page)
 
 
 def test_plan_checks_are_named_by_the_checks_ids() -> None:
-    assert [p.id for p in plan_checks(VERIFY / "dictionary.json", VERIFY / "plan.json")] == \
+    assert [p.id for p in plan_checks(VERIFY / "plan.json", VERIFY / "dictionary.json")] == \
            ["composer", "no-error", "run-label"]
 
 
@@ -33,10 +33,10 @@ def test_a_stale_plan_is_refused_before_any_test_runs(tmp_path: Path) -> None:
     changed = json.loads((VERIFY / "dictionary.json").read_text())
     changed["checks"][0]["description"] += " (edited)"
     with pytest.raises(PlanInvalid, match="digest mismatch"):
-        load_plan(changed, VERIFY / "plan.json")
+        load_plan(VERIFY / "plan.json", changed)
     not_ready = {"status": "incomplete", "plan": None, "reason": "coverage 0.4 is below 0.9"}
     with pytest.raises(PlanInvalid, match=r"not ready \(coverage 0.4"):
-        load_plan(VERIFY / "dictionary.json", not_ready)
+        load_plan(not_ready, VERIFY / "dictionary.json")
 
 
 async def test_replay_plan_reports_every_check_pass_or_fail(jev_page: Any) -> None:

@@ -10,7 +10,7 @@ VERIFY = Path(__file__).parent.parent / "verify"
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("check", plan_checks(VERIFY / "dictionary.json", VERIFY / "plan.json"))
+@pytest.mark.parametrize("check", plan_checks(VERIFY / "plan.json", VERIFY / "dictionary.json"))
 async def test_the_draft_review_page(jev_page, check):
     await jev_page.navigate((VERIFY / "page.html").as_uri())
     await check.replay(jev_page)

@@ -1,6 +1,6 @@
 """Verification dictionaries as tests: a reviewed plan replayed on a page, with zero model calls.
 
-`plan_checks(dictionary, plan)` turns each check the plan selected into a
+`plan_checks(plan, dictionary)` turns each check the plan selected into a
 pytest parameter named by the check's id, so each is its own pass or fail;
 `replay_plan(page, plan, dictionary)` replays them all in one test and, when
 any fails, fails with one line per check. Both replay through
@@ -41,8 +41,8 @@ def _load(source: str | Path | Mapping[str, Any], what: str) -> Any:
         raise PlanInvalid(str(exc)) from None
 
 
-def load_plan(dictionary: str | Path | Mapping[str, Any] | Dictionary,
-              plan: str | Path | Mapping[str, Any] | Plan) -> tuple[Dictionary, Plan]:
+def load_plan(plan: str | Path | Mapping[str, Any] | Plan,
+              dictionary: str | Path | Mapping[str, Any] | Dictionary) -> tuple[Dictionary, Plan]:
     """The dictionary and the plan (a plan, or the whole `verify compile` output), checked
     against each other: same digest, known ids."""
     parsed = dictionary if isinstance(dictionary, Dictionary) else parse_dictionary(_load(dictionary, "dictionary"))
@@ -89,16 +89,16 @@ class PlanCheck:
         return self.id
 
 
-def plan_checks(dictionary: str | Path | Mapping[str, Any] | Dictionary,
-                plan: str | Path | Mapping[str, Any] | Plan) -> list[Any]:
+def plan_checks(plan: str | Path | Mapping[str, Any] | Plan,
+                dictionary: str | Path | Mapping[str, Any] | Dictionary) -> list[Any]:
     """One `pytest.param` per check the plan selected (dictionary order), its id the check's id::
 
-        @pytest.mark.parametrize("check", plan_checks("dictionary.json", "plan.json"))
+        @pytest.mark.parametrize("check", plan_checks("plan.json", "dictionary.json"))
         async def test_page(jev_page, check): ...; await check.replay(jev_page)
     """
     import pytest
 
-    parsed, checked = load_plan(dictionary, plan)
+    parsed, checked = load_plan(plan, dictionary)
     selected = set(checked.checkIds)
     return [pytest.param(PlanCheck(c.id, c.description, parsed, checked), id=c.id)
             for c in parsed.checks if c.id in selected]
@@ -131,7 +131,7 @@ async def replay_plan(page: BrowserPage, plan: str | Path | Mapping[str, Any] | 
     """Replay every check the plan selected, each on its own, and fail with one line per check
     if any failed. Returns the outcomes when all passed."""
     __tracebackhide__ = True
-    parsed, checked = load_plan(dictionary, plan)
+    parsed, checked = load_plan(plan, dictionary)
     selected = set(checked.checkIds)
     outcomes = []
     for c in parsed.checks:
