@@ -236,6 +236,22 @@ def test_batch_dry_run_checks_everything_and_runs_nothing(tmp_path: Path) -> Non
                                   "at line 8")
 
 
+def test_batch_dry_run_type_checks_the_program_as_a_launch_would(tmp_path: Path) -> None:
+    f = batch_files(tmp_path, 2)
+    # TypeScript (mode error by default): a misspelled input field refuses the batch, as each run would be.
+    typo = write_text(tmp_path, "typo.ts", HEADER + "const n: number = input.nn;\nreturn n * 2;")
+    done = cli("batch", typo, "--inputs", f["inputs"], "--dry-run")
+    assert done.returncode == 2, done.stderr
+    assert "Jev program has type errors (TypeScript, 1 error): line 8, column 25:" in done.stderr
+    assert "Property 'nn' does not exist on type 'JevInput'. (TS2339)" in done.stderr
+    # JavaScript (mode warn by default): the same mistake is reported and the inputs are still checked.
+    typo_js = write_text(tmp_path, "typo.js", HEADER + "return input.nn * 2;")
+    done = cli("batch", typo_js, "--inputs", f["inputs"], "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[0].startswith("batch: type check (warn): line 8, column 14:")
+    assert "2 of 2 inputs match" in done.stderr.splitlines()[-1]
+
+
 def test_batch_needs_out_unless_dry_run_and_profile_is_the_local_evaluators(tmp_path: Path) -> None:
     f = batch_files(tmp_path, 1)
     done = cli("batch", f["program"], "--inputs", f["inputs"])

@@ -7,7 +7,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -24,6 +24,9 @@ from .common import (
     positive_int,
 )
 
+if TYPE_CHECKING:
+    from ..contract.config import HostConfig
+
 
 async def batch_command(args: argparse.Namespace) -> int:
     from ..batch import BatchItem, BatchOutcome, OutputLog, Tally, count_inputs, read_inputs, run_batch
@@ -33,7 +36,7 @@ async def batch_command(args: argparse.Namespace) -> int:
     config = config_from(args)
     program = load_program(args.program)
     if args.dry_run:
-        return await _dry_run(program, args)
+        return await _dry_run(program, args, config)
     if args.out is None:
         return fail("batch needs --out FILE (or --dry-run to only check the program and the inputs)")
     total = count_inputs(args.inputs)  # None for a pipe: it can be read only once
@@ -106,8 +109,9 @@ async def batch_command(args: argparse.Namespace) -> int:
     return EXIT_OK if tally.all_completed else EXIT_NOT_COMPLETED
 
 
-async def _dry_run(raw_program: Any, args: argparse.Namespace) -> int:
-    """Check the program (artifact, schemas, syntax) and every input against its schema; run nothing."""
+async def _dry_run(raw_program: Any, args: argparse.Namespace, config: HostConfig) -> int:
+    """Check the program as a launch would (artifact, schemas, syntax, the type check in the
+    configured modes) and every input against its schema; run nothing."""
     import anyio.to_thread
 
     from ..batch import read_inputs
@@ -115,6 +119,7 @@ async def _dry_run(raw_program: Any, args: argparse.Namespace) -> int:
     from ..contract.typescript import check_syntax
     from ..contract.values import ValueRejected, check_value
     from ..errors import CompileError, TypeScriptError
+    from ..typecheck.checker import check_for_launch
 
     program = parse_program(raw_program)
     try:
@@ -122,6 +127,17 @@ async def _dry_run(raw_program: Any, args: argparse.Namespace) -> int:
         await anyio.to_thread.run_sync(check_syntax, program.code)
     except TypeScriptError as exc:
         raise CompileError(f"Jev program does not compile: {exc}") from None
+    # The launch's own check: in mode error its TypeScriptError refuses the batch (exit 2), as
+    # every run of it would be refused; in mode warn the errors are reported and the batch may run.
+    report = await check_for_launch(program, config, observed=False)
+    if report.verdict is not None and not report.verdict.clean:
+        diagnostics = report.verdict.diagnostics
+        for d in diagnostics[:20]:
+            sys.stderr.write(f"batch: type check ({report.mode.value}): {d.text()}\n")
+        if report.verdict.cut or len(diagnostics) > 20:
+            sys.stderr.write(f"batch: type check: {report.verdict.count()} in all\n")
+    elif report.outcome in ("unavailable", "stopped"):
+        sys.stderr.write(f"batch: type check {report.outcome}: {report.reason}\n")
     checked = bad = 0
     items = read_inputs(args.inputs, id_field=args.id_field)
     for item in items if args.limit is None else islice(items, args.limit):
