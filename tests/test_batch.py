@@ -10,6 +10,7 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 import tracemalloc
 from contextlib import aclosing
 from pathlib import Path
@@ -381,3 +382,63 @@ def test_a_full_disk_stops_the_batch_in_one_line_and_resume_finishes_it(files: d
     assert resumed.returncode == 1, resumed.stderr  # line 7 fails, as always
     lines = records(files["out"])
     assert sorted(r["line"] for r in lines) == list(range(1, 21))
+
+
+def fifo_writer(path: Path, lines: list[str], hold: threading.Event | None = None) -> tuple[threading.Thread,
+                                                                                         list[BaseException]]:
+    """A thread that opens the FIFO for writing (waiting for a reader), writes `lines`, then closes it
+    (after `hold` is set, when given). Anything it meets, a broken pipe included, is kept."""
+    met: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            with path.open("w") as f:
+                for line in lines:
+                    f.write(line + "\n")
+                    f.flush()
+                if hold is not None:
+                    hold.wait(60)
+        except BaseException as exc:  # reported by the test
+            met.append(exc)
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread, met
+
+
+def test_a_named_fifo_is_read_once_and_its_writer_is_not_cut_off(files: dict[str, str]) -> None:
+    fifo = Path(files["inputs"]).with_name("inputs.fifo")
+    os.mkfifo(fifo)
+    writer, met = fifo_writer(fifo, [input_line(1), input_line(2)])
+    # Counting used to open the FIFO and close it unread: the writer lost its pipe, and the
+    # batch then waited for ever for a writer, deaf to SIGINT and SIGTERM.
+    done = run_cli({**files, "inputs": str(fifo)}, "--quiet")
+    writer.join(30)
+    assert met == []
+    assert done.returncode == 0, done.stderr
+    assert sorted((r["line"], r["state"]) for r in records(files["out"])) == [(1, "completed"), (2, "completed")]
+
+
+def test_a_pipe_that_waits_holds_back_neither_outcomes_nor_signals(files: dict[str, str]) -> None:
+    fifo = Path(files["inputs"]).with_name("inputs.fifo")
+    os.mkfifo(fifo)
+    hold = threading.Event()
+    writer, _ = fifo_writer(fifo, [input_line(1)], hold)
+    proc = subprocess.Popen(batch_argv({**files, "inputs": str(fifo)}), stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert proc.stderr is not None
+        # Line 1's outcome is shown while the pipe waits for a line 2 that is not written yet...
+        assert proc.stderr.readline().startswith("batch: [1/?] line 1 id 1: completed")
+        # ... and a signal stops the batch at once instead of waiting for the writer.
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130
+        assert "interrupted" in proc.stderr.read()
+    finally:
+        hold.set()
+        writer.join(30)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+        if proc.stderr is not None:
+            proc.stderr.close()
+    assert [r["line"] for r in records(files["out"])] == [1]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from typing import Any
 
 import anyio
@@ -15,11 +15,26 @@ from ..host.policy import Approver
 from .local import Emit, run_local
 from .records import BatchItem, BatchOutcome
 
+#: The inputs of a batch: values or `BatchItem`s, from an iterable or an async iterable.
+Inputs = Iterable[Any] | AsyncIterable[Any]
+
+
+def _item(number: int, value: Any) -> BatchItem:
+    return value if isinstance(value, BatchItem) else BatchItem(line=number, key=number, value=value)
+
 
 def as_items(inputs: Iterable[Any]) -> Iterable[BatchItem]:
     """Plain input values are numbered from 1; `BatchItem`s pass through."""
     for number, value in enumerate(inputs, start=1):
-        yield value if isinstance(value, BatchItem) else BatchItem(line=number, key=number, value=value)
+        yield _item(number, value)
+
+
+async def as_async_items(inputs: AsyncIterable[Any]) -> AsyncIterator[BatchItem]:
+    """`as_items` for an async iterable."""
+    number = 0
+    async for value in inputs:
+        number += 1
+        yield _item(number, value)
 
 
 def host_config(config: HostConfig | None, concurrency: int | None) -> tuple[HostConfig, int]:
@@ -36,7 +51,7 @@ def host_config(config: HostConfig | None, concurrency: int | None) -> tuple[Hos
 
 async def run_batch(
     program: Program | dict[str, Any],
-    inputs: Iterable[Any],
+    inputs: Inputs,
     emit: Emit,
     *,
     config: HostConfig | None = None,
@@ -82,7 +97,7 @@ def first_error(group: BaseExceptionGroup[Any]) -> BaseException:
     return leaves[0] if len(leaves) == 1 else group
 
 
-async def _run(program: Program | dict[str, Any], inputs: Iterable[Any], emit: Emit, *,
+async def _run(program: Program | dict[str, Any], inputs: Inputs, emit: Emit, *,
                config: HostConfig | None, evaluator: Evaluator | str | None,
                concurrency: int | None, ray: bool | str | None, actors: int | None,
                approver: Approver | None = None) -> None:
@@ -94,6 +109,8 @@ async def _run(program: Program | dict[str, Any], inputs: Iterable[Any], emit: E
         if evaluator is not None and not isinstance(evaluator, str):
             raise ConfigError("with Ray, give the evaluator as a spec string (for example "
                               "'fixture:FILE'): every actor builds its own")
+        if isinstance(inputs, AsyncIterable):
+            raise ConfigError("with Ray, give the inputs as a plain iterable, not an async one")
         await run_ray(parsed, as_items(inputs), emit, config=config, evaluator=evaluator,
                       concurrency=concurrency, address=None if ray is True else ray, actors=actors)
         return
@@ -101,13 +118,14 @@ async def _run(program: Program | dict[str, Any], inputs: Iterable[Any], emit: E
         from ..evaluators.select import build_evaluator
 
         evaluator = build_evaluator(evaluator, config)
-    await run_local(parsed, as_items(inputs), emit, config=config, evaluator=evaluator,
+    items = as_async_items(inputs) if isinstance(inputs, AsyncIterable) else as_items(inputs)
+    await run_local(parsed, items, emit, config=config, evaluator=evaluator,
                     concurrency=concurrency, approver=approver)
 
 
 async def batch(
     program: Program | dict[str, Any],
-    inputs: Iterable[Any],
+    inputs: Inputs,
     *,
     config: HostConfig | None = None,
     evaluator: Evaluator | str | None = None,

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
-from collections.abc import Iterator
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
 from .._json import JSONInputError, loads_bounded
 from ..errors import BatchError
@@ -17,6 +23,7 @@ from .records import MAX_LINE_BYTES, BatchItem, BatchOutcome, Key, parse_input_l
 MAX_RECORD_BYTES = 1_048_576
 #: Counting reads this much at a time: a line is never held whole, however long.
 _COUNT_BLOCK = 1 << 20
+T = TypeVar("T")
 
 
 def _read_line(f: BinaryIO, limit: int) -> tuple[bytes, bool]:
@@ -38,9 +45,11 @@ def count_inputs(path: str | Path) -> int | None:
     and the run needs them.
     """
     try:
+        # Looked at before it is opened: opening a FIFO waits for its writer, and closing it
+        # unread would leave the writer with a broken pipe before the real read began.
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
         with open(path, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                return None
             count = 0
             filled = False  # the line read so far has a non-blank byte
             while block := f.read(_COUNT_BLOCK):
@@ -81,6 +90,67 @@ def read_inputs(path: str | Path, *, id_field: str | None = None) -> Iterator[Ba
                                      error=f"input line {number} repeats id {item.key!r}")
                 seen.add(item.key)
             yield item
+
+
+@contextlib.asynccontextmanager
+async def read_in_thread(items: Iterable[T]) -> AsyncIterator[AsyncIterator[T]]:
+    """`items` as an async iterator whose every `next` is taken in a daemon thread, one when asked.
+
+    For inputs that can wait (a pipe whose writer is slow, a FIFO that has no
+    writer yet): the event loop goes on meanwhile, so runs that end are
+    recorded and a signal stops the batch; a read still waiting when the
+    batch ends does not hold the process's exit. An exception of `items`
+    is raised by the iterator.
+    """
+    token = anyio.lowlevel.current_token()
+    send, receive = anyio.create_memory_object_stream[tuple[bool, Any]](1)
+    asked = threading.Semaphore(0)
+    stopped = threading.Event()
+
+    def deliver(message: tuple[bool, Any]) -> None:  # in the event loop's thread
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            send.send_nowait(message)
+
+    def produce() -> None:
+        iterator = iter(items)
+        while True:
+            asked.acquire()
+            if stopped.is_set():
+                return
+            message: tuple[bool, Any]
+            try:
+                message = (True, next(iterator))
+            except StopIteration:
+                message = (False, None)
+            except Exception as exc:  # raised where the items are read
+                message = (False, exc)
+            try:
+                anyio.from_thread.run_sync(deliver, message, token=token)
+            except Exception:  # the event loop has ended: nobody reads any more
+                return
+            if not message[0]:
+                return
+
+    async def taken() -> AsyncGenerator[T, None]:
+        while True:
+            asked.release()
+            more, value = await receive.receive()
+            if not more:
+                if value is not None:
+                    raise value
+                return
+            yield value
+
+    threading.Thread(target=produce, name="fabric-jev batch inputs", daemon=True).start()
+    source = taken()
+    try:
+        yield source
+    finally:
+        stopped.set()
+        asked.release()  # a thread waiting to be asked ends now; one inside a read, after it
+        await source.aclose()
+        send.close()
+        receive.close()
 
 
 class OutputLog:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import AsyncIterable, Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
 import anyio
@@ -30,7 +30,7 @@ async def run_item(host: JevHost, program: Program, item: BatchItem) -> BatchOut
     return BatchOutcome.from_envelope(item, envelope)
 
 
-async def feed(items: Iterable[BatchItem], workers: int,
+async def feed(items: Iterable[BatchItem] | AsyncIterable[BatchItem], workers: int,
                work: Callable[[ObjectReceiveStream[BatchItem]], Coroutine[Any, Any, None]]) -> None:
     """Hand items to `workers` consumers through an unbuffered stream: reading waits for a free one."""
     send, receive = anyio.create_memory_object_stream[BatchItem](0)
@@ -39,11 +39,15 @@ async def feed(items: Iterable[BatchItem], workers: int,
             tg.start_soon(work, receive.clone())
         receive.close()
         async with send:
-            for item in items:
-                await send.send(item)
+            if isinstance(items, AsyncIterable):
+                async for item in items:
+                    await send.send(item)
+            else:
+                for item in items:
+                    await send.send(item)
 
 
-async def run_local(program: Program, items: Iterable[BatchItem], emit: Emit, *,
+async def run_local(program: Program, items: Iterable[BatchItem] | AsyncIterable[BatchItem], emit: Emit, *,
                     config: HostConfig, evaluator: Evaluator | None, concurrency: int,
                     approver: Approver | None = None) -> None:
     """Run every item on one host; `emit` gets each outcome as it ends (completion order).

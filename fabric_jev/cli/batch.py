@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 async def batch_command(args: argparse.Namespace) -> int:
     from ..batch import BatchItem, BatchOutcome, OutputLog, Tally, count_inputs, read_inputs, run_batch
     from ..batch.display import make_display
+    from ..batch.files import read_in_thread
     from ..program_files import load_program
 
     config = config_from(args)
@@ -95,9 +97,14 @@ async def batch_command(args: argparse.Namespace) -> int:
 
                 tg.start_soon(stop_on_signal)
                 display.start()
-                await run_batch(program, pending(), record, config=config, evaluator=args.evaluator,
-                                concurrency=args.concurrency, ray=args.ray, actors=args.actors,
-                                approver=approver)
+                # Inputs are read in a thread (a pipe can wait for its writer) so that outcomes
+                # are recorded and signals heard meanwhile; Ray's dispatcher reads them itself.
+                reading: contextlib.AbstractAsyncContextManager[Any] = (
+                    read_in_thread(pending()) if args.ray is None else contextlib.nullcontext(pending()))
+                async with reading as source:
+                    await run_batch(program, source, record, config=config, evaluator=args.evaluator,
+                                    concurrency=args.concurrency, ray=args.ray, actors=args.actors,
+                                    approver=approver)
                 tg.cancel_scope.cancel()
         failed = False
     finally:
