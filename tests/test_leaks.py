@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from fabric_jev import JevHost, RunState
@@ -31,3 +33,48 @@ async def test_each_run_gets_a_fresh_process() -> None:
         second = await host.run(program("return typeof globalThis.leak"), None)
     assert first.state is RunState.COMPLETED
     assert second.result == "undefined"
+
+
+async def test_an_early_zygote_is_the_pools_and_goes_with_it() -> None:
+    """`fabric-jev run` starts the zygote before it imports the host (docs/performance.md):
+    the host's pool takes that zygote over instead of starting one, and closing the host
+    leaves nothing."""
+    from fabric_jev.sandbox.pool import early_zygote
+
+    fds_before, children_before = open_fds(), child_pids()
+    async with early_zygote():
+        zygotes = _direct_children(child_pids(apart_from=children_before))
+        assert len(zygotes) == 1, "one zygote, started at once"
+        async with JevHost() as host:
+            env = await host.spawn(program("await program.sleep(10000)"), None)
+            assert _parent(host.worker_pid(env.id)) in zygotes, "the run's worker is the early zygote's"
+            assert _direct_children(child_pids(apart_from=children_before)) == zygotes, "no second zygote"
+            await host.stop(env.id)
+    await wait_gone(child_pids(apart_from=children_before))
+    assert open_fds() == fds_before
+
+
+async def test_an_early_zygote_no_pool_took_over_is_killed_and_reaped() -> None:
+    from fabric_jev.sandbox.pool import early_zygote
+
+    fds_before, children_before = open_fds(), child_pids()
+    async with early_zygote():
+        zygotes = _direct_children(child_pids(apart_from=children_before))
+        assert len(zygotes) == 1
+    # Reaped on leaving (no zombie left: its /proc entry is gone), its workers dying with it.
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in zygotes)
+    await wait_gone(child_pids(apart_from=children_before))
+    assert open_fds() == fds_before
+
+
+def _parent(pid: int) -> int | None:
+    """The parent of a live process, None once it has exited."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None
+
+
+def _direct_children(pids: set[int]) -> set[int]:
+    return {pid for pid in pids if _parent(pid) == os.getpid()}

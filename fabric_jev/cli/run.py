@@ -24,6 +24,15 @@ from .common import (
 
 
 async def run_command(args: argparse.Namespace) -> int:
+    from ..sandbox.pool import early_zygote
+
+    # The sandbox's zygote starts before the host is imported: it loads the engine and forks the
+    # run's worker on the other core meanwhile (docs/performance.md, "Start-up of run").
+    async with early_zygote():
+        return await _run(args)
+
+
+async def _run(args: argparse.Namespace) -> int:
     import json
     import signal
 

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ..errors import SchemaInvalid
-from .values import is_finite_number, path_step
+from .json_basics import is_finite_number, path_step
 
 MAX_SCHEMA_BYTES = 16_384
 MAX_SCHEMA_NODES = 128

@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
+# Re-exported: they were defined here first, and most of the package reads them from here.
+from .json_basics import is_finite_number as is_finite_number
+from .json_basics import key_names as key_names
+from .json_basics import path_step as path_step
+from .schema_match import matches
+
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
-    from typing_extensions import TypeIs
 
 #: A JSON value as Python holds it after `json.loads`: what crosses every boundary.
 JsonValue: TypeAlias = Union[bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"], None]  # noqa: UP007
@@ -24,41 +28,6 @@ JsonInput: TypeAlias = Union[bool, int, float, str, Sequence["JsonInput"], Mappi
 
 MAX_VALUE_BYTES = 32_768
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
-#: Past this an integer is no JSON number a reader can hold (JavaScript reads it as Infinity).
-_MAX_INT = int(sys.float_info.max)
-
-
-def is_finite_number(v: object) -> TypeIs[int | float]:
-    """A finite JSON number: a finite float, or an int within the float range; not a bool.
-
-    `math.isfinite` alone raises OverflowError on an int past the float range
-    (1e400 written out as an integer, say); such an int is refused here, as a
-    JavaScript reader would read it as Infinity. What passes converts to float.
-    """
-    if isinstance(v, bool):
-        return False
-    if isinstance(v, int):
-        return -_MAX_INT <= v <= _MAX_INT
-    return isinstance(v, float) and math.isfinite(v)
-
-
-_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,63}")
-
-
-def path_step(name: str) -> str:
-    """`.name`, or `["any name"]` JSON-quoted (and cut): a message stays one printable line."""
-    if _NAME.fullmatch(name):
-        return "." + name
-    quoted = json.dumps(name if len(name) <= 64 else name[:64] + "…")
-    return f"[{quoted}]"
-
-
-def key_names(keys: Any) -> str:
-    """Object keys for a message, sorted: plain names as they are, others JSON-quoted and cut."""
-    return ", ".join(k if _NAME.fullmatch(k) else json.dumps(k if len(k) <= 64 else k[:64] + "…")
-                     for k in sorted(str(k) for k in keys))
-
-
 class ValueRejected(ValueError):
     """A value is not finite JSON, too large, or off its schema (message says which side)."""
 
@@ -130,9 +99,25 @@ def _short(value: str) -> str:
 
 @lru_cache(maxsize=256)
 def _validator(schema_text: str) -> Draft202012Validator:
+    # Imported here, as jsonschema is: needed only to say why a value does not match.
     from .formats import format_checker
 
     return _validator_class()(json.loads(schema_text), format_checker=format_checker())
+
+
+@lru_cache(maxsize=256)
+def _subset_schema(schema_text: str) -> dict[str, Any] | None:
+    """The schema as jsonschema reads it, when it is in the subset (so `schema_match` may judge
+    values against it); None otherwise."""
+    from ..errors import SchemaInvalid
+    from .schema_subset import check_schema
+
+    schema: dict[str, Any] = json.loads(schema_text)
+    try:
+        check_schema(schema, "schema")
+    except SchemaInvalid:
+        return None
+    return schema
 
 
 def checked_json(value: object, schema: dict[str, Any], side: str,
@@ -176,7 +161,11 @@ def _check(value: JsonValue, text: str, schema: dict[str, Any], side: str, max_b
         raise ValueRejected(f"{side} exceeds {max_bytes} bytes")
     if not schema:
         return  # {} accepts any finite JSON value (already checked above)
-    validator = _validator(json.dumps(schema, sort_keys=True))
+    schema_text = json.dumps(schema, sort_keys=True)
+    subset = _subset_schema(schema_text)
+    if subset is not None and matches(value, subset):
+        return  # jsonschema's verdict without its import (contract/schema_match.py)
+    validator = _validator(schema_text)
     error = next(iter(validator.iter_errors(value)), None)
     if error is not None:
         where = "$" + "".join(f"[{p}]" if isinstance(p, int) else path_step(str(p)) for p in error.path)

@@ -21,7 +21,9 @@ import socket
 import subprocess
 import sys
 from collections import OrderedDict, deque
-from contextlib import suppress
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from contextvars import ContextVar
 from pathlib import Path
 from types import TracebackType
 
@@ -35,6 +37,72 @@ from .js import runtime_js_path
 
 _WORKER_MAIN = Path(__file__).with_name("_worker_main.py")
 _EXIT_CODES_KEPT = 1024
+
+
+class Zygote:
+    """A started zygote process and the host's end of its control socket.
+
+    Started by the pool as it is entered, or earlier by a command that will
+    need a worker (`early_zygote`), so the zygote imports the engine on the
+    other core while the command imports the host. The process is the same
+    either way: a child of this thread, dying with it (PR_SET_PDEATHSIG).
+    """
+
+    def __init__(self, forks: int = 0) -> None:
+        host_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.process: subprocess.Popen[bytes] = subprocess.Popen(
+                [sys.executable, "-s", str(_WORKER_MAIN), str(zygote_end.fileno()),
+                 str(runtime_js_path("prelude.js"))],
+                pass_fds=[zygote_end.fileno()],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                close_fds=True,
+            )
+        except BaseException:
+            host_end.close()
+            raise
+        finally:
+            zygote_end.close()
+        host_end.setblocking(False)
+        self.ctl = host_end
+        #: Workers asked for before a pool took the zygote over (the zygote reads them once ready).
+        self.requested = 0
+        self.adopted = False
+        if forks > 0:
+            with suppress(OSError):
+                self.ctl.send(json.dumps({"fork": forks}).encode())
+                self.requested = forks
+
+    async def aclose(self) -> None:
+        """Kill a zygote no pool took over (its workers die with it) and reap it."""
+        with suppress(ProcessLookupError):
+            self.process.kill()
+        self.ctl.close()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            await wait_process_exit(self.process)
+
+
+#: A zygote started ahead of its pool: the next pool entered in this context takes it over.
+_EARLY: ContextVar[Zygote | None] = ContextVar("fabric_jev_early_zygote", default=None)
+
+
+@asynccontextmanager
+async def early_zygote(forks: int = 1) -> AsyncIterator[None]:
+    """Start the zygote now, with `forks` workers asked for, for the first pool entered inside.
+
+    For a command that will run a program but has a lot to import first. On
+    leaving, a zygote no pool took over is killed and reaped; one a pool took
+    over is that pool's to close.
+    """
+    zygote = Zygote(forks)
+    token = _EARLY.set(zygote)
+    try:
+        yield
+    finally:
+        _EARLY.reset(token)
+        if not zygote.adopted:
+            await zygote.aclose()
 
 
 class Worker:
@@ -89,8 +157,7 @@ class WorkerPool:
         try:
             await self._start_zygote()
         except BaseException:
-            self._tg.cancel_scope.cancel()
-            await self._tg.__aexit__(None, None, None)
+            await self.aclose()  # the zygote too, if it was started
             raise
         return self
 
@@ -103,27 +170,18 @@ class WorkerPool:
         await self.aclose()
 
     async def _start_zygote(self) -> None:
-        host_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            self._zygote = subprocess.Popen(
-                [sys.executable, "-s", str(_WORKER_MAIN), str(zygote_end.fileno()),
-                 str(runtime_js_path("prelude.js"))],
-                pass_fds=[zygote_end.fileno()],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                close_fds=True,
-            )
-        finally:
-            zygote_end.close()
-        host_end.setblocking(False)
-        self._ctl = host_end
+        zygote = _EARLY.get()
+        if zygote is None or zygote.adopted or zygote.process.poll() is not None:
+            zygote = Zygote()
+        zygote.adopted = True
+        self._zygote, self._ctl, self._requested = zygote.process, zygote.ctl, zygote.requested
         with anyio.fail_after(30):
             msg = await self._recv_ctl()
         if msg is None or "ready" not in msg[0]:
             raise SandboxUnavailable("the sandbox zygote did not start")
         assert self._tg is not None
         self._tg.start_soon(self._read_ctl)
-        self._request(self._warm)
+        self._request(self._warm - self._requested)
 
     async def _recv_ctl(self) -> tuple[dict[str, int], list[int]] | None:
         assert self._ctl is not None
