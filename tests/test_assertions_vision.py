@@ -46,6 +46,8 @@ class Endpoint:
     status: int = 200
     content: Any = "YES"
     raw: bytes | None = None
+    #: Send a body that never ends (64 KiB at a time, until the client hangs up).
+    endless: bool = False
     seen: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -140,6 +142,16 @@ def endpoint() -> Iterator[Endpoint]:
             # The key travels in its header only: never in the body or the URL.
             if KEY.encode() in raw_body or KEY in self.path or parts.query:
                 state.problems.append("key or query outside the header")
+            if state.endless:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                try:
+                    self.wfile.write(b'{"choices": [{"message": {"content": "')
+                    while True:
+                        self.wfile.write(b"Y" * 65536)
+                except OSError:  # the client hung up
+                    return
             raw = state.raw if state.raw is not None else json.dumps(_reply(provider, state.content)).encode()
             self.send_response(state.status)
             self.send_header("Content-Type", "application/json")
@@ -196,6 +208,19 @@ async def test_errors_raise_once_without_retry_and_without_the_key(
         await vision.aclose()
     assert len(endpoint.seen) == 1 and endpoint.problems == []  # no retries
     assert KEY not in str(err.value) and KEY not in repr(vision) and KEY not in caplog.text
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_reply_that_never_ends_is_cut_off_at_its_limit(endpoint: Endpoint, name: str) -> None:
+    endpoint.endless = True
+    # The timeout is far away: the reply is refused by its size, not read until time runs out.
+    vision = provider(endpoint, name, timeout=50)
+    try:
+        with pytest.raises(VisionError, match="reply is larger than 262144 bytes") as err:
+            await vision.ask("Is it there?", PNG)
+    finally:
+        await vision.aclose()
+    assert KEY not in str(err.value)
 
 
 async def test_an_anthropic_reply_without_a_text_block_has_no_answer(endpoint: Endpoint) -> None:
@@ -377,6 +402,7 @@ def test_boxes_are_parsed(text: str, boxes: list[Any]) -> None:
     ('{"boxes": [[0, 0, 0, 1]]}', "proposed a box that is not"), ('{"boxes": [[0, 0, 1]]}', "proposed a box that is not"),
     ('{"boxes": [[true, 0, 1, 1]]}', "proposed a box that is not"), ('{"boxes": [["1", 0, 1, 1]]}', "proposed a box that is not"),
     ('{"boxes": [[1e400, 0, 1, 1]]}', "proposed a box that is not"), ("nope", "not JSON"),
+    ("[" * 100_000, "not JSON"), ('{"boxes": ' + "[" * 5_000 + "]" * 5_000 + "}", "not JSON"),
 ])
 def test_malformed_boxes_are_refused(text: str, needle: str) -> None:
     with pytest.raises(VisionError, match=needle):

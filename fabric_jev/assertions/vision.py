@@ -92,7 +92,7 @@ def parse_boxes(text: Any) -> list[Box]:
     fenced = _FENCED.fullmatch(text)
     try:
         data = json.loads(fenced.group(1) if fenced else text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser goes
         raise VisionError("the vision provider's proposal is not JSON") from None
     boxes = data.get("boxes") if isinstance(data, dict) else None
     if not isinstance(boxes, list) or len(boxes) > MAX_BOXES:
@@ -185,17 +185,23 @@ class _HttpVision:
         if len(image) > MAX_IMAGE_BYTES:
             raise VisionError(f"screenshot too large for the vision provider ({len(image)} bytes)")
         headers = {**self.auth_headers(self._key), "Content-Type": "application/json"}
+        raw = bytearray()
         try:
             with anyio.fail_after(self.timeout):
-                reply = await self._http().post(self.url(), json=body, headers=headers)
+                # Streamed and cut off past the limit: a reply is never held whole before it is judged.
+                async with self._http().stream("POST", self.url(), json=body, headers=headers) as reply:
+                    if reply.status_code != 200:
+                        raise VisionError(f"the vision provider answered HTTP {reply.status_code}")
+                    async for chunk in reply.aiter_bytes():
+                        raw += chunk
+                        if len(raw) > MAX_REPLY_BYTES:
+                            raise VisionError(f"the vision provider's reply is larger than {MAX_REPLY_BYTES} bytes")
         except TimeoutError:
             raise VisionError(f"the vision provider did not answer within {self.timeout:g} s") from None
         except httpx.HTTPError as exc:
             raise VisionError(f"the vision provider could not be reached ({type(exc).__name__})") from None
-        if reply.status_code != 200:
-            raise VisionError(f"the vision provider answered HTTP {reply.status_code}")
         try:
-            data = loads_bounded(reply.content, what="vision reply", max_bytes=MAX_REPLY_BYTES)
+            data = loads_bounded(bytes(raw), what="vision reply", max_bytes=MAX_REPLY_BYTES)
             return self.reply_text(data)
         except (JSONInputError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise VisionError(f"the vision provider's reply has no answer ({type(exc).__name__})") from None
