@@ -272,6 +272,21 @@ def test_unreadable_requests_get_an_error_reply_and_serving_goes_on(tmp_path: Pa
     assert "Traceback" not in (tmp_path / "server.log").read_text()
 
 
+def test_a_request_whose_id_is_a_lone_surrogate_is_answered_and_serving_goes_on(tmp_path: Path) -> None:
+    session = RawSession(tmp_path)
+    try:
+        # Its reply used to carry the id back: a text nothing can encode, which ended the server.
+        session.send(b'{"jsonrpc": "2.0", "id": "\\ud800", "method": "ping"}')
+        refused = session.reply()
+        session.send(b'{"jsonrpc": "2.0", "id": 7, "method": "ping"}')
+        fine = session.reply()
+    finally:
+        session.close()
+    assert refused["id"] is None and refused["error"]["code"] == -32700
+    assert fine == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    assert session.proc.returncode == 0
+
+
 @pytest.mark.anyio
 async def test_program_paths_with_a_nul_byte_or_a_symlink_loop_are_one_line_tool_errors(tmp_path: Path) -> None:
     folder = tmp_path / "programs"
@@ -296,6 +311,12 @@ async def test_program_paths_with_a_nul_byte_or_a_symlink_loop_are_one_line_tool
     ('{"jsonrpc": "2.0", "method": "x", "params": {"s": "\\ud800"}}', None),  # a notification
     ('{"jsonrpc": "2.0", "id": 3, "result": 5}', None),  # a response to us
     ('{"jsonrpc": "2.0", "id": true, "method": "x", "params": {"s": "\\ud800"}}', (None, -32700, None)),
+    # Ids that are not a string or an integer, or that JSON cannot carry back: answered with id null.
+    ('{"jsonrpc": "2.0", "id": 1.5, "method": "x", "params": {"s": "\\ud800"}}', (None, -32700, None)),
+    ('{"jsonrpc": "2.0", "id": 1e400, "method": "x", "params": {"s": "\\ud800"}}', (None, -32700, None)),
+    ('{"jsonrpc": "2.0", "id": [1], "method": "x", "params": {"s": "\\ud800"}}', (None, -32700, None)),
+    ('{"id": {"a": [1]}, "jsonrpc": "2.0", "method": "x", "params": "\\ud800"}', (None, -32700, None)),
+    ('{"jsonrpc": "2.0", "id": "\\ud800", "method": "x"}', (None, -32700, None)),
     ("[1, 2]", (None, -32600, "Invalid request: Input should be an object")),
 ])
 def test_each_unreadable_line_gets_the_answer_json_rpc_asks_for(line: str, expected: Any) -> None:
@@ -312,6 +333,7 @@ def test_each_unreadable_line_gets_the_answer_json_rpc_asks_for(line: str, expec
     assert reply is not None
     assert (reply.id, reply.error.code) == expected[:2]
     assert expected[2] is None or reply.error.message == expected[2]
+    reply.model_dump_json(by_alias=True, exclude_unset=True)  # what the SDK sends: it must be writable
 
 
 @pytest.mark.anyio

@@ -36,14 +36,19 @@ log = logging.getLogger("fabric_jev.mcp")
 _TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]|"', re.DOTALL)
 # After a key: the colon and a scalar value (a string, an integer, a literal).
 _SCALAR_AFTER_KEY = re.compile(r'\s*:\s*("(?:[^"\\]++|\\.)*+"|-?\d{1,30}(?![.eE\d])|true|false|null)')
+_COLON = re.compile(r"\s*:")
 _MESSAGE_CHARS = 300
+#: The value of a top-level member that is there but cannot be read as a scalar (an object,
+#: an array, a fraction, an integer of more than 30 digits).
+UNREADABLE = object()
 
 
 def top_level_scalars(text: str) -> dict[str, Any]:
     """The scalar members of a JSON object's top level, read by a linear token scan.
 
     Works where a parser gives up: nesting past any limit, or text it refuses
-    further down; a member whose key or value is malformed is left out.
+    further down. A member whose value is not a scalar (or is malformed) maps
+    to UNREADABLE; one whose key is malformed is left out.
     """
     found: dict[str, Any] = {}
     depth = 0
@@ -55,11 +60,10 @@ def top_level_scalars(text: str) -> dict[str, Any]:
             depth -= 1
         elif token == '"':
             break  # an unterminated string: nothing after it can be read
-        elif depth == 1:
+        elif depth == 1 and _COLON.match(text, match.end()):
             value = _SCALAR_AFTER_KEY.match(text, match.end())
-            if value is not None:
-                with contextlib.suppress(ValueError):
-                    found.setdefault(json.loads(token), json.loads(value.group(1)))
+            with contextlib.suppress(ValueError):
+                found.setdefault(json.loads(token), UNREADABLE if value is None else json.loads(value.group(1)))
     return found
 
 
@@ -122,8 +126,18 @@ def error_for(exc: Exception) -> types.JSONRPCError | None:
     if "id" not in members:
         return None  # a notification: never answered
     request_id = members["id"]
-    valid = isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool))
+    # The reply carries the id back: it must be one JSON-RPC allows, and text that can be sent.
+    valid = (isinstance(request_id, str) and _encodable(request_id)) or (
+        isinstance(request_id, int) and not isinstance(request_id, bool))
     return reply(request_id if valid else None)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: the SDK could not write the reply
+        return False
+    return True
 
 
 class AnsweringUnreadable:
