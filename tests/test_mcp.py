@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import resource
 import subprocess
 import sys
 import threading
@@ -199,12 +200,17 @@ async def test_programs_by_path_only_under_the_allowed_folder(tmp_path: Path) ->
 class RawSession:
     """`fabric-jev mcp` driven with raw JSON-RPC lines (the SDK client cannot send broken ones)."""
 
-    def __init__(self, tmp_path: Path, *args: str) -> None:
+    def __init__(self, tmp_path: Path, *args: str, memory: int = 0) -> None:
         fixture = tmp_path / "fixture.json"
         fixture.write_text(json.dumps(FIXTURE))
         self.errlog = (tmp_path / "server.log").open("w")
+
+        def limit() -> None:  # the server's address space, when `memory` is given
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "fabric_jev.cli", "mcp", "--evaluator", f"fixture:{fixture}", *args],
+            preexec_fn=limit if memory else None,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errlog, cwd=ROOT,
             env={**os.environ, "FABRIC_JEV_HOME": str(tmp_path / "home")})
         self.lines: queue.Queue[bytes] = queue.Queue()
@@ -270,6 +276,41 @@ def test_unreadable_requests_get_an_error_reply_and_serving_goes_on(tmp_path: Pa
     assert fine["id"] == 4 and fine["result"]["structuredContent"]["result"] == 7
     assert garbage["id"] is None and garbage["error"]["code"] == -32700
     assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
+@pytest.mark.timeout(120)
+def test_a_line_past_the_limit_is_refused_in_bounded_memory(tmp_path: Path) -> None:
+    from fabric_jev.mcp.lines import MAX_LINE_BYTES
+
+    session = RawSession(tmp_path, memory=768 << 20)
+    try:
+        # 100 MB in one line, with a lone surrogate at its end: read whole, the SDK's reader and
+        # parser and the answer to it held a gigabyte, and this server (768 MiB of address
+        # space) ended with MemoryError.
+        session.send(b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "jev_evaluate", '
+                     b'"arguments": {"state": "' + b"a" * 100_000_000 + b'\\ud800", "questions": {}}}}')
+        cut = session.reply()
+        session.send(b'{"jsonrpc": "2.0", "id": 10, "method": "ping"}')
+        fine = session.reply()
+    finally:
+        session.close()
+    assert cut == {"jsonrpc": "2.0", "id": 9, "error": {
+        "code": -32700, "message": f"Parse error: the message is longer than {MAX_LINE_BYTES} bytes"}}
+    assert fine == {"jsonrpc": "2.0", "id": 10, "result": {}}
+    assert session.proc.returncode == 0
+
+
+def test_lines_are_read_whole_up_to_the_limit_and_cut_past_it() -> None:
+    import io
+
+    from fabric_jev.mcp.lines import CUT_MARK, BoundedLines
+
+    data = (b'{"a": 1}\r\n' + b"x" * 10 + b"\n" + b"y" * 11 + b"\n" + b"\xff\xfe z" + b"\n"
+            + b"z" * 40 + b"\n" + b"no \\n")
+    lines = BoundedLines(io.BytesIO(data), limit=11)
+    read = [lines.readline() for _ in range(7)]
+    assert read == ['{"a": 1}\r\n', "x" * 10 + "\n", "y" * 11 + "\n", "\ufffd\ufffd z\n",
+                    "z" * 12 + CUT_MARK + "\n", "no \\n", ""]  # the head: what one read took
 
 
 def test_a_request_whose_id_is_a_lone_surrogate_is_answered_and_serving_goes_on(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from ..errors import JevError, LaunchRejected, ProgramInvalid
 from ..host import JevHost
 from ..program_files import load_program
 from .asking import CURRENT_CALL, ElicitationApprover, ToolCall
+from .lines import claimed_stdin
 from .programs import ProgramCatalog, UnknownResource
 from .session_tools import SESSION_TOOL_NAMES
 from .sessions import SessionError, SessionTools
@@ -333,6 +334,7 @@ async def serve_stdio(config: HostConfig, evaluator: Any, *, programs: str | Non
         catalog = None if folder.root is None else ProgramCatalog(
             folder.root, folder.load, tools=program_tools, reserved=frozenset(TOOLS))
         server = build_server(JevTools(host, config, folder, approver), catalog)
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(AnsweringUnreadable(read_stream, write_stream), write_stream,
-                             server.create_initialization_options())
+        with claimed_stdin() as stdin:
+            async with stdio_server(stdin=anyio.wrap_file(stdin)) as (read_stream, write_stream):
+                await server.run(AnsweringUnreadable(read_stream, write_stream), write_stream,
+                                 server.create_initialization_options())

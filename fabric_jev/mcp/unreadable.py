@@ -28,6 +28,7 @@ import pydantic
 from mcp.shared.message import SessionMessage
 
 from .._json import JSONInputError, loads_bounded
+from .lines import CUT_MARK, MAX_LINE_BYTES
 
 log = logging.getLogger("fabric_jev.mcp")
 
@@ -96,7 +97,9 @@ def error_for(exc: Exception) -> types.JSONRPCError | None:
         return None
     first = errors[0]
     raw = first.get("input")
-    if first["type"] == "json_invalid" and isinstance(raw, str) and _holds_lone_surrogate(raw):
+    if first["type"] == "json_invalid" and isinstance(raw, str) and raw.endswith(CUT_MARK + "\n"):
+        code, message = types.PARSE_ERROR, f"Parse error: the message is longer than {MAX_LINE_BYTES} bytes"
+    elif first["type"] == "json_invalid" and isinstance(raw, str) and _holds_lone_surrogate(raw):
         # The SDK's parser says "unexpected end of hex escape": name the real cause.
         code, message = types.PARSE_ERROR, ("Parse error: the message holds a lone surrogate (an unpaired "
                                             "\\uD800-\\uDFFF escape), which is not Unicode text")
