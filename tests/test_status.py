@@ -174,3 +174,38 @@ def test_run_refuses_a_judgment_program_when_the_route_has_no_credentials(tmp_pa
         capture_output=True, text=True, timeout=60, cwd=ROOT, env={**clean, "FABRIC_JEV_HOME": str(tmp_path)})
     assert done.returncode != 0 and done.stdout == ""
     assert "no credentials for the typesafe route" in done.stderr
+
+
+def test_the_documented_text_is_what_status_prints(tmp_path: Path) -> None:
+    import re
+
+    doc = (ROOT / "docs" / "evaluators.md").read_text()
+    block = re.search(r"```\n(ready: typesafe \(online\).*?)```", doc, re.DOTALL)
+    assert block is not None
+    (tmp_path / "c.json").write_text(json.dumps({"evaluator": {"disabled": ["vercel"]}}))
+    done = status(tmp_path, "--evaluator", "typesafe", "--config", str(tmp_path / "c.json"),
+                  env={"TYPESAFE_API_KEY": "sk-doc-canary"})
+    assert done.returncode == 0, done.stderr
+    # The compiler's version is this machine's.
+    checker = re.compile(r"^type checker: .*$", re.MULTILINE)
+    assert checker.sub("type checker: …", done.stdout) == checker.sub("type checker: …", block.group(1))
+
+
+def test_status_opens_no_connection(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        listener.setblocking(False)
+        base = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        env = {"TYPESAFE_API_KEY": "sk-a", "OPENROUTER_API_KEY": "sk-b", "AI_GATEWAY_API_KEY": "sk-c",
+               "FABRIC_JEV_TYPESAFE_BASE_URL": base, "FABRIC_JEV_OPENROUTER_BASE_URL": base,
+               "FABRIC_JEV_VERCEL_AI_GATEWAY_BASE_URL": base}
+        for route in ("typesafe", "openrouter", "vercel"):
+            out = report(tmp_path, "--evaluator", route, env=env)
+            assert out["ready"] is True
+            assert all(r["endpoint"].startswith(base) for r in out["routes"] if r["name"] != "local")
+        # Every route points at this socket; a connection would wait in its backlog.
+        with pytest.raises(BlockingIOError):
+            listener.accept()
