@@ -3,18 +3,23 @@
 The runs cycle through every way a run ends: completed (plain, with an
 evaluation, with a capability call, and with the browser connector when it is
 installed), failed (a guest exception, an evaluation budget), timed out (the
-deadline, and a synchronous loop the worker is killed for) and cancelled by
-`stop` (asleep, inside a capability call, holding a browser connection).
+deadline, the deadline during an evaluation that gets no answer, and a
+synchronous loop the worker is killed for) and cancelled by `stop` (asleep,
+during an evaluation that gets no answer, inside a capability call, holding a
+browser connection).
 Four run at a time, as the host allows by default. Evaluations go through the
 TypeSafe route client to `fabric-jev serve` (a fixture) over a kept-alive
-connection, so the client's connections are part of what is measured.
+connection, so the client's connections are part of what is measured; the
+ones that get no answer go through a second route client to a server that
+reads requests and never answers, so a request abandoned in flight is too.
 
 Measured once warm (after a first round of the same mix, so imports, caches
 and pools are in place) and again after the 1,000 runs, both when the worker
 pool has settled: open file descriptors, OS threads, child processes (our
 workers and anything else but the browser), zombies and RSS. Then the host is
 closed and the browser stopped: no worker, zombie or browser process may be
-left. The goal is flat figures, RSS within 10 %.
+left, and the process holds the descriptors it held before the host opened.
+The goal is flat figures, RSS within 10 %.
 """
 
 from __future__ import annotations
@@ -30,11 +35,38 @@ from typing import Any
 import anyio
 
 from ..contract.config import HostConfig
-from ..evaluators.base import Evaluator
+from ..contract.evaluation import Evaluation, EvaluationRequest
+from ..evaluators.base import Evaluator, EvaluatorStatus
 from ..host import CapabilityRegistry, JevHost
 from .evaluators import _serve_fixture
 
 _QUESTION = "{state: input, questions: {refund: {type: 'noul', instructions: 'Is a refund asked for?'}}}"
+#: The state of an evaluation that goes to the server that never answers.
+_UNANSWERED = "hold: never answered"
+_NO_ANSWER = f"{{state: {_UNANSWERED!r}, questions: {{q: {{type: 'noul', instructions: 'Ever?'}}}}}}"
+#: A server that reads every request and never answers (a child process, its own descriptors apart).
+_SILENT_SERVER = """
+import selectors, socket
+sel = selectors.DefaultSelector()
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(256)
+sel.register(srv, selectors.EVENT_READ)
+print(f"http://127.0.0.1:{srv.getsockname()[1]}", flush=True)
+while True:
+    for key, _ in sel.select():
+        if key.fileobj is srv:
+            conn, _ = srv.accept()
+            sel.register(conn, selectors.EVENT_READ)
+            continue
+        try:
+            data = key.fileobj.recv(65536)
+        except OSError:
+            data = b""
+        if not data:
+            sel.unregister(key.fileobj)
+            key.fileobj.close()
+"""
 
 
 def _program(name: str, code: str, requires: tuple[str, ...] = (), **limits: int) -> dict[str, Any]:
@@ -58,9 +90,14 @@ _KINDS: list[tuple[str, dict[str, Any], Any, str, str]] = [
                         ("jev.evaluate",), maxEvaluations=1), "x", "wait", "failed"),
     ("deadline", _program("deadline", "for (;;) await program.sleep(20)", timeoutMs=100), None, "wait",
      "timed_out"),
+    ("deadline in an evaluation", _program("unanswered", f"await jev.evaluate({_NO_ANSWER}); return 1",
+                                           ("jev.evaluate",), timeoutMs=150), None, "wait", "timed_out"),
     ("killed", _program("killed", "for (;;) {}"), None, "wait", "timed_out"),
     ("stopped asleep", _program("asleep", "await program.emit('ready'); await program.sleep(60000); return 1"),
      None, "stop", "cancelled"),
+    ("stopped in an evaluation", _program("in-an-evaluation", "await program.emit('ready'); "
+                                                              f"await jev.evaluate({_NO_ANSWER}); return 1",
+                                          ("jev.evaluate",)), None, "stop", "cancelled"),
     ("stopped in a call", _program("in-a-call", "await program.emit('ready'); "
                                                 "return await tools.call({ref: 'soak.hang'})", ("soak.hang",)),
      None, "stop", "cancelled"),
@@ -222,6 +259,39 @@ def _route_to(url: str) -> Evaluator:
                                                         environ=environ))
 
 
+class _Routed:
+    """Two real route clients as one evaluator: requests whose state is _UNANSWERED go to the
+    server that never answers, the rest to serve (the harness's switch, not an evaluator to test)."""
+
+    def __init__(self, answered: Evaluator, unanswered: Evaluator) -> None:
+        self.answered, self.unanswered = answered, unanswered
+
+    async def evaluate(self, request: EvaluationRequest, *, timeout: float) -> Evaluation:
+        target = self.unanswered if request.state == _UNANSWERED else self.answered
+        return await target.evaluate(request, timeout=timeout)
+
+    def status(self) -> EvaluatorStatus:
+        return self.answered.status()
+
+    async def aclose(self) -> None:
+        await self.answered.aclose()
+        await self.unanswered.aclose()
+
+
+def _start_silent() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-c", _SILENT_SERVER], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    proc.wait(10)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
 async def bench_soak(runs: int = 1000, warmup: int = 100) -> dict[str, Any]:
     registry = CapabilityRegistry()
 
@@ -235,7 +305,8 @@ async def bench_soak(runs: int = 1000, warmup: int = 100) -> dict[str, Any]:
     registry.register("soak.hang", hang, "read")
     before = _descendants(os.getpid(), _processes())  # a test session's own processes, for one
     serve, serve_url, fixture = await _serve_fixture()
-    evaluator = _route_to(serve_url)
+    silent, silent_url = _start_silent()
+    evaluator = _Routed(_route_to(serve_url), _route_to(silent_url))
     browser = _start_browser()
     kinds = list(_KINDS)
     settings: dict[str, Any] = {"approvals": {"read": "allow", "execute": "allow"}}
@@ -244,8 +315,10 @@ async def bench_soak(runs: int = 1000, warmup: int = 100) -> dict[str, Any]:
         settings["connectors"] = {"browser": {"wsUrl": browser[1],
                                               "allowedMethods": ["Browser.getVersion"]}}
     browser_pid = browser[0].pid if browser is not None else None
-    apart = before | {serve.pid}
+    apart = before | {serve.pid, silent.pid}
     config = HostConfig.model_validate(settings)
+    fds_before = len(os.listdir("/proc/self/fd"))
+    fds_after = -1
     try:
         async with JevHost(config, evaluator=evaluator, capabilities=registry) as host:
             await _mix(host, kinds, warmup, config.maxConcurrentRuns)
@@ -255,12 +328,12 @@ async def bench_soak(runs: int = 1000, warmup: int = 100) -> dict[str, Any]:
             wall = time.perf_counter() - began
             end = await _settled(browser_pid, apart)
         closed = await _settled(browser_pid, apart)
-    finally:
         await evaluator.aclose()
-        serve.terminate()
-        serve.wait(10)
-        if serve.stdout is not None:
-            serve.stdout.close()
+        fds_after = len(os.listdir("/proc/self/fd"))
+    finally:
+        await evaluator.aclose()  # twice after a success: closing is idempotent
+        _stop(serve)
+        _stop(silent)
         Path(fixture).unlink(missing_ok=True)
         browser_left = 0
         if browser is not None:
@@ -275,7 +348,9 @@ async def bench_soak(runs: int = 1000, warmup: int = 100) -> dict[str, Any]:
             "browser": browser is not None, "start": start, "end": end,
             "rss_growth": end["rss_kib"] / start["rss_kib"] - 1,
             "after_close": {"children": closed["children"], "zombies": closed["zombies"],
-                            "browser_processes_left": browser_left}}
+                            "browser_processes_left": browser_left},
+            # Descriptors with the host and its evaluator closed, against before the host opened.
+            "fds_before_host": fds_before, "fds_after_close": fds_after}
 
 
 def print_soak(r: dict[str, Any]) -> None:
@@ -292,5 +367,6 @@ def print_soak(r: dict[str, Any]) -> None:
     print(f"  {'RSS':18} {s['rss_kib'] / 1024:6.1f} -> {e['rss_kib'] / 1024:6.1f} MiB   "
           f"{r['rss_growth']:+.1%} (goal within 10 %)")
     print(f"  after close: {c['children']} child processes, {c['zombies']} zombies, "
-          f"{c['browser_processes_left']} browser processes left (goal 0 each)"
+          f"{c['browser_processes_left']} browser processes left (goal 0 each); open fds "
+          f"{r['fds_before_host']} before the host -> {r['fds_after_close']} after (goal equal)"
           + ("" if r["browser"] else "; browser connector not installed, browser runs skipped"))
