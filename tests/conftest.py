@@ -56,7 +56,7 @@ def fixture_evaluator() -> FixtureEvaluator:
 
 @pytest.fixture
 async def host(fixture_evaluator: FixtureEvaluator) -> AsyncIterator[JevHost]:
-    async with JevHost(HostConfig(maxConcurrentRuns=16), evaluator=fixture_evaluator) as h:
+    async with JevHost(HostConfig(max_concurrent_runs=16), evaluator=fixture_evaluator) as h:
         yield h
 
 

@@ -423,11 +423,11 @@ def test_threshold_precedence_config_then_settings_then_default(tmp_path: Path) 
     from fabric_jev.approval.settings import with_user_threshold
 
     settings = tmp_path / "settings.json"
-    assert with_user_threshold(HostConfig(), settings).autoApprovalThreshold == 0.5
+    assert with_user_threshold(HostConfig(), settings).auto_approval_threshold == 0.5
     ApprovalSettings.make("pi-fabric/typesafe/jev-latest", 0.8).save(settings)
-    assert with_user_threshold(HostConfig(), settings).autoApprovalThreshold == 0.8
+    assert with_user_threshold(HostConfig(), settings).auto_approval_threshold == 0.8
     assert with_user_threshold(HostConfig.parse({"autoApprovalThreshold": 0.3}), settings) \
-        .autoApprovalThreshold == 0.3
+        .auto_approval_threshold == 0.3
 
 
 def test_cli_approve_takes_threshold_timeout_and_size_from_the_config(tmp_path: Path) -> None:

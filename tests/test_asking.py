@@ -145,7 +145,7 @@ async def test_deny_all_refuses_every_later_question_of_the_run() -> None:
         "(line 4, column 30)",
         "Capability call denied: demo.shell (an earlier answer denied every later question of the run) "
         "(line 4, column 30)"]
-    assert env.approvalCounts == {"allowed": 0, "denied": 3}
+    assert env.approval_counts == {"allowed": 0, "denied": 3}
 
 
 @pytest.mark.anyio

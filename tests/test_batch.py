@@ -218,7 +218,7 @@ async def test_python_api_yields_every_outcome() -> None:
     evaluator = FixtureEvaluator(FIXTURE)
     seen: dict[int, BatchOutcome] = {}
     async for outcome in batch(PROGRAM, ({"n": n} for n in range(1, 41)), evaluator=evaluator,
-                               config=HostConfig(maxConcurrentRuns=2), concurrency=4):
+                               config=HostConfig(max_concurrent_runs=2), concurrency=4):
         seen[outcome.line] = outcome
     assert sorted(seen) == list(range(1, 41))
     for n, outcome in seen.items():

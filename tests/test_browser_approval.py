@@ -83,7 +83,7 @@ async def test_a_denied_click_is_not_sent_and_shows_in_the_envelope(chromium: La
     denied = [a for a in env.approvals if not a["allowed"]]
     assert [(a["ref"], a["risk"], a["policy"], a["decidedBy"], a["reason"]) for a in denied] == [
         ("browser.cdp", "execute", "auto", "approver", "the approver denied it")]
-    assert env.approvalCounts["denied"] == 1
+    assert env.approval_counts["denied"] == 1
 
 
 def cli_files(chromium: Launched, url: str, tmp_path: Path) -> list[str]:

@@ -123,9 +123,9 @@ def test_config_rules(raw: dict[str, Any], needle: str) -> None:
 
 def test_call_timeout_is_clamped() -> None:
     base = {"wsUrl": "ws://127.0.0.1:9222/x", "allowedMethods": ["Browser.getVersion"]}
-    assert BrowserConfig.parse(base).callTimeoutMs == 10_000
-    assert BrowserConfig.parse({**base, "callTimeoutMs": 5}).callTimeoutMs == 100
-    assert BrowserConfig.parse({**base, "callTimeoutMs": 10**9}).callTimeoutMs == 60_000
+    assert BrowserConfig.parse(base).call_timeout_ms == 10_000
+    assert BrowserConfig.parse({**base, "callTimeoutMs": 5}).call_timeout_ms == 100
+    assert BrowserConfig.parse({**base, "callTimeoutMs": 10**9}).call_timeout_ms == 60_000
 
 
 def test_browser_click_example_end_to_end(chromium: Launched, pages: Pages, tmp_path: Path) -> None:

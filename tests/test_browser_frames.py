@@ -176,11 +176,11 @@ async def test_readonly_and_editable_fields(page: Page, pages: Pages) -> None:
               "Editor": (False, True), "Locked part": (True, False), "Not editable div": (False, False)}
     assert {n: (els[n]["readonly"], els[n]["editable"]) for n in expect} == expect
     channels = BrowserChannels(page)
-    assert (await channels.see("Plain", SeeOptions(editable=True, timeoutMs=3000)))[0]
-    assert (await channels.see("Editor", SeeOptions(editable=True, timeoutMs=3000)))[0]
+    assert (await channels.see("Plain", SeeOptions(editable=True, timeout_ms=3000)))[0]
+    assert (await channels.see("Editor", SeeOptions(editable=True, timeout_ms=3000)))[0]
     # Long enough for a snapshot to finish on a loaded machine: a check that never
     # holds waits out its whole timeout, and one with no finished snapshot says no_snapshot.
-    ok, actual = await channels.see("Native ro", SeeOptions(editable=True, timeoutMs=5000))
+    ok, actual = await channels.see("Native ro", SeeOptions(editable=True, timeout_ms=5000))
     assert not ok and "readonly=True" in actual
     assert (await check(exists("readonly=true name=\"Aria ro\""), "ro").once(PageSource(page))).passed
 

@@ -44,7 +44,7 @@ def test_program_rules(change: dict[str, Any], needle: str) -> None:
 
 def test_max_evaluations_may_be_zero() -> None:
     p = parse_program(program("return 1", limits={"maxEvaluations": 0}))
-    assert p.limits is not None and p.limits.maxEvaluations == 0
+    assert p.limits is not None and p.limits.max_evaluations == 0
 
 
 def test_missing_schema_is_rejected() -> None:

@@ -35,8 +35,8 @@ async def test_run_returns_the_terminal_envelope(host: JevHost) -> None:
                                  inputSchema={"type": "object"},
                                  outputSchema={"type": "integer"}), {"a": 41})
     assert env.state is RunState.COMPLETED and env.result == 42
-    assert env.background is False and env.endedAt is not None
-    assert uuid.UUID(env.id) and env.nextSequence == 1 and env.error is None
+    assert env.background is False and env.ended_at is not None
+    assert uuid.UUID(env.id) and env.next_sequence == 1 and env.error is None
     data = env.to_json()
     assert set(data) == {"id", "name", "state", "background", "startedAt", "endedAt", "result",
                          "evaluations", "toolCalls", "usage", "events", "nextSequence", "logs", "typecheck"}
@@ -72,7 +72,7 @@ async def test_output_over_32768_bytes_fails(host: JevHost) -> None:
 async def test_spawn_returns_running_before_the_first_tick(host: JevHost) -> None:
     env = await host.spawn(program("await program.emit('tick'); return 1"), None)
     assert env.state is RunState.RUNNING and env.background is True
-    assert env.events == () and env.toolCalls == 0
+    assert env.events == () and env.tool_calls == 0
     done = await host.wait(env.id)
     assert done.state is RunState.COMPLETED and done.events[0].value == "tick"
 
@@ -87,7 +87,7 @@ async def test_80_emits_leave_64_events_starting_at_17(host: JevHost) -> None:
                          None)
     assert len(env.events) == 64
     assert env.events[0].sequence == 17 and env.events[0].value == 17
-    assert env.events[-1].sequence == 80 and env.nextSequence == 81
+    assert env.events[-1].sequence == 80 and env.next_sequence == 81
 
 
 async def test_status_after_returns_only_newer_events(host: JevHost) -> None:
@@ -168,7 +168,7 @@ async def test_launch_by_an_already_cancelled_caller_is_rejected(host: JevHost) 
 
 
 async def test_concurrency_limit_rejects() -> None:
-    async with JevHost(HostConfig(maxConcurrentRuns=2)) as host:
+    async with JevHost(HostConfig(max_concurrent_runs=2)) as host:
         a = await host.spawn(program("await program.sleep(5000)"), None)
         await host.spawn(program("await program.sleep(5000)"), None)
         with pytest.raises(ConcurrencyLimitReached, match=r"concurrent-run limit reached \(2\)"):
@@ -178,7 +178,7 @@ async def test_concurrency_limit_rejects() -> None:
 
 
 async def test_pruned_ids_give_the_expired_error() -> None:
-    async with JevHost(HostConfig(maxRetainedRuns=2)) as host:
+    async with JevHost(HostConfig(max_retained_runs=2)) as host:
         ids = [(await host.run(program(f"return {i}"), None)).id for i in range(3)]
         with pytest.raises(UnknownRun, match="Unknown or expired Jev run ID"):
             host.envelope(ids[0])
@@ -248,7 +248,7 @@ async def test_tool_call_budget_and_rethrow(host: JevHost) -> None:
     assert env.state is RunState.FAILED
     assert env.error == "Jev tool-call budget of 2 exhausted"
     assert env.result is None
-    assert env.toolCalls == 2 and len(env.events) == 2
+    assert env.tool_calls == 2 and len(env.events) == 2
 
 
 async def test_caught_budget_error_and_retry_still_fails(host: JevHost) -> None:
@@ -376,10 +376,10 @@ async def test_registry_refuses_reserved_and_duplicate_refs() -> None:
 
 async def test_64_concurrent_background_runs_complete() -> None:
     code = "let s = 0; for (let i = 0; i < 5; i++) { await program.sleep(5); s += i; } return s;"
-    async with (JevHost(HostConfig(maxConcurrentRuns=16, warmWorkers=4)) as a,
-                JevHost(HostConfig(maxConcurrentRuns=16, warmWorkers=4)) as b,
-                JevHost(HostConfig(maxConcurrentRuns=16, warmWorkers=4)) as c,
-                JevHost(HostConfig(maxConcurrentRuns=16, warmWorkers=4)) as d):
+    async with (JevHost(HostConfig(max_concurrent_runs=16, warm_workers=4)) as a,
+                JevHost(HostConfig(max_concurrent_runs=16, warm_workers=4)) as b,
+                JevHost(HostConfig(max_concurrent_runs=16, warm_workers=4)) as c,
+                JevHost(HostConfig(max_concurrent_runs=16, warm_workers=4)) as d):
         spawned = [(h, await h.spawn(program(code), None)) for h in (a, b, c, d) for _ in range(16)]
         assert all(env.state is RunState.RUNNING for _, env in spawned)
         results = [await h.wait(env.id) for h, env in spawned]

@@ -84,8 +84,8 @@ def test_observe_options_are_checked(raw: dict[str, Any], needle: str) -> None:
 
 def test_observe_defaults() -> None:
     o = parse_observe({"events": ["turn_end"]})
-    assert (o.include, o.maxChars, o.queueSize, o.maxEventAgeMs, o.delivery, o.triggerTurn,
-            o.maxAdvice) == ((), 4096, 8, 30000, None, False, 4)
+    assert (o.include, o.max_chars, o.queue_size, o.max_event_age_ms, o.delivery, o.trigger_turn,
+            o.max_advice) == ((), 4096, 8, 30000, None, False, 4)
 
 
 # ---------------------------------------------------------------- payloads
@@ -353,7 +353,7 @@ for (;;) {
 
 async def test_programs_observe_and_abort_cancels_them() -> None:
     session = MainSession("s-2")
-    async with JevHost(HostConfig(maxConcurrentRuns=4, approvals=ADVICE_ALLOWED)) as host:
+    async with JevHost(HostConfig(max_concurrent_runs=4, approvals=ADVICE_ALLOWED)) as host:
         host.bind_session(session)
         env = await host.spawn(program(ECHO, inputSchema={"type": "null"}), None,
                                observe={"events": ["input"], "include": ["inputText"]})

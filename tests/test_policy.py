@@ -132,7 +132,7 @@ async def test_without_an_approver_ask_is_a_catchable_denial_that_costs_no_budge
     message = ("Capability call denied: demo.write (write requires approval and no approver is configured) "
                "(line 4, column 30)")
     assert env.state == "completed" and env.result == [message, message]
-    assert env.toolCalls == 0  # refused calls give their host call back
+    assert env.tool_calls == 0  # refused calls give their host call back
     assert [(a["ref"], a["risk"], a["policy"], a["decidedBy"], a["allowed"]) for a in env.approvals] == \
         [("demo.write", "write", "ask", "policy", False)] * 2
 
@@ -149,20 +149,20 @@ async def test_the_approver_decides_and_sees_the_call() -> None:
     assert env.result == [{"wrote": 1}, "Capability call denied: demo.write (the approver denied it) (line 4, column 30)"]
     assert [a["decidedBy"] for a in env.approvals] == ["approver", "approver"]
     assert [a["allowed"] for a in env.approvals] == [True, False]
-    assert env.toolCalls == 1 and env.approvalCounts == {"allowed": 1, "denied": 1}
+    assert env.tool_calls == 1 and env.approval_counts == {"allowed": 1, "denied": 1}
     assert seen[0].ref == "demo.write" and seen[0].intent == "write one" and seen[0].policy == "ask"
     assert seen[0].arguments["password"] == "[redacted: password value]"
     assert "hunter2" not in repr(env.to_json())
 
 
 async def test_auto_runs_the_classifier_with_the_hosts_threshold() -> None:
-    config = HostConfig(approvals={"write": "auto"}, autoApprovalThreshold=0.95)
+    config = HostConfig(approvals={"write": "auto"}, auto_approval_threshold=0.95)
     evaluator = classifier_evaluator("allow")  # safe 0.99 ≥ 0.95
     async with JevHost(config, capabilities=registry(), evaluator=evaluator) as host:
         env = await host.run(program(ECHO_PROGRAM, requires=["demo.write"]), None, intent="write twice")
     assert env.result == [{"wrote": 1}, {"wrote": 2}]
     assert [(a["decidedBy"], a["probability"]) for a in env.approvals] == [("classifier", 0.99)] * 2
-    config = HostConfig(approvals={"write": "auto"}, autoApprovalThreshold=1.0)
+    config = HostConfig(approvals={"write": "auto"}, auto_approval_threshold=1.0)
     async with JevHost(config, capabilities=registry(), evaluator=evaluator) as host:
         env = await host.run(program(ECHO_PROGRAM, requires=["demo.write"]), None, intent="write twice")
     assert env.result[0].startswith("Capability call denied: demo.write (write requires approval")
@@ -175,7 +175,7 @@ async def test_a_denied_evaluate_reserves_no_evaluation() -> None:
     async with JevHost(config, evaluator=classifier_evaluator("allow")) as host:
         env = await host.run(program(code, requires=["jev.evaluate"]), None)
     assert env.result == "Capability call denied: jev.evaluate (the read policy denies it) (line 1, column 17)"
-    assert env.evaluations == 0 and env.toolCalls == 0
+    assert env.evaluations == 0 and env.tool_calls == 0
 
 
 # ---------------------------------------------------------------- no widening (item 3)

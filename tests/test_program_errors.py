@@ -119,4 +119,4 @@ async def test_the_endless_loop_advice_works_when_followed(host: JevHost) -> Non
     """
     env = await host.run(program(followed, limits={"maxToolCalls": 1}), None)
     assert env.state is RunState.COMPLETED, env.error
-    assert env.result is True and env.toolCalls == 0
+    assert env.result is True and env.tool_calls == 0

@@ -165,7 +165,7 @@ def test_secret_named_keys_inside_action_arguments(key: str, value: str) -> None
 @pytest.mark.parametrize(("text", "secret"), SPELLINGS, ids=[f"{i:02d}" for i in range(len(SPELLINGS))])
 def test_one_rule_for_observer_payloads_approval_evidence_and_assertion_artifacts(text: str, secret: str) -> None:
     expected, _ = redact_text(text)
-    options = ObserveOptions(events=("input",), include=("inputText",), maxChars=8192)
+    options = ObserveOptions(events=("input",), include=("inputText",), max_chars=8192)
     payload, _ = project(SessionEvent("input", 1, input_text=text), options)
     evidence, _ = build_evidence(ApprovalRequest(
         user_text="go", action=ProposedAction("shell.run", "execute", "run", {"cmd": text})))

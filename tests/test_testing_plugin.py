@@ -181,7 +181,7 @@ def test_jev_host_is_configured_from_the_ini_file_and_the_command_line(pytester:
 
         @pytest.mark.anyio
         async def test_config(jev_host):
-            assert jev_host.config.maxConcurrentRuns == int(os.environ["WANT"])
+            assert jev_host.config.max_concurrent_runs == int(os.environ["WANT"])
     ''')
     monkeypatch.setenv("WANT", "2")
     pytester.runpytest_subprocess(*PLUGIN).assert_outcomes(passed=1)

@@ -81,7 +81,7 @@ async def checked_host(fixture_evaluator: FixtureEvaluator) -> Any:
         return {"found": True}
 
     registry.register("kv.lookup", lookup, "read")
-    async with JevHost(HostConfig(maxConcurrentRuns=8), evaluator=fixture_evaluator,
+    async with JevHost(HostConfig(max_concurrent_runs=8), evaluator=fixture_evaluator,
                        capabilities=registry) as host:
         yield host
 

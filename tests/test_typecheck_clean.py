@@ -135,7 +135,7 @@ def test_strings_with_pattern_or_format_are_strings() -> None:
 
 
 async def test_the_declarations_compile_with_the_library_checks_on(tmp_path: Path) -> None:
-    program = Program(name="rich", code="return null", inputSchema=RICH, outputSchema=RICH,
+    program = Program(name="rich", code="return null", input_schema=RICH, output_schema=RICH,
                       requires=("jev.evaluate", "jev.advise", "kv.lookup", "a.b$c"))
     compiler = locate()
     assert isinstance(compiler, Compiler)
@@ -156,11 +156,11 @@ async def test_the_declarations_type_what_the_program_reads_and_returns() -> Non
             "const n: string | undefined = input.map?.n; const k = input.kind.k[1];\n"
             "const w: boolean | undefined = input['weird key-1'];\n"
             "return {id, when, tags: [tag], kind: {k: [1, k]}, size, map: {n: 'x', m: 3}, closed: {}};")
-    program = Program(name="rich", code=code, inputSchema=RICH, outputSchema=RICH, requires=())
+    program = Program(name="rich", code=code, input_schema=RICH, output_schema=RICH, requires=())
     verdict = await checker.check(program)
     assert verdict.clean, [d.text() for d in verdict.diagnostics]
-    wrong = Program(name="rich", code=code.replace("closed: {}", "closed: {x: 1}"), inputSchema=RICH,
-                    outputSchema=RICH, requires=())
+    wrong = Program(name="rich", code=code.replace("closed: {}", "closed: {x: 1}"), input_schema=RICH,
+                    output_schema=RICH, requires=())
     [error] = (await checker.check(wrong)).diagnostics
     assert (error.line, error.code) == (5, 2322)  # a key where the schema allows none
 
@@ -183,6 +183,6 @@ async def test_the_declarations_type_what_the_program_reads_and_returns() -> Non
     "const r = await jev.evaluate({state: 'x', questions});\nreturn r.answers.ok.noul;",
 ], ids=["built at run time", "satisfies", "as const"])
 async def test_questions_not_written_inline_check_clean(code: str) -> None:
-    program = Program(name="q", code=code, inputSchema={}, outputSchema={}, requires=("jev.evaluate",))
+    program = Program(name="q", code=code, input_schema={}, output_schema={}, requires=("jev.evaluate",))
     verdict = await checker.check(program)
     assert verdict.clean, [d.text() for d in verdict.diagnostics]

@@ -166,7 +166,7 @@ async def test_threshold_rule(answers: dict[str, Any], status: str, selected: in
     result = await compile_verification(INTENT, DICT, fixture(answers))
     assert result.status == status
     if selected is not None:
-        assert result.plan is not None and len(result.plan.checkIds) == selected
+        assert result.plan is not None and len(result.plan.check_ids) == selected
     else:
         assert result.plan is None and needle is not None and needle in (result.reason or "")
 

@@ -58,10 +58,10 @@ class ApprovalSettings:
 def with_user_threshold(config: HostConfig, path: Path | None = None) -> HostConfig:
     """The threshold's precedence: the config's own `autoApprovalThreshold` when it
     sets one, else the user's settings.json (`settings approvals --threshold`), else 0.50."""
-    if "autoApprovalThreshold" in config.model_fields_set:
+    if "auto_approval_threshold" in config.model_fields_set:
         return config
     threshold = ApprovalSettings.load(path).threshold
-    return config.model_copy(update={"autoApprovalThreshold": threshold})
+    return config.model_copy(update={"auto_approval_threshold": threshold})
 
 
 def _read(path: Path) -> dict[str, Any]:

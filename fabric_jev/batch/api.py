@@ -41,10 +41,10 @@ def host_config(config: HostConfig | None, concurrency: int | None) -> tuple[Hos
     """The host config and the number of runs at a time (default: the config's maxConcurrentRuns)."""
     config = config or HostConfig()
     if concurrency is None:
-        return config, config.maxConcurrentRuns
+        return config, config.max_concurrent_runs
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= 16:
         raise ConfigError("batch concurrency must be an integer from 1 to 16 (a host's run limit)")
-    if concurrency > config.maxConcurrentRuns:
+    if concurrency > config.max_concurrent_runs:
         config = HostConfig.model_validate({**config.model_dump(), "maxConcurrentRuns": concurrency})
     return config, concurrency
 

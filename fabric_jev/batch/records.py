@@ -42,7 +42,7 @@ class BatchItem:
 
 @dataclass(frozen=True)
 class BatchOutcome:
-    """What one input came to; `to_json()` is its output line."""
+    """What one input came to; `to_json()` is its output line (camelCase keys: ``toolCalls``)."""
 
     line: int
     id: Key
@@ -50,7 +50,7 @@ class BatchOutcome:
     result: JsonValue = None
     error: str | None = None
     evaluations: int = 0
-    toolCalls: int = 0
+    tool_calls: int = 0
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
 
     @property
@@ -62,7 +62,7 @@ class BatchOutcome:
         return cls(line=item.line, id=item.key, state=envelope.state.value,
                    result=envelope.result if envelope.state is RunState.COMPLETED else None,
                    error=envelope.error, evaluations=envelope.evaluations,
-                   toolCalls=envelope.toolCalls, usage=envelope.usage.model_dump())
+                   tool_calls=envelope.tool_calls, usage=envelope.usage.model_dump())
 
     @classmethod
     def rejected(cls, item: BatchItem, error: str) -> BatchOutcome:
@@ -78,7 +78,7 @@ class BatchOutcome:
             data["result"] = self.result
         if self.error is not None:
             data["error"] = self.error
-        data.update(evaluations=self.evaluations, toolCalls=self.toolCalls, usage=dict(self.usage))
+        data.update(evaluations=self.evaluations, toolCalls=self.tool_calls, usage=dict(self.usage))
         return data
 
     @classmethod
@@ -110,7 +110,7 @@ class BatchOutcome:
             raise ValueError("usage must be {input_tokens, output_tokens}")
         return cls(line=line, id=key, state=state, result=data.get("result"), error=error,
                    evaluations=_count(data, "evaluations", MAX_EVALUATIONS),
-                   toolCalls=_count(data, "toolCalls", MAX_TOOL_CALLS),
+                   tool_calls=_count(data, "toolCalls", MAX_TOOL_CALLS),
                    usage={name: _count(usage, name, MAX_COUNT) for name in ("input_tokens", "output_tokens")})
 
 

@@ -78,7 +78,7 @@ async def _host_launch(samples: int) -> list[float]:
 
     registry.register("bench.tick", tick, "read")
     out = []
-    async with JevHost(HostConfig(warmWorkers=2), capabilities=registry) as host:
+    async with JevHost(HostConfig(warm_workers=2), capabilities=registry) as host:
         await anyio.sleep(0.3)  # let the pool warm up
         for _ in range(samples):
             start = time.perf_counter()
@@ -100,7 +100,7 @@ async def _host_rtt(calls: int, host_class: type[JevHost] = JevHost) -> float:
 
 async def _host_paced(n: int, spec: dict[str, int],
                       host_class: type[JevHost] = JevHost) -> list[float]:
-    async with host_class(HostConfig(maxConcurrentRuns=16, warmWorkers=min(n, 16))) as host:
+    async with host_class(HostConfig(max_concurrent_runs=16, warm_workers=min(n, 16))) as host:
         await anyio.sleep(0.3)
         envs = [await host.spawn(_program(PACED_CODE), spec) for _ in range(n)]
         return [float((await host.wait(e.id)).result) for e in envs]
@@ -195,7 +195,7 @@ async def bench_loop_lag(launches: int = 10) -> dict[str, Any]:
             done.set()
         return lags
 
-    async with JevHost(HostConfig(warmWorkers=2)) as host:
+    async with JevHost(HostConfig(warm_workers=2)) as host:
         await anyio.sleep(0.3)  # let the pool warm up
         started = time.perf_counter()
 

@@ -321,10 +321,10 @@ async def bench_soak(runs: int = 1000, warmup: int = 100) -> dict[str, Any]:
     fds_after = -1
     try:
         async with JevHost(config, evaluator=evaluator, capabilities=registry) as host:
-            await _mix(host, kinds, warmup, config.maxConcurrentRuns)
+            await _mix(host, kinds, warmup, config.max_concurrent_runs)
             start = await _settled(browser_pid, apart)
             began = time.perf_counter()
-            states, unexpected = await _mix(host, kinds, runs, config.maxConcurrentRuns)
+            states, unexpected = await _mix(host, kinds, runs, config.max_concurrent_runs)
             wall = time.perf_counter() - began
             end = await _settled(browser_pid, apart)
         closed = await _settled(browser_pid, apart)

@@ -131,7 +131,7 @@ async def bench_relaunch(samples: int) -> dict[str, Any]:
 
     ts_times: list[float] = []
     js_times: list[float] = []
-    async with JevHost(HostConfig(warmWorkers=2)) as host:
+    async with JevHost(HostConfig(warm_workers=2)) as host:
         for program in (TS_PROGRAM, JS_PROGRAM):  # the first launch of each is checked and remembered
             envelope = await host.run(program, INPUT)
             if envelope.state.value != "completed" or envelope.typecheck is None:
@@ -155,7 +155,7 @@ async def bench_compiler(samples: int) -> dict[str, Any]:
     from ..contract.program import parse_program
     from ..typecheck import cache, checker
 
-    config = TypecheckConfig(diskCache=False)
+    config = TypecheckConfig(disk_cache=False)
     out: dict[str, Any] = {"samples": samples}
     for name, raw in (("ts", TS_PROGRAM), ("js", JS_PROGRAM)):
         program = parse_program(raw)

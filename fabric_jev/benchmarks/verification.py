@@ -220,7 +220,7 @@ async def run_bench(evaluator: Evaluator, *, mode: str) -> tuple[dict[str, Any],
         rep.adapter = counting.log[logged:]
         rep.request_count = result.request_count
         rep.status, rep.reason = result.status, result.reason
-        rep.selected = list(result.plan.checkIds) if result.plan else None
+        rep.selected = list(result.plan.check_ids) if result.plan else None
         rep.model_calls = counting.calls - before
         if result.status == "ready":
             rep.outcome = "correct" if s.expected is not None and set(rep.selected or ()) == set(s.expected) \

@@ -46,10 +46,10 @@ async def _cmd_approve(args: argparse.Namespace) -> int:
             model = parse_model_key(settings.model)
             evaluator = HttpEvaluator(model.route, model=model.model)
     try:
-        decision = await classify(request, evaluator=evaluator, threshold=config.autoApprovalThreshold,
+        decision = await classify(request, evaluator=evaluator, threshold=config.auto_approval_threshold,
                                   policy=args.policy, headless=args.headless,
-                                  timeout=config.requestTimeoutMs / 1000,
-                                  max_request_bytes=config.maxRequestBytes)
+                                  timeout=config.request_timeout_ms / 1000,
+                                  max_request_bytes=config.max_request_bytes)
     finally:
         if evaluator is not None:
             await evaluator.aclose()

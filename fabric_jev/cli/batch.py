@@ -61,7 +61,7 @@ async def batch_command(args: argparse.Namespace) -> int:
     # An `ask` is a question on this terminal, with the bar paused; Ray's actors have no terminal.
     from .prompt import terminal_approver
 
-    approver = None if args.ray is not None else terminal_approver(config.approverTimeoutMs / 1000,
+    approver = None if args.ray is not None else terminal_approver(config.approver_timeout_ms / 1000,
                                                                     pause=display.paused)
 
     def pending() -> Iterator[BatchItem]:
@@ -152,7 +152,7 @@ async def _dry_run(raw_program: Any, args: argparse.Namespace, config: HostConfi
         error = item.error
         if error is None:
             try:
-                check_value(item.value, program.inputSchema, "input")
+                check_value(item.value, program.input_schema, "input")
             except ValueRejected as exc:
                 error = str(exc)
         if error is not None:

@@ -29,11 +29,11 @@ async def _cmd_evaluate(args: argparse.Namespace) -> int:
 
     config = config_from(args)
     try:
-        raw = load_json(args.request, "request", max_bytes=max(config.maxRequestBytes * 8, MAX_SMALL_FILE_BYTES))
+        raw = load_json(args.request, "request", max_bytes=max(config.max_request_bytes * 8, MAX_SMALL_FILE_BYTES))
     except BadInput as exc:
         return fail(str(exc))
     try:
-        request = validate_request(raw, max_bytes=config.maxRequestBytes)
+        request = validate_request(raw, max_bytes=config.max_request_bytes)
     except EvaluationError as exc:
         return fail(f"invalid request: {exc}")
     evaluator = build_evaluator(args.evaluator, config)
@@ -41,7 +41,7 @@ async def _cmd_evaluate(args: argparse.Namespace) -> int:
         problem = evaluator.status().problem
         if problem:
             return fail(problem)
-        evaluation = await evaluator.evaluate(request, timeout=config.requestTimeoutMs / 1000)
+        evaluation = await evaluator.evaluate(request, timeout=config.request_timeout_ms / 1000)
     except EvaluationError as exc:
         return fail(f"evaluation failed: {exc}", 1)
     finally:

@@ -135,7 +135,7 @@ async def _cmd_calibrate(args: argparse.Namespace) -> int:
         bar = _progress(len(examples), "asking")
         try:
             asked = await ask_all(evaluator, examples, cache=cache, concurrency=args.concurrency,
-                                  timeout=config.requestTimeoutMs / 1000,
+                                  timeout=config.request_timeout_ms / 1000,
                                   on_done=lambda _: bar.update(1))
         finally:
             bar.close()

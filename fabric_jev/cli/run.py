@@ -59,7 +59,7 @@ async def _run(args: argparse.Namespace) -> int:
         raise LaunchRejected(problem)
 
     # An `ask` is a question on this terminal (a refusal that says so without one).
-    approver = terminal_approver(config.approverTimeoutMs / 1000)
+    approver = terminal_approver(config.approver_timeout_ms / 1000)
 
     def show(event: ProgressEvent) -> None:
         if args.quiet:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
 
 from .._json import JSONInputError, read_json_file
 from ..errors import ConfigError
@@ -16,27 +17,29 @@ from .policy import Policy, Risk, parse_approvals, parse_overrides
 from .program import ProgramLimits, validate_as
 from .typecheck import CheckMode, Language
 from .values import is_finite_number, key_names
+from .wire_model import WireModel
 
 MIB = 1024 * 1024
 #: A config file larger than this is refused before it is read (as `--config` does).
 MAX_CONFIG_BYTES = MIB
 
-# key: (default, ceiling, lowest, highest)
-_LIMIT_RANGES: dict[str, tuple[int, int, int, int]] = {
-    "timeoutMs": (60_000, 900_000, 100, 86_400_000),
-    "maxEvaluations": (100, 1_000, 1, 100_000),
-    "maxToolCalls": (1_000, 10_000, 1, 1_000_000),
-    "maxTokens": (100_000, 1_000_000, 1, 100_000_000),
+# JSON key: (field, default, ceiling, lowest, highest)
+_LIMIT_RANGES: dict[str, tuple[str, int, int, int, int]] = {
+    "timeoutMs": ("timeout_ms", 60_000, 900_000, 100, 86_400_000),
+    "maxEvaluations": ("max_evaluations", 100, 1_000, 1, 100_000),
+    "maxToolCalls": ("max_tool_calls", 1_000, 10_000, 1, 1_000_000),
+    "maxTokens": ("max_tokens", 100_000, 1_000_000, 1, 100_000_000),
 }
+# field: (lowest, highest); errors name the field by its JSON key.
 _SCALAR_RANGES: dict[str, tuple[int, int]] = {
-    "maxConcurrentRuns": (1, 16),
-    "maxRetainedRuns": (1, 256),
-    "requestTimeoutMs": (100, 120_000),
-    "maxRequestBytes": (1_024, 1_048_576),
-    "memoryLimitBytes": (1 * MIB, 64 * MIB),
-    "warmWorkers": (0, 16),
+    "max_concurrent_runs": (1, 16),
+    "max_retained_runs": (1, 256),
+    "request_timeout_ms": (100, 120_000),
+    "max_request_bytes": (1_024, 1_048_576),
+    "memory_limit_bytes": (1 * MIB, 64 * MIB),
+    "warm_workers": (0, 16),
     # How long an approver may take to decide one capability call.
-    "approverTimeoutMs": (100, 3_600_000),
+    "approver_timeout_ms": (100, 3_600_000),
 }
 
 
@@ -47,18 +50,18 @@ def clamp_number(value: Any, lo: int, hi: int, key: str) -> int:
     return min(max(math.floor(value), lo), hi)
 
 
-# HostConfig.typecheck's caps, key: (default, lowest, highest)
+# HostConfig.typecheck's caps, field: (default, lowest, highest)
 _TYPECHECK_RANGES: dict[str, tuple[int, int, int]] = {
-    "timeoutMs": (10_000, 500, 120_000),
-    "memoryLimitBytes": (512 * MIB, 64 * MIB, 4096 * MIB),
+    "timeout_ms": (10_000, 500, 120_000),
+    "memory_limit_bytes": (512 * MIB, 64 * MIB, 4096 * MIB),
 }
 
 
-class TypecheckConfig(BaseModel):
+class TypecheckConfig(WireModel):
     """`HostConfig.typecheck`: a mode per language, the compiler's caps and its verdict cache.
 
-    `requireChecker` refuses what a mode would check when no compiler is
-    installed (by default such programs run unchecked, and their envelope says so).
+    `require_checker` (``requireChecker`` in JSON) refuses what a mode would check when no
+    compiler is installed (by default such programs run unchecked, and their envelope says so).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -66,19 +69,19 @@ class TypecheckConfig(BaseModel):
     typescript: CheckMode = CheckMode.ERROR
     javascript: CheckMode = CheckMode.WARN
     #: Wall-clock cap of one compiler run; past it the compiler is killed.
-    timeoutMs: int = _TYPECHECK_RANGES["timeoutMs"][0]
+    timeout_ms: int = _TYPECHECK_RANGES["timeout_ms"][0]
     #: Heap cap of one compiler run (the kernel's data limit; the Go runtime is told to stay under it).
-    memoryLimitBytes: int = _TYPECHECK_RANGES["memoryLimitBytes"][0]
-    requireChecker: bool = False
-    #: Keep verdicts on disk too (in `cacheDir`, else the user cache folder), so a new process reuses them.
-    diskCache: bool = True
-    cacheDir: str | None = None
+    memory_limit_bytes: int = _TYPECHECK_RANGES["memory_limit_bytes"][0]
+    require_checker: bool = False
+    #: Keep verdicts on disk too (in `cache_dir`, else the user cache folder), so a new process reuses them.
+    disk_cache: bool = True
+    cache_dir: str | None = None
 
     @field_validator(*_TYPECHECK_RANGES, mode="before")
     @classmethod
     def _clamp(cls, v: Any, info: Any) -> int:
         _, lo, hi = _TYPECHECK_RANGES[info.field_name]
-        return clamp_number(v, lo, hi, info.field_name)
+        return clamp_number(v, lo, hi, to_camel(info.field_name))
 
     def mode(self, language: Language) -> CheckMode:
         return self.typescript if language is Language.TYPESCRIPT else self.javascript
@@ -88,13 +91,15 @@ class TypecheckConfig(BaseModel):
         return self.typescript is not CheckMode.OFF or self.javascript is not CheckMode.OFF
 
 
-class LimitSet(BaseModel):
+class LimitSet(WireModel):
+    """`HostConfig.defaults` and `.ceilings`; JSON: ``timeoutMs``, ``maxEvaluations``, ..."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    timeoutMs: int
-    maxEvaluations: int
-    maxToolCalls: int
-    maxTokens: int
+    timeout_ms: int
+    max_evaluations: int
+    max_tool_calls: int
+    max_tokens: int
 
 
 def _limit_set(raw: Any, which: int, label: str) -> LimitSet:
@@ -106,35 +111,39 @@ def _limit_set(raw: Any, which: int, label: str) -> LimitSet:
     if unknown:
         raise ValueError(f"{label} has unknown keys: {key_names(unknown)}")
     values = {}
-    for key, spec in _LIMIT_RANGES.items():
+    for key, (field, *spec) in _LIMIT_RANGES.items():
         lo, hi = spec[2], spec[3]
-        values[key] = clamp_number(raw.get(key, spec[which]), lo, hi, f"{label}.{key}")
+        values[field] = clamp_number(raw.get(key, spec[which]), lo, hi, f"{label}.{key}")
     return LimitSet(**values)
 
 
-class HostConfig(BaseModel):
+class HostConfig(WireModel):
     """Everything a host keeps; every number is floored and clamped into range.
 
-    ``ceilings.timeoutMs`` is the contract's ``maxDurationMs``.
+    Attributes are snake_case (`config.max_concurrent_runs`); a config file, and
+    `HostConfig.parse`, use the contract's camelCase keys (``maxConcurrentRuns``).
+    Python code may construct it by either name. ``defaults`` and ``ceilings``
+    given as dicts use the file's keys (``{"timeoutMs": 5000}``).
+    ``ceilings.timeout_ms`` is the contract's ``maxDurationMs``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     defaults: LimitSet = Field(default_factory=lambda: _limit_set({}, 0, "defaults"))
     ceilings: LimitSet = Field(default_factory=lambda: _limit_set({}, 1, "ceilings"))
-    maxConcurrentRuns: int = 4
-    maxRetainedRuns: int = 64
-    requestTimeoutMs: int = 15_000
-    maxRequestBytes: int = 131_072
-    memoryLimitBytes: int = 64 * MIB
-    warmWorkers: int = 2
+    max_concurrent_runs: int = 4
+    max_retained_runs: int = 64
+    request_timeout_ms: int = 15_000
+    max_request_bytes: int = 131_072
+    memory_limit_bytes: int = 64 * MIB
+    warm_workers: int = 2
     model: str = Field(default="jev-latest", min_length=1, max_length=128)
     #: The threshold of `auto` policies and of `fabric-jev approve --config`; see
     #: docs/programs.md for its precedence over settings.json.
-    autoApprovalThreshold: float = 0.5
+    auto_approval_threshold: float = 0.5
     #: Risk → policy (allow, ask, deny, auto); missing risks keep their defaults.
     approvals: dict[Risk, Policy] = Field(default_factory=lambda: parse_approvals(None))
-    approverTimeoutMs: int = 120_000
+    approver_timeout_ms: int = 120_000
     #: Risks or refs allowed / denied whatever their policy (`--allow`, `--deny`; a deny wins).
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
@@ -158,7 +167,7 @@ class HostConfig(BaseModel):
     @classmethod
     def _scalar(cls, v: Any, info: Any) -> int:
         lo, hi = _SCALAR_RANGES[info.field_name]
-        return clamp_number(v, lo, hi, info.field_name)
+        return clamp_number(v, lo, hi, to_camel(info.field_name))
 
     @field_validator("approvals", mode="before")
     @classmethod
@@ -177,7 +186,7 @@ class HostConfig(BaseModel):
             raise ValueError(f"model must be {MODEL_ID_RULE}")
         return str(v)
 
-    @field_validator("autoApprovalThreshold", mode="before")
+    @field_validator("auto_approval_threshold", mode="before")
     @classmethod
     def _threshold(cls, v: Any) -> float:
         if not is_finite_number(v):
@@ -208,10 +217,10 @@ class HostConfig(BaseModel):
             return min(value, ceiling)
 
         return EffectiveLimits(
-            timeout_ms=pick("timeoutMs"),
-            max_evaluations=pick("maxEvaluations"),
-            max_tool_calls=pick("maxToolCalls"),
-            max_tokens=pick("maxTokens"),
+            timeout_ms=pick("timeout_ms"),
+            max_evaluations=pick("max_evaluations"),
+            max_tool_calls=pick("max_tool_calls"),
+            max_tokens=pick("max_tokens"),
         )
 
 

@@ -1,11 +1,18 @@
-"""Run states and the envelope every run call returns (contract §2)."""
+"""Run states and the envelope every run call returns (contract §2).
+
+Attributes are snake_case and timestamps `datetime`s (UTC); `to_json()` and
+every `model_dump` write the contract's camelCase keys and timestamp format
+(`wire_model`).
+"""
 
 from __future__ import annotations
 
 import enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from .wire_model import UtcTime, WireModel
 
 
 class RunState(enum.StrEnum):
@@ -28,21 +35,22 @@ class RunState(enum.StrEnum):
 
 
 class Usage(BaseModel):
+    # The contract spells these two in snake_case on the wire too: no aliases.
     model_config = ConfigDict(frozen=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
 
 
-class ProgressEvent(BaseModel):
+class ProgressEvent(WireModel):
     model_config = ConfigDict(frozen=True)
 
     sequence: int
-    at: str
+    at: UtcTime
     value: Any
 
 
-class Envelope(BaseModel):
+class Envelope(WireModel):
     """A snapshot of one run. Serialize with `to_json()` for the wire shape."""
 
     model_config = ConfigDict(frozen=True)
@@ -51,21 +59,22 @@ class Envelope(BaseModel):
     name: str
     state: RunState
     background: bool
-    startedAt: str
-    endedAt: str | None = None
+    started_at: UtcTime
+    ended_at: UtcTime | None = None
     result: Any = None
     error: str | None = None
     evaluations: int = 0
-    toolCalls: int = 0
+    tool_calls: int = 0
     usage: Usage = Usage()
     events: tuple[ProgressEvent, ...] = ()
-    nextSequence: int = 1
+    next_sequence: int = 1
     logs: tuple[str, ...] = ()
     observation: dict[str, Any] | None = None
     #: The newest policy decisions on the run's capability calls (at most 64;
-    #: `approvalCounts` has the totals): ref, risk, policy, who decided, allowed.
+    #: `approval_counts` has the totals): ref, risk, policy, who decided, allowed. Each entry is
+    #: the contract's JSON object (camelCase keys, `at` a timestamp string).
     approvals: tuple[dict[str, Any], ...] = ()
-    approvalCounts: dict[str, int] = {"allowed": 0, "denied": 0}
+    approval_counts: dict[str, int] = Field(default_factory=lambda: {"allowed": 0, "denied": 0})
     #: What was type-checked at launch: language, mode, outcome (clean, errors, off, unavailable,
     #: stopped), the compiler, whether the verdict was cached, and the errors reported (docs/programs.md).
     typecheck: dict[str, Any] | None = None

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ..errors import ProgramInvalid
 from .program import validate_as
 from .redaction import redact
+from .wire_model import WireModel
 
 EventKind = Literal["input", "turn_end", "tool_error", "agent_end", "agent_settled"]
 IncludeKind = Literal["inputText", "assistantText", "toolResults"]
@@ -17,17 +18,19 @@ MAX_ASSISTANT_BLOCKS = 32
 MAX_TOOL_RESULTS = 16
 
 
-class ObserveOptions(BaseModel):
+class ObserveOptions(WireModel):
+    """`observe` of a spawn; JSON keys are camelCase (``maxChars``, ``triggerTurn``)."""
+
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     events: tuple[EventKind, ...] = Field(min_length=1)
     include: tuple[IncludeKind, ...] = ()
-    maxChars: int = Field(default=4_096, ge=256, le=8_192)
-    queueSize: int = Field(default=8, ge=1, le=32)
-    maxEventAgeMs: int = Field(default=30_000, ge=100, le=300_000)
+    max_chars: int = Field(default=4_096, ge=256, le=8_192)
+    queue_size: int = Field(default=8, ge=1, le=32)
+    max_event_age_ms: int = Field(default=30_000, ge=100, le=300_000)
     delivery: Literal["steer", "followUp"] | None = None
-    triggerTurn: bool = False
-    maxAdvice: int = Field(default=4, ge=1, le=16)
+    trigger_turn: bool = False
+    max_advice: int = Field(default=4, ge=1, le=16)
 
     @field_validator("events", "include", mode="before")
     @classmethod
@@ -40,7 +43,7 @@ class ObserveOptions(BaseModel):
 
     @model_validator(mode="after")
     def _trigger_needs_delivery(self) -> ObserveOptions:
-        if self.triggerTurn and self.delivery is None:
+        if self.trigger_turn and self.delivery is None:
             raise ValueError("triggerTurn needs a delivery mode (steer or followUp)")
         return self
 
@@ -99,7 +102,7 @@ def project(event: SessionEvent, options: ObserveOptions) -> tuple[dict[str, Any
     images, tool arguments or history.
     """
     include = set(options.include)
-    budget = _Budget(options.maxChars)
+    budget = _Budget(options.max_chars)
     payload: dict[str, Any] = {"turnIndex": event.turn_index}
     if event.kind == "input":
         payload["automatic"] = event.automatic

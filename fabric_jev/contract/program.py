@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..errors import JevError, ProgramInvalid
 from .schema_subset import check_schema
+from .wire_model import WireModel, validate_json_object
 
 REF_PATTERN = re.compile(r"^[a-z][a-z0-9_-]*\.[a-zA-Z0-9_.$-]+$")
 MAX_CODE_CHARS = 65_536
@@ -22,26 +23,34 @@ def not_granted(ref: str) -> str:
     return f"Capability not granted to Jev program: {ref}"
 
 
-class ProgramLimits(BaseModel):
-    """Per-program limits; each is clamped to the host's ceiling at launch."""
+class ProgramLimits(WireModel):
+    """Per-program limits; each is clamped to the host's ceiling at launch.
+
+    JSON: ``timeoutMs``, ``maxEvaluations``, ``maxToolCalls``, ``maxTokens``.
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    timeoutMs: int | None = Field(default=None, ge=1)
-    maxEvaluations: int | None = Field(default=None, ge=0)
-    maxToolCalls: int | None = Field(default=None, ge=1)
-    maxTokens: int | None = Field(default=None, ge=1)
+    timeout_ms: int | None = Field(default=None, ge=1)
+    max_evaluations: int | None = Field(default=None, ge=0)
+    max_tool_calls: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
 
 
-class Program(BaseModel):
-    """A judgment program: code, schemas, declared capabilities and limits."""
+class Program(WireModel):
+    """A judgment program: code, schemas, declared capabilities and limits.
+
+    Attributes are snake_case (`program.input_schema`); the artifact, read by
+    `parse_program` and written by `to_json()`, keeps the contract's
+    ``inputSchema`` and ``outputSchema``.
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     name: str = Field(min_length=1, max_length=128)
     code: str = Field(min_length=1, max_length=MAX_CODE_CHARS)
-    inputSchema: dict[str, Any]
-    outputSchema: dict[str, Any]
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
     requires: tuple[str, ...] = Field(default=(), max_length=MAX_REFS)
     limits: ProgramLimits | None = None
 
@@ -86,11 +95,14 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def validate_as(model: type[ModelT], raw: Any, error: type[JevError], what: str) -> ModelT:
-    """Validate a JSON object as `model`, rephrasing pydantic's errors as `error("<what>: …")`."""
+    """Validate a JSON object as `model`, rephrasing pydantic's errors as `error("<what>: …")`.
+
+    Keys are the contract's (camelCase): JSON never sets a field by its Python name.
+    """
     if not isinstance(raw, dict):
         raise error(f"{what}: expected a JSON object")
     try:
-        return model.model_validate(raw)
+        return validate_json_object(model, raw)
     except ValidationError as exc:
         raise error(describe_validation_error(what, exc)) from None
 
@@ -103,6 +115,6 @@ def parse_program(data: Program | Any) -> Program:
     """
     program = data if isinstance(data, Program) else validate_as(Program, data, ProgramInvalid,
                                                                    "Invalid Jev program")
-    check_schema(program.inputSchema, "inputSchema")
-    check_schema(program.outputSchema, "outputSchema")
+    check_schema(program.input_schema, "inputSchema")
+    check_schema(program.output_schema, "outputSchema")
     return program

@@ -63,8 +63,8 @@ class JevHost:
         self.capabilities = capabilities or CapabilityRegistry()
         self.policy = PolicyGate(
             dict(config.approvals), approver=approver, evaluator=evaluator,
-            threshold=config.autoApprovalThreshold, approver_timeout_s=config.approverTimeoutMs / 1000,
-            classifier_timeout_s=config.requestTimeoutMs / 1000, max_request_bytes=config.maxRequestBytes,
+            threshold=config.auto_approval_threshold, approver_timeout_s=config.approver_timeout_ms / 1000,
+            classifier_timeout_s=config.request_timeout_ms / 1000, max_request_bytes=config.max_request_bytes,
             overrides=PolicyOverrides(config.allow, config.deny))
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self._active = 0
@@ -86,17 +86,17 @@ class JevHost:
             raise RuntimeError("a JevHost can be entered only once")
         self._entered = True
         try:
-            pool = await self._stack.enter_async_context(WorkerPool(warm=self.config.warmWorkers))
+            pool = await self._stack.enter_async_context(WorkerPool(warm=self.config.warm_workers))
             self._tg = await self._stack.enter_async_context(anyio.create_task_group())
         except BaseException:
             await self._stack.aclose()
             raise
         config = self.config
         self._services = RunServices(
-            self._worker_source(pool), session_limits(config.memoryLimitBytes),
+            self._worker_source(pool), session_limits(config.memory_limit_bytes),
             CallServices(self.evaluator, self.capabilities, self.policy,
-                         request_timeout_s=config.requestTimeoutMs / 1000,
-                         max_request_bytes=config.maxRequestBytes),
+                         request_timeout_s=config.request_timeout_ms / 1000,
+                         max_request_bytes=config.max_request_bytes),
             connectors=self._connectors)  # the live list: connectors added later count
         return self
 
@@ -223,9 +223,9 @@ class JevHost:
         admitted = await admit(raw, input, background=background, observe=observe, intent=intent,
                                grant=grant, capabilities=self.capabilities, gate=self.policy,
                                session_bound=self._observers is not None, config=self.config)
-        if self._active >= self.config.maxConcurrentRuns:
+        if self._active >= self.config.max_concurrent_runs:
             raise ConcurrencyLimitReached(
-                f"Jev concurrent-run limit reached ({self.config.maxConcurrentRuns})")
+                f"Jev concurrent-run limit reached ({self.config.max_concurrent_runs})")
         self._active += 1
         try:
             run = await load_run(admitted, background=background, services=self._services,
@@ -246,7 +246,7 @@ class JevHost:
 
     def _prune(self) -> None:
         """Drop the oldest terminal runs beyond maxRetainedRuns (running ones are kept)."""
-        excess = len(self._runs) - self.config.maxRetainedRuns
+        excess = len(self._runs) - self.config.max_retained_runs
         if excess <= 0:
             return
         for rid in [rid for rid, r in self._runs.items() if r.state.terminal][:excess]:

@@ -72,7 +72,7 @@ async def admit(raw: Program | dict[str, Any], input: JsonInput, *, background: 
     if observe is not None and not background:
         raise ProgramInvalid("observe is only available with spawn, not run")
     try:
-        _, input_json = checked_json(input, program.inputSchema, "input")
+        _, input_json = checked_json(input, program.input_schema, "input")
     except ValueRejected as exc:
         raise InputInvalid(str(exc)) from None
     _check_refs(program, capabilities, observing=observe is not None)

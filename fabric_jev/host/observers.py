@@ -27,9 +27,9 @@ from ..contract.observe import (
     ToolResult,
     project,
 )
+from ..contract.wire_model import utc_now, wire_time
 from ..errors import HostCallRefused, LaunchRejected
 from .observing import ObservationSource, StopRun
-from .ring import utc_now
 
 
 class SessionHost(Protocol):
@@ -101,7 +101,7 @@ class Observer:
             return
         payload, truncated = project(event, self.options)
         self.received += 1
-        if len(self._queue) >= self.options.queueSize:
+        if len(self._queue) >= self.options.queue_size:
             self._queue.popleft()  # overflow drops the oldest
             self.dropped += 1
         self._queue.append(({**base, "payload": payload, "truncated": truncated}, now, completed))
@@ -113,7 +113,7 @@ class Observer:
         self._waiting = True
         try:
             while True:
-                max_age = self.options.maxEventAgeMs / 1000
+                max_age = self.options.max_event_age_ms / 1000
                 while self._queue:
                     event, at, completed = self._queue.popleft()
                     if self.session.clock() - at > max_age:
@@ -142,7 +142,7 @@ class Observer:
         self._advised.add(event_id)
         options = self.options
         advice = Advice(message=message, delivery=options.delivery or "steer",
-                        trigger_turn=options.triggerTurn, session_id=session.session_id,
+                        trigger_turn=options.trigger_turn, session_id=session.session_id,
                         event_id=event_id, observer_id=self.run_id)
         try:
             await session.deliver(advice)
@@ -164,11 +164,11 @@ class Observer:
             return "stale"  # Main moved on (new input, compaction)
         if completed != session.completed_turns:
             return "stale"  # a newer turn completed, possibly while this advice was being judged
-        if session.clock() - at > self.options.maxEventAgeMs / 1000:
+        if session.clock() - at > self.options.max_event_age_ms / 1000:
             return "stale"  # too old
         if event_id in self._advised:
             return "duplicate"
-        if self.attempts >= self.options.maxAdvice:
+        if self.attempts >= self.options.max_advice:
             return "budget"
         if session.halted:
             return "stale"  # Main halted
@@ -241,7 +241,7 @@ class MainSession:
         self.sequence += 1
         base = {"id": f"evt_{uuid.uuid4().hex[:16]}", "sequence": self.sequence, "event": event.kind,
                 "source": "main", "sessionId": self.session_id, "revision": self.revision,
-                "at": utc_now()}
+                "at": wire_time(utc_now())}
         now = self.clock()
         for observer in list(self._observers):
             observer.offer(event, base, now, self.completed_turns)

@@ -24,13 +24,13 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 
 from ..contract.asking import UNAVAILABLE_REASON_CHARS, CapabilityCall, Unavailable, Verdict
 from ..contract.policy import Answer, Policy, PolicyOutcome, PolicyOverrides, Risk, needs_approver, resolve
+from ..contract.wire_model import utc_time, wire_time
 from ..evaluators.base import Evaluator
 
 AUDIT_KEEP = 64
@@ -116,7 +116,7 @@ class AuditTrail:
         out = []
         for sequence, at, ref, risk, policy, outcome, probability in self.kept:
             entry: dict[str, Any] = {
-                "sequence": sequence, "at": _iso(at), "ref": ref, "risk": risk, "policy": policy,
+                "sequence": sequence, "at": wire_time(utc_time(at)), "ref": ref, "risk": risk, "policy": policy,
                 "decidedBy": outcome.decided_by, "allowed": outcome.allowed,
                 # Reasons are fixed templates naming only the risk and who decided;
                 # arguments are never recorded here.
@@ -135,10 +135,6 @@ class AuditTrail:
         """The run's earlier decisions as the classifier's session actions."""
         return [{"ref": ref, "risk": risk, "allowed": outcome.allowed}
                 for _, _, ref, risk, _, outcome, _ in self.kept]
-
-
-def _iso(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class PolicyGate:

@@ -5,25 +5,16 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 
 from ..contract.envelope import ProgressEvent
+from ..contract.wire_model import utc_time
 
 RING_CAPACITY = 64
 LOG_CHAR_CAP = 4_096
 LOG_TRUNCATED = "[logs truncated]"
-
-
-def utc_now() -> str:
-    return utc_text(time.time())
-
-
-def utc_text(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds") \
-        .replace("+00:00", "Z")
 
 
 class ProgressRing:
@@ -59,7 +50,7 @@ class ProgressRing:
 
 def _event(entry: tuple[int, float, Any]) -> ProgressEvent:
     # Values were validated at the boundary; skip pydantic's second pass.
-    return ProgressEvent.model_construct(sequence=entry[0], at=utc_text(entry[1]), value=entry[2])
+    return ProgressEvent.model_construct(sequence=entry[0], at=utc_time(entry[1]), value=entry[2])
 
 
 class LogBuffer:

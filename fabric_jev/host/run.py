@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -23,6 +24,7 @@ from ..contract.config import EffectiveLimits
 from ..contract.envelope import Envelope, RunState, Usage
 from ..contract.program import Program
 from ..contract.values import JsonValue, ValueRejected, check_decoded
+from ..contract.wire_model import utc_now
 from ..errors import CompileError, clip_error
 from ..sandbox.connection import asyncio_loop
 from ..sandbox.session import Ended, Ending, Event, HostCall, Logs, SessionLimits, WorkerLike, WorkerSession
@@ -30,7 +32,7 @@ from .calls import CallServices, CapabilityCalls, Reply, answer_when_done
 from .observing import ObserverHandle
 from .policy import AuditTrail
 from .registry import Connector
-from .ring import LogBuffer, ProgressRing, utc_now
+from .ring import LogBuffer, ProgressRing
 from .status import RunSummary
 
 if TYPE_CHECKING:
@@ -92,7 +94,7 @@ class Run:
         self.limits = limits
         self.background = background
         self.started_at = utc_now()
-        self.ended_at: str | None = None
+        self.ended_at: datetime | None = None
         self.state = RunState.RUNNING
         self.result: Any = None
         self.error: str | None = None
@@ -118,14 +120,14 @@ class Run:
         budget, audit = self.budget, self.audit
         return Envelope(
             id=self.id, name=self.program.name, state=self.state, background=self.background,
-            startedAt=self.started_at, endedAt=self.ended_at, result=self.result, error=self.error,
-            evaluations=budget.evaluations, toolCalls=budget.tool_calls,
+            started_at=self.started_at, ended_at=self.ended_at, result=self.result, error=self.error,
+            evaluations=budget.evaluations, tool_calls=budget.tool_calls,
             usage=Usage(input_tokens=budget.input_tokens, output_tokens=budget.output_tokens),
-            events=self.ring.after(after), nextSequence=self.ring.next_sequence,
+            events=self.ring.after(after), next_sequence=self.ring.next_sequence,
             logs=tuple(self.logs.lines),
             observation=None if self.observation is None else self.observation.counts(),
             approvals=tuple(audit.entries),
-            approvalCounts={"allowed": audit.allowed, "denied": audit.denied},
+            approval_counts={"allowed": audit.allowed, "denied": audit.denied},
             typecheck=None if self.checked is None else self.checked.to_json(),
         )
 
@@ -262,7 +264,7 @@ class Run:
     def _ended(self, ended: Ended) -> RunEnd:
         if ended.ending is Ending.COMPLETED:
             try:
-                result = check_decoded(ended.result, self.program.outputSchema, "output")
+                result = check_decoded(ended.result, self.program.output_schema, "output")
             except ValueRejected as exc:
                 return RunEnd("error", error=str(exc))
             return RunEnd("completed", result=result)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from ..contract.envelope import RunState
 from ..contract.values import JsonObject
+from ..contract.wire_model import wire_time
 from ..evaluators.base import CredentialStatus, Mode
 
 
@@ -17,13 +19,13 @@ class RunSummary:
     name: str
     state: RunState
     background: bool
-    started_at: str
+    started_at: datetime
     approvals_allowed: int
     approvals_denied: int
 
     def to_json(self) -> JsonObject:
         return {"id": self.id, "name": self.name, "state": self.state.value,
-                "background": self.background, "startedAt": self.started_at,
+                "background": self.background, "startedAt": wire_time(self.started_at),
                 "approvals": {"allowed": self.approvals_allowed, "denied": self.approvals_denied}}
 
 

@@ -48,21 +48,21 @@ class ListedProgram:
     @property
     def wraps_input(self) -> bool:
         """A tool's arguments are an object: a program whose input is not one takes it as `input`."""
-        return self.program.inputSchema.get("type") != "object"
+        return self.program.input_schema.get("type") != "object"
 
     def input_schema(self) -> dict[str, Any]:
         if not self.wraps_input:
-            return dict(self.program.inputSchema)
-        return {"type": "object", "properties": {"input": self.program.inputSchema}, "required": ["input"],
+            return dict(self.program.input_schema)
+        return {"type": "object", "properties": {"input": self.program.input_schema}, "required": ["input"],
                 "additionalProperties": False}
 
     def output_schema(self) -> dict[str, Any]:
         """The run's envelope, its `result` typed by the program's outputSchema."""
-        properties = {**ENVELOPE_SCHEMA["properties"], "result": self.program.outputSchema}
+        properties = {**ENVELOPE_SCHEMA["properties"], "result": self.program.output_schema}
         return {**ENVELOPE_SCHEMA, "properties": properties}
 
     def description(self) -> str:
-        about = self.program.inputSchema.get("description")
+        about = self.program.input_schema.get("description")
         return (f"Run the judgment program {self.program.name!r} ({self.path}) and return its envelope; "
                 "`result` follows the program's outputSchema. "
                 + ("Arguments: {input: <the program's input>}. " if self.wraps_input else

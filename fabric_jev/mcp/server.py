@@ -159,7 +159,7 @@ class JevTools:
                 envelope = await self.host.progress(run_id, after)
                 for event in envelope.events:
                     await ctx.session.report_progress(event.sequence, None, _event_text(event.value))
-                after = envelope.nextSequence - 1
+                after = envelope.next_sequence - 1
                 if envelope.state.terminal:
                     return envelope.to_json()
         return self.host.envelope(run_id).to_json()
@@ -179,8 +179,8 @@ class JevTools:
             raise ToolError(f"the type checker is not available: {exc}") from None
 
     async def _jev_evaluate(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
-        request = validate_request(arguments, max_bytes=self.config.maxRequestBytes)
-        evaluation = await self.host.evaluator.evaluate(request, timeout=self.config.requestTimeoutMs / 1000)
+        request = validate_request(arguments, max_bytes=self.config.max_request_bytes)
+        evaluation = await self.host.evaluator.evaluate(request, timeout=self.config.request_timeout_ms / 1000)
         return evaluation.to_json()
 
     async def _jev_approve(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
@@ -196,11 +196,11 @@ class JevTools:
         # One threshold, as for `fabric-jev approve`: the config's, else settings.json's.
         config = with_user_threshold(self.config)
         decision = await classify(request, evaluator=self.host.evaluator,
-                                  threshold=config.autoApprovalThreshold,
+                                  threshold=config.auto_approval_threshold,
                                   policy=arguments.get("policy", "auto"),
                                   headless=arguments.get("headless", False),
-                                  timeout=config.requestTimeoutMs / 1000,
-                                  max_request_bytes=config.maxRequestBytes)
+                                  timeout=config.request_timeout_ms / 1000,
+                                  max_request_bytes=config.max_request_bytes)
         return decision.to_json()
 
 

@@ -24,10 +24,10 @@ from typing import Any
 import anyio
 
 from ..contract.observe import ToolResult
+from ..contract.wire_model import utc_now, wire_time
 from ..errors import UnknownRun
 from ..host import JevHost
 from ..host.observers import Advice, MainSession
-from ..host.ring import utc_now
 
 #: Advice kept for the agent; beyond it the oldest is dropped (and counted).
 OUTBOX_SIZE = 32
@@ -61,7 +61,7 @@ class ObservedSession:
         if len(self.outbox) >= OUTBOX_SIZE:
             self.outbox.popleft()
             self.dropped += 1
-        self.outbox.append(_Delivered(self._sequence, advice, utc_now(), self.main.revision,
+        self.outbox.append(_Delivered(self._sequence, advice, wire_time(utc_now()), self.main.revision,
                                       self.main.completed_turns))
         self._arrived.set()
         self._arrived = anyio.Event()

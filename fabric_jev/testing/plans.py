@@ -53,11 +53,11 @@ def load_plan(plan: str | Path | Mapping[str, Any] | Plan,
                               f"({raw.get('reason') or 'no plan'}); there is no plan to replay")
         raw = raw["plan"]
     checked = parse_plan(raw)
-    if checked.dictionaryDigest != dictionary_digest(parsed):
+    if checked.dictionary_digest != dictionary_digest(parsed):
         raise PlanInvalid("the plan was compiled for a different dictionary (digest mismatch); "
                           "recompile and review it")
     known = {c.id for c in parsed.checks}
-    unknown = [i for i in checked.checkIds if i not in known]
+    unknown = [i for i in checked.check_ids if i not in known]
     if unknown:
         raise PlanInvalid(f"the plan names checks the dictionary does not have: {unknown}")
     return parsed, checked
@@ -81,8 +81,8 @@ class PlanCheck:
     async def replay(self, page: BrowserPage, observations: Mapping[str, Observation] | None = None) -> None:
         """Replay this check on `page`; raises `VerificationFailed` (an `AssertionError`) on a mismatch."""
         __tracebackhide__ = True
-        sub = Plan(self.plan.dictionaryDigest, self.plan.intent, (self.id,), self.plan.probabilities,
-                   self.plan.schemaVersion)
+        sub = Plan(self.plan.dictionary_digest, self.plan.intent, (self.id,), self.plan.probabilities,
+                   self.plan.schema_version)
         await run_verification(sub, self.dictionary, observations, _channels(page))
 
     def __str__(self) -> str:
@@ -99,7 +99,7 @@ def plan_checks(plan: str | Path | Mapping[str, Any] | Plan,
     import pytest
 
     parsed, checked = load_plan(plan, dictionary)
-    selected = set(checked.checkIds)
+    selected = set(checked.check_ids)
     return [pytest.param(PlanCheck(c.id, c.description, parsed, checked), id=c.id)
             for c in parsed.checks if c.id in selected]
 
@@ -132,7 +132,7 @@ async def replay_plan(page: BrowserPage, plan: str | Path | Mapping[str, Any] | 
     if any failed. Returns the outcomes when all passed."""
     __tracebackhide__ = True
     parsed, checked = load_plan(plan, dictionary)
-    selected = set(checked.checkIds)
+    selected = set(checked.check_ids)
     outcomes = []
     for c in parsed.checks:
         if c.id not in selected:

@@ -158,7 +158,7 @@ async def _compile(program: Program, declarations: str, reading: Reading | None,
     language = done.language
     try:
         run = await run_compiler(compiler, ["-p", "tsconfig.json", "--singleThreaded"], folder,
-                                 timeout_s=tc.timeoutMs / 1000, memory_bytes=tc.memoryLimitBytes)
+                                 timeout_s=tc.timeout_ms / 1000, memory_bytes=tc.memory_limit_bytes)
     except CompilerStopped as exc:
         exc.language = language
         raise
@@ -173,8 +173,8 @@ async def _compile(program: Program, declarations: str, reading: Reading | None,
         raise _stopped(language, clip_error(
             f"the type checker failed on its own declarations: {first.file or ''}({first.line},{first.column}): "
             f"{first.message} (TS{first.code})"))
-    aliases = {"JevInput": schema_type(program.inputSchema, "input"),
-               "JevOutput": schema_type(program.outputSchema, "output")}
+    aliases = {"JevInput": schema_type(program.input_schema, "input"),
+               "JevOutput": schema_type(program.output_schema, "output")}
     diagnostics = tuple(place(d, program.code, aliases) for d in raw if d.error)
     if run.returncode not in (0, 1, 2) or (run.returncode != 0 and not diagnostics):
         head = " ".join(run.output.split())[:300] or "no output"
@@ -204,9 +204,9 @@ def _from_disk(folder: Path, key: str, code: str) -> Verdict | None:
 
 
 def _cache_folder(tc: TypecheckConfig) -> Path | None:
-    if not tc.diskCache:
+    if not tc.disk_cache:
         return None
-    return Path(tc.cacheDir).expanduser() if tc.cacheDir else cache.default_folder()
+    return Path(tc.cache_dir).expanduser() if tc.cache_dir else cache.default_folder()
 
 
 async def _verdict(program: Program, declarations: str, compiler: Compiler, tc: TypecheckConfig,
@@ -284,7 +284,7 @@ async def check_for_launch(program: Program, config: HostConfig, *, observed: bo
     if mode is CheckMode.OFF:
         return CheckReport(language, mode, "off")
     if isinstance(compiler, Missing):
-        if tc.requireChecker:
+        if tc.require_checker:
             raise TypeScriptError(f"Jev program cannot be type-checked: {compiler.reason} "
                                   "(typecheck.requireChecker is set)")
         return CheckReport(language, mode, "unavailable", reason=compiler.reason,

@@ -296,9 +296,9 @@ def render(program: Program, *, observed: bool) -> str:
     out = [f"// The guest API of the Jev program {json.dumps(program.name, ensure_ascii=False)}, "
            "generated from its contract by fabric-jev.\n", _STATIC]
     out.append(f"/** The program's input (inputSchema). */\ntype JevInput = "
-               f"{schema_type(program.inputSchema, 'input')};\n")
+               f"{schema_type(program.input_schema, 'input')};\n")
     out.append(f"/** What the program returns (outputSchema). */\ntype JevOutput = "
-               f"{schema_type(program.outputSchema, 'output')};\n")
+               f"{schema_type(program.output_schema, 'output')};\n")
     out.append("declare let input: JevInput;\n")
     refs = program_refs(program)
     ref_type = " | ".join(json.dumps(r) for r in refs) if refs else "never"

@@ -69,7 +69,7 @@ class Channels(Protocol):
     """What a replay needs from the world."""
 
     async def see(self, target: Target, options: SeeOptions) -> tuple[bool, str]:
-        """Is the target visible (with the options' state) within options.timeoutMs? (ok, actual)"""
+        """Is the target visible (with the options' state) within options.timeout_ms? (ok, actual)"""
         ...
 
     async def not_see(self, target: Target, window_ms: int) -> tuple[bool, str]:
@@ -112,7 +112,7 @@ def select_targets(target: Target, items: Iterable[T], fields: Callable[[T], Tar
                    and (target.role is None or f.role == target.role)
                    and (target.label is None or f.label == target.label)
                    and (target.placeholder is None or f.placeholder == target.placeholder)
-                   and (target.testId is None or f.test_id == target.testId))
+                   and (target.test_id is None or f.test_id == target.test_id))
         if hit:
             found.append(item)
     nth = None if isinstance(target, str) else target.nth
@@ -122,7 +122,7 @@ def select_targets(target: Target, items: Iterable[T], fields: Callable[[T], Tar
 def target_text(target: Target) -> str:
     if isinstance(target, str):
         return target
-    return target.text or target.label or target.placeholder or target.testId or target.role or ""
+    return target.text or target.label or target.placeholder or target.test_id or target.role or ""
 
 
 @dataclass

@@ -50,15 +50,17 @@ def relevance_instructions(check_id: str, description: str) -> str:
 
 @dataclass(frozen=True)
 class Plan:
-    dictionaryDigest: str
+    """A compiled plan; `to_json()` is the plan file (camelCase keys, as `load_plan` reads them)."""
+
+    dictionary_digest: str
     intent: str
-    checkIds: tuple[str, ...]
+    check_ids: tuple[str, ...]
     probabilities: dict[str, float]
-    schemaVersion: int = 1
+    schema_version: int = 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"schemaVersion": self.schemaVersion, "dictionaryDigest": self.dictionaryDigest,
-                "intent": self.intent, "checkIds": list(self.checkIds),
+        return {"schemaVersion": self.schema_version, "dictionaryDigest": self.dictionary_digest,
+                "intent": self.intent, "checkIds": list(self.check_ids),
                 "probabilities": dict(self.probabilities)}
 
 

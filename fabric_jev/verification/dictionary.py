@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ..contract.program import validate_as
 from ..contract.values import is_finite_number
+from ..contract.wire_model import WireModel
 from ..errors import DictionaryInvalid as DictionaryInvalid
 
 ROLES = ("button", "link", "textbox", "checkbox", "switch", "menuitem", "tab", "option", "separator",
@@ -22,7 +23,8 @@ MAX_PATH = 8
 MAX_CHECKS = 32
 
 
-class _Strict(BaseModel):
+class _Strict(WireModel):
+    # Attributes are snake_case (`test_id`, `timeout_ms`); the dictionary file's keys camelCase.
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
@@ -31,12 +33,12 @@ class TargetSpec(_Strict):
     role: Literal[ROLES] | None = None  # type: ignore[valid-type]
     label: str | None = None
     placeholder: str | None = None
-    testId: str | None = None
+    test_id: str | None = None
     nth: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _needs_a_locator(self) -> TargetSpec:
-        if all(v is None for v in (self.text, self.role, self.label, self.placeholder, self.testId)):
+        if all(v is None for v in (self.text, self.role, self.label, self.placeholder, self.test_id)):
             raise ValueError("a target object needs at least one field besides nth")
         return self
 
@@ -48,7 +50,7 @@ class SeeOptions(_Strict):
     editable: bool | None = None
     value: str | None = None
     text: str | None = None
-    timeoutMs: int = Field(default=5_000, ge=1, le=600_000)
+    timeout_ms: int = Field(default=5_000, ge=1, le=600_000)
 
 
 class See(_Strict):
@@ -60,13 +62,13 @@ class See(_Strict):
 class NotSee(_Strict):
     kind: Literal["notSee"]
     target: Target
-    timeoutMs: int = Field(default=3_000, ge=1, le=600_000)
+    timeout_ms: int = Field(default=3_000, ge=1, le=600_000)
 
 
 class TextContains(_Strict):
     kind: Literal["textContains"]
     text: str = Field(min_length=1)
-    timeoutMs: int = Field(default=10_000, ge=1, le=600_000)
+    timeout_ms: int = Field(default=10_000, ge=1, le=600_000)
 
 
 class ObservationRef(_Strict):
@@ -99,7 +101,7 @@ class Observe(_Strict):
     observation: ObservationRef
     path: tuple[PathStep, ...] = Field(default=(), max_length=MAX_PATH)
     predicate: ObservePredicate
-    timeoutMs: int = Field(default=10_000, ge=1, le=600_000)
+    timeout_ms: int = Field(default=10_000, ge=1, le=600_000)
 
     @field_validator("path", mode="before")
     @classmethod

@@ -115,14 +115,14 @@ async def run_verification(plan: Plan | Mapping[str, Any], dictionary: Dictionar
     parsed = parse_dictionary(dict(dictionary) if isinstance(dictionary, Mapping) else dictionary)
     checked = parse_plan(plan)
     digest = dictionary_digest(parsed)
-    if checked.dictionaryDigest != digest:
+    if checked.dictionary_digest != digest:
         raise PlanInvalid("the plan was compiled for a different dictionary (digest mismatch); "
                           "recompile and review it")
     known = {c.id for c in parsed.checks}
-    unknown = [i for i in checked.checkIds if i not in known]
+    unknown = [i for i in checked.check_ids if i not in known]
     if unknown:
         raise PlanInvalid(f"the plan names checks the dictionary does not have: {unknown}")
-    selected = [c for c in parsed.checks if c.id in set(checked.checkIds)]  # dictionary order
+    selected = [c for c in parsed.checks if c.id in set(checked.check_ids)]  # dictionary order
     observations = observations or {}
     for c in selected:
         a = c.assertion
@@ -151,27 +151,27 @@ async def _run_check(c: DictionaryCheck, observations: Mapping[str, Observation]
     if isinstance(a, See):
         ok, actual = await channels.see(a.target, a.options)
         if not ok:
-            opts = a.options.model_dump(exclude_none=True, exclude={"timeoutMs"})
+            opts = a.options.model_dump(exclude_none=True, exclude={"timeout_ms"})
             raise VerificationFailed(c.id, f"see {target_text(a.target)!r} {opts}".rstrip(), actual)
         return
     if isinstance(a, NotSee):
-        ok, actual = await channels.not_see(a.target, a.timeoutMs)
+        ok, actual = await channels.not_see(a.target, a.timeout_ms)
         if not ok:
-            raise VerificationFailed(c.id, f"{target_text(a.target)!r} absent for {a.timeoutMs} ms", actual)
+            raise VerificationFailed(c.id, f"{target_text(a.target)!r} absent for {a.timeout_ms} ms", actual)
         return
     if isinstance(a, TextContains):
         outcome = await _eventually(c, channels, channels.text, lambda t: isinstance(t, str) and a.text in t,
-                                    a.timeoutMs)
+                                    a.timeout_ms)
         if not outcome.passed:
-            raise VerificationFailed(c.id, f"page text containing {a.text!r}", _actual(outcome, a.timeoutMs))
+            raise VerificationFailed(c.id, f"page text containing {a.text!r}", _actual(outcome, a.timeout_ms))
         return
     assert isinstance(a, Observe)
     reader = observations[a.observation.id]
-    outcome = await _eventually(c, channels, reader.read, lambda v: _holds(a, v), a.timeoutMs)
+    outcome = await _eventually(c, channels, reader.read, lambda v: _holds(a, v), a.timeout_ms)
     if not outcome.passed:
         raise VerificationFailed(
             c.id, f"{a.observation.id}{''.join(f'[{s!r}]' for s in a.path)} {a.predicate.kind} "
-                  f"{a.predicate.value!r}", _actual(outcome, a.timeoutMs))
+                  f"{a.predicate.value!r}", _actual(outcome, a.timeout_ms))
 
 
 async def _eventually(c: DictionaryCheck, channels: Channels, read: Any, test: Any, timeout_ms: int) -> PollOutcome:

@@ -32,9 +32,11 @@ BROWSER_SCOPED = ("Browser.", "Target.")
 
 @dataclass(frozen=True)
 class BrowserConfig:
-    wsUrl: str
-    allowedMethods: tuple[str, ...]
-    callTimeoutMs: int = DEFAULT_TIMEOUT_MS
+    """The connector's settings; `parse` reads the config's camelCase keys (``wsUrl``, ...)."""
+
+    ws_url: str
+    allowed_methods: tuple[str, ...]
+    call_timeout_ms: int = DEFAULT_TIMEOUT_MS
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> BrowserConfig:
@@ -61,8 +63,8 @@ class BrowserConfig:
         finite = isinstance(timeout, int) or (isinstance(timeout, float) and math.isfinite(timeout))
         if isinstance(timeout, bool) or not finite:
             raise ConfigError("browser callTimeoutMs must be a number")
-        return cls(wsUrl=url, allowedMethods=tuple(dict.fromkeys(methods)),
-                   callTimeoutMs=min(max(math.floor(timeout), 100), 60_000))
+        return cls(ws_url=url, allowed_methods=tuple(dict.fromkeys(methods)),
+                   call_timeout_ms=min(max(math.floor(timeout), 100), 60_000))
 
 
 class BrowserConnector:
@@ -72,7 +74,7 @@ class BrowserConnector:
 
     def __init__(self, config: BrowserConfig | Mapping[str, Any]) -> None:
         self.config = config if isinstance(config, BrowserConfig) else BrowserConfig.parse(config)
-        self._allowed = frozenset(self.config.allowedMethods)
+        self._allowed = frozenset(self.config.allowed_methods)
         self._connections: dict[str, CDPConnection] = {}
         self._ended: set[str] = set()
 
@@ -97,7 +99,7 @@ class BrowserConnector:
         current = self._connections.get(ctx.run_id)
         if current is not None and not current.closed:
             return {"connected": True, "reused": True}
-        conn = await CDPConnection.connect(self.config.wsUrl, timeout_ms=self.config.callTimeoutMs)
+        conn = await CDPConnection.connect(self.config.ws_url, timeout_ms=self.config.call_timeout_ms)
         # A connect that completes after its run was cancelled or ended is closed at once.
         try:
             await anyio.lowlevel.checkpoint_if_cancelled()

@@ -38,7 +38,7 @@ class TargetSeen(Predicate):
 
     def assess(self, snapshot: Snapshot) -> PredicateOutcome:
         found = select_targets(self.target, snapshot.elements, _fields)
-        expected = f"{self.description} {self.options.model_dump(exclude_none=True, exclude={'timeoutMs'})}"
+        expected = f"{self.description} {self.options.model_dump(exclude_none=True, exclude={'timeout_ms'})}"
         if not found:
             return PredicateOutcome(False, FailureKind.NO_MATCH, expected, "no matching element")
         usable = [e for e in found if e.visible and e.in_viewport and not e.is_occluded]
@@ -73,7 +73,7 @@ class BrowserChannels:
 
     async def see(self, target: Target, options: SeeOptions) -> tuple[bool, str]:
         result = await check(TargetSeen(target, options), "see").eventually(
-            self.source, timeout=options.timeoutMs / 1000, poll=0.05, min_confidence=0.0)
+            self.source, timeout=options.timeout_ms / 1000, poll=0.05, min_confidence=0.0)
         if result.passed:
             return True, result.actual
         why = f"{result.reason} ({result.last_reason})" if result.last_reason else str(result.reason)

@@ -1,0 +1,69 @@
+"""Contract models: snake_case attributes in Python, the contract's camelCase on the wire.
+
+A `WireModel` field `started_at` reads and writes the JSON key `startedAt`
+(pydantic's `to_camel` alias generator). Python code constructs a model by
+either name; every serialization (`model_dump`, `model_dump_json`, `to_json`)
+writes the alias, so the JSON is the contract's byte for byte. JSON read from
+outside (a program artifact, a config file, a dictionary) is validated by its
+contract names only (`validate_json_object`): a snake_case key there is an
+unknown key, as it always was.
+
+Timestamps are `UtcTime`: a timezone-aware `datetime` in UTC, kept to the
+millisecond, written as ISO 8601 with milliseconds and `Z`
+(``2025-01-31T09:30:00.123Z``), the contract's one timestamp format.
+
+Models whose JSON is snake_case already (`Usage`: ``input_tokens``) do not
+derive from `WireModel`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, TypeVar
+
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, PlainSerializer
+from pydantic.alias_generators import to_camel
+
+
+def wire_time(at: datetime) -> str:
+    """A timestamp as the contract writes it: ISO 8601, UTC, milliseconds, `Z`."""
+    return at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def utc_time(seconds: float) -> datetime:
+    """A `time.time()` reading as the contract keeps it: UTC, to the millisecond."""
+    return _to_millisecond(datetime.fromtimestamp(seconds, UTC))
+
+
+def utc_now() -> datetime:
+    return _to_millisecond(datetime.now(UTC))
+
+
+def _to_millisecond(at: datetime) -> datetime:
+    # The wire shows milliseconds; keeping no more makes a model read back from its
+    # own JSON equal to the model that wrote it.
+    return at.replace(microsecond=at.microsecond - at.microsecond % 1000)
+
+
+def _utc(at: datetime) -> datetime:
+    return _to_millisecond(at.astimezone(UTC))
+
+
+#: A timezone-aware UTC `datetime` (a naive one is refused); JSON: ``2025-01-31T09:30:00.123Z``.
+UtcTime = Annotated[AwareDatetime, AfterValidator(_utc),
+                    PlainSerializer(wire_time, return_type=str, when_used="json")]
+
+
+class WireModel(BaseModel):
+    """Base of the contract models whose JSON keys are camelCase (see the module doc)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def validate_json_object(model: type[ModelT], raw: object) -> ModelT:
+    """Validate JSON from outside by the contract's key names only (raises pydantic's ValidationError)."""
+    return model.model_validate(raw, by_alias=True, by_name=False)
