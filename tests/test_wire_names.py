@@ -35,7 +35,7 @@ from fabric_jev import (
 )
 from fabric_jev.batch import BatchOutcome
 from fabric_jev.contract import parse_program
-from fabric_jev.contract.wire_model import wire_time
+from fabric_jev.contract.wire_model import utc_time, wire_time
 from fabric_jev.errors import ConfigError, DictionaryInvalid
 from fabric_jev.verification import Plan, parse_dictionary
 from fabric_jev.verification.digest import canonical, dictionary_digest
@@ -117,6 +117,8 @@ def test_timestamps_are_utc_to_the_millisecond_and_never_naive() -> None:
     with pytest.raises(pydantic.ValidationError, match="timezone"):
         ProgressEvent(sequence=1, at=datetime(2025, 1, 31, 9, 30), value=None)
     assert wire_time(at(0)) == "2025-01-31T09:30:00.000Z"
+    assert wire_time(datetime(2025, 1, 31, 10, 30, 0, 7_999, tzinfo=paris)) == "2025-01-31T09:30:00.007Z"
+    assert utc_time(at(7).timestamp() + 0.000_9) == at(7)
 
 
 @pytest.mark.anyio
@@ -279,7 +281,7 @@ def _classes(annotation: Any) -> list[type]:
 def _fields(cls: type) -> dict[str, Any]:
     if issubclass(cls, pydantic.BaseModel):
         return {name: field.annotation for name, field in cls.model_fields.items()}
-    return {field.name: field.type for field in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return {field.name: field.type for field in dataclasses.fields(cls)}
 
 
 def test_every_public_model_has_snake_case_attributes_and_datetime_timestamps() -> None:

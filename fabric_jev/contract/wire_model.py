@@ -18,6 +18,7 @@ derive from `WireModel`.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Annotated, TypeVar
 
@@ -27,12 +28,16 @@ from pydantic.alias_generators import to_camel
 
 def wire_time(at: datetime) -> str:
     """A timestamp as the contract writes it: ISO 8601, UTC, milliseconds, `Z`."""
-    return at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if at.tzinfo is not UTC:
+        at = at.astimezone(UTC)
+    # Every event of every envelope passes here: cutting "+00:00" is cheaper than a replace.
+    return at.isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def utc_time(seconds: float) -> datetime:
-    """A `time.time()` reading as the contract keeps it: UTC, to the millisecond."""
-    return _to_millisecond(datetime.fromtimestamp(seconds, UTC))
+    """A `time.time()` reading as the contract keeps it: UTC, to the millisecond (floored)."""
+    # Floored before the datetime is made: one object per event, not two.
+    return datetime.fromtimestamp(math.floor(seconds * 1000) / 1000, UTC)
 
 
 def utc_now() -> datetime:
