@@ -462,10 +462,15 @@ async def test_not_see_and_text_failures() -> None:
     with pytest.raises(VerificationFailed) as err:
         await run_verification(plan, DICT, observations, channels)
     assert err.value.check_id == "no-error"
+    # A failing textContains reads until its deadline; 300 ms can pass before the first read
+    # completes on a busy machine (the read is then "late", never a pass), so 2 s here.
+    patient = copy.deepcopy(DICT)
+    patient["checks"][2]["assertion"]["timeoutMs"] = 2000
+    plan = await ready_plan(patient)
     channels, observations = world()
     channels.page_text = "nothing here"
     with pytest.raises(VerificationFailed) as err:
-        await run_verification(plan, DICT, observations, channels)
+        await run_verification(plan, patient, observations, channels)
     assert err.value.check_id == "run-label" and "'nothing here'" in err.value.actual
 
 
