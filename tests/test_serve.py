@@ -681,3 +681,27 @@ def test_a_long_served_fixture_keeps_only_its_latest_requests() -> None:
     assert evaluator.calls == total
     assert len(evaluator.requests) == KEPT_REQUESTS
     assert evaluator.requests[-1].state == STATE_OK["state"]
+
+
+def test_what_is_not_readable_http_gets_the_parsers_plain_400() -> None:
+    # As docs/evaluators.md says: the one answer that is not JSON, from uvicorn's HTTP parser.
+    with running(fixture()) as (url, port):
+        answers = [raw_exchange(port, b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: " + length
+                                + b"\r\n\r\n") for length in (b"-1", b"+5", b"5, 6")]
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nX-Padding: ")
+            for _ in range(70):  # 70 KiB of one header, a read at a time
+                try:
+                    s.sendall(b"a" * 1024)
+                except (BrokenPipeError, ConnectionResetError):
+                    break  # refused and closed: the answer is already in
+                readable, _, _ = select.select([s], [], [], 0)
+                if readable:
+                    break
+            pieces = read_response(s)
+        ok = httpx.post(url + "/v1/systemone", json=STATE_OK, timeout=30)
+    for answer in (*answers, pieces):
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 ") and b"text/plain" in head and b"close" in head.lower()
+        assert b"Invalid HTTP request received." in body
+    assert ok.status_code == 200
