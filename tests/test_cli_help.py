@@ -76,3 +76,17 @@ def test_a_bad_flag_shows_that_subcommands_usage() -> None:
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == "fabric-jev verify compile: error: unrecognized arguments: --bogus"
     assert done.stderr.startswith("usage: fabric-jev verify compile")
+
+
+def test_the_run_only_parser_is_the_full_trees_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fabric-jev run ...` builds the parser with `run` alone (start-up): same help, same parse."""
+    monkeypatch.setenv("COLUMNS", "100")
+    full, alone = dict(_commands(build_parser())), dict(_commands(build_parser("run")))
+    assert sorted(alone) == [(), ("run",)]
+    assert alone[("run",)].format_help() == full[("run",)].format_help()
+    argv = ["run", "p.json", "--input", "-", "--allow", "read", "--deny", "kv.put", "--intent", "x",
+            "--evaluator", "fixture:f.json", "--profile", "p", "--config", "c.json", "--result", "--quiet"]
+    one, two = full[()].parse_args(argv), alone[()].parse_args(argv)
+    assert {k: v for k, v in vars(one).items() if k != "_parser"} == \
+        {k: v for k, v in vars(two).items() if k != "_parser"}
+    assert one._parser.format_usage() == two._parser.format_usage()

@@ -5,14 +5,40 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import cast
 
 from .common import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_REJECTED, Parser, exit_codes
 
 VERSION = "0.1.0"  # kept equal to fabric_jev.__version__ by tests/test_cli_help.py
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `fabric-jev` parser. With `command="run"` it holds that command alone: `fabric-jev run`
+    then imports no other command's module and reads no connector plugin (docs/performance.md,
+    "Start-up of run"); the run command's own parser is the same either way."""
+    parser = _top_parser()
+    # Typed as plain argparse for the command modules (every subparser is a Parser at run time).
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    if command == "run":
+        from .run import add_run_command
+
+        add_run_command(sub)
+    else:
+        _add_all_commands(sub)
+    return parser
+
+
+def _top_parser() -> argparse.ArgumentParser:  # a Parser, typed as argparse's for the command modules
+    parser = Parser(
+        prog="fabric-jev", description=__doc__,
+        epilog=exit_codes("0 success", "1 the run or check did not succeed (see each command)",
+                          "2 bad input, a rejected launch or a missing piece (one line on stderr says which)",
+                          "3 internal error (a bug: FABRIC_JEV_DEBUG=1 shows the traceback)",
+                          "130 interrupted") + "\n\n'fabric-jev COMMAND --help' describes each command.")
+    parser.add_argument("--version", action="version", version=f"fabric-jev {VERSION}")
+    return parser
+
+
+def _add_all_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from .approval import add_approval_commands
     from .authoring import add_authoring_commands
     from .batch import add_batch_command
@@ -26,16 +52,6 @@ def build_parser() -> argparse.ArgumentParser:
     from .typecheck import add_typecheck_commands
     from .verification import add_verification_commands
 
-    parser = Parser(
-        prog="fabric-jev", description=__doc__,
-        epilog=exit_codes("0 success", "1 the run or check did not succeed (see each command)",
-                          "2 bad input, a rejected launch or a missing piece (one line on stderr says which)",
-                          "3 internal error (a bug: FABRIC_JEV_DEBUG=1 shows the traceback)",
-                          "130 interrupted") + "\n\n'fabric-jev COMMAND --help' describes each command.")
-    parser.add_argument("--version", action="version", version=f"fabric-jev {VERSION}")
-    # Command modules take the plain argparse type (every subparser is a Parser at run time).
-    sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
-               parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     add_run_command(sub)
     add_typecheck_commands(sub)
     add_authoring_commands(sub)
@@ -48,7 +64,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_learning_commands(sub)
     add_batch_command(sub)
     add_mcp_command(sub)
-    return parser
 
 
 def _unwrap(exc: BaseException) -> BaseException:
@@ -68,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     # "BLAS threads"). A command owns its process, so it uses one unless the user says otherwise;
     # numpy is not loaded yet here, so the setting takes effect.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser("run" if words[:1] == ["run"] else None)
     args, extra = parser.parse_known_args(argv)
     if extra:
         # The innermost subcommand's usage, not the top-level one, for a bad flag.

@@ -19,11 +19,12 @@ import os
 import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import anyio
 
-from ..contract.asking import CapabilityCall, Reply, Unavailable, parse_typed_reply
+if TYPE_CHECKING:  # loaded by whoever asks: a run that asks nothing never loads it
+    from ..contract.asking import CapabilityCall, Reply, Unavailable
 
 _CONFIRM: dict[Reply, str] = {
     "allow": "allowed this once",
@@ -51,6 +52,8 @@ class TerminalApprover:
         self.closed = False
 
     async def __call__(self, call: CapabilityCall) -> Reply | Unavailable:
+        from ..contract.asking import Unavailable
+
         async with self._one_at_a_time:
             if self.closed:
                 return Unavailable("standard input is closed")
@@ -83,6 +86,8 @@ class TerminalApprover:
     # ------------------------------------------------------------------ the question
 
     async def _ask(self, call: CapabilityCall) -> Reply | Unavailable:
+        from ..contract.asking import parse_typed_reply
+
         _discard_typeahead(self.input_fd)
         self._write(question(call, self.timeout_s))
         answered = False
@@ -139,6 +144,8 @@ class NoTerminal:
     name = "terminal"
 
     async def __call__(self, call: CapabilityCall) -> Unavailable:
+        from ..contract.asking import Unavailable
+
         return Unavailable(NO_TERMINAL)
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import anyio
 
-from ..contract.evaluation import Evaluation, EvaluationRequest
 from ..contract.values import JsonObject
+
+if TYPE_CHECKING:  # the request's models load with the first request (start-up of `run`)
+    from ..contract.evaluation import Evaluation, EvaluationRequest
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,20 +33,20 @@ from typing import TYPE_CHECKING, Any
 import anyio.lowlevel
 import anyio.to_thread
 
-from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
 from ..contract.values import JsonValue
 from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus, ProfileStatus, evaluation_deadline
-from .lexical import term_ids
 from .local_model import weights_problem
-from .profile import Profile, answer_distribution
 
 if TYPE_CHECKING:
-    # numpy and the encoder load on the first answer, not when a command merely builds the evaluator.
+    # numpy and the encoder load on the first answer, not when a command merely builds the
+    # evaluator; so do the request's models, the word features and the profile's code.
     from collections.abc import Callable
 
     import numpy as np
 
+    from ..contract.evaluation import Evaluation, EvaluationRequest, Question
     from .minilm import MiniLM
+    from .profile import Profile
 
 MODEL_NAME = "fabric-jev-local-minilm (heuristic, uncalibrated)"
 ADAPTED_MODEL = "fabric-jev-local-minilm+profile:{name}"
@@ -217,6 +217,8 @@ class LocalEvaluator:
         model = self.profile.model_for(q) if self.profile is not None else None
         if model is None:
             return None
+        from .profile import answer_distribution
+
         probs = model.adapt(answer_distribution(q, prior), state, terms() if model.lexical else None)
         if q.type == "noul":
             return {"type": "noul", "noul": min(1.0, max(0.0, probs[1]))}
@@ -237,6 +239,9 @@ class LocalEvaluator:
                 "confidence": score_confidence(probs)}
 
     def _answer(self, request: EvaluationRequest) -> Evaluation:
+        from ..contract.evaluation import validate_answers
+        from .lexical import term_ids
+
         text = render(request.state)
         pieces = self._state_pieces(text)
         terms = cache(partial(term_ids, text))  # word features, once, and only if a profile asks

@@ -22,15 +22,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..contract.config import HostConfig
 from ..errors import ConfigError
 from .base import Evaluator
-from .cassette import CassetteEvaluator
-from .credentials import AuthStore, CredentialResolver
-from .fixture import FixtureEvaluator
 from .routes import ROUTE_ALIASES, ROUTES, get_route, route_for_model
+
+if TYPE_CHECKING:  # each kind's module loads when that kind is built (start-up of `run`)
+    from .credentials import AuthStore
 
 _SECTION_KEYS = {"kind", "baseUrls", "credentialCommand", "route", "profile", "disabled"}
 #: The routes `disabled` may name (besides the aliases `jev` and `vercel-ai-gateway`).
@@ -93,6 +93,7 @@ def _section(config: HostConfig) -> dict[str, Any]:
 
 
 def build_route_evaluator(name: str, config: HostConfig, *, store: AuthStore | None = None) -> Evaluator:
+    from .credentials import CredentialResolver
     from .http import HttpEvaluator
 
     section = _section(config)
@@ -118,12 +119,17 @@ def build_evaluator(spec: str | None, config: HostConfig, *,
         raise ConfigError(f"a profile adapts the local evaluator only, not {kind!r}")
     if kind == "local":
         from .local import LocalEvaluator
-        from .profile import Profile
 
         if profile is not None and not isinstance(profile, str):
             raise ConfigError("evaluator.profile must be a file name")
-        return LocalEvaluator(profile=Profile.load(profile) if profile else None)
+        if not profile:
+            return LocalEvaluator()
+        from .profile import Profile
+
+        return LocalEvaluator(profile=Profile.load(profile))
     if kind == "fixture":
+        from .fixture import FixtureEvaluator
+
         if not arg:
             raise ConfigError("--evaluator fixture needs a file: fixture:FILE")
         return FixtureEvaluator.from_file(arg)
@@ -136,6 +142,8 @@ def build_evaluator(spec: str | None, config: HostConfig, *,
             if recorded in disabled_routes(config):
                 raise ConfigError(f"record: the {recorded} route is disabled in the config (evaluator.disabled)")
             inner = build_route_evaluator(recorded, config, store=store)
+        from .cassette import CassetteEvaluator
+
         return CassetteEvaluator(arg, record_from=inner, model=config.model)
     if kind in ROUTES or kind in ROUTE_ALIASES:
         return build_route_evaluator(kind, config, store=store)

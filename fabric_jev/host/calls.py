@@ -19,13 +19,12 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio.abc
 
 from ..contract.advice import ADVICE_SHAPE, AdviceRequest, parse_advice
 from ..contract.budget import RunBudget
-from ..contract.evaluation import EvaluationRequest, validate_request
 from ..contract.policy import BUILTIN_RISKS, Policy, PolicyOutcome, Risk, denial_message
 from ..contract.program import Program, not_granted
 from ..contract.values import JsonValue, ValueRejected, normalize_json
@@ -34,6 +33,9 @@ from ..evaluators.base import Evaluator
 from .observing import ObserverHandle
 from .policy import CALLER_GRANT, AuditTrail, PolicyGate
 from .registry import CallContext, CapabilityHandler, CapabilityRegistry
+
+if TYPE_CHECKING:  # the request's models load with a run's first jev.evaluate (start-up of `run`)
+    from ..contract.evaluation import EvaluationRequest
 
 #: Answers one guest call: (ok, JSON text of the value or the error message).
 Reply = Callable[[bool, str], None]
@@ -124,6 +126,8 @@ class CapabilityCalls:
             raise CapabilityError(not_granted(ref))
         target: EvaluationRequest | AdviceRequest | CapabilityHandler | None
         if ref == "jev.evaluate":
+            from ..contract.evaluation import validate_request
+
             target = validate_request(args, max_bytes=self._services.max_request_bytes)
         elif ref == "jev.advise":
             target = parse_advice(args)
@@ -163,7 +167,10 @@ class CapabilityCalls:
     def _invoke(self, call: ValidCall, reply: Reply, tasks: anyio.abc.TaskGroup) -> None:
         """The one place an allowed guest capability call reaches its target."""
         target = call.target
-        if isinstance(target, EvaluationRequest):
+        if call.ref == "jev.evaluate":  # validated as an EvaluationRequest: its module is loaded
+            from ..contract.evaluation import EvaluationRequest
+
+            assert isinstance(target, EvaluationRequest)
             denied = self._budget.begin_evaluation()
             if denied is not None:
                 reply(False, denied)
@@ -172,9 +179,9 @@ class CapabilityCalls:
         elif isinstance(target, AdviceRequest):
             assert self._observation is not None  # launch requires observe for jev.advise
             tasks.start_soon(answer_when_done, self._observation.advise(target), reply)
-        else:
+        else:  # neither jev.* ref: the registry's handler
             ctx = CallContext(run_id=self._run_id, run_name=self._program.name, ref=call.ref)
-            tasks.start_soon(self._tool, target, call.arguments, ctx, reply)
+            tasks.start_soon(self._tool, cast("CapabilityHandler", target), call.arguments, ctx, reply)
 
     async def _evaluate(self, request: EvaluationRequest, reply: Reply) -> None:
         services, budget = self._services, self._budget

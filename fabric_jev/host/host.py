@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
 from functools import partial
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -21,7 +21,6 @@ from ..contract.program import Program
 from ..contract.values import JsonInput
 from ..errors import ConcurrencyLimitReached, HostClosed, UnknownRun
 from ..evaluators.base import Evaluator
-from ..plugins import build_connector
 from ..sandbox.pool import WorkerPool
 from ..typecheck.checker import checker_status
 from .calls import CallServices
@@ -30,7 +29,9 @@ from .observing import ObservationSource
 from .policy import Approver, PolicyGate
 from .registry import CapabilityRegistry, Connector
 from .run import Run, RunServices, WorkerSource, session_limits
-from .status import HostStatus
+
+if TYPE_CHECKING:
+    from .status import HostStatus  # loaded when a status is asked for (start-up of `run`)
 
 
 class JevHost:
@@ -77,6 +78,8 @@ class JevHost:
         self._connectors: list[Connector] = []
         # Connectors named in the config come from their plugins (fabric_jev.plugins).
         for name, settings in config.connectors.items():
+            from ..plugins import build_connector
+
             self.add_connector(build_connector(name, settings))
 
     # ------------------------------------------------------------------ lifecycle
@@ -160,6 +163,8 @@ class JevHost:
 
     def status(self) -> HostStatus:
         """The evaluator's route, model and credential presence, and every retained run."""
+        from .status import HostStatus
+
         ev = self.evaluator.status()
         return HostStatus(ev.credentials, ev.model, ev.route,
                           tuple(run.summary() for run in self._runs.values()), ev.mode, ev.problem,

@@ -24,14 +24,16 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..contract.asking import UNAVAILABLE_REASON_CHARS, CapabilityCall, Unavailable, Verdict
 from ..contract.policy import Answer, Policy, PolicyOutcome, PolicyOverrides, Risk, needs_approver, resolve
 from ..contract.wire_model import utc_time, wire_time
 from ..evaluators.base import Evaluator
+
+if TYPE_CHECKING:  # loaded when a call must be asked: a run that asks nothing never loads it
+    from ..contract.asking import CapabilityCall, Verdict
 
 AUDIT_KEEP = 64
 
@@ -47,7 +49,7 @@ CALLER_GRANT: contextvars.ContextVar[frozenset[str] | None] = contextvars.Contex
 #: rest of the run, ``"deny_all"`` refuses this and every later question of the run,
 #: `Unavailable` says there is no one to ask; anything else, an exception or a timeout
 #: refuses. An approver may carry a ``name`` attribute: the audit trail records it.
-Approver = Callable[[CapabilityCall], Awaitable[Any]]
+Approver = Callable[["CapabilityCall"], Awaitable[Any]]
 
 
 def _approver_answer(value: Any) -> Answer:
@@ -60,6 +62,8 @@ def _approver_answer(value: Any) -> Answer:
 
 def _verdict(decision: Any) -> Verdict | None:
     """The classifier's Decision as the approver sees it."""
+    from ..contract.asking import Verdict
+
     if decision is None:
         return None
     probabilities = getattr(decision, "probabilities", None)
@@ -216,6 +220,8 @@ class PolicyGate:
         approver: Answer = "absent"
         unavailable: str | None = None
         if needs_approver(policy, classifier):
+            from ..contract.asking import CapabilityCall
+
             approver, unavailable = await self._ask(CapabilityCall(
                 ref=ref, risk=risk, policy=policy, run_id=run_id, run_name=run_name,
                 arguments=shown, intent=intent, classifier=_verdict(decision)),
@@ -271,6 +277,8 @@ class PolicyGate:
             await self._queue_grew.wait()
 
     async def _answer(self, request: CapabilityCall) -> tuple[Answer, str | None]:
+        from ..contract.asking import UNAVAILABLE_REASON_CHARS, Unavailable
+
         assert self.approver is not None
         try:
             with anyio.move_on_after(self.approver_timeout_s) as scope:

@@ -33,12 +33,12 @@ from .observing import ObserverHandle
 from .policy import AuditTrail
 from .registry import Connector
 from .ring import LogBuffer, ProgressRing
-from .status import RunSummary
 
 if TYPE_CHECKING:
     import asyncio
 
     from ..typecheck.verdict import CheckReport
+    from .status import RunSummary  # loaded when a status is asked for (start-up of `run`)
 
 SLICE_MS = 100
 #: The kernel's profiling timer kills a worker whose slice overran by this much.
@@ -132,6 +132,8 @@ class Run:
         )
 
     def summary(self) -> RunSummary:
+        from .status import RunSummary
+
         return RunSummary(self.id, self.program.name, self.state, self.background, self.started_at,
                           self.audit.allowed, self.audit.denied)
 
