@@ -19,7 +19,6 @@ import contextlib
 import ctypes
 import errno
 import os
-import platform
 import resource
 import signal
 
@@ -168,7 +167,7 @@ class _SockFprog(ctypes.Structure):
 
 def _build_filter() -> _SockFprog | None:
     """The BPF program, built once in the zygote; None off x86_64."""
-    if platform.machine() != "x86_64":
+    if os.uname().machine != "x86_64":  # platform.machine(), without importing `platform` (~2 ms)
         return None
     ld_abs, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
     allow = 0x7FFF0000                              # SECCOMP_RET_ALLOW
