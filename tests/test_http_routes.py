@@ -208,6 +208,45 @@ async def test_an_answer_echoing_the_key_is_refused(where: str) -> None:
     assert KEY not in str(err.value)
 
 
+@pytest.mark.parametrize("echo", [False, True])
+async def test_a_large_answer_is_parsed_and_searched_for_the_key_off_the_event_loop(
+        echo: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Near the 1 MiB cap the key search takes 0.1-0.3 s: on the event loop it stalled every other run.
+    import threading
+
+    from fabric_jev.contract import key_echo
+
+    searched_on: list[bool] = []
+    search = key_echo.carries_key
+
+    def spy(value: Any, secret: str) -> bool:
+        searched_on.append(threading.current_thread() is threading.main_thread())
+        return search(value, secret)
+
+    monkeypatch.setattr(key_echo, "carries_key", spy)
+
+    def pad(body: dict[str, Any]) -> dict[str, Any]:
+        body["x_debug"] = ["x" * 1000] * 600 + ([KEY[::-1]] if echo else [])
+        return body
+
+    with mock(key=KEY) as upstream, front(Front(upstream=upstream, tamper=pad)) as f:
+        ev = evaluator(TYPESAFE, f.url)
+        try:
+            if echo:
+                with pytest.raises(AnswerInvalid, match="contains the credential it was sent with"):
+                    await ev.evaluate(REQUEST, timeout=30)
+            else:
+                result = await ev.evaluate(REQUEST, timeout=30)
+                assert set(result.answers) == {"refund", "team", "anger"}
+            direct = evaluator(TYPESAFE, upstream)
+            small = await direct.evaluate(REQUEST, timeout=30)
+            await direct.aclose()
+            assert set(small.answers) == {"refund", "team", "anger"}
+        finally:
+            await ev.aclose()
+    assert searched_on == [False, True]  # the large body in a worker thread, a small one inline
+
+
 async def test_redirects_are_refused() -> None:
     def redirect(rec: Recorded) -> tuple[int, dict[str, str], bytes]:
         return 302, {"Location": "http://127.0.0.1:9/elsewhere"}, b""
