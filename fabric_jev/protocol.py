@@ -19,7 +19,7 @@ The browser connector's `browser.connect` and `browser.cdp` are `execute`.
 
 from __future__ import annotations
 
-from ._process import wait_process_exit
+from ._process import end_process_group, kill_process_group, read_available, wait_process_exit
 from .contract.policy import Risk
 from .host.registry import (
     CallContext,
@@ -37,4 +37,5 @@ def runtime_js(name: str) -> str:
 
 
 __all__ = ["CallContext", "Capability", "CapabilityHandler", "CapabilityRegistry", "Connector",
-           "Risk", "runtime_js", "wait_process_exit"]
+           "Risk", "end_process_group", "kill_process_group", "read_available", "runtime_js",
+           "wait_process_exit"]

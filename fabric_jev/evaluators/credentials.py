@@ -7,12 +7,9 @@ never echoed, even when it is rejected.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +17,7 @@ from typing import Any
 import anyio
 
 from .._files import atomic_write, config_dir
-from .._process import wait_process_exit
+from .._process import end_process_group, read_available, wait_process_exit
 from ..errors import ConfigError, CredentialError
 from .base import CredentialStatus
 from .routes import Route
@@ -118,38 +115,25 @@ async def run_credential_command(argv: Sequence[str], *, timeout: float = COMMAN
     out = bytearray()
     failure: str | None = None
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                failure = f"credential command timed out after {timeout:g} s"
-                break
-            with anyio.move_on_after(left):
-                await anyio.wait_readable(fd)
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                break
-            out += chunk
-            if len(out) > COMMAND_MAX_BYTES:
-                failure = f"credential command printed more than {COMMAND_MAX_BYTES} bytes"
-                break
-        if failure is None:
-            with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+        with anyio.move_on_after(timeout):
+            while True:
+                chunk = await read_available(fd)
+                if not chunk:
+                    break
+                out += chunk
+                if len(out) > COMMAND_MAX_BYTES:
+                    failure = f"credential command printed more than {COMMAND_MAX_BYTES} bytes"
+                    break
+            if failure is None:
                 await wait_process_exit(proc)
+        if failure is None:
             if proc.returncode is None:
                 failure = f"credential command timed out after {timeout:g} s"
             elif proc.returncode != 0:
                 failure = f"credential command failed (exit {proc.returncode})"
     finally:
         # Whatever it started goes too: the whole group is killed, then reaped.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.stdout.close()
-        with anyio.CancelScope(shield=True):
-            await wait_process_exit(proc)
+        await end_process_group(proc)
     if failure is not None:
         raise CredentialError(failure)
     try:

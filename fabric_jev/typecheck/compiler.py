@@ -30,7 +30,7 @@ from pathlib import Path
 
 import anyio
 
-from .._process import wait_process_exit
+from .._process import end_process_group, read_available, wait_process_exit
 from ..contract.typecheck import Language
 
 ENV_OVERRIDE = "FABRIC_JEV_TSGO"
@@ -180,11 +180,7 @@ async def run_compiler(compiler: Compiler, argv: list[str], cwd: Path, *, timeou
     try:
         with anyio.move_on_after(timeout_s) as scope:
             while True:
-                await anyio.wait_readable(fd)
-                try:
-                    chunk = os.read(fd, 65536)
-                except BlockingIOError:
-                    continue
+                chunk = await read_available(fd)
                 if not chunk:
                     break
                 room = MAX_OUTPUT_BYTES - len(kept)
@@ -194,11 +190,7 @@ async def run_compiler(compiler: Compiler, argv: list[str], cwd: Path, *, timeou
             await wait_process_exit(proc)
         timed_out = scope.cancelled_caught
     finally:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.stdout.close()
-        with anyio.CancelScope(shield=True):
-            await wait_process_exit(proc)
+        await end_process_group(proc)
     if timed_out:
         raise CompilerStopped(f"the type checker took longer than {timeout_s:g} s and was stopped")
     output = kept.decode("utf-8", "replace")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import anyio
 
-from fabric_jev.protocol import wait_process_exit
+from fabric_jev.protocol import end_process_group, kill_process_group, read_available, wait_process_exit
 
 from .errors import LaunchError
 
@@ -91,17 +91,12 @@ class LaunchedBrowser:
             return
         self._closed = True
         with anyio.CancelScope(shield=True):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            await wait_process_exit(self.proc)
-            if self._drain_fd is not None:
+            if self._drain_fd is not None:  # before end_process_group closes the pipe it reads
                 with contextlib.suppress(Exception):
                     asyncio.get_running_loop().remove_reader(self._drain_fd)
-            if self.proc.stderr is not None:
-                self.proc.stderr.close()
+            await end_process_group(self.proc)
             # Helpers in the group may outlive the main process for a moment.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
+            kill_process_group(self.proc)
             shutil.rmtree(self.profile, ignore_errors=True)
 
 
@@ -172,11 +167,7 @@ async def _until_listening(proc: subprocess.Popen[bytes]) -> str:
         found = _LISTENING.search(buf)
         if found:
             return found.group(1).decode()
-        await anyio.wait_readable(fd)
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            continue
+        chunk = await read_available(fd)
         if not chunk:
             raise LaunchError(f"Chromium exited during start-up (code {proc.wait()})")
         buf = buf[-4096:] + chunk
