@@ -9,8 +9,6 @@ validation, ``detail.error_type`` / ``detail.message`` otherwise).
 from __future__ import annotations
 
 import hmac
-import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,8 +27,6 @@ DEFAULT_MODEL = "jev-latest"
 _PARSE_INLINE_BYTES = 64 * 1024
 
 Response = tuple[int, dict[str, Any]]
-#: A \uD800-\uDFFF escape: the only way a JSON text can carry a surrogate (strict UTF-8 cannot).
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def error(status: int, error_type: str, message: str) -> Response:
@@ -124,12 +120,8 @@ class JevServer:
         try:
             raw = loads_bounded(body, what="request body", max_bytes=self.limits.max_body_bytes,
                                 max_depth=MAX_DEPTH)
-        except JSONInputError as exc:
+        except JSONInputError as exc:  # lone surrogate escapes too: such text cannot be tokenized or hashed
             return _invalid(str(exc), "json_invalid")
-        if _SURROGATE_ESCAPE.search(body) and _holds_lone_surrogate(raw):
-            # Such text cannot be encoded, tokenized or hashed: refused as JSON that is not Unicode.
-            return _invalid("request body contains a lone surrogate (an unpaired \\uD800-\\uDFFF "
-                            "escape), which is not Unicode text", "json_invalid")
         if not isinstance(raw, dict):
             return _invalid("request body must be a JSON object {state, questions, model?}", "model_attributes_type")
         # `model` is optional, as the docs say: the SDKs' default alias stands in.
@@ -139,12 +131,3 @@ class JevServer:
             return validate_request(raw, max_bytes=self.limits.max_body_bytes, wire=True)
         except RequestInvalid as exc:
             return _invalid(str(exc))
-
-
-def _holds_lone_surrogate(value: Any) -> bool:
-    """Escaped pairs were joined by the parser: what cannot be encoded is an unpaired half."""
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
