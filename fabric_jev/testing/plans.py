@@ -22,11 +22,11 @@ from ..verification import (
     Observation,
     Plan,
     VerificationFailed,
-    dictionary_digest,
     parse_dictionary,
     parse_plan,
     run_verification,
 )
+from ..verification.run import check_plan_fits
 from .pages import BrowserPage
 
 
@@ -53,13 +53,7 @@ def load_plan(plan: str | Path | Mapping[str, Any] | Plan,
                               f"({raw.get('reason') or 'no plan'}); there is no plan to replay")
         raw = raw["plan"]
     checked = parse_plan(raw)
-    if checked.dictionary_digest != dictionary_digest(parsed):
-        raise PlanInvalid("the plan was compiled for a different dictionary (digest mismatch); "
-                          "recompile and review it")
-    known = {c.id for c in parsed.checks}
-    unknown = [i for i in checked.check_ids if i not in known]
-    if unknown:
-        raise PlanInvalid(f"the plan names checks the dictionary does not have: {unknown}")
+    check_plan_fits(checked, parsed)
     return parsed, checked
 
 

@@ -110,18 +110,22 @@ def _holds(assertion: Observe, value: Any) -> bool:
     return bool(v >= p.value if p.kind == "atLeast" else v <= p.value)
 
 
+def check_plan_fits(plan: Plan, dictionary: Dictionary) -> None:
+    """Refuse a stale plan: one compiled for another dictionary, or naming checks it lacks."""
+    if plan.dictionary_digest != dictionary_digest(dictionary):
+        raise PlanInvalid("the plan was compiled for a different dictionary (digest mismatch); "
+                          "recompile and review it")
+    known = {c.id for c in dictionary.checks}
+    unknown = [i for i in plan.check_ids if i not in known]
+    if unknown:
+        raise PlanInvalid(f"the plan names checks the dictionary does not have: {unknown}")
+
+
 async def run_verification(plan: Plan | Mapping[str, Any], dictionary: Dictionary | Mapping[str, Any],
                            observations: Mapping[str, Observation] | None, channels: Channels) -> RunResult:
     parsed = parse_dictionary(dict(dictionary) if isinstance(dictionary, Mapping) else dictionary)
     checked = parse_plan(plan)
-    digest = dictionary_digest(parsed)
-    if checked.dictionary_digest != digest:
-        raise PlanInvalid("the plan was compiled for a different dictionary (digest mismatch); "
-                          "recompile and review it")
-    known = {c.id for c in parsed.checks}
-    unknown = [i for i in checked.check_ids if i not in known]
-    if unknown:
-        raise PlanInvalid(f"the plan names checks the dictionary does not have: {unknown}")
+    check_plan_fits(checked, parsed)
     selected = [c for c in parsed.checks if c.id in set(checked.check_ids)]  # dictionary order
     observations = observations or {}
     for c in selected:
