@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import threading
 
@@ -9,6 +10,7 @@ import threading
 # Child processes (workers, CLI runs) inherit it. An explicit setting in the environment wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -44,6 +46,16 @@ def program(code: str, **extra: Any) -> dict[str, Any]:
     base: dict[str, Any] = {"name": "test", "code": code, "inputSchema": {}, "outputSchema": {}}
     base.update(extra)
     return base
+
+
+def seed_starters() -> dict[str, Any]:
+    """The starter programs of seed 001 (tests/data/seed-001-starters.js, the seed's own
+    JavaScript), evaluated by QuickJS: {"request": ..., "observer": ...}."""
+    import quickjs
+
+    source = (Path(__file__).parent / "data" / "seed-001-starters.js").read_text()
+    value: dict[str, Any] = json.loads(quickjs.Context().eval(source))
+    return value
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from fabric_jev.plugins import _declared
+from tests.conftest import seed_starters
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -40,15 +40,6 @@ def test_paced_counter_reports_progress() -> None:
     assert env["result"] == {"steps": 10, "total": 385}
     assert [e["value"]["step"] for e in env["events"]] == list(range(1, 11))  # type: ignore[index,union-attr]
     assert env["logs"] == ["summed 10 squares"]
-
-
-def seed_starters() -> dict[str, Any]:
-    """The seed's own JavaScript (tests/data/seed-001-starters.js), evaluated by QuickJS."""
-    import quickjs
-
-    source = (ROOT / "tests" / "data" / "seed-001-starters.js").read_text()
-    value: dict[str, Any] = json.loads(quickjs.Context().eval(source))
-    return value
 
 
 def test_the_seeds_starter_programs_ship_unchanged() -> None:

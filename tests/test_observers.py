@@ -22,7 +22,7 @@ from fabric_jev.contract.advice import AdviceRequest, parse_advice
 from fabric_jev.contract.observe import parse_observe
 from fabric_jev.evaluators.base import EvaluatorStatus
 from fabric_jev.host.observers import Advice, Observer
-from tests.conftest import program
+from tests.conftest import program, seed_starters
 
 #: Advice is an agent-risk call; these tests' application allows it.
 ADVICE_ALLOWED: dict[str, Any] = {"agent": "allow"}
@@ -389,34 +389,8 @@ async def test_next_event_without_observe_and_observe_without_session() -> None:
             await host.spawn(program(ECHO), None, observe={"events": ["nope"]})
 
 
-# The verification-advisor observer of the Jev skill (seed 001), verbatim in substance.
-ADVISOR = """
-  for (let i = 0; i < 40; i++) {
-    const event = await program.nextEvent();
-    if (event.truncated) {
-      await program.emit({eventId:event.id, review:"truncated context"});
-      continue;
-    }
-    const result = await jev.evaluate({
-      state: {turn:event.payload},
-      questions: {
-        contradiction: {
-          type: "noul",
-          instructions: "Does assistantText claim completion while toolResults explicitly show an unresolved relevant failed check? Missing context alone is not evidence of failure.",
-        },
-      },
-    });
-    const probability = result.answers.contradiction.noul;
-    const advice = probability >= 0.9
-      ? await program.advise({eventId:event.id, message:"Check the reported failing verification before claiming completion."})
-      : null;
-    await program.emit({eventId:event.id, probability, advice});
-  }
-  return null;
-"""
-
-
 async def test_seed_verification_advisor_delivers_exactly_one_advice() -> None:
+    advisor = seed_starters()["observer"]
     delivered: list[Advice] = []
 
     async def deliver(advice: Advice) -> None:
@@ -427,15 +401,8 @@ async def test_seed_verification_advisor_delivers_exactly_one_advice() -> None:
         {"question": "contradiction", "stateContains": "FAILED", "answer": {"noul": 0.97}}]})
     async with JevHost(HostConfig(approvals=ADVICE_ALLOWED), evaluator=fixture) as host:
         host.bind_session(session)
-        env = await host.spawn({
-            "name": "verification-advisor",
-            "inputSchema": {"type": "null"}, "outputSchema": {"type": "null"},
-            "requires": ["jev.evaluate", "jev.advise"],
-            "limits": {"timeoutMs": 600000, "maxEvaluations": 40, "maxToolCalls": 200, "maxTokens": 20000},
-            "code": ADVISOR,
-        }, None, observe={"events": ["turn_end"], "include": ["assistantText", "toolResults"],
-                          "maxChars": 4096, "queueSize": 8, "delivery": "steer", "triggerTurn": False,
-                          "maxAdvice": 2})
+        # The verification-advisor observer of the Jev skill, as the seed writes it.
+        env = await host.spawn(advisor["program"], advisor["input"], observe=advisor["observe"])
         # Turn 1: honest report. Turn 2: claims success over a failing check. Turn 3: automatic
         # continuation repeating the claim: the latch holds, so no second advice.
         session.user_input("Fix the login bug")

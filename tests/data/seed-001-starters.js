@@ -1,7 +1,8 @@
 // The starter programs of seed 001 (the Jev skill), copied character for character from
 // shared/seeds/001_1779e0079a4102a9.txt: the triage request and the argument of the
-// verification-advisor's jev.spawn. tests/test_examples.py evaluates this file in QuickJS and
-// checks that examples/ ships exactly these programs, inputs and observe options.
+// verification-advisor's jev.spawn. tests/conftest.py's seed_starters evaluates this file in
+// QuickJS: tests/test_examples.py checks that examples/ ships exactly these programs, inputs and
+// observe options, and tests/test_observers.py runs the advisor as written here.
 const request = {
   input: ["Please refund the duplicate charge.", "The app crashes when opening settings."],
   program: {
