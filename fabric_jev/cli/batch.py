@@ -181,8 +181,9 @@ def add_batch_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     b.add_argument("--limit", type=positive_int, metavar="N",
                    help="only the first N inputs of the file (a resumed batch counts the same N)")
     b.add_argument("--dry-run", dest="dry_run", action="store_true",
-                   help="check the program (its artifact, schemas and syntax) and every input against "
-                   "its inputSchema; run nothing and write nothing")
+                   help="check the program as a launch would (its artifact, schemas, syntax and type check: "
+                   "a TypeScript program with type errors is refused) and every input against its "
+                   "inputSchema; run nothing and write nothing")
     b.add_argument("--concurrency", type=int, help="runs at a time per host (default: the config's "
                    "maxConcurrentRuns)")
     b.add_argument("--id-field", dest="id_field", help="take each input's id from this field of the "

