@@ -64,3 +64,16 @@ def test_every_command_on_the_page_runs_as_written(tmp_path: Path) -> None:
     assert "triage" in {tool["name"] for tool in json.loads(listed)["tools"]}
     structured = json.loads(called)["structuredContent"]
     assert structured["state"] == "completed" and structured["result"]["topic"] in ("billing", "technical", "other")
+
+
+def test_the_check_error_the_page_quotes_is_the_one_its_program_gives(tmp_path: Path) -> None:
+    """The page quotes `check`'s error for a misspelled `input.mesage`: its place and text are the real ones."""
+    [quoted] = re.findall(r"`(triage/triage\.js:\d+:\d+: Property 'mesage'.*?)`", " ".join(PAGE.read_text().split()))
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "FABRIC_JEV_HOME": str(tmp_path / "home")}
+    subprocess.run([FABRIC_JEV, "new", "triage"], check=True, capture_output=True, cwd=tmp_path, env=env)
+    source = tmp_path / "triage" / "triage.js"
+    source.write_text(source.read_text().replace("input.message", "input.mesage", 1))
+    done = subprocess.run([FABRIC_JEV, "check", "triage/triage.js"], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path, env=env)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.strip() == quoted
