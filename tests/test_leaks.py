@@ -67,6 +67,21 @@ async def test_an_early_zygote_no_pool_took_over_is_killed_and_reaped() -> None:
     assert open_fds() == fds_before
 
 
+async def test_a_host_left_with_its_callers_scope_cancelled_leaves_no_zygote_or_fd() -> None:
+    """Leaving the host after the caller's scope was cancelled, with no await in between (the
+    cancellation first seen while closing), still kills and reaps the zygote and closes its socket:
+    the pool's reader task group re-raising the cancellation must not skip the rest of closing."""
+    import anyio
+
+    fds_before, children_before = open_fds(), child_pids()
+    with anyio.CancelScope() as outer:
+        async with JevHost():
+            outer.cancel()
+    assert not _direct_children(child_pids(apart_from=children_before)), "the zygote is reaped"
+    await wait_gone(child_pids(apart_from=children_before))
+    assert open_fds() == fds_before
+
+
 def _parent(pid: int) -> int | None:
     """The parent of a live process, None once it has exited."""
     try:

@@ -272,18 +272,22 @@ class WorkerPool:
             waiter.set()
         while self._idle:
             self._idle.popleft().close()
-        # Stop the control reader before its fd is closed and its number reused.
-        if self._tg is not None:
-            self._tg.cancel_scope.cancel()
-            await self._tg.__aexit__(None, None, None)
-            self._tg = None
-        while self._idle:  # any that arrived while the reader was stopping
-            self._idle.popleft().close()
-        if self._ctl is not None:
-            self._ctl.close()
-        zygote = self._zygote
-        if zygote is not None:
-            with suppress(ProcessLookupError):
-                zygote.kill()
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                await wait_process_exit(zygote)
+        try:
+            # Stop the control reader before its fd is closed and its number reused. Leaving the
+            # group re-raises a cancellation of the caller's scope, once the reader has ended:
+            # the zygote must still go, so the rest is in `finally`.
+            if self._tg is not None:
+                tg, self._tg = self._tg, None
+                tg.cancel_scope.cancel()
+                await tg.__aexit__(None, None, None)
+        finally:
+            while self._idle:  # any that arrived while the reader was stopping
+                self._idle.popleft().close()
+            if self._ctl is not None:
+                self._ctl.close()
+            zygote = self._zygote
+            if zygote is not None:
+                with suppress(ProcessLookupError):
+                    zygote.kill()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await wait_process_exit(zygote)
