@@ -377,6 +377,43 @@ def test_each_unreadable_line_gets_the_answer_json_rpc_asks_for(line: str, expec
     reply.model_dump_json(by_alias=True, exclude_unset=True)  # what the SDK sends: it must be writable
 
 
+_PARAMS = '"params": {"name": "jev_run", "arguments": {"input": "' + "a" * 200 + '"}}'
+
+
+@pytest.mark.parametrize(("line", "head", "expected_id"), [
+    ('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", ' + _PARAMS + "}", 60, 7),
+    # Only the head is read: an id past it (clients may send it last) or cut in its digits is not
+    # known, so the answer has id null; the line cannot be told from a notification, and a
+    # client waiting for its reply would wait for ever.
+    ('{"jsonrpc": "2.0", "method": "tools/call", ' + _PARAMS + ', "id": 7}', 60, None),
+    ('{"jsonrpc": "2.0", "method": "tools/call", "id": 123456, ' + _PARAMS + "}", 53, None),
+    # A method past the head: with its id read, a request is answered, not taken for a response.
+    ('{"jsonrpc": "2.0", "id": 8, ' + _PARAMS + ', "method": "tools/call"}', 60, 8),
+    # A response to one of our requests is never answered, cut or not.
+    ('{"jsonrpc": "2.0", "result": {"content": "' + "a" * 200 + '"}, "id": 3}', 60, "no reply"),
+])
+def test_a_line_cut_at_the_limit_is_answered_with_its_id_only_when_its_head_holds_it(
+        line: str, head: int, expected_id: Any) -> None:
+    import io
+
+    import mcp_types as types
+
+    from fabric_jev.mcp.lines import CUT_MARK, MAX_LINE_BYTES, BoundedLines
+    from fabric_jev.mcp.unreadable import error_for
+
+    cut = BoundedLines(io.BytesIO(line.encode() + b"\n"), limit=head - 1).readline()
+    assert cut == line[:head] + CUT_MARK + "\n"
+    with pytest.raises(Exception) as refused:
+        types.jsonrpc_message_adapter.validate_json(cut, by_name=False)
+    reply = error_for(refused.value)
+    if expected_id == "no reply":
+        assert reply is None
+        return
+    assert reply is not None
+    assert (reply.id, reply.error.code) == (expected_id, -32700)
+    assert reply.error.message == f"Parse error: the message is longer than {MAX_LINE_BYTES} bytes"
+
+
 @pytest.mark.anyio
 async def test_check_before_running(tmp_path: Path) -> None:
     schemas = {"inputSchema": {"type": "object", "properties": {"ticket": {"type": "string"}}},

@@ -36,7 +36,8 @@ log = logging.getLogger("fabric_jev.mcp")
 # quantifiers keep the scan linear on any input.
 _TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]|"', re.DOTALL)
 # After a key: the colon and a scalar value (a string, an integer, a literal).
-_SCALAR_AFTER_KEY = re.compile(r'\s*:\s*("(?:[^"\\]++|\\.)*+"|-?\d{1,30}(?![.eE\d])|true|false|null)')
+# A number right before a NUL is not read: NUL begins lines.CUT_MARK, so its digits may go on.
+_SCALAR_AFTER_KEY = re.compile(r'\s*:\s*("(?:[^"\\]++|\\.)*+"|-?\d{1,30}(?![.eE\d\x00])|true|false|null)')
 _COLON = re.compile(r"\s*:")
 _MESSAGE_CHARS = 300
 #: The value of a top-level member that is there but cannot be read as a scalar (an object,
@@ -97,7 +98,8 @@ def error_for(exc: Exception) -> types.JSONRPCError | None:
         return None
     first = errors[0]
     raw = first.get("input")
-    if first["type"] == "json_invalid" and isinstance(raw, str) and raw.endswith(CUT_MARK + "\n"):
+    cut = first["type"] == "json_invalid" and isinstance(raw, str) and raw.endswith(CUT_MARK + "\n")
+    if cut:
         code, message = types.PARSE_ERROR, f"Parse error: the message is longer than {MAX_LINE_BYTES} bytes"
     elif first["type"] == "json_invalid" and isinstance(raw, str) and _holds_lone_surrogate(raw):
         # The SDK's parser says "unexpected end of hex escape": name the real cause.
@@ -123,10 +125,18 @@ def error_for(exc: Exception) -> types.JSONRPCError | None:
 
     if members is None:
         return reply(None)
-    if "method" not in members:
+    if cut:
+        # Only the line's head was read: it is a response only when the head says so, and a
+        # missing id may lie past the head (a request can send it last), so it is no sign of a
+        # notification: such a line is answered with id null rather than left waiting.
+        if "method" not in members and {"result", "error"} & members.keys():
+            return None
+        if "id" not in members:
+            return reply(None)
+    elif "method" not in members:
         # A response to one of our requests is never answered; what is no message at all gets id null.
         return None if "id" in members else reply(None)
-    if "id" not in members:
+    elif "id" not in members:
         return None  # a notification: never answered
     request_id = members["id"]
     # The reply carries the id back: it must be one JSON-RPC allows, and text that can be sent.
