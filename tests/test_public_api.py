@@ -52,3 +52,34 @@ def test_both_assertion_failures_share_one_base() -> None:
 
     for cls in (AssertionFailed, VerificationFailed):
         assert issubclass(cls, errors.CheckFailed) and issubclass(cls, AssertionError)
+
+
+#: Recursive JSON aliases name themselves in strings, which typing resolves only where the
+#: alias's own name is in scope (docs/architecture.md says so).
+RECURSIVE_ALIASES = {"JsonInput", "JsonObject", "JsonValue"}
+
+
+def test_every_public_type_alias_resolves_at_run_time_in_a_fresh_interpreter() -> None:
+    # An alias written with a forward reference to a lazily loaded class (Approver once named
+    # "CapabilityCall" before that module was loaded) broke typing.get_type_hints and pydantic
+    # fields in user code that annotated with it.
+    import subprocess
+    import sys
+
+    # As a user writes it: `from fabric_jev import NAME`, then an annotation with NAME alone.
+    script = (
+        "import typing, fabric_jev\n"
+        f"RECURSIVE = {sorted(RECURSIVE_ALIASES)!r}\n"
+        "for name in fabric_jev.__all__:\n"
+        "    value = getattr(fabric_jev, name)\n"
+        "    if isinstance(value, type) or not hasattr(value, '__origin__') or name in RECURSIVE:\n"
+        "        continue\n"
+        "    user_module = {name: value}\n"
+        "    exec(f'def f(x: {name}) -> None: ...', user_module)\n"
+        "    typing.get_type_hints(user_module['f'])\n"
+        "    print(name)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "Approver" in done.stdout.split()
+    assert set(fabric_jev.__all__) >= RECURSIVE_ALIASES

@@ -7,11 +7,11 @@ from typing import Any
 
 import anyio
 
+from ..contract.asking import Approver
 from ..contract.config import HostConfig
 from ..contract.program import Program, parse_program
 from ..errors import ConfigError, JevError
 from ..evaluators.base import Evaluator
-from ..host.policy import Approver
 from .local import Emit, run_local
 from .records import BatchItem, BatchOutcome
 

@@ -8,12 +8,12 @@ from typing import Any
 import anyio
 from anyio.abc import ObjectReceiveStream
 
+from ..contract.asking import Approver
 from ..contract.config import HostConfig
 from ..contract.program import Program
 from ..errors import InputInvalid
 from ..evaluators.base import Evaluator
 from ..host import JevHost
-from ..host.policy import Approver
 from .records import BatchItem, BatchOutcome
 
 Emit = Callable[[BatchOutcome], Awaitable[None]]

@@ -15,7 +15,7 @@ terminal (move the cursor, clear the line, turn text around).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -110,6 +110,16 @@ class CapabilityCall:
             out["classifier"] = {"decision": self.classifier.decision, "reason": self.classifier.reason,
                                  "probabilities": dict(self.classifier.probabilities or {})}
         return out
+
+
+#: ``async def approver(call: CapabilityCall) -> Reply | Decision | bool | Unavailable``:
+#: only an explicit allow (``True``, ``"allow"``, ``"always"`` or a Decision whose
+#: ``decision`` is ``"allow"``) allows; ``"always"`` also allows the same ref for the
+#: rest of the run, ``"deny_all"`` refuses this and every later question of the run,
+#: `Unavailable` says there is no one to ask; anything else, an exception or a timeout
+#: refuses. An approver may carry a ``name`` attribute: the audit trail records it.
+#: (Defined beside `CapabilityCall`, so the alias resolves wherever it is introspected.)
+Approver = Callable[[CapabilityCall], Awaitable[Any]]
 
 
 def parse_typed_reply(text: str) -> Reply | None:

@@ -11,17 +11,15 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ..contract.asking import CapabilityCall, Unavailable, Verdict
+    from ..contract.asking import Approver, CapabilityCall, Unavailable, Verdict
     from .host import JevHost
     from .observers import Advice, AdviceLatch, MainSession, Observer
-    from .policy import Approver
     from .registry import CallContext, CapabilityRegistry
 
 _LAZY = {
     "JevHost": ".host",
     **dict.fromkeys(("Advice", "AdviceLatch", "MainSession", "Observer"), ".observers"),
-    "Approver": ".policy",
-    **dict.fromkeys(("CapabilityCall", "Unavailable", "Verdict"), "..contract.asking"),
+    **dict.fromkeys(("Approver", "CapabilityCall", "Unavailable", "Verdict"), "..contract.asking"),
     "CallContext": ".registry", "CapabilityRegistry": ".registry",
 }
 

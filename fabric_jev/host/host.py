@@ -26,11 +26,12 @@ from ..typecheck.checker import checker_status
 from .calls import CallServices
 from .launch import admit, load_run
 from .observing import ObservationSource
-from .policy import Approver, PolicyGate
+from .policy import PolicyGate
 from .registry import CapabilityRegistry, Connector
 from .run import Run, RunServices, WorkerSource, session_limits
 
 if TYPE_CHECKING:
+    from ..contract.asking import Approver  # loaded when a call must be asked
     from .status import HostStatus  # loaded when a status is asked for (start-up of `run`)
 
 

@@ -22,7 +22,6 @@ import contextvars
 import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +32,7 @@ from ..contract.wire_model import utc_time, wire_time
 from ..evaluators.base import Evaluator
 
 if TYPE_CHECKING:  # loaded when a call must be asked: a run that asks nothing never loads it
-    from ..contract.asking import CapabilityCall, Verdict
+    from ..contract.asking import Approver, CapabilityCall, Verdict
 
 AUDIT_KEEP = 64
 
@@ -43,13 +42,6 @@ CALLER_GRANT: contextvars.ContextVar[frozenset[str] | None] = contextvars.Contex
     "fabric_jev_caller_grant", default=None)
 
 
-#: ``async def approver(call: CapabilityCall) -> Reply | Decision | bool | Unavailable``:
-#: only an explicit allow (``True``, ``"allow"``, ``"always"`` or a Decision whose
-#: ``decision`` is ``"allow"``) allows; ``"always"`` also allows the same ref for the
-#: rest of the run, ``"deny_all"`` refuses this and every later question of the run,
-#: `Unavailable` says there is no one to ask; anything else, an exception or a timeout
-#: refuses. An approver may carry a ``name`` attribute: the audit trail records it.
-Approver = Callable[["CapabilityCall"], Awaitable[Any]]
 
 
 def _approver_answer(value: Any) -> Answer:
