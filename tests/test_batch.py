@@ -442,3 +442,26 @@ def test_a_pipe_that_waits_holds_back_neither_outcomes_nor_signals(files: dict[s
         if proc.stderr is not None:
             proc.stderr.close()
     assert [r["line"] for r in records(files["out"])] == [1]
+
+
+def test_a_dry_run_on_a_pipe_that_waits_still_hears_a_signal(files: dict[str, str]) -> None:
+    fifo = Path(files["inputs"]).with_name("inputs.fifo")
+    os.mkfifo(fifo)
+    hold = threading.Event()
+    writer, _ = fifo_writer(fifo, [input_line(50)], hold)  # off-schema: the dry run reports it at once
+    argv = [sys.executable, "-m", "fabric_jev.cli", "batch", files["program"], "--inputs", str(fifo), "--dry-run"]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline().startswith("batch: line 1 id 1: ")
+        # The dry run read its inputs on the event loop: waiting for line 2, it did not hear SIGINT.
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130
+    finally:
+        hold.set()
+        writer.join(30)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+        if proc.stderr is not None:
+            proc.stderr.close()

@@ -122,6 +122,7 @@ async def _dry_run(raw_program: Any, args: argparse.Namespace, config: HostConfi
     import anyio.to_thread
 
     from ..batch import read_inputs
+    from ..batch.files import read_in_thread
     from ..contract.program import parse_program
     from ..contract.typescript import check_syntax
     from ..contract.values import ValueRejected, check_value
@@ -147,18 +148,21 @@ async def _dry_run(raw_program: Any, args: argparse.Namespace, config: HostConfi
         sys.stderr.write(f"batch: type check {report.outcome}: {report.reason}\n")
     checked = bad = 0
     items = read_inputs(args.inputs, id_field=args.id_field)
-    for item in items if args.limit is None else islice(items, args.limit):
-        checked += 1
-        error = item.error
-        if error is None:
-            try:
-                check_value(item.value, program.input_schema, "input")
-            except ValueRejected as exc:
-                error = str(exc)
-        if error is not None:
-            bad += 1
-            if bad <= 20:
-                sys.stderr.write(f"batch: line {item.line} id {item.key}: {' '.join(error.split())}\n")
+    # Read in a thread, as a real batch reads: a FIFO without a writer must not deafen the loop
+    # to Ctrl-C and SIGTERM.
+    async with read_in_thread(items if args.limit is None else islice(items, args.limit)) as source:
+        async for item in source:
+            checked += 1
+            error = item.error
+            if error is None:
+                try:
+                    check_value(item.value, program.input_schema, "input")
+                except ValueRejected as exc:
+                    error = str(exc)
+            if error is not None:
+                bad += 1
+                if bad <= 20:
+                    sys.stderr.write(f"batch: line {item.line} id {item.key}: {' '.join(error.split())}\n")
     if bad > 20:
         sys.stderr.write(f"batch: … and {bad - 20} more inputs that would be rejected\n")
     sys.stderr.write(f"batch: dry run of {program.name}: the program is valid; {checked - bad} of "
