@@ -267,3 +267,48 @@ async def test_the_library_approver_gets_the_classifier_verdict() -> None:
     assert call.classifier.decision == "ask" and "0.20" in call.classifier.reason
     assert call.classifier.probabilities is not None and call.classifier.probabilities["safe"] == 0.2
     assert probability == 0.2 and not outcome.allowed
+
+
+@pytest.mark.anyio
+async def test_an_approver_that_answers_after_its_timeout_does_not_allow() -> None:
+    """An approver that outlives its timeout (it swallowed the cancellation, as a thread-based
+    `input()` awaited with `anyio.to_thread.run_sync` does) and then says allow is still a timeout."""
+    async def approver(call: CapabilityCall) -> str:
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            return "allow"
+        raise AssertionError("unreachable")
+
+    g = gate(approver, timeout=0.01)
+    trail = AuditTrail()
+    _, outcome, _ = await g.decide("demo.write", "write", run_id="r", run_name="w", arguments={}, intent=None,
+                                   audit=trail)
+    assert not outcome.allowed and outcome.reason == "the approver did not answer in time"
+
+
+@pytest.mark.anyio
+async def test_a_stopped_run_is_not_allowed_by_an_approver_that_swallowed_its_cancellation() -> None:
+    asking = anyio.Event()
+
+    async def approver(call: CapabilityCall) -> str:
+        asking.set()
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            return "always"
+        raise AssertionError("unreachable")
+
+    g = gate(approver)
+    trail = AuditTrail()
+    decided: list[Any] = []
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as tg:
+            async def ask() -> None:
+                decided.append(await g.decide("demo.write", "write", run_id="r", run_name="w", arguments={},
+                                              intent=None, audit=trail))
+            tg.start_soon(ask)
+            await asking.wait()
+            scope.cancel()
+    assert scope.cancelled_caught and decided == []  # the cancellation went on up; nothing was decided
+    assert trail.standing.allowed_refs == set()  # and "always" was not remembered for the run

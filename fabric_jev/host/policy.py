@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from anyio.lowlevel import checkpoint_if_cancelled
 
 from ..contract.policy import Answer, Policy, PolicyOutcome, PolicyOverrides, Risk, needs_approver, resolve
 from ..contract.wire_model import utc_time, wire_time
@@ -272,12 +273,19 @@ class PolicyGate:
         from ..contract.asking import UNAVAILABLE_REASON_CHARS, Unavailable
 
         assert self.approver is not None
+        failed = False
         try:
             with anyio.move_on_after(self.approver_timeout_s) as scope:
                 value = await self.approver(request)
-            if scope.cancelled_caught:
-                return "timeout", None
         except Exception:  # an approver that fails refuses; its message is not trusted
+            failed = True
+        # An approver can outlive a cancellation and still answer (it caught the
+        # cancellation, or awaited a thread that cannot be abandoned): a stopped run
+        # is stopped, and an answer after the timeout is no answer.
+        await checkpoint_if_cancelled()
+        if scope.cancel_called:
+            return "timeout", None
+        if failed:
             return "error", None
         if isinstance(value, Unavailable):
             from ..contract.redaction import redact_text
