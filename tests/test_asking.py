@@ -312,3 +312,21 @@ async def test_a_stopped_run_is_not_allowed_by_an_approver_that_swallowed_its_ca
             scope.cancel()
     assert scope.cancelled_caught and decided == []  # the cancellation went on up; nothing was decided
     assert trail.standing.allowed_refs == set()  # and "always" was not remembered for the run
+
+
+@pytest.mark.anyio
+async def test_a_secret_in_the_users_words_is_redacted_in_the_question() -> None:
+    """The "user asked" line is evidence like the arguments: the classifier sees it redacted,
+    and so does every approver (a terminal's scrollback, an MCP client's log)."""
+    seen: list[CapabilityCall] = []
+
+    async def approver(call: CapabilityCall) -> str:
+        seen.append(call)
+        return "deny"
+
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    await gate(approver).decide("demo.write", "write", run_id="r", run_name="w", arguments={"n": 1},
+                                intent=f"push it with token {token}")
+    [call] = seen
+    assert call.intent == "push it with token [redacted: github token]"
+    assert token not in str(call.facts()) and token not in str(call.to_json())

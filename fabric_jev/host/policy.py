@@ -195,12 +195,14 @@ class PolicyGate:
         policy, override = self._effective(risk, ref)
         if policy in ("allow", "deny"):
             return policy, resolve(risk, policy, override=override), None
-        from ..contract.redaction import redact  # its rules load only when a call must be asked
+        from ..contract.redaction import redact, redact_text  # its rules load only when a call must be asked
 
         try:
             shown, _ = redact(arguments)
         except ValueError:
             shown = "[omitted: arguments are not finite JSON]"
+        # The user's words are evidence too: the classifier gets them redacted, and so does a person.
+        shown_intent = redact_text(intent)[0] if isinstance(intent, str) else None
         classifier: Answer | None = None
         decision: Any = None
         probability: float | None = None
@@ -217,7 +219,7 @@ class PolicyGate:
 
             approver, unavailable = await self._ask(CapabilityCall(
                 ref=ref, risk=risk, policy=policy, run_id=run_id, run_name=run_name,
-                arguments=shown, intent=intent, classifier=_verdict(decision)),
+                arguments=shown, intent=shown_intent, classifier=_verdict(decision)),
                 None if audit is None else audit.standing)
         who = self.approver_name if approver not in ("absent", "allowed_before", "denied_before") else None
         return policy, resolve(risk, policy, classifier=classifier, approver=approver, who=who,
