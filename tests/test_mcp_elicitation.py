@@ -103,12 +103,26 @@ async def test_always_answers_the_later_questions_of_the_run(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("answer", [types.ElicitResult(action="decline"), types.ElicitResult(action="cancel"),
                                     accept("deny"), types.ElicitResult(action="accept", content={"decision": "?"}),
-                                    types.ElicitResult(action="accept")])
+                                    types.ElicitResult(action="accept"),
+                                    # Shapes the form did not ask for: a field besides the decision,
+                                    # a reply in another case, a reply of another type.
+                                    types.ElicitResult(action="accept", content={"decision": "allow", "also": "x"}),
+                                    accept("ALLOW"), accept("Always"),
+                                    types.ElicitResult(action="accept", content={"decision": True})])
 async def test_decline_cancel_and_anything_but_an_allow_deny(tmp_path: Path, answer: types.ElicitResult) -> None:
     callback, asked = answering(answer)
     async with server(tmp_path, callback) as session:
         env = envelope(await session.call_tool("jev_run", asker()))
     assert env["result"] == [DENIED.format("the approver denied it")] and len(asked) == 1
+
+
+async def test_an_action_in_another_case_is_no_answer(tmp_path: Path) -> None:
+    # Built unchecked, as a client that does not follow the schema would send it.
+    callback, asked = answering(types.ElicitResult.model_construct(action="ACCEPT", content={"decision": "allow"}))
+    async with server(tmp_path, callback) as session:
+        env = envelope(await session.call_tool("jev_run", asker()))
+    assert env["result"] != [0.75] and len(asked) == 1
+    assert not env["approvals"][0]["allowed"]
 
 
 async def test_deny_all_refuses_every_later_question(tmp_path: Path) -> None:

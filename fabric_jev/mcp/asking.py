@@ -63,8 +63,9 @@ def requested_schema(call: CapabilityCall) -> dict[str, Any]:
 
 
 def reply_of(result: types.ElicitResult) -> Reply:
-    """Only an accepted form with a known decision allows; decline and cancel deny."""
-    if result.action != "accept" or not result.content:
+    """Only an accepted form of the shape asked for (one field, a known decision) answers;
+    decline, cancel and any other shape deny (a client that adds fields did not show the form)."""
+    if result.action != "accept" or not result.content or set(result.content) != {"decision"}:
         return "deny"
     decision = result.content.get("decision")
     for reply in REPLIES:
