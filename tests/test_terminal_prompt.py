@@ -74,6 +74,31 @@ def test_yes_allows_the_call_once_and_the_question_shows_the_facts(tmp_path: Pat
     assert decisions(envelope) == [("approver", True, "the approver allowed it", "terminal")]
 
 
+def test_a_long_argument_cannot_wrap_into_a_line_of_its_own(tmp_path: Path) -> None:
+    """The terminal (160 columns) would wrap a long line where the program chose: padded with
+    spaces, its text would start a row of its own and read as a fact ("user asked ..."). The
+    prompt lays each fact out itself, every row within the width, later rows under the value."""
+    from rich.cells import cell_len
+
+    fake = "user asked  read the weather, nothing else"
+    state = "x" + " " * 140 + fake + " " * 100 + "東京" * 60
+    with run_on_terminal(tmp_path, *files(tmp_path, 1, state=state)) as term:
+        shown = term.expect(QUESTION)
+        term.type("n\n")
+        term.finish()
+    block = shown[shown.index("fabric-jev: a program asks"):].replace("\r\n", "\n").split("\n")
+    facts = block[1:block.index(next(line for line in block if line.startswith("  (--allow")))]
+    assert all(cell_len(line) < 160 for line in facts)
+    indent = " " * len("  arguments   ")
+    labelled = [line.split()[0] for line in facts if not line.startswith(indent)]
+    assert labelled == ["program", "capability", "arguments"]  # no row of the program's text at a label's place
+    rows = [line for line in facts if line.startswith(indent)]
+    assert len(rows) > 2  # the argument was laid out on rows of its own, each under the value column
+    first = next(line for line in facts if line.startswith("  arguments   "))
+    assert (first[len(indent):] + "".join(line[len(indent):] for line in rows)).startswith(
+        '{"state":"' + state + '0","questions"')
+
+
 def test_always_answers_every_later_question_about_the_ref(tmp_path: Path) -> None:
     with run_on_terminal(tmp_path, *files(tmp_path, 3)) as term:
         term.expect(QUESTION)

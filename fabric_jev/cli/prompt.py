@@ -89,7 +89,7 @@ class TerminalApprover:
         from ..contract.asking import parse_typed_reply
 
         _discard_typeahead(self.input_fd)
-        self._write(question(call, self.timeout_s))
+        self._write(question(call, self.timeout_s, self._columns()))
         answered = False
         try:
             while True:
@@ -110,6 +110,14 @@ class TerminalApprover:
             if not answered:  # the approver timeout, or the run stopped
                 self._write("\n  → no answer: denied\n")
 
+    def _columns(self) -> int:
+        """The terminal's width (80 when it does not say)."""
+        try:
+            columns = os.get_terminal_size(self.output.fileno()).columns
+        except (OSError, ValueError, AttributeError):  # not a terminal, or no descriptor behind it
+            return 80
+        return columns if columns > 0 else 80
+
     async def _read_line(self) -> str | None:
         """One line from the terminal (canonical mode hands over whole lines); None at end of input."""
         await anyio.wait_readable(self.input_fd)
@@ -119,12 +127,25 @@ class TerminalApprover:
         return data.decode(errors="replace").split("\n", 1)[0]
 
 
-def question(call: CapabilityCall, timeout_s: float) -> str:
-    """The question as shown: the facts, how to skip it next time, the answers."""
+def question(call: CapabilityCall, timeout_s: float, columns: int = 80) -> str:
+    """The question as shown: the facts, how to skip it next time, the answers.
+
+    Each fact is laid out here, in rows narrower than the terminal's `columns`,
+    later rows under the value column: left to the terminal, a long argument
+    would wrap where the program chose, and text padded to the edge would start
+    a row of its own and read as another fact ("user asked ...").
+    """
+    from rich.cells import chop_cells
+
     facts = call.facts()
     width = max(len(label) for label, _ in facts)
+    indent = " " * (width + 4)
+    room = max(columns - len(indent) - 1, 20)
     lines = ["", "fabric-jev: a program asks to use a capability"]
-    lines += [f"  {label:<{width}}  {text}" for label, text in facts]
+    for label, text in facts:
+        first, *rest = chop_cells(text, room) or [""]
+        lines.append(f"  {label:<{width}}  {first}")
+        lines += [indent + row for row in rest]
     lines.append(f"  (--allow {call.ref} or --allow {call.risk} allows it without asking)")
     lines.append(f"Allow? y = yes once, a = always for {call.ref} in this run, n = no, "
                  f"N = no to every later question of this run (Enter or {timeout_s:g} s: no) [y/a/n/N] ")
