@@ -99,6 +99,22 @@ def test_a_long_argument_cannot_wrap_into_a_line_of_its_own(tmp_path: Path) -> N
         '{"state":"' + state + '0","questions"')
 
 
+def test_progress_lines_cannot_steer_the_terminal_around_the_question(tmp_path: Path) -> None:
+    """A progress line is the program's text on the same terminal: JSON escapes ESC, but not
+    the one-byte CSI (U+009B: "conceal what follows" on many terminals) or a bidi override."""
+    args = files(tmp_path, 1)
+    emitting = "program.emit('\\u009b8m\\u202e'); await program.sleep(0);" + ASKING
+    (tmp_path / "program.json").write_text(json.dumps(program(emitting, name="asker",
+                                                              requires=["jev.evaluate"])))
+    with run_on_terminal(tmp_path, *args) as term:
+        term.expect(QUESTION)
+        term.type("y\n")
+        code, envelope, screen = term.finish()
+    assert code == 0 and envelope["result"] == [0.75]
+    assert '[1] "\\u009b8m\\u202e"' in screen
+    assert "\x9b" not in screen and "\u202e" not in screen
+
+
 def test_always_answers_every_later_question_about_the_ref(tmp_path: Path) -> None:
     with run_on_terminal(tmp_path, *files(tmp_path, 3)) as term:
         term.expect(QUESTION)
