@@ -119,6 +119,20 @@ def test_run_without_result_prints_the_envelope_and_a_summary_line(tmp_path: Pat
     assert done.stderr == "fabric-jev: the run ended timed_out: Jev deadline of 300 ms exceeded\n"
 
 
+def test_the_programs_text_on_standard_error_cannot_steer_a_terminal(tmp_path: Path) -> None:
+    # Standard error may be a terminal when standard input is not (no question is asked then):
+    # the progress lines and the failure summary are the program's text, and JSON leaves the
+    # one-byte CSI (U+009B) and bidi overrides as they are.
+    path = write_text(tmp_path, "steer.js", HEADER + "program.emit('\\u009b8m\\u202e'); "
+                      "throw new Error('x\\u009b8m\\u202ey')")
+    done = cli("run", path, "--input-json", '{"n": 1}')
+    assert done.returncode == 1
+    assert "\x9b" not in done.stderr and "\u202e" not in done.stderr
+    assert '[1] "\\u009b8m\\u202e"' in done.stderr
+    assert "x\\u009b8m\\u202ey" in done.stderr.splitlines()[-1]
+    assert "\u202e" in json.loads(done.stdout)["error"]  # the envelope keeps the text as it was
+
+
 def test_run_input_json_is_checked_and_exclusive_with_input(tmp_path: Path) -> None:
     path = write_text(tmp_path, "d.js", HEADER + "return input.n")
     done = cli("run", path, "--input-json", '{"n": ')

@@ -68,7 +68,11 @@ async def _run(args: argparse.Namespace) -> int:
         if isinstance(approver, TerminalApprover):
             approver.say(line)  # held while a question is open
             return
-        sys.stderr.write(line + "\n")
+        from ..contract.asking import printable  # only a run that shows progress loads it
+
+        # JSON leaves C1 controls (U+009B starts an escape sequence on many terminals) and
+        # bidirectional overrides as they are: on a terminal they could steer it.
+        sys.stderr.write(printable(line) + "\n")
         sys.stderr.flush()
 
     envelope = None
@@ -105,10 +109,12 @@ async def _run(args: argparse.Namespace) -> int:
         print_json(envelope.result)
     if not completed:
         # The envelope says it all, but a failure should not need jq to be seen.
+        from ..contract.asking import printable
+
         summary = f"the run ended {envelope.state.value}"
         if envelope.error:
             summary += ": " + " ".join(envelope.error.split())
-        sys.stderr.write(f"fabric-jev: {summary}\n")
+        sys.stderr.write(f"fabric-jev: {printable(summary)}\n")  # the error is the program's text
     return EXIT_OK if completed else EXIT_NOT_COMPLETED
 
 
