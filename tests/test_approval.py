@@ -461,3 +461,12 @@ async def test_classify_honours_the_callers_timeout_with_a_stalled_upstream(tmp_
         f.release.set()
         await ev.aclose()
     assert decision.decision == "ask" and "timed out after 0.1 s" in decision.reason
+
+
+async def test_an_evaluator_error_quoting_a_secret_is_redacted_in_the_reason() -> None:
+    from fabric_jev.errors import UpstreamError
+
+    decision = await classify(REQUEST, evaluator=ScriptedEvaluator(
+        UpstreamError("upstream said: token ghp_abcdefghijklmnopqrstuvwxyz0123 is revoked")))
+    assert decision.decision == "ask" and "the classifier failed" in decision.reason
+    assert "ghp_abcdefghijklmnopqrstuvwxyz0123" not in decision.reason and "redacted" in decision.reason
