@@ -307,3 +307,65 @@ def test_jev_page_is_skipped_with_the_install_hint_without_the_browser_connector
     result.assert_outcomes(skipped=2)  # one per anyio backend
     assert ("SKIPPED [2] test_page.py:2: the browser connector is not installed; install it with: "
             "pip install --find-links DIR 'fabric-jev[browser]'") in result.stdout.str()
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(240)
+def test_artifacts_kept_by_another_worker_of_the_same_run_are_not_cleaned(pytester: pytest.Pytester,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under pytest-xdist each worker is a session of its own; the first page test of one must not
+    remove what another worker of the same run already kept (xdist's testrunuid is shared)."""
+    project(pytester)
+    (pytester.path / "test_triage.py").unlink()
+    pytester.makepyfile(test_page=PAGE_TESTS)
+    (pytester.path / "page.html").write_text(PAGE)
+    pytester.makeconftest('''
+        import os
+        def pytest_configure(config):
+            if os.environ.get("RUN_UID"):  # what pytest-xdist gives each worker of one run
+                config.workerinput = {"workerid": os.environ["WORKER"], "testrunuid": os.environ["RUN_UID"]}
+    ''')
+    kept = pytester.path / "test-results" / "test_page.py-test_fails"
+    monkeypatch.setenv("RUN_UID", "0123abcd")
+    monkeypatch.setenv("WORKER", "gw0")
+    pytester.runpytest_subprocess(*PLUGIN, "-k", "fails").assert_outcomes(failed=1)
+    assert (kept / "test-failed.png").is_file()
+    monkeypatch.setenv("WORKER", "gw1")
+    pytester.runpytest_subprocess(*PLUGIN, "-k", "passes").assert_outcomes(passed=1)
+    assert (kept / "test-failed.png").is_file(), "another worker of the run removed it"
+    # The next run (another testrunuid, or none without xdist) replaces the last run's folders.
+    monkeypatch.delenv("RUN_UID")
+    pytester.runpytest_subprocess(*PLUGIN, "-k", "passes").assert_outcomes(passed=1)
+    assert not kept.exists()
+
+
+def test_keeping_artifacts_that_fails_midway_leaves_the_old_folder_or_none(tmp_path: Path) -> None:
+    """A copy cut short (here a FIFO the copy refuses; a Ctrl-C alike) never leaves a folder
+    without the plugin's marker, which would block every later run with `artifacts not kept`."""
+    import os
+    import shutil
+
+    from fabric_jev.testing.plugin import MARKER, _keep
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "a.png").write_bytes(b"\x89PNG new")
+    os.mkfifo(scratch / "z.fifo")
+    dest = tmp_path / "out" / "test_x.py-test_y"
+    with pytest.raises(shutil.Error):
+        _keep(scratch, dest, "run-2")
+    assert not dest.exists()
+    assert list((tmp_path / "out").iterdir()) == []  # no staging folder left either
+
+    dest.mkdir()
+    (dest / MARKER).write_text("written by fabric-jev's pytest plugin\nrun run-1\n")
+    (dest / "a.png").write_bytes(b"\x89PNG old")
+    with pytest.raises(shutil.Error):
+        _keep(scratch, dest, "run-2")
+    assert (dest / "a.png").read_bytes() == b"\x89PNG old"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [dest.name]
+
+    (scratch / "z.fifo").unlink()
+    _keep(scratch, dest, "run-2")
+    assert sorted(p.name for p in dest.iterdir()) == [MARKER, "a.png"]
+    assert (dest / "a.png").read_bytes() == b"\x89PNG new"

@@ -13,6 +13,7 @@ import hashlib
 import re
 import shutil
 import tempfile
+import uuid
 from collections.abc import AsyncIterator, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,8 @@ if TYPE_CHECKING:
 
 RECORD_MODES = ("none", "once", "new", "all")
 ARTIFACT_MODES = ("on", "off", "only-on-failure")
-#: A folder holding this file was written by the plugin (and may be replaced by it).
+#: A folder holding this file was written by the plugin (and may be replaced by it); the file
+#: names the run that wrote it.
 MARKER = ".fabric-jev-artifacts"
 
 
@@ -49,6 +51,9 @@ class _Session:
     cassettes_written: list[Path] = field(default_factory=list)
     artifacts_kept: list[Path] = field(default_factory=list)
     output_cleaned: bool = False
+    #: The run this session belongs to: pytest-xdist's testrunuid, shared by the workers of one
+    #: run (each is a session of its own), else this session's own.
+    run_id: str = ""
 
 
 _SESSION = pytest.StashKey[_Session]()
@@ -131,7 +136,9 @@ def settings_of(config: pytest.Config) -> Settings:
 def _session(config: pytest.Config) -> _Session:
     found = config.stash.get(_SESSION, None)
     if found is None:
-        found = config.stash[_SESSION] = _Session()
+        worker = getattr(config, "workerinput", None)
+        shared = worker.get("testrunuid") if isinstance(worker, dict) else None
+        found = config.stash[_SESSION] = _Session(run_id=str(shared or uuid.uuid4().hex))
     return found
 
 
@@ -334,14 +341,19 @@ def jev_output_path(request: pytest.FixtureRequest, jev_settings: Settings) -> P
 
 def _clean_output(config: pytest.Config, settings: Settings) -> None:
     """Once a session, before the first page test: remove the folders earlier runs left
-    (only those the plugin wrote, which carry its marker file)."""
+    (only those the plugin wrote, which carry its marker file). Folders of this run stay:
+    under pytest-xdist another worker may have kept them already."""
     log = _session(config)
     if log.output_cleaned:
         return
     log.output_cleaned = True
     if settings.output.is_dir():
         for entry in settings.output.iterdir():
-            if (entry / MARKER).is_file():
+            try:
+                mark = (entry / MARKER).read_text(errors="replace")
+            except OSError:  # not a folder of the plugin's (or another worker just moved it)
+                continue
+            if _marker_line(log.run_id) not in mark.splitlines():
                 shutil.rmtree(entry, ignore_errors=True)
 
 
@@ -375,8 +387,9 @@ async def jev_page(request: pytest.FixtureRequest, jev_browser: Any, jev_setting
                     failed = call is None or call.failed
                     if keep == "on" or failed:
                         await _page_artifacts(source, scratch, "failed" if failed else "finished")
-                        _keep(scratch, jev_output_path)
-                        _session(request.config).artifacts_kept.append(jev_output_path)
+                        log = _session(request.config)
+                        _keep(scratch, jev_output_path, log.run_id)
+                        log.artifacts_kept.append(jev_output_path)
             finally:
                 unbind(page)
                 source.close()
@@ -400,16 +413,31 @@ async def _page_artifacts(source: Any, folder: Path, status: str) -> None:
         atomic_write(folder / f"test-{status}.error.txt", f"{type(exc).__name__}: {exc}\n")
 
 
-def _keep(scratch: Path, dest: Path) -> None:
-    if dest.exists():
-        if not (dest / MARKER).is_file():  # someone else's: never removed (docs/testing.md)
-            pytest.fail(f"artifacts not kept: {dest} exists and was not written by fabric-jev's pytest "
-                        f"plugin (it has no {MARKER} file); move it, or choose another --jev-output",
-                        pytrace=False)
-        shutil.rmtree(dest)
+def _marker_line(run_id: str) -> str:
+    return f"run {run_id}"
+
+
+def _keep(scratch: Path, dest: Path, run_id: str) -> None:
+    """Put the test's files at `dest`: the folder there before, or the whole new one, never a part.
+
+    They are copied into a staging folder beside `dest` that carries the marker from the start,
+    so whatever an interrupted copy leaves is the plugin's and the next run removes it."""
+    if dest.exists() and not (dest / MARKER).is_file():  # someone else's: never removed (docs/testing.md)
+        pytest.fail(f"artifacts not kept: {dest} exists and was not written by fabric-jev's pytest "
+                    f"plugin (it has no {MARKER} file); move it, or choose another --jev-output",
+                    pytrace=False)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(scratch, dest)
-    (dest / MARKER).write_text("written by fabric-jev's pytest plugin; replaced on the next run\n")
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name[:60]}-", dir=dest.parent))
+    try:
+        (staging / MARKER).write_text("written by fabric-jev's pytest plugin; replaced on the next run\n"
+                                      f"{_marker_line(run_id)}\n")
+        shutil.copytree(scratch, staging, dirs_exist_ok=True)
+        if dest.exists():
+            shutil.rmtree(dest)
+        staging.rename(dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 __all__ = ["Settings", "cassette_path", "output_path", "settings_of"]
