@@ -131,6 +131,16 @@ async def test_all_records_everything_again_and_drops_what_this_run_did_not_ask(
     assert states == {"kept": "tech"}
 
 
+async def test_all_with_nothing_asked_leaves_the_cassette_as_it_was(tmp_path: Path) -> None:
+    # vcrpy's `all` writes only what it recorded: a test that asked nothing this run (one that
+    # failed before its first question, say) keeps its cassette rather than losing it.
+    path = tmp_path / "t.jsonl"
+    await record(path, "new", "old")
+    before = path.read_bytes()
+    ev = await record(path, "all")
+    assert ev.recorded == 0 and not ev.save() and path.read_bytes() == before
+
+
 async def test_none_never_builds_the_evaluator_and_keeps_every_miss(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     await record(path, "new", "refund please")
