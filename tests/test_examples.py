@@ -88,7 +88,11 @@ def test_ticket_triage_offline_with_the_local_evaluator() -> None:
 @pytest.mark.browser
 @pytest.mark.timeout(240)
 def test_the_pytest_example_passes_offline_with_plain_pytest(tmp_path: Path) -> None:
-    folder = EXAMPLES / "pytest"
+    # Run from a copy of its folder alone, as a user who takes it as a starting point would.
+    import shutil
+
+    folder = tmp_path / "project"
+    shutil.copytree(EXAMPLES / "pytest", folder)
     cassettes = {p: p.read_bytes() for p in (folder / "cassettes").rglob("*.jsonl")}
     assert len(cassettes) == 3
     env = {k: v for k, v in os.environ.items()

@@ -1,4 +1,4 @@
-"""A reviewed verification plan (../verify/), each check of it a test: zero model calls."""
+"""A reviewed verification plan (verify/, a copy of ../verify/), each check of it a test: zero model calls."""
 
 from pathlib import Path
 
@@ -6,7 +6,7 @@ import pytest
 
 from fabric_jev.testing import plan_checks
 
-VERIFY = Path(__file__).parent.parent / "verify"
+VERIFY = Path(__file__).parent / "verify"
 
 
 @pytest.mark.anyio
