@@ -408,6 +408,14 @@ async def test_trace_artifacts_are_redacted_like_snapshots(tmp_path: Path) -> No
     assert "[redacted: api key]" in written and "[redacted: url credentials]" in written
 
 
+async def test_the_failure_message_is_redacted_like_the_trace() -> None:
+    page = snap(el(name="API key sk-abcdefghijklmnopqrstuv"), url="https://bob:hunter2pw@app.example/settings")
+    result = await check(exists('name="API key sk-abcdefghijklmnopqrstuw"'), "Key shown").once(Source(page))
+    message = result.message()
+    assert not result.passed and "nearest:" in message
+    assert "sk-abcdefghijklmnopqrstu" not in message and "[redacted: api key]" in message
+
+
 # ---------------------------------------------------------------- diffs
 
 

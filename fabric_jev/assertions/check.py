@@ -151,7 +151,11 @@ class CheckResult:
                          + (f": {a.detail}" if a.detail else ""))
         if self.artifacts:
             lines.append("  artifacts: " + ", ".join(f"{k}={v}" for k, v in sorted(self.artifacts.items())))
-        return "\n".join(lines)
+        # Redacted like the trace and snapshot artifacts: a failure's message lands in test
+        # reports and CI logs, and the page text it quotes may hold a credential.
+        from ..contract.redaction import redact_text
+
+        return redact_text("\n".join(lines))[0]
 
     def trace_event(self) -> dict[str, Any]:
         """A stable, JSON-serialisable record (no timestamps), for logs and golden files."""
