@@ -230,8 +230,14 @@ async def test_input_must_match_its_schema(host: JevHost) -> None:
 
 
 async def test_observe_on_run_is_rejected(host: JevHost) -> None:
+    # `run` takes no `observe`; the launch check that every launch passes refuses it for a
+    # foreground run all the same (checked here with the host's own registry, gate and config).
+    from fabric_jev.host.launch import admit
+
     with pytest.raises(ProgramInvalid, match="observe"):
-        await host._launch(program("return 1"), None, background=False, observe={"events": []})
+        await admit(program("return 1"), None, background=False, observe={"events": []}, intent=None,
+                    grant=None, capabilities=host.capabilities, gate=host.policy, session_bound=False,
+                    config=host.config)
 
 
 # ---------------------------------------------------------------- budgets

@@ -178,8 +178,9 @@ def test_the_testing_module_exports_every_name_it_lists() -> None:
 def test_the_suite_reads_no_private_run_or_connection_state() -> None:
     import re
 
-    reach_in = re.compile(r"\._runs\b|\._connections\b")
+    # The private state named in the issue, and any private attribute of a host or a connector.
+    reach_in = re.compile(r"\._runs\b|\._connections\b|\b(?:host|connector)\._[a-z]")
     offenders = [f"{path.name}:{n}" for path in sorted(HERE.parent.glob("*.py")) if path != HERE
                  for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
                  if reach_in.search(line)]
-    assert offenders == [], "use fabric_jev.testing.worker_pid / open_connections instead"
+    assert offenders == [], "use the public API (fabric_jev.testing.worker_pid / open_connections) instead"
