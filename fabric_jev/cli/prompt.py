@@ -70,12 +70,9 @@ class TerminalApprover:
     def say(self, line: str) -> None:
         """Write a line to the terminal, or hold it until the open question is answered.
 
-        The line is the program's text (a progress event) on the terminal the question is
-        asked on: it passes `printable` too, or a one-byte CSI could hide the next question.
+        The caller escapes a program's text with `printable` first (`run` does, for its
+        progress lines), or a one-byte CSI in it could hide the next question.
         """
-        from ..contract.asking import printable
-
-        line = printable(line)
         if self.asking:
             self._held.append(line)
             return

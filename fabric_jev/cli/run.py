@@ -64,15 +64,15 @@ async def _run(args: argparse.Namespace) -> int:
     def show(event: ProgressEvent) -> None:
         if args.quiet:
             return
-        line = f"[{event.sequence}] {json.dumps(event.value, ensure_ascii=False)}"
+        from ..contract.asking import printable  # only a run that shows progress loads it
+
+        # The program's text, escaped as a question is: JSON leaves C1 controls (U+009B starts
+        # an escape sequence on many terminals) and bidirectional overrides as they are.
+        line = printable(f"[{event.sequence}] {json.dumps(event.value, ensure_ascii=False)}")
         if isinstance(approver, TerminalApprover):
             approver.say(line)  # held while a question is open
             return
-        from ..contract.asking import printable  # only a run that shows progress loads it
-
-        # JSON leaves C1 controls (U+009B starts an escape sequence on many terminals) and
-        # bidirectional overrides as they are: on a terminal they could steer it.
-        sys.stderr.write(printable(line) + "\n")
+        sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
     envelope = None
