@@ -18,9 +18,9 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install -e '.[mcp]')")
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.conftest import program
+from tests.mcp_support import mcp_client
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = {
@@ -39,13 +39,8 @@ TOOL_NAMES = {"jev_run", "jev_spawn", "jev_status", "jev_wait", "jev_stop", "jev
 async def server(tmp_path: Path, *args: str) -> AsyncIterator[ClientSession]:
     fixture = tmp_path / "fixture.json"
     fixture.write_text(json.dumps(FIXTURE))
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "fabric_jev.cli", "mcp", "--evaluator", f"fixture:{fixture}", *args],
-        env={**os.environ, "FABRIC_JEV_HOME": str(tmp_path / "home")}, cwd=ROOT)
-    with (tmp_path / "server.log").open("w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            yield session
+    async with mcp_client(tmp_path, "--evaluator", f"fixture:{fixture}", *args) as session:
+        yield session
 
 
 def structured(result: Any) -> Any:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,10 +14,10 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install -e '.[mcp]')")
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from fabric_jev.mcp.asking import NO_ELICITATION
 from tests.conftest import program
+from tests.mcp_support import mcp_client
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,15 +41,9 @@ async def server(tmp_path: Path, elicit: Any = None, *, timeout_ms: int = 60_000
     (tmp_path / "fixture.json").write_text(json.dumps(FIXTURE))
     (tmp_path / "config.json").write_text(json.dumps({"approvals": {"read": "ask"},
                                                       "approverTimeoutMs": timeout_ms}))
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "fabric_jev.cli", "mcp", "--evaluator",
-                                      f"fixture:{tmp_path / 'fixture.json'}", "--config", str(tmp_path / "config.json")],
-        env={**os.environ, "FABRIC_JEV_HOME": str(tmp_path / "home")}, cwd=ROOT)
-    with (tmp_path / "server.log").open("w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), \
-                ClientSession(read, write, elicitation_callback=elicit) as session:
-            await session.initialize()
-            yield session
+    async with mcp_client(tmp_path, "--evaluator", f"fixture:{tmp_path / 'fixture.json'}",
+                          "--config", str(tmp_path / "config.json"), elicit=elicit) as session:
+        yield session
 
 
 def asker(n: int = 1) -> dict[str, Any]:
@@ -171,14 +163,8 @@ async def test_a_background_run_asks_too(tmp_path: Path) -> None:
 async def test_allow_on_the_command_line_asks_no_one(tmp_path: Path) -> None:
     callback, asked = answering()
     (tmp_path / "fixture.json").write_text(json.dumps(FIXTURE))
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "fabric_jev.cli", "mcp", "--evaluator", f"fixture:{tmp_path / 'fixture.json'}",
-                                      "--allow", "jev.evaluate"],
-        env={**os.environ, "FABRIC_JEV_HOME": str(tmp_path / "home")}, cwd=ROOT)
-    with (tmp_path / "server.log").open("w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), \
-                ClientSession(read, write, elicitation_callback=callback) as session:
-            await session.initialize()
-            env = envelope(await session.call_tool("jev_run", asker()))
+    async with mcp_client(tmp_path, "--evaluator", f"fixture:{tmp_path / 'fixture.json'}",
+                          "--allow", "jev.evaluate", elicit=callback) as session:
+        env = envelope(await session.call_tool("jev_run", asker()))
     assert env["result"] == [0.75] and asked == []
     assert env["approvals"][0]["override"] == "--allow jev.evaluate"

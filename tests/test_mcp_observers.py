@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -17,9 +16,9 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install -e '.[mcp]')")
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.conftest import program
+from tests.mcp_support import mcp_client
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,15 +36,9 @@ ONE_SHOT = program("const e = await program.nextEvent();\n"
 
 @asynccontextmanager
 async def server(tmp_path: Path, *args: str, elicit: Any = None) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "fabric_jev.cli", "mcp", "--evaluator",
-                                      f"fixture:{EXAMPLE / 'fixture.json'}", *args],
-        env={**os.environ, "FABRIC_JEV_HOME": str(tmp_path / "home")}, cwd=ROOT)
-    with (tmp_path / "server.log").open("w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), \
-                ClientSession(read, write, elicitation_callback=elicit) as session:
-            await session.initialize()
-            yield session
+    async with mcp_client(tmp_path, "--evaluator", f"fixture:{EXAMPLE / 'fixture.json'}", *args,
+                          elicit=elicit) as session:
+        yield session
 
 
 async def call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> Any:

@@ -18,7 +18,8 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install -e '.[mcp]')")
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.mcp_support import mcp_client
 
 ROOT = Path(__file__).resolve().parent.parent
 INSPECTOR_VERSION = "2.12.0"
@@ -49,20 +50,19 @@ def folder(tmp: Path) -> Path:
     return programs
 
 
+def server_args(tmp: Path, *extra: str) -> list[str]:
+    """What follows `fabric-jev mcp`: the fixture evaluator and the programs folder under `tmp`."""
+    return ["--evaluator", f"fixture:{tmp / 'fixture.json'}", "--programs", str(tmp / "programs"), *extra]
+
+
 def server_argv(tmp: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "fabric_jev", "mcp", "--evaluator", f"fixture:{tmp / 'fixture.json'}",
-            "--programs", str(tmp / "programs"), *extra]
+    return [sys.executable, "-m", "fabric_jev", "mcp", *server_args(tmp, *extra)]
 
 
 @asynccontextmanager
 async def session(tmp: Path, *extra: str) -> AsyncIterator[ClientSession]:
-    argv = server_argv(tmp, *extra)
-    params = StdioServerParameters(command=argv[0], args=argv[1:], cwd=ROOT,
-                                   env={**os.environ, "FABRIC_JEV_HOME": str(tmp / "home")})
-    with (tmp / "server.log").open("w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
-            await client.initialize()
-            yield client
+    async with mcp_client(tmp, *server_args(tmp, *extra)) as client:
+        yield client
 
 
 # ---------------------------------------------------------------- the Python SDK
