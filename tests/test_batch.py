@@ -12,7 +12,8 @@ import subprocess
 import sys
 import threading
 import tracemalloc
-from contextlib import aclosing
+from collections.abc import Iterator
+from contextlib import aclosing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -419,13 +420,32 @@ def test_a_named_fifo_is_read_once_and_its_writer_is_not_cut_off(files: dict[str
     assert sorted((r["line"], r["state"]) for r in records(files["out"])) == [(1, "completed"), (2, "completed")]
 
 
-def test_a_pipe_that_waits_holds_back_neither_outcomes_nor_signals(files: dict[str, str]) -> None:
+@contextmanager
+def reading_a_waiting_pipe(files: dict[str, str], first: str, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """`fabric-jev batch` reading its inputs from a FIFO that sends `first` and then waits
+    (its writer holds the pipe open until the test ends); the process is ended if the test did not."""
     fifo = Path(files["inputs"]).with_name("inputs.fifo")
     os.mkfifo(fifo)
     hold = threading.Event()
-    writer, _ = fifo_writer(fifo, [input_line(1)], hold)
-    proc = subprocess.Popen(batch_argv({**files, "inputs": str(fifo)}), stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    writer, _ = fifo_writer(fifo, [first], hold)
+    argv = [sys.executable, "-m", "fabric_jev.cli", "batch", files["program"], "--inputs", str(fifo), *args]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
+        assert proc.stderr is not None
+        yield proc
+    finally:
+        hold.set()
+        writer.join(30)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def test_a_pipe_that_waits_holds_back_neither_outcomes_nor_signals(files: dict[str, str]) -> None:
+    with reading_a_waiting_pipe(files, input_line(1), "--out", files["out"], "--evaluator",
+                                f"fixture:{files['fixture']}") as proc:
         assert proc.stderr is not None
         # Line 1's outcome is shown while the pipe waits for a line 2 that is not written yet...
         assert proc.stderr.readline().startswith("batch: [1/?] line 1 id 1: completed")
@@ -433,35 +453,14 @@ def test_a_pipe_that_waits_holds_back_neither_outcomes_nor_signals(files: dict[s
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 130
         assert "interrupted" in proc.stderr.read()
-    finally:
-        hold.set()
-        writer.join(30)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(30)
-        if proc.stderr is not None:
-            proc.stderr.close()
     assert [r["line"] for r in records(files["out"])] == [1]
 
 
 def test_a_dry_run_on_a_pipe_that_waits_still_hears_a_signal(files: dict[str, str]) -> None:
-    fifo = Path(files["inputs"]).with_name("inputs.fifo")
-    os.mkfifo(fifo)
-    hold = threading.Event()
-    writer, _ = fifo_writer(fifo, [input_line(50)], hold)  # off-schema: the dry run reports it at once
-    argv = [sys.executable, "-m", "fabric_jev.cli", "batch", files["program"], "--inputs", str(fifo), "--dry-run"]
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
+    # Line 1 is off-schema: the dry run reports it at once.
+    with reading_a_waiting_pipe(files, input_line(50), "--dry-run") as proc:
         assert proc.stderr is not None
         assert proc.stderr.readline().startswith("batch: line 1 id 1: ")
         # The dry run read its inputs on the event loop: waiting for line 2, it did not hear SIGINT.
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 130
-    finally:
-        hold.set()
-        writer.join(30)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(30)
-        if proc.stderr is not None:
-            proc.stderr.close()
