@@ -146,15 +146,21 @@ async def test_a_clean_typescript_program_runs_as_before(checked_host: JevHost) 
     assert report["compiler"].startswith("tsgo ")
 
 
-async def test_a_relaunch_in_the_same_host_uses_the_verdict(checked_host: JevHost, monkeypatch: pytest.MonkeyPatch) -> None:
-    compiles: list[Language] = []
+@pytest.fixture
+def compiles(monkeypatch: pytest.MonkeyPatch) -> list[Language]:
+    """The language of every compiler run from here on (the compiler still runs)."""
+    seen: list[Language] = []
     real = checker._compile
 
     async def counted(program: Any, declarations: str, reading: checker.Reading, *rest: Any) -> Any:
-        compiles.append(reading.language)
+        seen.append(reading.language)
         return await real(program, declarations, reading, *rest)
 
     monkeypatch.setattr(checker, "_compile", counted)
+    return seen
+
+
+async def test_a_relaunch_in_the_same_host_uses_the_verdict(checked_host: JevHost, compiles: list[Language]) -> None:
     prog = make(as_typescript(DONE))
     first = await checked_host.run(prog, {"ticket": "a"})
     again = await checked_host.run(prog, {"ticket": "b"})
@@ -168,15 +174,7 @@ async def test_a_relaunch_in_the_same_host_uses_the_verdict(checked_host: JevHos
 
 
 async def test_concurrent_launches_of_one_new_program_compile_it_once(
-        checked_host: JevHost, monkeypatch: pytest.MonkeyPatch) -> None:
-    compiles: list[Language] = []
-    real = checker._compile
-
-    async def counted(program: Any, declarations: str, reading: checker.Reading, *rest: Any) -> Any:
-        compiles.append(reading.language)
-        return await real(program, declarations, reading, *rest)
-
-    monkeypatch.setattr(checker, "_compile", counted)
+        checked_host: JevHost, compiles: list[Language]) -> None:
     envelopes: list[Any] = []
 
     async def launch(n: int) -> None:
