@@ -37,7 +37,6 @@ from .unreadable import AnsweringUnreadable
 
 log = logging.getLogger("fabric_jev.mcp")
 
-MAX_PROGRAM_FILE_BYTES = 1_048_576
 #: Progress events queued for one call before the oldest-first sending falls behind and drops.
 PROGRESS_BUFFER = 256
 
