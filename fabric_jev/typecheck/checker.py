@@ -209,10 +209,22 @@ def _cache_folder(tc: TypecheckConfig) -> Path | None:
     return Path(tc.cache_dir).expanduser() if tc.cache_dir else cache.default_folder()
 
 
-async def _verdict(program: Program, declarations: str, compiler: Compiler, tc: TypecheckConfig,
-                   reading: Reading | None) -> tuple[Verdict, bool]:
-    """The verdict for a program (and whether it was cached), compiling only on a miss."""
-    key = digest(program, declarations, compiler)
+async def _cached(key: str, folder: Path | None, code: str) -> Verdict | None:
+    """The verdict for `key` from memory, else from disk (then remembered); None on a miss."""
+    found = cache.remembered(key)
+    if found is None and folder is not None:
+        found = await anyio.to_thread.run_sync(_from_disk, folder, key, code)
+        if found is not None:
+            cache.remember(key, found)
+    return found
+
+
+async def _verdict(program: Program, key: str, declarations: str, compiler: Compiler, tc: TypecheckConfig,
+                   reading: Reading | None, *, disk_checked: bool = False) -> tuple[Verdict, bool]:
+    """The verdict for a program (and whether it was cached), compiling only on a miss.
+
+    `disk_checked`: the caller has just missed on disk for `key`, so it is not read again.
+    """
     folder = _cache_folder(tc)
     state = _state()
     while True:
@@ -225,10 +237,9 @@ async def _verdict(program: Program, declarations: str, compiler: Compiler, tc: 
         await pending.wait()  # the same program is being compiled for another launch
     done = state.inflight[key] = anyio.Event()
     try:
-        if folder is not None:
-            found = await anyio.to_thread.run_sync(_from_disk, folder, key, program.code)
+        if not disk_checked:
+            found = await _cached(key, folder, program.code)
             if found is not None:
-                cache.remember(key, found)
                 return found, True
         async with state.limiter:
             verdict = await _compile(program, declarations, reading, compiler, tc)
@@ -249,7 +260,8 @@ async def check(program: Program, *, observed: bool = False, config: TypecheckCo
     compiler = locate()
     if isinstance(compiler, Missing):
         raise CheckerUnavailable(compiler.reason)
-    verdict, _ = await _verdict(program, render(program, observed=observed), compiler,
+    declarations = render(program, observed=observed)
+    verdict, _ = await _verdict(program, digest(program, declarations, compiler), declarations, compiler,
                                 config or TypecheckConfig(), None)
     return verdict
 
@@ -262,16 +274,12 @@ async def check_for_launch(program: Program, config: HostConfig, *, observed: bo
     compiler = locate()
     declarations = render(program, observed=observed)
     reading: Reading | None = None
+    key = ""  # the verdict's digest, once there is a compiler
     if isinstance(compiler, Compiler):
         key = digest(program, declarations, compiler)
         # The common relaunch finds its verdict in memory: no thread, no disk, no compiler. A new
         # process finds it on disk, before the code is read (which loads the TypeScript parser).
-        found = cache.remembered(key)
-        folder = _cache_folder(tc)
-        if found is None and folder is not None:
-            found = await anyio.to_thread.run_sync(_from_disk, folder, key, program.code)
-            if found is not None:
-                cache.remember(key, found)
+        found = await _cached(key, _cache_folder(tc), program.code)
         if found is not None:
             return _apply(CheckReport(found.language, tc.mode(found.language), "", compiler.name, found,
                                       cached=True))
@@ -290,7 +298,7 @@ async def check_for_launch(program: Program, config: HostConfig, *, observed: bo
         return CheckReport(language, mode, "unavailable", reason=compiler.reason,
                            erased=None if reading is None else reading.erased)
     try:
-        verdict, cached = await _verdict(program, declarations, compiler, tc, reading)
+        verdict, cached = await _verdict(program, key, declarations, compiler, tc, reading, disk_checked=True)
     except CompilerStopped as exc:
         if mode is CheckMode.ERROR:
             raise TypeScriptError(clip_error(f"Jev program could not be type-checked: {exc}")) from None
