@@ -22,15 +22,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_MAX_DEPTH", "JSONInputError", "check_depth", "loads_bounded", "read_json_file"]
+__all__ = ["DEFAULT_MAX_DEPTH", "STRUCTURE_TOKEN", "JSONInputError", "check_depth", "loads_bounded",
+           "read_json_file"]
 
 DEFAULT_MAX_DEPTH = 64
 _BOM = b"\xef\xbb\xbf"
-# Structure tokens: a whole JSON string (so brackets inside strings are not
-# counted), a bracket, or a lone quote that opens a string never closed. The
-# possessive quantifiers and the lone-quote stop keep the scan linear even on
-# input crafted to make a string pattern backtrack.
-_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]|"', re.DOTALL)
+#: Structure tokens: a whole JSON string (so brackets inside strings are not
+#: counted), a bracket, or a lone quote that opens a string never closed. The
+#: possessive quantifiers and the lone-quote stop keep the scan linear even on
+#: input crafted to make a string pattern backtrack. (Also the MCP server's scan
+#: of lines its SDK could not parse.)
+STRUCTURE_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]|"', re.DOTALL)
 #: A \uD800-\uDFFF escape: the only way JSON text can carry a surrogate (UTF-8 cannot).
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -44,7 +46,7 @@ def check_depth(text: str, max_depth: int, what: str) -> None:
     if text.count("[") + text.count("{") <= max_depth:
         return  # cannot nest deeper than the number of openers: the common, cheap case
     depth = 0
-    for match in _TOKEN.finditer(text):
+    for match in STRUCTURE_TOKEN.finditer(text):
         token = match.group()
         if token == '"':
             return  # an unterminated string: the parser reports it, and nothing after it nests

@@ -27,14 +27,11 @@ import mcp_types as types
 import pydantic
 from mcp.shared.message import SessionMessage
 
-from .._json import JSONInputError, loads_bounded
+from .._json import STRUCTURE_TOKEN, JSONInputError, loads_bounded
 from .lines import CUT_MARK, MAX_LINE_BYTES
 
 log = logging.getLogger("fabric_jev.mcp")
 
-# A whole JSON string, a bracket, or a lone quote that opens a string never closed. The possessive
-# quantifiers keep the scan linear on any input.
-_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]|"', re.DOTALL)
 # After a key: the colon and a scalar value (a string, an integer, a literal).
 # A number right before a NUL is not read: NUL begins lines.CUT_MARK, so its digits may go on.
 _SCALAR_AFTER_KEY = re.compile(r'\s*:\s*("(?:[^"\\]++|\\.)*+"|-?\d{1,30}(?![.eE\d\x00])|true|false|null)')
@@ -54,7 +51,7 @@ def top_level_scalars(text: str) -> dict[str, Any]:
     """
     found: dict[str, Any] = {}
     depth = 0
-    for match in _TOKEN.finditer(text):
+    for match in STRUCTURE_TOKEN.finditer(text):
         token = match.group()
         if token in ("[", "{"):
             depth += 1
@@ -70,17 +67,16 @@ def top_level_scalars(text: str) -> dict[str, Any]:
 
 
 def _holds_lone_surrogate(line: str) -> bool:
-    """Whether `line` is JSON whose text holds an unpaired surrogate (pairs are joined by the parser)."""
+    """Whether `line` is JSON whose text holds an unpaired surrogate (pairs are joined by the parser).
+
+    The bounded reader refuses such text with its own message; whatever it accepts holds none.
+    """
     if "\\u" not in line:
         return False
     try:
-        value = loads_bounded(line, what="message", max_bytes=len(line) * 4 + 4)
+        loads_bounded(line, what="message", max_bytes=len(line) * 4 + 4)
     except JSONInputError as exc:
-        return "lone surrogate" in str(exc)  # the bounded reader refuses the escape itself
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
+        return "lone surrogate" in str(exc)
     return False
 
 
