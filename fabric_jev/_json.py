@@ -119,21 +119,29 @@ def loads_bounded(data: bytes | str, *, what: str, max_bytes: int, max_depth: in
     return value
 
 
-def read_json_file(path: str | Path, *, what: str, max_bytes: int, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
-    """Read and parse a JSON file ("-" is standard input), refusing it by size before reading it whole."""
-    label = f"{what} {path}"
+def read_bounded(path: str | Path, *, label: str, max_bytes: int) -> bytes:
+    """A file's bytes ("-" is standard input), refused by size before it is read whole
+    (JSONInputError, naming `label`); a file that grows while it is read is still bounded."""
     try:
         if str(path) == "-":
             raw = sys.stdin.buffer.read(max_bytes + 1)
-            label = f"{what} on standard input"
         else:
             with open(path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
                 if size > max_bytes:
                     raise JSONInputError(f"{label} is larger than {max_bytes} bytes ({size} bytes)")
-                raw = f.read(max_bytes + 1)  # a file that grows while read is still bounded
+                raw = f.read(max_bytes + 1)
     except IsADirectoryError:
         raise JSONInputError(f"cannot read {label}: it is a directory") from None
     except OSError as exc:
         raise JSONInputError(f"cannot read {label}: {exc.strerror or exc}") from None
+    if len(raw) > max_bytes:
+        raise JSONInputError(f"{label} is larger than {max_bytes} bytes")
+    return raw
+
+
+def read_json_file(path: str | Path, *, what: str, max_bytes: int, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
+    """Read and parse a JSON file ("-" is standard input), refusing it by size before reading it whole."""
+    label = f"{what} on standard input" if str(path) == "-" else f"{what} {path}"
+    raw = read_bounded(path, label=label, max_bytes=max_bytes)
     return loads_bounded(raw, what=label, max_bytes=max_bytes, max_depth=max_depth)

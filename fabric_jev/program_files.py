@@ -7,12 +7,10 @@ come back as the JSON artifact, which `JevHost.run` and friends validate.
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
-from ._json import JSONInputError, loads_bounded
+from ._json import JSONInputError, loads_bounded, read_bounded
 from .contract.source import is_source_name, looks_like_source, program_from_source
 from .errors import ProgramInvalid
 
@@ -25,21 +23,9 @@ MAX_PROGRAM_FILE_BYTES = 1 << 20
 
 def _read(path: str | Path, label: str) -> bytes:
     try:
-        if str(path) == "-":
-            raw = sys.stdin.buffer.read(MAX_PROGRAM_FILE_BYTES + 1)
-        else:
-            with open(path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if size > MAX_PROGRAM_FILE_BYTES:
-                    raise ProgramInvalid(f"{label} is larger than {MAX_PROGRAM_FILE_BYTES} bytes ({size} bytes)")
-                raw = f.read(MAX_PROGRAM_FILE_BYTES + 1)
-    except IsADirectoryError:
-        raise ProgramInvalid(f"cannot read {label}: it is a directory") from None
-    except OSError as exc:
-        raise ProgramInvalid(f"cannot read {label}: {exc.strerror or exc}") from None
-    if len(raw) > MAX_PROGRAM_FILE_BYTES:
-        raise ProgramInvalid(f"{label} is larger than {MAX_PROGRAM_FILE_BYTES} bytes")
-    return raw
+        return read_bounded(path, label=label, max_bytes=MAX_PROGRAM_FILE_BYTES)
+    except JSONInputError as exc:
+        raise ProgramInvalid(str(exc)) from None
 
 
 def _text(raw: bytes, label: str) -> str:

@@ -24,9 +24,7 @@ EVALUATOR_HELP = ("the evaluator: local | fixture:FILE | cassette:FILE | record:
                   "vercel (default: the config's, else local)")
 CONFIG_HELP = "host config JSON file (limits, model, evaluator, connectors; see docs/programs.md)"
 #: Upper bounds on the files commands read: a file over its bound is refused before it is read.
-MAX_PROGRAM_BYTES = 1 << 20
 MAX_INPUT_BYTES = 1 << 20
-MAX_CONFIG_BYTES = 1 << 20
 MAX_DICTIONARY_BYTES = 8 << 20
 MAX_SMALL_FILE_BYTES = 1 << 20
 PROFILE_HELP = "a profile for the local evaluator (from fabric-jev learn)"
@@ -103,16 +101,9 @@ def load_program(path: str) -> Any:
 def config_from(args: argparse.Namespace) -> HostConfig:
     """The host config named by --config (ConfigError on a bad one), else the defaults."""
     from ..contract.config import HostConfig
-    from ..errors import ConfigError
 
     path = getattr(args, "config", None)
-    config = HostConfig()
-    if path:
-        try:
-            data = load_json(path, "config file", max_bytes=MAX_CONFIG_BYTES)
-        except BadInput as exc:
-            raise ConfigError(str(exc)) from None
-        config = HostConfig.parse(data)
+    config = HostConfig.load(path) if path else HostConfig()
     allow, deny = getattr(args, "allow", None) or (), getattr(args, "deny", None) or ()
     if allow or deny:  # --allow/--deny join the config's own lists, for this command only
         config = config.model_copy(update={"allow": tuple(dict.fromkeys((*config.allow, *allow))),

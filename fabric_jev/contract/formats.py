@@ -117,14 +117,6 @@ FORMATS: dict[str, Callable[[str], bool]] = {
     "uri": _is_uri,
     "uuid": _is_uuid,
 }
-#: What each format means, for the docs and error messages.
-FORMAT_NOTES = {
-    "date-time": "an RFC 3339 date and time with an offset, e.g. 2025-06-01T09:30:00Z",
-    "date": "an RFC 3339 full date, e.g. 2025-06-01",
-    "email": "a mailbox like name@example.com (no quoted local part, no IP literal)",
-    "uri": "an absolute URI with a scheme, e.g. https://example.com/a?b=c",
-    "uuid": "a UUID in its hyphenated form, e.g. 123e4567-e89b-12d3-a456-426614174000",
-}
 
 
 def format_checker() -> Any:
