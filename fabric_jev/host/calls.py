@@ -84,12 +84,12 @@ class CapabilityCalls:
         except JevError as exc:
             reply(False, str(exc))
             return
-        gate = self._services.gate
-        outcome = gate.immediate(call.risk, call.ref)
-        if outcome is None:  # ask or auto: deciding waits, in a task of the run
+        decided = self._services.gate.immediate(call.risk, call.ref)
+        if decided is None:  # ask or auto: deciding waits, in a task of the run
             tasks.start_soon(self._decide_then_invoke, call, reply, tasks)
             return
-        if self._recorded(call, gate.policy(call.risk, call.ref), outcome, None):
+        policy, outcome = decided
+        if self._recorded(call, policy, outcome, None):
             self._invoke(call, reply, tasks)
         else:
             self._budget.refund_call()

@@ -168,19 +168,16 @@ class PolicyGate:
             return found
         return self.approvals.get(risk, "ask"), None
 
-    def policy(self, risk: Risk, ref: str | None = None) -> Policy:
-        """The policy of a call: an --allow/--deny naming its ref or risk, else its risk's."""
-        return self._effective(risk, ref)[0]
-
-    def immediate(self, risk: Risk, ref: str | None = None) -> PolicyOutcome | None:
-        """The outcome when the policy alone decides (allow, deny); None when it must ask."""
+    def immediate(self, risk: Risk, ref: str | None = None) -> tuple[Policy, PolicyOutcome] | None:
+        """(policy, outcome) when the policy alone decides (allow, deny; an --allow/--deny naming
+        the call's ref or risk first, else its risk's policy); None when it must ask."""
         policy, override = self._effective(risk, ref)
         if policy not in ("allow", "deny"):
             return None
         outcome = self._immediate.get((risk, policy, override))
         if outcome is None:
             outcome = self._immediate[(risk, policy, override)] = resolve(risk, policy, override=override)
-        return outcome
+        return policy, outcome
 
     async def decide(self, ref: str, risk: Risk, *, run_id: str, run_name: str, arguments: Any,
                      intent: str | None, actions: list[dict[str, Any]] | None = None,
