@@ -29,7 +29,7 @@ from ..host import JevHost
 from ..program_files import load_program
 from .asking import CURRENT_CALL, ElicitationApprover, ToolCall
 from .lines import claimed_stdin
-from .programs import ProgramCatalog, UnknownResource
+from .programs import ListedProgram, ProgramCatalog, UnknownResource
 from .session_tools import SESSION_TOOL_NAMES
 from .sessions import SessionError, SessionTools
 from .tools import TOOLS
@@ -227,15 +227,17 @@ def build_server(tools: JevTools, catalog: ProgramCatalog | None = None) -> Serv
 
     async def list_tools(ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        # The folder's programs are read and parsed in a worker thread, as for resources/list.
+        programs = [] if catalog is None else await anyio.to_thread.run_sync(catalog.tool_specs)
         return types.ListToolsResult(tools=[
             types.Tool(name=name, description=spec["description"], input_schema=spec["input"],
                        output_schema=spec["output"] if spec["output"].get("type") == "object" else None)
-            for name, spec in TOOLS.items()] + _program_tools(catalog))
+            for name, spec in TOOLS.items()] + programs)
 
     async def call_tool(ctx: ServerRequestContext[Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in TOOLS and catalog is not None:
-            listed = catalog.find_tool(params.name)
+            listed = await anyio.to_thread.run_sync(catalog.find_tool, params.name)
             if listed is not None:
                 return await _call_program_tool(tools, listed, dict(params.arguments or {}), ctx)
         try:
@@ -258,11 +260,7 @@ def build_server(tools: JevTools, catalog: ProgramCatalog | None = None) -> Serv
 # ---------------------------------------------------------------- the programs folder (programs.py)
 
 
-def _program_tools(catalog: ProgramCatalog | None) -> list[types.Tool]:
-    return catalog.tool_specs() if catalog is not None else []
-
-
-async def _call_program_tool(tools: JevTools, listed: Any, arguments: dict[str, Any],
+async def _call_program_tool(tools: JevTools, listed: ListedProgram, arguments: dict[str, Any],
                              ctx: ServerRequestContext[Any]) -> types.CallToolResult:
     """A program's own tool: jev_run on its file with the arguments as its input. A run that
     does not complete is a tool error (its envelope still comes along)."""
