@@ -92,10 +92,13 @@ def plan_checks(plan: str | Path | Mapping[str, Any] | Plan,
     """
     import pytest
 
-    parsed, checked = load_plan(plan, dictionary)
-    selected = set(checked.check_ids)
-    return [pytest.param(PlanCheck(c.id, c.description, parsed, checked), id=c.id)
-            for c in parsed.checks if c.id in selected]
+    return [pytest.param(check, id=check.id) for check in _selected(*load_plan(plan, dictionary))]
+
+
+def _selected(dictionary: Dictionary, plan: Plan) -> list[PlanCheck]:
+    """The checks the plan selected, in dictionary order."""
+    selected = set(plan.check_ids)
+    return [PlanCheck(c.id, c.description, dictionary, plan) for c in dictionary.checks if c.id in selected]
 
 
 @dataclass(frozen=True)
@@ -126,13 +129,10 @@ async def replay_plan(page: BrowserPage, plan: str | Path | Mapping[str, Any] | 
     if any failed. Returns the outcomes when all passed."""
     __tracebackhide__ = True
     parsed, checked = load_plan(plan, dictionary)
-    selected = set(checked.check_ids)
     outcomes = []
-    for c in parsed.checks:
-        if c.id not in selected:
-            continue
+    for c in _selected(parsed, checked):
         try:
-            await PlanCheck(c.id, c.description, parsed, checked).replay(page, observations)
+            await c.replay(page, observations)
         except VerificationFailed as exc:
             outcomes.append(CheckOutcome(c.id, c.description, False, exc.expected, exc.actual))
         else:
