@@ -207,9 +207,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 # ---------------------------------------------------------------- names and paths
 
-def _safe(name: str, limit: int = 150) -> str:
+def _safe(name: str) -> str:
     safe = re.sub(r"[<>?%*:|\"'/\\\s]", "-", name)
-    if len(safe) > limit:
+    if len(safe) > 150:
         safe = f"{safe[:100]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
     return safe
 
