@@ -85,11 +85,11 @@ class UnknownResource(LookupError):
 class ProgramCatalog:
     """What the programs folder holds, read on demand.
 
-    `root` is the folder (None: no folder), `load(path)` the server's one way to read a
-    program file inside it, which refuses paths outside the folder and files over 1 MiB.
+    `root` is the folder, `load(path)` the server's one way to read a program file inside
+    it, which refuses paths outside the folder and files over 1 MiB.
     """
 
-    def __init__(self, root: Path | None, load: Callable[[str], Any], *, tools: bool,
+    def __init__(self, root: Path, load: Callable[[str], Any], *, tools: bool,
                  reserved: frozenset[str]) -> None:
         self.root, self.load = root, load
         self.tools = tools
@@ -97,8 +97,6 @@ class ProgramCatalog:
 
     def _paths(self) -> list[str]:
         root = self.root
-        if root is None:
-            return []
         found: list[str] = []
         for here, dirs, files in os.walk(root):  # symlinked folders are not followed
             depth = len(Path(here).relative_to(root).parts)
