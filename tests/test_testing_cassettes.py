@@ -229,6 +229,15 @@ def test_a_broken_cassette_is_refused_naming_the_file_and_line(tmp_path: Path, c
     assert str(path) in str(caught.value)
 
 
+def test_a_cassette_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "huge.jsonl"
+    with path.open("wb") as f:
+        f.truncate(8 << 30)  # sparse: 8 GiB that a whole read would try to hold in memory
+    with pytest.raises(ConfigError, match="is over 64 MiB") as caught:
+        Cassette(path)
+    assert str(path) in str(caught.value)
+
+
 def test_an_unknown_record_mode_is_refused() -> None:
     with pytest.raises(ConfigError, match="expected none, once, new, all"):
         RecordingEvaluator("x.jsonl", "sometimes")

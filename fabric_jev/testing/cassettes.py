@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -99,12 +100,17 @@ class Cassette:
     def _read(self) -> str:
         from .._json import JSONInputError, loads_bounded
 
+        too_large = f"cassette {self.path} is over {MAX_CASSETTE_BYTES >> 20} MiB"
         try:
-            raw = self.path.read_bytes()
+            with self.path.open("rb") as f:
+                # Refused by its size before it is read: a file named as a cassette may be anything.
+                if os.fstat(f.fileno()).st_size > MAX_CASSETTE_BYTES:
+                    raise ConfigError(too_large)
+                raw = f.read(MAX_CASSETTE_BYTES + 1)
         except OSError as exc:
             raise ConfigError(f"cassette {self.path} cannot be read: {exc.strerror}") from None
         if len(raw) > MAX_CASSETTE_BYTES:
-            raise ConfigError(f"cassette {self.path} is over {MAX_CASSETTE_BYTES >> 20} MiB")
+            raise ConfigError(too_large)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
