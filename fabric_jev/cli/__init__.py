@@ -74,7 +74,10 @@ def _unwrap(exc: BaseException) -> BaseException:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split()) or "(no message)"
+    # An error can quote a program's text, a file name or a compiler's diagnostic: the one renderer.
+    from ..contract.terminal import one_line
+
+    return one_line(text, "(no message)")
 
 
 def main(argv: list[str] | None = None) -> int:

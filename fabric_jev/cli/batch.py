@@ -124,6 +124,7 @@ async def _dry_run(raw_program: Any, args: argparse.Namespace, config: HostConfi
     from ..batch import read_inputs
     from ..batch.files import read_in_thread
     from ..contract.program import parse_program
+    from ..contract.terminal import one_line
     from ..contract.typescript import check_syntax
     from ..contract.values import ValueRejected, check_value
     from ..errors import CompileError, TypeScriptError
@@ -141,11 +142,11 @@ async def _dry_run(raw_program: Any, args: argparse.Namespace, config: HostConfi
     if report.verdict is not None and not report.verdict.clean:
         diagnostics = report.verdict.diagnostics
         for d in diagnostics[:20]:
-            sys.stderr.write(f"batch: type check ({report.mode.value}): {d.text()}\n")
+            sys.stderr.write(f"batch: type check ({report.mode.value}): {one_line(d.text())}\n")
         if report.verdict.cut or len(diagnostics) > 20:
             sys.stderr.write(f"batch: type check: {report.verdict.count()} in all\n")
     elif report.outcome in ("unavailable", "stopped"):
-        sys.stderr.write(f"batch: type check {report.outcome}: {report.reason}\n")
+        sys.stderr.write(f"batch: type check {report.outcome}: {one_line(str(report.reason))}\n")
     checked = bad = 0
     items = read_inputs(args.inputs, id_field=args.id_field)
     # Read in a thread, as a real batch reads: a FIFO without a writer must not deafen the loop
@@ -162,10 +163,10 @@ async def _dry_run(raw_program: Any, args: argparse.Namespace, config: HostConfi
             if error is not None:
                 bad += 1
                 if bad <= 20:
-                    sys.stderr.write(f"batch: line {item.line} id {item.key}: {' '.join(error.split())}\n")
+                    sys.stderr.write(f"batch: line {item.line} id {one_line(str(item.key))}: {one_line(error)}\n")
     if bad > 20:
         sys.stderr.write(f"batch: … and {bad - 20} more inputs that would be rejected\n")
-    sys.stderr.write(f"batch: dry run of {program.name}: the program is valid; {checked - bad} of "
+    sys.stderr.write(f"batch: dry run of {one_line(program.name)}: the program is valid; {checked - bad} of "
                      f"{checked} inputs match its inputSchema; nothing was run\n")
     return EXIT_OK if bad == 0 else EXIT_NOT_COMPLETED
 

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, TextIO
 
 import anyio
 
+from ..contract.terminal import terminal_safe
+
 if TYPE_CHECKING:  # loaded by whoever asks: a run that asks nothing never loads it
     from ..contract.asking import CapabilityCall, Reply, Unavailable
 
@@ -108,7 +110,7 @@ class TerminalApprover:
                     self._write("  answer y, a, n or N (Enter: no): ")
                     continue
                 answered = True
-                self._write(f"  → {_CONFIRM[reply].format(ref=call.ref)}\n")
+                self._write(f"  → {_CONFIRM[reply].format(ref=terminal_safe(call.ref))}\n")
                 return reply
         finally:
             if not answered:  # the approver timeout, or the run stopped
@@ -141,6 +143,7 @@ def question(call: CapabilityCall, timeout_s: float, columns: int = 80) -> str:
     """
     from rich.cells import chop_cells
 
+    ref = terminal_safe(call.ref)  # a ref is a program's text too ("kv.get\n" must not end a row)
     facts = call.facts()
     width = max(len(label) for label, _ in facts)
     indent = " " * (width + 4)
@@ -150,8 +153,8 @@ def question(call: CapabilityCall, timeout_s: float, columns: int = 80) -> str:
         first, *rest = chop_cells(text, room) or [""]
         lines.append(f"  {label:<{width}}  {first}")
         lines += [indent + row for row in rest]
-    lines.append(f"  (--allow {call.ref} or --allow {call.risk} allows it without asking)")
-    lines.append(f"Allow? y = yes once, a = always for {call.ref} in this run, n = no, "
+    lines.append(f"  (--allow {ref} or --allow {call.risk} allows it without asking)")
+    lines.append(f"Allow? y = yes once, a = always for {ref} in this run, n = no, "
                  f"N = no to every later question of this run (Enter or {timeout_s:g} s: no) [y/a/n/N] ")
     return "\n".join(lines)
 

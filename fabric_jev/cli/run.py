@@ -61,14 +61,20 @@ async def _run(args: argparse.Namespace) -> int:
     # An `ask` is a question on this terminal (a refusal that says so without one).
     approver = terminal_approver(config.approver_timeout_ms / 1000)
 
+    columns = _terminal_columns()
+
     def show(event: ProgressEvent) -> None:
         if args.quiet:
             return
-        from ..contract.asking import printable  # only a run that shows progress loads it
+        from ..contract.terminal import fit_row, terminal_safe  # only a run that shows progress loads it
 
-        # The program's text, escaped as a question is: JSON leaves C1 controls (U+009B starts
-        # an escape sequence on many terminals) and bidirectional overrides as they are.
-        line = printable(f"[{event.sequence}] {json.dumps(event.value, ensure_ascii=False)}")
+        # The program's text through the one renderer: JSON leaves C1 controls (U+009B starts an
+        # escape sequence on many terminals) and bidirectional overrides as they are. On a terminal
+        # the line is also cut to one row: padded to the terminal's edge, it would wrap into rows
+        # of its own, and those can pass for a question fabric-jev asks.
+        line = terminal_safe(f"[{event.sequence}] {json.dumps(event.value, ensure_ascii=False)}")
+        if columns is not None:
+            line = fit_row(line, columns)
         if isinstance(approver, TerminalApprover):
             approver.say(line)  # held while a question is open
             return
@@ -109,13 +115,25 @@ async def _run(args: argparse.Namespace) -> int:
         print_json(envelope.result)
     if not completed:
         # The envelope says it all, but a failure should not need jq to be seen.
-        from ..contract.asking import printable
+        from ..contract.terminal import one_line
 
         summary = f"the run ended {envelope.state.value}"
         if envelope.error:
-            summary += ": " + " ".join(envelope.error.split())
-        sys.stderr.write(f"fabric-jev: {printable(summary)}\n")  # the error is the program's text
+            summary += ": " + envelope.error
+        sys.stderr.write(f"fabric-jev: {one_line(summary)}\n")  # the error is the program's text
     return EXIT_OK if completed else EXIT_NOT_COMPLETED
+
+
+def _terminal_columns() -> int | None:
+    """Standard error's width when it is a terminal, else None (a file or a pipe takes whole lines)."""
+    import os
+
+    try:
+        if not os.isatty(2):
+            return None
+        return os.get_terminal_size(2).columns or 80
+    except OSError:
+        return None
 
 
 def _input(args: argparse.Namespace) -> Any:

@@ -35,15 +35,21 @@ async def check_command(args: argparse.Namespace) -> int:
         return fail(f"the type checker is not available: {exc}")
     if args.json:
         print_json({"file": args.program, **report})
-    elif "stopped" in report:
-        sys.stdout.write(f"{args.program}: {report['stopped']}\n")
+        return EXIT_OK if report["clean"] else EXIT_NOT_COMPLETED
+    from ..contract.terminal import one_line
+
+    # The file's name and the compiler's messages (which quote the program's text, an import
+    # specifier holding OSC 52 or a bidi override for one) reach the terminal through the one renderer.
+    name = one_line(args.program)
+    if "stopped" in report:
+        sys.stdout.write(f"{name}: {one_line(report['stopped'])}\n")
     else:
         for d in report["diagnostics"]:
-            sys.stdout.write(f"{args.program}:{d['line']}:{d['column']}: {d['message']} ({d['code']})\n")
+            sys.stdout.write(f"{name}:{d['line']}:{d['column']}: {one_line(d['message'])} ({d['code']})\n")
         reading = "TypeScript" if report["language"] == "typescript" else "JavaScript"
         found = f"{report['errors']} error{'' if report['errors'] == 1 else 's'}" if not report["clean"] else "clean"
         more = " (more were not shown: the compiler's output was cut)" if report["cut"] else ""
-        sys.stderr.write(f"fabric-jev: {args.program}: {found} ({reading}, {report['compiler']}){more}\n")
+        sys.stderr.write(f"fabric-jev: {name}: {found} ({reading}, {one_line(report['compiler'])}){more}\n")
     return EXIT_OK if report["clean"] else EXIT_NOT_COMPLETED
 
 

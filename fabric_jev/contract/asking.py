@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .policy import Policy, Risk
+from .terminal import terminal_safe
 from .values import JsonValue
 
 #: Each string inside the arguments is cut to this many characters.
@@ -93,7 +94,7 @@ class CapabilityCall:
     def facts(self) -> list[tuple[str, str]]:
         """What every approver shows, as (label, printable text) pairs, in order."""
         rows = [("program", printable(self.run_name)),
-                ("capability", f"{self.ref} (risk {self.risk}, policy {self.policy})"),
+                ("capability", printable(f"{self.ref} (risk {self.risk}, policy {self.policy})")),
                 ("arguments", self.arguments_text)]
         if self.classifier is not None:
             rows.append(("classifier", printable(f"{self.classifier.decision}: {self.classifier.reason}")))
@@ -131,21 +132,8 @@ def parse_typed_reply(text: str) -> Reply | None:
 
 
 def printable(text: str) -> str:
-    """`text` with every character Python calls unprintable escaped as \\uXXXX: controls,
-    format characters, separators other than the space, unassigned code points.
-
-    JSON already escapes C0 controls; this also catches DEL, the C1 controls
-    (U+009B is a one-byte escape sequence on many terminals) and bidirectional
-    overrides (U+202E), which could disguise what is asked.
-    """
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
-
-
-def _escape(ch: str) -> str:
-    code = ord(ch)
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+    """`text` made safe for a terminal: the one renderer, `fabric_jev.contract.terminal.terminal_safe`."""
+    return terminal_safe(text)
 
 
 def _clip(text: str, limit: int) -> str:
