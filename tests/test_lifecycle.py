@@ -78,8 +78,20 @@ async def test_spawn_returns_running_before_the_first_tick(host: JevHost) -> Non
 
 
 async def test_join_is_an_alias_of_wait(host: JevHost) -> None:
+    # Seed 001: "wait is canonical: jev.join({id}) aliases jev.wait({id})" — one method, two names.
+    assert JevHost.join is JevHost.wait
     env = await host.spawn(program("return 3"), None)
-    assert (await host.wait(env.id)).result == 3
+    assert (await host.join(env.id)).result == 3
+    with pytest.raises(UnknownRun):
+        await host.join("no-such-run")
+    # The same semantics: cancelling a join leaves the run running, as cancelling a wait does.
+    slow = await host.spawn(program("await program.emit('started'); await program.sleep(60000); return 1"), None)
+    await host.progress(slow.id)
+    with anyio.move_on_after(0.01) as scope:
+        await host.join(slow.id)
+    assert scope.cancelled_caught
+    assert host.envelope(slow.id).state is RunState.RUNNING
+    assert (await host.stop(slow.id)).state is RunState.CANCELLED
 
 
 async def test_80_emits_leave_64_events_starting_at_17(host: JevHost) -> None:

@@ -29,7 +29,7 @@ FIXTURE = {
                 "sessionOwned": {"noul": 0.5}},
     "usage": {"input_tokens": 10, "output_tokens": 2},
 }
-TOOL_NAMES = {"jev_run", "jev_spawn", "jev_status", "jev_wait", "jev_stop", "jev_evaluate", "jev_approve",
+TOOL_NAMES = {"jev_run", "jev_spawn", "jev_status", "jev_wait", "jev_join", "jev_stop", "jev_evaluate", "jev_approve",
               "jev_check",
               # Observers over MCP (tests/test_mcp_observers.py).
               "jev_session_open", "jev_observe", "jev_session_post", "jev_advice", "jev_session_close"}
@@ -111,6 +111,34 @@ async def test_spawn_then_status_and_wait(tmp_path: Path) -> None:
     assert progress == ["0", "1", "2"]
     assert [e["value"] for e in later["events"]] == [2]
     assert stopped["state"] == "completed"  # stop is idempotent on a finished run
+
+
+@pytest.mark.anyio
+async def test_jev_join_is_an_alias_of_jev_wait(tmp_path: Path) -> None:
+    # Seed 001: join aliases wait — the same arguments, progress notifications, timeout and result.
+    progress: list[str | None] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message)
+
+    code = "for (let i = 0; i < 3; i++) { await program.emit(i); await program.sleep(1); } return 'done'"
+    async with server(tmp_path) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        spawned = structured(await session.call_tool("jev_spawn", {"program": program(code)}))
+        joined = structured(await session.call_tool("jev_join", {"id": spawned["id"]}, progress_callback=on_progress))
+        waited = structured(await session.call_tool("jev_wait", {"id": spawned["id"]}))
+        sleeper = structured(await session.call_tool("jev_spawn", {
+            "program": program("await program.sleep(30000); return 1")}))
+        still = structured(await session.call_tool("jev_join", {"id": sleeper["id"], "timeoutMs": 1}))
+        stopped = structured(await session.call_tool("jev_stop", {"id": sleeper["id"]}))
+        unknown = error_text(await session.call_tool("jev_join", {"id": "nope"}))
+    assert tools["jev_join"].input_schema == tools["jev_wait"].input_schema
+    assert tools["jev_join"].output_schema == tools["jev_wait"].output_schema
+    assert "alias of jev_wait" in (tools["jev_join"].description or "").lower()
+    assert joined == waited and joined["state"] == "completed" and joined["result"] == "done"
+    assert progress == ["0", "1", "2"]
+    assert still["state"] == "running" and stopped["state"] == "cancelled"  # cancelling a join stops nothing
+    assert "Unknown or expired Jev run ID" in unknown
 
 
 @pytest.mark.anyio

@@ -27,10 +27,10 @@ async def mcp_command(args: argparse.Namespace) -> int:
 def add_mcp_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     m = add_command(sub, "mcp", help="serve the jev_* tools over MCP on standard input/output",
                     description="An MCP server (stdio) with the tools jev_run, jev_spawn, jev_status, "
-                    "jev_wait, jev_stop, jev_evaluate and jev_approve, and for observers jev_session_open, "
-                    "jev_observe, jev_session_post, jev_advice and jev_session_close. A capability call "
-                    "whose policy asks is an elicitation to the client's user (refused when the client "
-                    "does not support elicitation). See docs/mcp.md.",
+                    "jev_wait (alias jev_join), jev_stop, jev_evaluate and jev_approve, and for observers "
+                    "jev_session_open, jev_observe, jev_session_post, jev_advice and jev_session_close. A "
+                    "capability call whose policy asks is an elicitation to the client's user (refused "
+                    "when the client does not support elicitation). See docs/mcp.md.",
                     codes=("0 the client closed the session", "2 bad config or evaluator, or the mcp "
                            "extra is missing"))
     m.add_argument("--config", help=CONFIG_HELP)

@@ -187,8 +187,13 @@ class JevHost:
         return await self._get(id).advise(advice)
 
     async def wait(self, id: str) -> Envelope:
-        """Wait for a run to be terminal. Cancelling the wait leaves the run running."""
+        """Wait for a run to be terminal. Cancelling the wait leaves the run running.
+
+        `join` is the same method under the name seed 001 also gives it."""
         return await self._get(id).wait()
+
+    # Seed 001: "wait is canonical: jev.join({id}) aliases jev.wait({id})" — one method, two names.
+    join = wait
 
     async def stop(self, id: str) -> Envelope:
         """Cancel a run and wait until it is terminal. Idempotent."""

@@ -163,6 +163,8 @@ class JevTools:
                     return envelope.to_json()
         return self.host.envelope(run_id).to_json()
 
+    _jev_join = _jev_wait  # the alias: one handler
+
     async def _jev_stop(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
         return (await self.host.stop(arguments["id"])).to_json()
 

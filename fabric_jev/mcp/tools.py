@@ -185,6 +185,7 @@ TOOLS: dict[str, dict[str, Any]] = {
             "required": ["id"], "additionalProperties": False},
         "output": ENVELOPE_SCHEMA,
     },
+    # Seed 001: "wait is canonical: jev.join({id}) aliases jev.wait({id})" (set below, after TOOLS).
     "jev_stop": {
         "description": "Stop a run (in-flight evaluations and sleeps are aborted) and return its terminal "
                        "envelope. Idempotent. Not a rollback of effects already sent.",
@@ -240,6 +241,9 @@ TOOLS: dict[str, dict[str, Any]] = {
         "output": DECISION_SCHEMA,
     },
 }
+
+TOOLS["jev_join"] = {**TOOLS["jev_wait"],
+                     "description": "Alias of jev_wait (wait is canonical): " + TOOLS["jev_wait"]["description"]}
 
 # Observers over MCP: their specs live beside them (session_tools.py), served by sessions.py.
 TOOLS.update(session_tools(_LAUNCH_PROPERTIES, _ONE_PROGRAM, ENVELOPE_SCHEMA))
