@@ -11,7 +11,6 @@ import pytest
 from fabric_jev import (
     CapabilityError,
     CapabilityRegistry,
-    ConcurrencyLimitReached,
     Envelope,
     FixtureEvaluator,
     HostClosed,
@@ -177,16 +176,6 @@ async def test_launch_by_an_already_cancelled_caller_is_rejected(host: JevHost) 
         scope.cancel()
         await host.spawn(program("return 1"), None)
     assert host.status().runs == ()
-
-
-async def test_concurrency_limit_rejects() -> None:
-    async with JevHost(HostConfig(max_concurrent_runs=2)) as host:
-        a = await host.spawn(program("await program.sleep(5000)"), None)
-        await host.spawn(program("await program.sleep(5000)"), None)
-        with pytest.raises(ConcurrencyLimitReached, match=r"concurrent-run limit reached \(2\)"):
-            await host.spawn(program("return 1"), None)
-        await host.stop(a.id)
-        assert (await host.run(program("return 1"), None)).result == 1
 
 
 async def test_pruned_ids_give_the_expired_error() -> None:

@@ -190,7 +190,7 @@ def test_an_artifact_is_read_by_its_contract_keys_only() -> None:
 HOST_CONFIG_JSON = (
     '{"defaults":{"timeoutMs":5000,"maxEvaluations":100,"maxToolCalls":1000,"maxTokens":100000},'
     '"ceilings":{"timeoutMs":900000,"maxEvaluations":1000,"maxToolCalls":10000,"maxTokens":1000000},'
-    '"maxConcurrentRuns":3,"maxRetainedRuns":64,"requestTimeoutMs":15000,"maxRequestBytes":131072,'
+    '"maxConcurrentRuns":3,"maxQueuedRuns":1000,"maxRetainedRuns":64,"requestTimeoutMs":15000,"maxRequestBytes":131072,'
     '"memoryLimitBytes":67108864,"warmWorkers":2,"model":"jev-latest","autoApprovalThreshold":0.5,'
     '"approvals":{"read":"allow","write":"ask","execute":"ask","network":"ask","agent":"ask"},'
     '"approverTimeoutMs":120000,"allow":[],"deny":[],"evaluator":{},"connectors":{},'

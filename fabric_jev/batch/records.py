@@ -25,7 +25,7 @@ from ..contract.values import JsonValue
 MAX_LINE_BYTES = 65_536
 #: The state of an input that never became a run.
 REJECTED = "rejected"
-STATES = (*(s.value for s in RunState if s is not RunState.RUNNING), REJECTED)
+STATES = (*(s.value for s in RunState if s.terminal), REJECTED)
 
 Key = int | str
 

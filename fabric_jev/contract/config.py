@@ -33,6 +33,8 @@ _LIMIT_RANGES: dict[str, tuple[str, int, int, int, int]] = {
 # field: (lowest, highest); errors name the field by its JSON key.
 _SCALAR_RANGES: dict[str, tuple[int, int]] = {
     "max_concurrent_runs": (1, 16),
+    # Launches beyond max_concurrent_runs wait in a FIFO queue this long; 0 refuses them at once.
+    "max_queued_runs": (0, 100_000),
     "max_retained_runs": (1, 256),
     "request_timeout_ms": (100, 120_000),
     "max_request_bytes": (1_024, 1_048_576),
@@ -132,6 +134,9 @@ class HostConfig(WireModel):
     defaults: LimitSet = Field(default_factory=lambda: _limit_set({}, 0, "defaults"))
     ceilings: LimitSet = Field(default_factory=lambda: _limit_set({}, 1, "ceilings"))
     max_concurrent_runs: int = 4
+    #: Runs launched while `max_concurrent_runs` are running wait, first in first out, in a queue of
+    #: this many; past it a launch raises ConcurrencyLimitReached (docs/programs.md, "Queued runs").
+    max_queued_runs: int = 1_000
     max_retained_runs: int = 64
     request_timeout_ms: int = 15_000
     max_request_bytes: int = 131_072

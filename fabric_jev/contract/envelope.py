@@ -16,8 +16,11 @@ from .wire_model import UtcTime, WireModel
 
 
 class RunState(enum.StrEnum):
-    """Lifecycle of a run. Only RUNNING is not terminal."""
+    """Lifecycle of a run. QUEUED and RUNNING are not terminal."""
 
+    #: Launched while the host ran `max_concurrent_runs` programs: waiting, first in first out,
+    #: for a slot. No worker is taken and no code has run; `stop` ends it `cancelled` at once.
+    QUEUED = "queued"
     #: Launched and not yet finished; the guest may be executing or awaiting.
     RUNNING = "running"
     #: The code returned and its output matched outputSchema (not "goal achieved").
@@ -31,7 +34,7 @@ class RunState(enum.StrEnum):
 
     @property
     def terminal(self) -> bool:
-        return self is not RunState.RUNNING
+        return self is not RunState.RUNNING and self is not RunState.QUEUED
 
 
 class Usage(BaseModel):

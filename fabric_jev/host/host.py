@@ -3,7 +3,7 @@ the public API (contract §2). Everything of one run lives in its `Run` (host/ru
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
 from functools import partial
@@ -24,7 +24,7 @@ from ..evaluators.base import Evaluator
 from ..sandbox.pool import WorkerPool
 from ..typecheck.checker import checker_status
 from .calls import CallServices
-from .launch import admit, load_run
+from .launch import admit, load_run, queue_run
 from .observing import ObservationSource
 from .policy import PolicyGate
 from .registry import CapabilityRegistry, Connector
@@ -69,7 +69,8 @@ class JevHost:
             classifier_timeout_s=config.request_timeout_ms / 1000, max_request_bytes=config.max_request_bytes,
             overrides=PolicyOverrides(config.allow, config.deny))
         self._runs: OrderedDict[str, Run] = OrderedDict()
-        self._active = 0
+        self._active = 0  # runs holding a slot (loading or running): at most max_concurrent_runs
+        self._queue: deque[Run] = deque()  # launched beyond the slots, first in first out
         self._closed = False
         self._entered = False
         self._stack = AsyncExitStack()
@@ -114,6 +115,8 @@ class JevHost:
             return
         self._closed = True
         with anyio.CancelScope(shield=True):
+            for run in list(self._queue):  # first, so that no queued run takes a freed slot
+                run.cancel()
             for run in list(self._runs.values()):
                 run.cancel()
             for run in list(self._runs.values()):
@@ -131,6 +134,7 @@ class JevHost:
                   intent: str | None = None, grant: Iterable[str] | None = None) -> Envelope:
         """Launch in the foreground and wait for the terminal envelope.
 
+        Beyond `max_concurrent_runs` the run first waits its turn in the host's queue.
         `on_event` is called with each progress event as it is emitted.
         Cancelling the caller cancels the run (and still waits for it to end).
         `intent` is what the user asked for (the auto-approval classifier's user
@@ -150,7 +154,9 @@ class JevHost:
     async def spawn(self, program: Program | dict[str, Any], input: JsonInput = None, *,
                     observe: dict[str, Any] | None = None, intent: str | None = None,
                     grant: Iterable[str] | None = None) -> Envelope:
-        """Launch in the background; returns the `running` envelope before the first tick.
+        """Launch in the background; returns the `running` envelope before the first tick,
+        or at once the `queued` one when `max_concurrent_runs` are running (it starts, first
+        in first out, when a slot is free; `stop` ends it `cancelled` while it waits).
 
         `intent` and `grant` as for `run`.
         """
@@ -234,29 +240,66 @@ class JevHost:
         admitted = await admit(raw, input, background=background, observe=observe, intent=intent,
                                grant=grant, capabilities=self.capabilities, gate=self.policy,
                                session_bound=self._observers is not None, config=self.config)
-        if self._active >= self.config.max_concurrent_runs:
-            raise ConcurrencyLimitReached(
-                f"Jev concurrent-run limit reached ({self.config.max_concurrent_runs})")
-        self._active += 1
-        try:
-            run = await load_run(admitted, background=background, services=self._services,
-                                 limits=self.config.effective_limits(admitted.program.limits),
-                                 observers=self._observers)
-        except BaseException:
-            self._active -= 1
-            raise
+        limits = self.config.effective_limits(admitted.program.limits)
+        config = self.config
+        if self._active >= config.max_concurrent_runs or self._queue:  # FIFO: none jumps the queue
+            if len(self._queue) >= config.max_queued_runs:
+                raise ConcurrencyLimitReached(
+                    f"Jev run queue is full ({len(self._queue)} waiting behind "
+                    f"{config.max_concurrent_runs} running; maxQueuedRuns {config.max_queued_runs})"
+                    if config.max_queued_runs else
+                    f"Jev concurrent-run limit reached ({config.max_concurrent_runs}; maxQueuedRuns is 0)")
+            run = queue_run(admitted, background=background, services=self._services, limits=limits,
+                            observers=self._observers)
+            run.left_queue = self._left_queue
+            self._queue.append(run)
+        else:
+            self._active += 1
+            try:
+                run = await load_run(admitted, background=background, services=self._services,
+                                     limits=limits, observers=self._observers)
+            except BaseException:
+                self._active -= 1
+                self._start_queued()
+                raise
+            self._tg.start_soon(partial(run.drive, self._released))
         self._runs[run.id] = run
         self._prune()
-        self._tg.start_soon(partial(run.drive, self._released))
         return run
 
     def _released(self, run: Run) -> None:
-        """A run has ended: its slot is free, and it may now be pruned."""
+        """A run has ended: its slot goes to the first queued run, and it may now be pruned."""
         self._active -= 1
+        self._start_queued()
         self._prune()
 
+    def _left_queue(self, run: Run) -> None:
+        """A queued run was cancelled before it started."""
+        self._queue.remove(run)
+        self._prune()
+
+    def _start_queued(self) -> None:
+        """Give free slots to queued runs, oldest first."""
+        while self._queue and self._active < self.config.max_concurrent_runs and self._tg is not None:
+            run = self._queue.popleft()
+            run.start()
+            self._active += 1
+            self._tg.start_soon(self._load_and_drive, run)
+
+    async def _load_and_drive(self, run: Run) -> None:
+        """A run that waited: its launch already returned, so failing to load ends it `failed`."""
+        try:
+            await run.load()
+        except BaseException as exc:
+            run.end_unstarted(str(exc) if isinstance(exc, Exception) else "Jev host is closing")
+            self._released(run)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        await run.drive(self._released)
+
     def _prune(self) -> None:
-        """Drop the oldest terminal runs beyond maxRetainedRuns (running ones are kept)."""
+        """Drop the oldest terminal runs beyond maxRetainedRuns (running and queued ones are kept)."""
         excess = len(self._runs) - self.config.max_retained_runs
         if excess <= 0:
             return

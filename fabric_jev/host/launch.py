@@ -63,6 +63,21 @@ async def load_run(admission: Admission, *, background: bool, limits: EffectiveL
     return run
 
 
+def queue_run(admission: Admission, *, background: bool, limits: EffectiveLimits,
+              services: RunServices, observers: ObservationSource | None) -> Run:
+    """The admitted program as a queued `Run`: no worker yet (`Run.load` takes one when a slot
+    is free), its observer subscribed from now on, so a stopped session stops it in the queue."""
+    observation = None
+    if admission.observe is not None and observers is not None:
+        observation = observers.create(admission.observe)
+    run = Run(admission.program, admission.input_json, background=background, limits=limits,
+              services=services, intent=admission.intent, observation=observation,
+              audit=admission.audit, checked=admission.checked, queued=True)
+    if observation is not None:
+        observation.attach(run.id, run.cancel)
+    return run
+
+
 async def admit(raw: Program | dict[str, Any], input: JsonInput, *, background: bool,
                 observe: dict[str, Any] | None, intent: str | None, grant: Iterable[str] | None,
                 capabilities: CapabilityRegistry, gate: PolicyGate, session_bound: bool,

@@ -87,7 +87,7 @@ class Run:
     def __init__(self, program: Program, input_json: str, *, limits: EffectiveLimits, background: bool,
                  services: RunServices, intent: str | None = None,
                  observation: ObserverHandle | None = None, audit: AuditTrail | None = None,
-                 checked: CheckReport | None = None) -> None:
+                 checked: CheckReport | None = None, queued: bool = False) -> None:
         self.id = str(uuid.uuid4())
         self.program = program
         self._input_json = input_json
@@ -95,7 +95,9 @@ class Run:
         self.background = background
         self.started_at = utc_now()
         self.ended_at: datetime | None = None
-        self.state = RunState.RUNNING
+        self.state = RunState.QUEUED if queued else RunState.RUNNING
+        #: Told when a queued run is cancelled before it starts (the host's queue lets go of it).
+        self.left_queue: Callable[[Run], None] | None = None
         self.result: Any = None
         self.error: str | None = None
         self.worker_pid = 0  # the worker's process id: diagnostics only, the guest never learns it
@@ -140,8 +142,25 @@ class Run:
     def cancel(self) -> None:
         """Ask the run to stop; it ends `cancelled` unless something earlier decided it."""
         self._cancel_requested = True
-        if self._scope is not None:
+        if self.state is RunState.QUEUED:
+            self.end_unstarted()
+            if self.left_queue is not None:
+                self.left_queue(self)
+        elif self._scope is not None:
             self._scope.cancel()
+
+    def start(self) -> None:
+        """A queued run leaves the queue: it is running from now on (its worker is taken next)."""
+        self.state = RunState.RUNNING
+        self.started_at = utc_now()
+
+    def end_unstarted(self, error: str | None = None) -> None:
+        """End a run that never reached its worker: cancelled while queued (no error), or
+        failed to load after waiting in the queue (`error`, e.g. a compile error)."""
+        if self.observation is not None:
+            self.observation.cancel()
+        self._finish(RunEnd("cancelled") if error is None else RunEnd("error", error=error))
+        self.done.set()
 
     async def stop(self) -> Envelope:
         """Cancel the run and wait, shielded from the caller's cancellation, until it is terminal."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..contract.envelope import RunState
 from .session_tools import session_tools
 
 PROGRAM_SCHEMA: dict[str, Any] = {
@@ -63,7 +64,7 @@ ENVELOPE_SCHEMA: dict[str, Any] = {
     "properties": {
         "id": {"type": "string"},
         "name": {"type": "string"},
-        "state": {"enum": ["running", "completed", "failed", "cancelled", "timed_out"]},
+        "state": {"enum": [state.value for state in RunState]},
         "background": {"type": "boolean"},
         "startedAt": {"type": "string"},
         "endedAt": {"type": "string"},
@@ -162,7 +163,8 @@ TOOLS: dict[str, dict[str, Any]] = {
         "output": ENVELOPE_SCHEMA,
     },
     "jev_spawn": {
-        "description": "Start a judgment program in the background; returns the running envelope at once. "
+        "description": "Start a judgment program in the background; returns the running envelope at once "
+                       "(queued when the host already runs maxConcurrentRuns programs: it starts in turn). "
                        "Follow it with jev_status, jev_wait or jev_stop.",
         "input": {"type": "object", "properties": _LAUNCH_PROPERTIES, **_ONE_PROGRAM,
                   "additionalProperties": False},
