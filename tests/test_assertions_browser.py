@@ -127,3 +127,39 @@ async def test_reload_through_the_page_source_only_when_allowed(page: Page, page
         PageSource(page, allow_reload=True), timeout=10, poll=0.05)
     assert allowed.passed, allowed.message()
     assert [a.detail for a in allowed.attempts if a.action == "reload"] == ["reloaded"]
+
+
+# ---------------------------------------------------------------- one waiting rule (fake source: tests/test_waiting_deadline.py)
+
+
+async def test_the_deadline_edge_a_button_at_95_percent_of_the_default_timeout(page: Page, pages: Pages) -> None:
+    # The seed's defaults (10 s, 0.25 s): the schedule's own looks are at 0, 0.25, ... 5.2 and
+    # 7.7 s, and the last one at 10 s. Save appears at 9.5 s: only the look at the deadline sees it,
+    # and by then the page has been quiet for long enough to be judged.
+    await page.navigate(pages.add("/edge.html", """<!doctype html><body><button>Cancel</button><script>
+      window.start = () => setTimeout(() => document.body.insertAdjacentHTML('beforeend',
+        '<button>Save</button>'), 9500);</script></body>"""))
+    source = PageSource(page)
+    await page.evaluate("start()")
+    result = await check(exists("name=Save"), "Save shown").eventually(source)
+    assert result.passed, result.message()
+    # The eight looks of the schedule before 9.5 s failed (the first may find the page just loaded
+    # and not trusted yet); the one at 10 s found it.
+    assert "no_match" in [a.reason for a in result.attempts[:-1]]
+    assert len(result.attempts) >= 9 and result.attempts[-1].action == "done"
+
+
+async def test_the_loading_shell_renders_its_button_later_and_is_waited_for(page: Page, pages: Pages) -> None:
+    # "Loading…", quiet, no controls (confidence 0.6, under the default 0.7): not judged, looked at
+    # again until the button renders 1.5 s later — never snapshot_exhausted.
+    await page.navigate(pages.add("/shell.html", """<!doctype html><body><p id="s">Loading…</p><script>
+      window.start = () => setTimeout(() => { document.getElementById('s').remove();
+        document.body.insertAdjacentHTML('beforeend', '<button>Continue</button>'); }, 1500);
+      </script></body>"""))
+    source = PageSource(page)
+    await page.evaluate("start()")
+    result = await check(exists("name=Continue"), "Continue shown").eventually(source)
+    assert result.passed, result.message()
+    low = [a for a in result.attempts if a.reason == "low_confidence"]
+    assert low and all("no interactive elements" in a.detail or "nearly empty" in a.detail for a in low)
+    assert "snapshot_exhausted" not in [a.reason for a in result.attempts]

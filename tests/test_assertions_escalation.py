@@ -321,11 +321,29 @@ async def test_waiter_backoff_is_capped_and_never_sleeps_past_the_deadline() -> 
         now[0] += s
 
     waiter: Waiter[int] = Waiter(1.0, 0.1, backoff=2, max_interval=0.3, clock=lambda: now[0], sleep=sleep)
-    while waiter.room_for_pause():
-        await waiter.pause()
-    assert slept == [0.1, 0.2, 0.3, 0.3] and not waiter.expired
-    await waiter.pause(at_least=5)
-    assert slept[-1] == pytest.approx(0.1) and waiter.expired and waiter.left == 0
+    tries = 1
+    while await waiter.next_try():
+        tries += 1
+    # The pause that would pass the deadline is cut to end at it: the last try is at 1.0 s.
+    assert slept == [0.1, 0.2, 0.3, 0.3, 0.1] and tries == 6 and waiter.over and waiter.left == 0
+    longer: Waiter[int] = Waiter(1.0, 0.1, clock=lambda: now[0], sleep=sleep)
+    await longer.pause(at_least=5)
+    assert slept[-1] == pytest.approx(1.0) and longer.over and not await longer.next_try()
+
+
+async def test_the_last_try_is_at_the_deadline_even_when_the_clock_lands_short() -> None:
+    # A sleep that wakes a hair early (or float sums) must neither buy one more try
+    # nor end the wait before the try at the deadline.
+    now = [0.0]
+
+    async def early(s: float) -> None:
+        now[0] += s - 1e-9
+
+    waiter: Waiter[int] = Waiter(0.3, 0.1, clock=lambda: now[0], sleep=early)
+    tries = 1
+    while await waiter.next_try():
+        tries += 1
+    assert tries == 4 and now[0] == pytest.approx(0.3)
 
 
 async def test_waiter_bounded_read_stalls_and_sets_the_token() -> None:

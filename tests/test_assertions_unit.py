@@ -276,8 +276,9 @@ async def test_backoff_grows_and_timeout_reports_the_last_reason() -> None:
     source = Source(DISABLED)
     result = await run_eventually(check(is_enabled("name=Save"), "save enabled"), source, timeout=1, poll=0.1)
     assert not result.passed and result.reason == "timeout" and result.last_reason == "state_mismatch"
-    # Waits 0.1, 0.15, 0.225, then capped at timeout/4: 0.25, 0.25; the sixth try gives up.
-    assert source.now == pytest.approx(0.975) and len(result.attempts) == 6
+    # Waits 0.1, 0.15, 0.225, then capped at timeout/4: 0.25, 0.25, then the 0.025 left: the
+    # seventh try, at the deadline, is the last.
+    assert source.now == pytest.approx(1.0) and len(result.attempts) == 7
 
 
 async def test_eventually_defaults_are_the_seeds() -> None:
@@ -285,17 +286,19 @@ async def test_eventually_defaults_are_the_seeds() -> None:
     source = Source(DISABLED)
     result = await run_eventually(check(is_enabled("name=Save"), "save enabled"), source)
     assert result.reason == "timeout"
-    # Waits 0.25, 0.375, 0.5625, 0.84375, 1.265625, 1.8984375, then capped at 10/4 = 2.5;
-    # the last try is the one with no room left for another pause before 10 s.
+    # Waits 0.25, 0.375, 0.5625, 0.84375, 1.265625, 1.8984375, then capped at 10/4 = 2.5, then
+    # what is left: the last try looks at the page at 10 s (it once stopped at 7.7 s).
     pauses = [0.25 * 1.5 ** k for k in range(6)] + [2.5]
-    assert source.now == pytest.approx(sum(pauses)) and source.now <= 10
-    assert len(result.attempts) == len(pauses) + 1
+    pauses.append(10 - sum(pauses))
+    assert source.now == pytest.approx(10) and len(result.attempts) == len(pauses) + 1
     # A page without interactive elements has confidence 0.6: judged under the old 0.6,
-    # not under the seed's 0.7; an interactive document with a quiet DOM (0.7) is judged.
+    # not under the seed's 0.7, where, quiet, it is waited for until the deadline (a loading
+    # shell) and never called exhausted; an interactive document with a quiet DOM (0.7) is judged.
     bare = snap()
     assert confidence(bare).value == pytest.approx(0.6)
-    low = await run_eventually(check(not_exists("name=Error"), "no error"), Source(bare))
-    assert low.reason == "snapshot_exhausted"
+    empty = Source(bare)
+    low = await run_eventually(check(not_exists("name=Error"), "no error"), empty)
+    assert low.reason == "timeout" and low.last_reason == "low_confidence" and empty.now == pytest.approx(10)
     judged = await run_eventually(check(not_exists("name=Error"), "no error"), Source(bare), min_confidence=0.6)
     assert judged.passed
     fine = snap(el(name="Save"), ready_state="interactive")

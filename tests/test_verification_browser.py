@@ -90,3 +90,64 @@ def test_cli_verify_run_against_a_live_page(chromium: Launched, pages: Pages, tm
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "passed"
+
+
+# ---------------------------------------------------------------- the deadline edge (fake source: tests/test_waiting_deadline.py)
+
+
+class Reveals:
+    """The page's source, which shows the Retry button at the first look made at or after `at` seconds
+    from the first: the element appears at that moment of the wait however busy the machine is
+    (a timer in the page would race the renderer's scheduling)."""
+
+    def __init__(self, page: Page, at: float) -> None:
+        from fabric_jev_browser.checks import PageSource
+
+        self.inner, self.page, self.at = PageSource(page), page, at
+        self.looks: list[float] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def snapshot(self) -> Any:
+        import time
+
+        now = time.monotonic()
+        self.looks.append(now - self.looks[0] if self.looks else 0.0)
+        if self.looks[-1] >= self.at and len(self.looks) > 1:
+            await self.page.evaluate("document.getElementById('retry').hidden = false")
+        return await self.inner.snapshot()
+
+
+class RevealingChannels(BrowserChannels):
+    revealing: Reveals | None = None
+
+    @property
+    def source(self) -> Any:
+        assert self.revealing is not None
+        return self.revealing
+
+
+LATE = """<!doctype html><body><button>Other</button><button id="retry" hidden>Retry</button></body>"""
+
+
+async def test_see_passes_when_its_target_appears_at_95_percent_of_timeout_ms(page: Page, pages: Pages) -> None:
+    # see with timeoutMs 3000 once gave up at 2.48 s; its last look is now at 3 s.
+    await page.navigate(pages.add("/late-see.html", LATE))
+    channels = RevealingChannels(page)
+    channels.revealing = Reveals(page, 0.95 * 3.0)
+    from fabric_jev.verification.dictionary import SeeOptions
+
+    ok, actual = await channels.see("Retry", SeeOptions(timeout_ms=3000))
+    assert ok, actual
+    # Seen by the look at the deadline (the one before it was earlier than 95%).
+    assert channels.revealing.looks[-1] >= 2.95 and channels.revealing.looks[-2] < 2.85
+
+
+async def test_not_see_samples_at_the_end_of_its_window(page: Page, pages: Pages) -> None:
+    await page.navigate(pages.add("/late-notsee.html", LATE))
+    channels = RevealingChannels(page, sample_ms=200)
+    channels.revealing = Reveals(page, 0.95 * 3.0)
+    ok, actual = await channels.not_see("Retry", 3000)
+    assert not ok and "was visible" in actual
+    assert channels.revealing.looks[-1] >= 2.95

@@ -34,7 +34,7 @@ from .predicates import Predicate, PredicateOutcome
 from .snapshot import QUIET_SETTLED_MS, Element, Snapshot, confidence
 
 #: The reason codes a finished check can carry (FailureKind values; `low_confidence`
-#: only ever appears on single attempts).
+#: appears only on single attempts and as a timeout's `last_reason`: never judged).
 REASONS = tuple(k.value for k in FailureKind if k is not FailureKind.LOW_CONFIDENCE)
 TRACE_TYPE = "fabric_jev.check"
 #: `eventually`'s defaults, the smart-assert seed's (timeout_s=10, poll_s=0.25, min_confidence=0.7).
@@ -246,8 +246,10 @@ class Check:
     ) -> CheckResult:
         """Retry with fresh snapshots and backoff until it passes, times out or gives up.
 
-        Pauses start at `poll` and grow ×1.5 up to `timeout / 4`; the deadline is
-        hard (a snapshot that stalls past it ends the check as `timeout`).
+        Pauses start at `poll` and grow ×1.5 up to `timeout / 4`; the pause that
+        would pass the deadline is cut to end at it, so the last try looks at the
+        page at the deadline. A snapshot may answer up to 1 s after it
+        (`_waiting.READ_GRACE`); one that stalls longer ends the check as `timeout`.
         """
         src = self._source(source)
         waiter: Waiter[Attempt] = Waiter(timeout, poll, backoff=1.5, max_interval=timeout / 4,
@@ -270,7 +272,10 @@ class Check:
                 conf = confidence(snap)
                 conf_value = conf.value
                 if conf.value < min_confidence:
-                    low_streak += 1
+                    # Only a page that keeps changing is exhausted; one that is quiet but not
+                    # trusted yet (a loading shell: no controls, a document still loading) is
+                    # looked at again until the deadline.
+                    low_streak = low_streak + 1 if conf.changing else 0
                     kind = (FailureKind.SNAPSHOT_EXHAUSTED if low_streak >= max_retries
                             else FailureKind.LOW_CONFIDENCE)
                     detail = "; ".join(conf.reasons)
@@ -284,8 +289,8 @@ class Check:
                     kind = out.reason
             if kind is not FailureKind.LOW_CONFIDENCE:
                 last = (kind, out, snap)
-            elif last[2] is None:
-                last = (None, None, snap)
+            elif last[2] is None or last[0] is FailureKind.LOW_CONFIDENCE:
+                last = (kind, None, snap)  # never judged yet: a timeout says so (last: low_confidence)
             streak = (kind, streak[1] + 1 if streak[0] is kind else 1)
             event = FailureEvent(kind, n, streak[1], conf_value, len(out.matches) if out else 0,
                                  self.vision is not None)
@@ -300,20 +305,21 @@ class Check:
             if action is RecoveryAction.SCROLL:
                 done, note = await self._scroll(src, out)
                 attempts.append(Attempt(n, kind, conf_value, action, note))
-                if done:
+                if done and not waiter.over:
                     continue  # look again at once: the scroll is the change we waited for
             elif action is RecoveryAction.RELOAD:
                 done, note = await self._reload(src)
                 attempts.append(Attempt(n, kind, conf_value, action, note))
                 if done:
                     low_streak = 0
-                    continue
+                    if not waiter.over:
+                        continue
             elif action is RecoveryAction.RETRY:
                 if kind is FailureKind.SNAPSHOT_EXHAUSTED:
                     low_streak = 0  # the policy chose to keep trying: start counting again
             else:
                 raise ValueError(f"escalation policy returned {action!r}, not a recovery action")
-            if not waiter.room_for_pause():
+            if waiter.over:  # this was the try at the deadline
                 return await self._timed_out(src, n, kind, conf_value, detail, last, counters, attempts,
                                              streak[1], out)
             if action is RecoveryAction.RETRY:

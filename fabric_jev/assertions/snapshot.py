@@ -119,6 +119,10 @@ class Confidence:
 
     value: float
     reasons: tuple[str, ...]
+    #: The DOM changed within the last QUIET_SETTLED_MS: the page is still changing. Only
+    #: such snapshots count towards `snapshot_exhausted`; a quiet one that is not trusted
+    #: (a loading shell: no controls yet) is waited for.
+    changing: bool = False
 
 
 QUIET_SETTLED_MS = 300
@@ -128,6 +132,7 @@ def confidence(snapshot: Snapshot) -> Confidence:
     """Cheap, explainable: ready state, time since the last mutation, page size."""
     value = 1.0
     reasons: list[str] = []
+    changing = False
     if snapshot.ready_state == "loading":
         value *= 0.3
         reasons.append("document is still loading")
@@ -138,9 +143,11 @@ def confidence(snapshot: Snapshot) -> Confidence:
         if snapshot.quiet_ms < 100:
             value *= 0.5
             reasons.append(f"DOM changed {snapshot.quiet_ms} ms ago")
+            changing = True
         elif snapshot.quiet_ms < QUIET_SETTLED_MS:
             value *= 0.8
             reasons.append(f"DOM changed {snapshot.quiet_ms} ms ago (settling)")
+            changing = True
     if snapshot.node_count < 5 and not snapshot.elements:
         value *= 0.3
         reasons.append(f"page is nearly empty ({snapshot.node_count} nodes)")
@@ -160,4 +167,4 @@ def confidence(snapshot: Snapshot) -> Confidence:
             reasons.append(f"frame {where} is still loading")
     if not reasons:
         reasons.append("document complete and DOM quiet")
-    return Confidence(round(value, 4), tuple(reasons))
+    return Confidence(round(value, 4), tuple(reasons), changing)

@@ -33,16 +33,17 @@ class PollOutcome:
 
 
 async def poll(read: Read, test: Callable[[Any], bool], *, timeout: float, interval: float = 0.1,
-               clock: Callable[[], float] = time.monotonic) -> PollOutcome:
-    """Read until `test(value)` holds or the deadline passes; the deadline is hard.
+               clock: Callable[[], float] = time.monotonic,
+               sleep: Callable[[float], Awaitable[None]] = anyio.sleep) -> PollOutcome:
+    """Read until `test(value)` holds or the deadline passes; the last read starts at the deadline.
 
     The waiting itself (deadline, stalled and late reads, pauses, cancellation)
     is `fabric_jev._waiting.Waiter`, shared with `Check.eventually` and the
-    browser's `not_see`.
+    browser's `not_see`. `clock` and `sleep` are for tests on a fake clock.
     """
-    waiter: Waiter[Any] = Waiter(timeout, interval, clock=clock)
+    waiter: Waiter[Any] = Waiter(timeout, interval, clock=clock, sleep=sleep)
     outcome = PollOutcome(False)
-    while not waiter.expired:
+    while True:
         try:
             got = await waiter.bounded(read)
         except anyio.get_cancelled_exc_class():
@@ -60,8 +61,8 @@ async def poll(read: Read, test: Callable[[Any], bool], *, timeout: float, inter
         if test(got.value):
             outcome.passed = True
             return outcome
-        await waiter.pause()
-    return outcome
+        if not await waiter.next_try():
+            return outcome
 
 
 @runtime_checkable
@@ -144,6 +145,9 @@ class MemoryChannels:
     page_text: str = ""
     sample_ms: int = 50
     steps: list[str] = field(default_factory=list)
+    #: The clock and sleep `textContains` and `observe` wait on (a fake clock in tests).
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep
 
     def _find(self, target: Target) -> list[MemoryElement]:
         return select_targets(target, self.elements, lambda e: TargetFields(
@@ -174,7 +178,8 @@ class MemoryChannels:
         return self.page_text
 
     async def eventually(self, read: Read, test: Callable[[Any], bool], timeout: float) -> PollOutcome:
-        return await poll(read, test, timeout=timeout, interval=self.sample_ms / 1000)
+        return await poll(read, test, timeout=timeout, interval=self.sample_ms / 1000, clock=self.clock,
+                          sleep=self.sleep)
 
     async def step(self, title: str, body: Callable[[], Awaitable[None]]) -> None:
         self.steps.append(title)

@@ -187,10 +187,13 @@ async def _eventually(c: DictionaryCheck, channels: Channels, read: Any, test: A
 
 
 def _actual(outcome: PollOutcome, timeout_ms: int) -> str:
+    from .._waiting import READ_GRACE
+
+    grace = f"the {timeout_ms} ms deadline and its {READ_GRACE:g} s grace"
     if outcome.stalled:
-        return f"the read stalled past the {timeout_ms} ms deadline"
+        return f"the read stalled past {grace}"
     if outcome.late:
-        return f"the read answered after the {timeout_ms} ms deadline; a late answer never passes"
+        return f"the read answered after {grace}; a late answer never passes"
     if outcome.reads == 0:
         return f"no read completed within {timeout_ms} ms"
     return f"{outcome.value!r} (after {outcome.reads} reads in {timeout_ms} ms)"

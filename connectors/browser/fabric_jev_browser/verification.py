@@ -80,7 +80,8 @@ class BrowserChannels:
         return False, f"{why}: {result.actual}"
 
     async def not_see(self, target: Target, window_ms: int) -> tuple[bool, str]:
-        """Sampled absence over the window (frames included): any visible match fails it."""
+        """Sampled absence over the window (frames included): any visible match fails it.
+        The last sample is taken at the window's end."""
         waiter: Waiter[int] = Waiter(window_ms / 1000, self.sample_ms / 1000)
         while True:
             snap = await self.source.snapshot()
@@ -88,9 +89,8 @@ class BrowserChannels:
             shown = [e for e in select_targets(target, snap.elements, _fields) if e.visible]
             if shown:
                 return False, f"{shown[0].label()} was visible at sample {samples}"
-            if waiter.expired:
+            if not await waiter.next_try():
                 return True, f"absent in all {samples} samples"
-            await waiter.pause()
 
     async def text(self, cancel: anyio.Event) -> str:
         """The visible text of the page and of every frame in it."""
