@@ -46,15 +46,26 @@ def program_name_of(path: str | Path) -> str:
     return name
 
 
+def language_of_name(name: str) -> str | None:
+    """A program file's language by its suffix: `.ts`/`.mts` TypeScript, `.js`/`.mjs` JavaScript."""
+    lowered = name.lower()
+    if lowered.endswith((".ts", ".mts")):
+        return "typescript"
+    if lowered.endswith((".js", ".mjs")):
+        return "javascript"
+    return None
+
+
 def load_program(path: str | Path, *, what: str = "program") -> dict[str, Any]:
     """The JSON artifact of the program in `path` ("-" reads standard input).
 
     `.js`/`.mjs`/`.ts`/`.mts` files are program source whose first comment
-    holds the contract; `.json` files are the artifact itself; any other name
-    is read as source when it opens with a `/* @program` comment. The file is
-    refused unread over 1 MiB. Raises `ProgramInvalid` (a `LaunchRejected`)
-    with a one-line message naming the file; the artifact's own rules are
-    checked when it is launched (or by `contract.parse_program`).
+    holds the contract (their suffix gives the artifact's `language`);
+    `.json` files are the artifact itself; any other name is read as source
+    when it opens with a `/* @program` comment. The file is refused unread
+    over 1 MiB. Raises `ProgramInvalid` (a `LaunchRejected`) with a one-line
+    message naming the file; the artifact's own rules are checked when it is
+    launched (or by `contract.parse_program`).
     """
     label = f"{what} on standard input" if str(path) == "-" else f"{what} {path}"
     raw = _read(path, label)
@@ -67,7 +78,11 @@ def load_program(path: str | Path, *, what: str = "program") -> dict[str, Any]:
         source = looks_like_source(_text(raw, label))
     if source:
         default = None if name == "-" else program_name_of(path)
-        return program_from_source(_text(raw, label), what=label, default_name=default)
+        artifact = program_from_source(_text(raw, label), what=label, default_name=default)
+        language = language_of_name(name)
+        if language is not None and "language" not in artifact:
+            artifact["language"] = language
+        return artifact
     try:
         artifact = loads_bounded(raw, what=label, max_bytes=MAX_PROGRAM_FILE_BYTES)
     except JSONInputError as exc:

@@ -105,8 +105,11 @@ def test_run_a_typescript_file_and_errors_name_the_files_line(tmp_path: Path) ->
     bad = write_text(tmp_path, "bad.js", HEADER + "const n = input.n;\n\nawait tools.call({ref: 'kv.get'});\nreturn n;\n")
     done = cli("run", bad, "--input-json", '{"n": 1}', "--result")
     assert done.returncode == 1 and done.stdout == ""
-    # Line 10 of the file: the comment's seven lines count.
-    assert done.stderr == ("fabric-jev: the run ended failed: Error: Capability not granted to Jev program: kv.get "
+    # Line 10 of the file: the comment's seven lines count. The type error is said before the run.
+    assert done.stderr == (f"{bad}:10:19: warning TS2322: Type 'string' is not assignable to type 'never'.\n"
+                           f"{bad}: 1 error (JavaScript, checked by TypeScript); typecheck.javascript is warn, "
+                           "so it runs anyway\n"
+                           "fabric-jev: the run ended failed: Error: Capability not granted to Jev program: kv.get "
                            "(line 10, column 13)\n")
 
 

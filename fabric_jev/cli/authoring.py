@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from typing import TYPE_CHECKING
 
 from .common import EXIT_OK, EXIT_REJECTED, add_command, fail, print_json
+
+if TYPE_CHECKING:
+    from ..contract.program import Program
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 
@@ -132,8 +136,37 @@ async def pack_command(args: argparse.Namespace) -> int:
         program = parse_program(load_program(args.program))
     except LaunchRejected as exc:  # nothing is launched here: the reason alone
         return fail(" ".join(str(exc).split()))
+    if not args.no_check and not await _checked(program, args.program):
+        return EXIT_REJECTED
     print_json(program.to_json())
     return EXIT_OK
+
+
+async def _checked(program: Program, where: str) -> bool:
+    """The type check a launch would do: False (after saying why, one line each) for TypeScript with
+    errors, which every launch would refuse in the default mode. JavaScript's errors are listed and
+    packed, as a launch runs them; without a compiler the artifact is packed unchecked, and said so."""
+    from ..contract.terminal import one_line
+    from ..contract.typecheck import Language
+    from ..typecheck.checker import CheckerUnavailable, check
+    from ..typecheck.compiler import CompilerStopped
+
+    try:
+        verdict = await check(program, observed="jev.advise" in program.requires)
+    except CheckerUnavailable as exc:
+        sys.stderr.write(f"fabric-jev: {one_line(where)}: not type-checked: {one_line(str(exc))}\n")
+        return True
+    except CompilerStopped as exc:
+        fail(f"{where}: could not be type-checked: {exc}; pack it unchecked with --no-check")
+        return False
+    for d in verdict.diagnostics:
+        kind = "error" if verdict.language is Language.TYPESCRIPT else "warning"
+        sys.stderr.write(one_line(f"{where}:{d.line}:{d.column}: {kind} TS{d.code}: {d.message}") + "\n")
+    if verdict.clean or verdict.language is not Language.TYPESCRIPT:
+        return True
+    fail(f"{where}: not packed: {verdict.count()} (TypeScript); every launch of it would be refused "
+         "(typecheck.typescript is error by default). Fix them, or pack it unchecked with --no-check")
+    return False
 
 
 def add_authoring_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -152,8 +185,14 @@ def add_authoring_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     pack = add_command(
         sub, "pack", help="print the JSON artifact of a program file",
         description="Read a program file (PROGRAM.ts or PROGRAM.js with its @program comment, or a JSON "
-                    "artifact), check it against the program rules and schema subset, and print the "
-                    "JSON artifact: the wire format of JevHost.run, the MCP tools and the HTTP API.",
-        codes=("0 printed", f"{EXIT_REJECTED} the file is not a valid program (one line on stderr says why)"))
+                    "artifact), check it against the program rules and schema subset, type-check it as "
+                    "a launch would, and print the JSON artifact: the wire format of JevHost.run, the MCP "
+                    "tools and the HTTP API. A file's suffix gives the artifact's language (.ts: "
+                    "typescript). TypeScript with type errors is refused unless --no-check; JavaScript's "
+                    "are listed on standard error and packed.",
+        codes=("0 printed", f"{EXIT_REJECTED} the file is not a valid program, or TypeScript with type errors "
+               "(one line each on stderr says why)"))
     pack.add_argument("program", help="program file")
+    pack.add_argument("--no-check", dest="no_check", action="store_true",
+                      help="do not type-check: pack a TypeScript program even with type errors")
     pack.set_defaults(handler=pack_command)

@@ -20,6 +20,7 @@ from .common import (
     add_command,
     add_evaluator_options,
     add_policy_options,
+    announce_type_errors,
     config_from,
     fail,
     positive_int,
@@ -41,6 +42,8 @@ async def batch_command(args: argparse.Namespace) -> int:
         return await _dry_run(program, args, config)
     if args.out is None:
         return fail("batch needs --out FILE (or --dry-run to only check the program and the inputs)")
+    # Type errors that do not refuse the program (mode warn) are said once, before any input runs.
+    await announce_type_errors(program, config, args.program)
     total = count_inputs(args.inputs)  # None for a pipe: it can be read only once
     tally = Tally(total=total if total is None or args.limit is None else min(total, args.limit))
     log = OutputLog(args.out)

@@ -167,3 +167,17 @@ class Parser(argparse.ArgumentParser):
                             if isinstance(a, argparse._SubParsersAction)), None) or {}
             message = f"choose a command: {', '.join(choices)} (see {self.prog} --help)"
         super().error(message)
+
+
+async def announce_type_errors(program: Any, config: HostConfig, where: str, *, observed: bool = False) -> None:
+    """Type-check `program` as its launch will (the verdict is then cached for the launch) and print
+    each error that does not refuse it (mode warn) on standard error, one line each, before it runs.
+    A refusal (mode error) raises the launch's own TypeScriptError; a bad artifact its ProgramInvalid."""
+    from ..contract.program import parse_program
+    from ..typecheck.checker import check_for_launch
+
+    report = await check_for_launch(parse_program(program), config, observed=observed)
+    for line in report.warnings(where):
+        sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+

@@ -16,6 +16,7 @@ from .common import (
     add_command,
     add_evaluator_options,
     add_policy_options,
+    announce_type_errors,
     config_from,
     load_json,
     load_program,
@@ -57,6 +58,12 @@ async def _run(args: argparse.Namespace) -> int:
     if problem and isinstance(requires, list) and "jev.evaluate" in requires:
         await evaluator.aclose()
         raise LaunchRejected(problem)
+    try:
+        # Type errors that do not refuse the launch (mode warn) are said before the run starts.
+        await announce_type_errors(program, config, args.program)
+    except BaseException:
+        await evaluator.aclose()
+        raise
 
     # An `ask` is a question on this terminal (a refusal that says so without one).
     approver = terminal_approver(config.approver_timeout_ms / 1000)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -53,6 +53,10 @@ class Program(WireModel):
     output_schema: dict[str, Any]
     requires: tuple[str, ...] = Field(default=(), max_length=MAX_REFS)
     limits: ProgramLimits | None = None
+    #: The language the code is written in: a program file's suffix gives it (`.ts` TypeScript,
+    #: `.js` JavaScript; `fabric-jev pack` writes it). Without it, the code decides: TypeScript
+    #: only when it has TypeScript-only syntax.
+    language: Literal["javascript", "typescript"] | None = None
 
     @field_validator("requires", mode="before")
     @classmethod

@@ -31,7 +31,7 @@ HEADER_TAG = "@program"
 SOURCE_SUFFIXES = (".js", ".mjs", ".ts", ".mts")
 _OPENING = re.compile(r"\A\s*/\*\*?[ \t]*@program\b")
 #: The contract comment's keys: the artifact's, without `code`.
-HEADER_KEYS = ("name", "inputSchema", "outputSchema", "requires", "limits")
+HEADER_KEYS = ("name", "inputSchema", "outputSchema", "requires", "limits", "language")
 _FORM = ("starts with its contract in a comment: /* @program {\"name\": ..., \"inputSchema\": ..., "
          "\"outputSchema\": ...} */ followed by the code (docs/programs.md, \"Programs as files\")")
 

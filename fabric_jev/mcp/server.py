@@ -117,8 +117,23 @@ class JevTools:
             origin.live = False
             CURRENT_CALL.reset(token)
 
+    async def _announce(self, program: Any, arguments: dict[str, Any]) -> None:
+        """Type errors that do not refuse the launch (mode warn), on the server's standard error before
+        the run starts (the result lists them too: `type_error_notes`). The verdict is then cached for
+        the launch; a refusal raises the launch's own TypeScriptError."""
+        from ..contract.program import parse_program
+        from ..typecheck.checker import check_for_launch
+
+        parsed = parse_program(program)
+        report = await check_for_launch(parsed, self.config, observed=False)
+        where = f"fabric-jev mcp: {arguments.get('programPath') or parsed.name}"
+        for line in report.warnings(where):
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
     async def _jev_run(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
         program = self._program(arguments)
+        await self._announce(program, arguments)
         send, receive = anyio.create_memory_object_stream[tuple[int, Any]](PROGRESS_BUFFER)
 
         def on_event(event: Any) -> None:
@@ -141,7 +156,9 @@ class JevTools:
         return envelope.to_json()
 
     async def _jev_spawn(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
-        envelope = await self.host.spawn(self._program(arguments), arguments.get("input"))
+        program = self._program(arguments)
+        await self._announce(program, arguments)
+        envelope = await self.host.spawn(program, arguments.get("input"))
         return envelope.to_json()
 
     async def _jev_status(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
@@ -205,6 +222,20 @@ class JevTools:
         return decision.to_json()
 
 
+def type_error_notes(value: Any) -> list[str]:
+    """For an envelope whose launch type check found errors and ran anyway (mode warn): one text
+    block listing them, one line each, after the envelope's JSON in the tool result (a client that
+    reads the first text block as the envelope still finds it there)."""
+    check = value.get("typecheck") if isinstance(value, dict) else None
+    if not isinstance(check, dict) or check.get("outcome") != "errors":
+        return []
+    listed = [f"type error: {line}" for line in check.get("diagnostics", [])]
+    language = check.get("language")
+    listed.append(f"{check.get('errors')} type error(s) in all ({language}); typecheck.{language} is "
+                  f"{check.get('mode')}, so the program ran anyway")
+    return ["\n".join(listed)]
+
+
 def _event_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -249,8 +280,9 @@ def build_server(tools: JevTools, catalog: ProgramCatalog | None = None) -> Serv
         except Exception as exc:  # a bug of ours: one line to the client, the traceback to our log
             log.exception("tool %s failed", params.name)
             return _error_result(f"internal error in {params.name}: {type(exc).__name__}")
+        notes = [types.TextContent(type="text", text=note) for note in type_error_notes(value)]
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(value, ensure_ascii=False))],
+            content=[types.TextContent(type="text", text=json.dumps(value, ensure_ascii=False)), *notes],
             structured_content=value)
 
     return Server("fabric-jev", version=__version__,
@@ -278,12 +310,13 @@ async def _call_program_tool(tools: JevTools, listed: ListedProgram, arguments: 
         log.exception("tool %s failed", listed.tool)
         return _error_result(f"internal error in {listed.tool}: {type(exc).__name__}")
     text = json.dumps(envelope, ensure_ascii=False)
+    notes = [types.TextContent(type="text", text=note) for note in type_error_notes(envelope)]
     if envelope.get("state") == "completed":
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text), *notes],
                                     structured_content=envelope)
     summary = f"the run ended {envelope.get('state')}: " + " ".join(str(envelope.get("error", "")).split())
     return types.CallToolResult(content=[types.TextContent(type="text", text=summary),
-                                         types.TextContent(type="text", text=text)],
+                                         types.TextContent(type="text", text=text), *notes],
                                 structured_content=envelope, is_error=True)
 
 

@@ -31,6 +31,9 @@ PROGRAM_SCHEMA: dict[str, Any] = {
             },
             "additionalProperties": False,
         },
+        "language": {"enum": ["javascript", "typescript"],
+                     "description": "What the code is written in (a .ts file's is typescript: type-checked "
+                                    "strictly). Omitted: TypeScript only when the code has TypeScript syntax."},
     },
     "required": ["name", "code", "inputSchema", "outputSchema"],
     "additionalProperties": False,

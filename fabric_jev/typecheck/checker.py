@@ -7,7 +7,9 @@ reports them, `off` skips the compiler. A verdict is looked up by digest in
 memory, then on disk, and only then compiled; one compile per digest at a
 time, and at most two compilers at once in a process (one per core).
 
-The program's language is the reading the sandbox runs: code with nothing
+The program's language is the one it declares (`Program.language`, which a
+program file's suffix gives: `.ts` is TypeScript, checked strictly, whatever
+its code); without one, the reading the sandbox runs: code with nothing
 TypeScript-only in it is JavaScript (checked with checkJs), anything else is
 TypeScript. The sandbox still runs TypeScript by erasing its annotations
 (`contract.typescript`); the compiler only checks.
@@ -39,7 +41,7 @@ from .diagnostics import parse_output, place
 from .verdict import CheckReport, Verdict
 
 #: Bump when the options, the wrapper or the meaning of a verdict change (part of every digest).
-CHECKER_VERSION = 2
+CHECKER_VERSION = 3
 _LINE_BREAKS = frozenset("\n\r\u2028\u2029")  # what erasure never blanks (contract.typescript)
 #: Compilers running at once in one process.
 MAX_COMPILERS = max(1, min(2, os.cpu_count() or 1))
@@ -99,7 +101,8 @@ def _state() -> _LoopState:
 def digest(program: Program, declarations: str, compiler: Compiler) -> str:
     """Everything a verdict depends on, hashed."""
     material = json.dumps([CHECKER_VERSION, compiler.version, {k.value: v for k, v in OPTIONS.items()},
-                           declarations, program.code], ensure_ascii=False, separators=(",", ":"))
+                           declarations, program.language, program.code], ensure_ascii=False,
+                          separators=(",", ":"))
     return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -112,27 +115,37 @@ class Reading:
     erased: str | None = None
 
 
-def read(code: str) -> Reading:
-    """TypeScript when the code has TypeScript-only syntax (and then its erased form), else JavaScript.
+def declared(program: Program) -> Language | None:
+    """The language the program says it is written in (a program file's suffix), if it says."""
+    return None if program.language is None else Language(program.language)
+
+
+def read(code: str, language: Language | None = None) -> Reading:
+    """The declared `language`; without one, TypeScript when the code has TypeScript-only syntax,
+    else JavaScript. TypeScript comes with its erased form when erasure accepts it.
 
     Blocking (a tree-sitter parse, capped): call it in a worker thread.
     """
     from ..contract.typescript import PARSE_CAP_S, strip_types
 
+    if language is Language.JAVASCRIPT:
+        return Reading(language)
     try:
         erased = strip_types(code)
     except TypeScriptError as exc:
         # Refused constructs (enum, namespace, ...) and syntax errors after TypeScript syntax are
         # TypeScript; code too slow to parse is left to the sandbox, which reads JavaScript first.
         too_slow = f"longer than {PARSE_CAP_S:g} s" in str(exc)
-        return Reading(Language.JAVASCRIPT if too_slow else Language.TYPESCRIPT)
-    return Reading(Language.JAVASCRIPT) if erased == code else Reading(Language.TYPESCRIPT, erased)
+        return Reading(Language.JAVASCRIPT if too_slow and language is None else Language.TYPESCRIPT)
+    if language is None and erased == code:
+        return Reading(Language.JAVASCRIPT)
+    return Reading(Language.TYPESCRIPT, erased)
 
 
 def _write_project(program: Program, declarations: str, reading: Reading | None) -> tuple[Reading, Path]:
     """Read the code (when not yet read) and write the compiler's project into a new folder. Blocking."""
     if reading is None:
-        reading = read(program.code)
+        reading = read(program.code, declared(program))
     program_file = _PROGRAM_FILE[reading.language]
     folder = Path(tempfile.mkdtemp(prefix="fabric-jev-tsc-"))
     try:
@@ -283,12 +296,16 @@ async def check_for_launch(program: Program, config: HostConfig, *, observed: bo
         if found is not None:
             return _apply(CheckReport(found.language, tc.mode(found.language), "", compiler.name, found,
                                       cached=True))
-    if tc.typescript is not tc.javascript or isinstance(compiler, Missing):
-        reading = await anyio.to_thread.run_sync(read, program.code)
+    language = declared(program)
+    if language is not None and isinstance(compiler, Compiler):
+        mode = tc.mode(language)  # known without reading the code (the compile reads it)
+    elif tc.typescript is not tc.javascript or isinstance(compiler, Missing):
+        reading = await anyio.to_thread.run_sync(read, program.code, language)
         mode = tc.mode(reading.language)
     else:
         mode = tc.typescript
-    language = None if reading is None else reading.language
+    if reading is not None:
+        language = reading.language
     if mode is CheckMode.OFF:
         return CheckReport(language, mode, "off")
     if isinstance(compiler, Missing):

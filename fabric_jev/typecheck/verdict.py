@@ -98,3 +98,23 @@ class CheckReport:
         if self.reason is not None:
             data["reason"] = self.reason
         return data
+
+    def warnings(self, where: str) -> list[str]:
+        """What a launch that goes on despite its check should say first, one line each, terminal-safe:
+        each type error as `WHERE:LINE:COLUMN: warning TSNNNN: message`, then a line that counts them
+        (mode warn), or why the check stopped. Empty for a clean, unchecked or unavailable check."""
+        from ..contract.terminal import one_line  # the one renderer: messages quote the program's text
+
+        if self.outcome == "stopped":
+            return [one_line(f"{where}: the type check stopped ({self.reason}); the program runs unchecked")]
+        verdict = self.verdict
+        if self.outcome != "errors" or verdict is None:
+            return []
+        lines = [one_line(f"{where}:{d.line}:{d.column}: warning TS{d.code}: {d.message}")
+                 for d in verdict.diagnostics[:LISTED_IN_ENVELOPE]]
+        more = len(verdict.diagnostics) - LISTED_IN_ENVELOPE
+        shown = f" (the first {LISTED_IN_ENVELOPE} shown)" if more > 0 else ""
+        lines.append(one_line(f"{where}: {verdict.count()}{shown} ({_reading(verdict.language)}); "
+                              f"typecheck.{verdict.language.value} is {self.mode.value}, so it runs anyway"))
+        return lines
+
