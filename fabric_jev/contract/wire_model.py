@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, PlainSerializer
 from pydantic.alias_generators import to_camel
@@ -64,6 +64,33 @@ class WireModel(BaseModel):
 
     model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True,
                               serialize_by_alias=True)
+
+    if not TYPE_CHECKING:  # type checkers know only the snake_case names, as they should
+        def __getattr__(self, name: str) -> Any:
+            # Deprecated since 0.2.0, removed in 0.3.0 (CHANGELOG.md): the camelCase attributes of
+            # 0.1.0 (`envelope.startedAt`, `program.inputSchema`) still read, with a warning naming
+            # the snake_case one. Timestamps read as the strings they were then.
+            field = _camel_fields(type(self)).get(name)
+            if field is None:
+                return super().__getattr__(name)
+            import warnings
+
+            warnings.warn(f"{type(self).__name__}.{name} is deprecated and will be removed in 0.3.0: "
+                          f"use .{field}", DeprecationWarning, stacklevel=2)
+            value = getattr(self, field)
+            return wire_time(value) if isinstance(value, datetime) else value
+
+
+def _camel_fields(model: type[BaseModel]) -> dict[str, str]:
+    """A model's camelCase aliases that differ from their field's name: alias → field."""
+    found = _CAMEL_FIELDS.get(model)
+    if found is None:
+        found = _CAMEL_FIELDS[model] = {info.alias: name for name, info in model.model_fields.items()
+                                        if info.alias is not None and info.alias != name}
+    return found
+
+
+_CAMEL_FIELDS: dict[type[BaseModel], dict[str, str]] = {}
 
 
 ModelT = TypeVar("ModelT", bound=BaseModel)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import anyio
 
-from ..contract.values import JsonObject
+from ..contract.values import JsonObject, JsonValue
 
 if TYPE_CHECKING:  # the request's models load with the first request (start-up of `run`)
     from ..contract.evaluation import Evaluation, EvaluationRequest
@@ -69,6 +69,19 @@ class EvaluatorStatus:
         if self.problem is not None:
             out["problem"] = self.problem
         return out
+
+    def __getitem__(self, key: str) -> JsonValue:
+        """Deprecated (0.2.0; removed in 0.3.0): `status()["route"]`, as when status() was a dict."""
+        deprecated_item("Evaluator.status()", key)
+        return self.to_json()[key]
+
+
+def deprecated_item(what: str, key: str) -> None:
+    """The warning of a typed status read like the dict it was in 0.1.0 (CHANGELOG.md)."""
+    import warnings
+
+    warnings.warn(f"{what}[{key!r}] is deprecated and will be removed in 0.3.0: {what} is typed now; "
+                  f"read its attribute, or to_json()[{key!r}] for the JSON", DeprecationWarning, stacklevel=3)
 
 
 @runtime_checkable

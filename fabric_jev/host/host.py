@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
 from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import anyio
 import anyio.abc
@@ -18,7 +18,7 @@ from ..contract.config import HostConfig
 from ..contract.envelope import Envelope, ProgressEvent
 from ..contract.policy import PolicyOverrides
 from ..contract.program import Program
-from ..contract.values import JsonInput
+from ..contract.values import JsonInput, JsonObject
 from ..errors import ConcurrencyLimitReached, HostClosed, UnknownRun
 from ..evaluators.base import Evaluator
 from ..sandbox.pool import WorkerPool
@@ -168,14 +168,32 @@ class JevHost:
         """A run's envelope now, with the events whose sequence is over `after`."""
         return self._get(id).envelope(after)
 
-    def status(self) -> HostStatus:
-        """The evaluator's route, model and credential presence, and every retained run."""
+    @overload
+    def status(self) -> HostStatus: ...
+
+    @overload
+    def status(self, id: str, after: int = 0) -> Envelope: ...
+
+    def status(self, id: str | None = None, after: int = 0) -> HostStatus | Envelope:
+        """The evaluator's route, model and credential presence, and every retained run.
+
+        `status(id, after)` is deprecated (0.2.0; removed in 0.3.0): use `envelope(id, after)`.
+        """
+        if id is not None:
+            _deprecated("host.status(id) is deprecated and will be removed in 0.3.0: use host.envelope(id, after)")
+            return self.envelope(id, after)
         from .status import HostStatus
 
         ev = self.evaluator.status()
         return HostStatus(ev.credentials, ev.model, ev.route,
                           tuple(run.summary() for run in self._runs.values()), ev.mode, ev.problem,
                           checker_status(self.config))
+
+    def host_status(self) -> JsonObject:
+        """Deprecated (0.2.0; removed in 0.3.0): the status as JSON, `status().to_json()`."""
+        _deprecated("host.host_status() is deprecated and will be removed in 0.3.0: use host.status(), "
+                    "and its to_json() for the JSON")
+        return self.status().to_json()
 
     def worker_pid(self, id: str) -> int:
         """The process id of the worker that ran (or runs) the program: diagnostics only.
@@ -305,3 +323,10 @@ class JevHost:
             return
         for rid in [rid for rid, r in self._runs.items() if r.state.terminal][:excess]:
             del self._runs[rid]
+
+
+def _deprecated(message: str) -> None:
+    import warnings
+
+    warnings.warn(message, DeprecationWarning, stacklevel=3)
+

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..contract.envelope import RunState
-from ..contract.values import JsonObject
+from ..contract.values import JsonObject, JsonValue
 from ..contract.wire_model import wire_time
-from ..evaluators.base import CredentialStatus, Mode
+from ..evaluators.base import CredentialStatus, Mode, deprecated_item
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +55,8 @@ class HostStatus:
         if self.typecheck is not None:
             out["typecheck"] = self.typecheck
         return out
+
+    def __getitem__(self, key: str) -> JsonValue:
+        """Deprecated (0.2.0; removed in 0.3.0): `host.status()["runs"]`, as when it was a dict."""
+        deprecated_item("host.status()", key)
+        return self.to_json()[key]

@@ -1,0 +1,65 @@
+"""What 0.1.0 code calls still works for one minor release, each with a DeprecationWarning that
+names its replacement (CHANGELOG.md, "Deprecated")."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from fabric_jev import Envelope, FixtureEvaluator, HostConfig, JevHost, RunState
+from fabric_jev.contract.program import parse_program
+from tests.conftest import program
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_status_with_an_id_is_the_envelope_with_a_warning(host: JevHost) -> None:
+    done = await host.run(program("program.emit(1); program.emit(2); return 3"))
+    with pytest.warns(DeprecationWarning, match=r"host\.status\(id\) is deprecated .*use host\.envelope\(id, after\)"):
+        old = host.status(done.id, 1)
+    assert old == host.envelope(done.id, 1) and [e.value for e in old.events] == [2]
+
+
+async def test_host_status_as_a_dict_with_a_warning(host: JevHost) -> None:
+    await host.run(program("return 1"))
+    with pytest.warns(DeprecationWarning, match=r"host\.host_status\(\) is deprecated.*use host\.status\(\)"):
+        old = host.host_status()
+    assert old == host.status().to_json()
+    with pytest.warns(DeprecationWarning, match=r"host\.status\(\)\['runs'\] is deprecated.*to_json\(\)\['runs'\]"):
+        runs = host.status()["runs"]
+    assert isinstance(runs, list) and runs[0]["state"] == "completed"
+
+
+def test_evaluator_status_by_key_with_a_warning() -> None:
+    evaluator = FixtureEvaluator({"answers": {}})
+    with pytest.warns(DeprecationWarning, match=r"Evaluator\.status\(\)\['route'\] is deprecated"):
+        assert evaluator.status()["route"] == evaluator.status().route
+
+
+async def test_camel_case_envelope_attributes_read_with_a_warning(host: JevHost) -> None:
+    env = await host.run(program("program.emit('x'); return 1"))
+    olds = {"startedAt": "started_at", "endedAt": "ended_at", "toolCalls": "tool_calls",
+            "nextSequence": "next_sequence", "approvalCounts": "approval_counts"}
+    for old, new in olds.items():
+        with pytest.warns(DeprecationWarning, match=rf"Envelope\.{old} is deprecated .*use \.{new}"):
+            value = getattr(env, old)
+        current = getattr(env, new)
+        # Timestamps read as the strings 0.1.0 had; everything else as the attribute is.
+        assert value == (env.to_json()[old] if isinstance(current, datetime) else current)
+    assert env.state is RunState.COMPLETED
+
+
+def test_camel_case_attributes_of_other_models_read_with_a_warning() -> None:
+    parsed = parse_program(program("return 1", inputSchema={"type": "integer"}))
+    with pytest.warns(DeprecationWarning, match=r"Program\.inputSchema is deprecated .*use \.input_schema"):
+        assert parsed.inputSchema == {"type": "integer"}  # type: ignore[attr-defined]
+    with pytest.warns(DeprecationWarning, match=r"HostConfig\.maxConcurrentRuns .*use \.max_concurrent_runs"):
+        assert HostConfig(max_concurrent_runs=3).maxConcurrentRuns == 3  # type: ignore[attr-defined]
+
+
+def test_an_unknown_attribute_is_still_an_attribute_error() -> None:
+    env = Envelope.model_validate({"id": "x", "name": "n", "state": "completed", "background": False,
+                                   "startedAt": "2025-01-31T09:30:00.123Z"})
+    with pytest.raises(AttributeError, match="startedAtt"):
+        env.startedAtt  # type: ignore[attr-defined]  # noqa: B018
