@@ -63,7 +63,8 @@ async def test_lists_the_tools_with_full_schemas(tmp_path: Path) -> None:
     assert set(tools) == TOOL_NAMES
     run = tools["jev_run"].input_schema
     assert run["additionalProperties"] is False
-    assert set(run["properties"]) == {"program", "programPath", "input"}
+    assert set(run["properties"]) == {"program", "programPath", "input", "intent"}
+    assert tools["jev_spawn"].input_schema["properties"]["intent"] == run["properties"]["intent"]
     assert run["properties"]["program"]["required"] == ["name", "code", "inputSchema", "outputSchema"]
     assert tools["jev_wait"].input_schema["required"] == ["id"]
     assert tools["jev_run"].output_schema is not None
@@ -459,3 +460,34 @@ async def test_check_before_running(tmp_path: Path) -> None:
     [missing] = not_observed["diagnostics"]
     assert missing["line"] == 1 and "program.nextEvent exists only in a run spawned with observe" in missing["message"]
     assert invalid.startswith("invalid arguments for jev_check: ")
+
+
+#: The classifier judges jev.evaluate (a read) safe only when the user's words are in its evidence.
+JUDGED_BY_INTENT = {
+    "answers": {**FIXTURE["answers"], "safe": {"noul": 0.1}},
+    "rules": [{"question": "safe", "stateContains": "summarise the ticket", "answer": {"noul": 0.95}}],
+}
+
+
+@pytest.mark.anyio
+async def test_jev_run_and_jev_spawn_take_the_users_intent(tmp_path: Path) -> None:
+    fixture = tmp_path / "judged.json"
+    fixture.write_text(json.dumps(JUDGED_BY_INTENT))
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"approvals": {"read": "auto"}}))
+    code = "const a = await jev.evaluate({state: 't', questions: {q: {type: 'noul', instructions: 'ok?'}}}); " \
+           "return a.answers.q.noul"
+    asked = program(code, requires=["jev.evaluate"])
+    async with mcp_client(tmp_path, "--evaluator", f"fixture:{fixture}", "--config", str(config)) as session:
+        with_intent = structured(await session.call_tool("jev_run", {"program": asked,
+                                                                     "intent": "summarise the ticket"}))
+        without = structured(await session.call_tool("jev_run", {"program": asked}))
+        spawned = structured(await session.call_tool("jev_spawn", {"program": asked,
+                                                                   "intent": "summarise the ticket"}))
+        waited = structured(await session.call_tool("jev_wait", {"id": spawned["id"]}))
+        too_long = error_text(await session.call_tool("jev_run", {"program": asked, "intent": "x" * 100_001}))
+    assert with_intent["state"] == "completed" and with_intent["result"] == 0.75
+    assert waited["state"] == "completed" and waited["result"] == 0.75
+    # No user text: the classifier cannot allow, and this client cannot be asked.
+    assert without["state"] == "failed" and "jev.evaluate" in without["error"]
+    assert "invalid arguments for jev_run" in too_long and "intent" in too_long

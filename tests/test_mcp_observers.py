@@ -195,3 +195,23 @@ def test_the_session_tools_are_listed_and_dispatched_by_one_set_of_names() -> No
     assert set(TOOLS) >= SESSION_TOOL_NAMES
     for name in SESSION_TOOL_NAMES:
         assert TOOLS[name]["input"]["additionalProperties"] is False and TOOLS[name]["description"]
+
+
+async def test_the_late_intent_an_observer_started_before_the_input_asks_with_it(tmp_path: Path) -> None:
+    # The normal order over MCP: open, observe, then the user's input arrives. The question about
+    # the observer's advice shows that input: it is read when the call is asked, not at launch.
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"decision": "allow"})
+
+    async with server(tmp_path, elicit=elicit) as session:
+        await call(session, "jev_session_open", {"sessionId": "s"})
+        observer = await call(session, "jev_observe", {"sessionId": "s", "program": ONE_SHOT,
+                                                       "observe": {"events": ["turn_end"], "delivery": "steer"}})
+        await call(session, "jev_session_post", {"sessionId": "s", "events": FAILED_TURN})
+        done = await call(session, "jev_wait", {"id": observer["id"]})
+    assert done["result"] == {"delivered": True}
+    [message] = asked
+    assert "user asked: Are we done?" in message

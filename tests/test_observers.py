@@ -576,3 +576,89 @@ async def test_observing_needs_read_approval_of_the_session() -> None:
 
 async def _ignore(advice: Advice) -> None:
     return None
+
+
+# ---------------------------------------------------------------- the user's words, read when asked (issue 31)
+
+#: An observer that advises on every completed turn (its advice is an agent-risk call).
+ADVISE_EACH_TURN = """
+for (;;) {
+  const event = await program.nextEvent();
+  await program.emit(await program.advise({eventId: event.id, message: "Run the tests before claiming completion."}));
+}
+"""
+DELIVERS = {"events": ["turn_end"], "delivery": "steer", "maxAdvice": 4}
+
+
+async def test_the_late_intent_an_observer_spawned_before_the_first_input_asks_with_it() -> None:
+    # The normal order: the observer starts, then the user speaks. Its advice calls are asked
+    # about with the session's latest real input as it is when each is asked, not at launch.
+    asked: list[str | None] = []
+
+    async def approver(call: Any) -> str:
+        asked.append(call.intent)
+        assert ("user asked", call.intent) in call.facts()
+        return "allow"
+
+    session = MainSession("late", deliver=_ignore)
+    async with JevHost(HostConfig(approvals={"agent": "ask"}), approver=approver) as host:
+        host.bind_session(session)
+        env = await host.spawn(program(ADVISE_EACH_TURN, requires=["jev.advise"]), None, observe=DELIVERS)
+        session.user_input("Fix the login bug")
+        session.turn_end(["Fixed."])
+        first = await host.progress(env.id, after=0)
+        session.user_input("continue", automatic=True)  # not the user's words: the text stays
+        session.turn_end(["Still fixing."])
+        await host.progress(env.id, after=1)
+        session.user_input("Now add a logout button")
+        session.turn_end(["Added."])
+        await host.progress(env.id, after=2)
+        await host.stop(env.id)
+    assert first.events[0].value == {"delivered": True}
+    assert asked == ["Fix the login bug", "Fix the login bug", "Now add a logout button"]
+
+
+async def test_the_late_intent_reaches_the_classifier_of_an_auto_policy() -> None:
+    # agent: auto asks the classifier, which needs the user's text (none means ask a person, and
+    # with no approver, no). The fixture judges the advice safe only when that text is in its
+    # evidence, so the advice is delivered only if the classifier saw the input given after launch.
+    fixture = FixtureEvaluator({"answers": {"safe": {"noul": 0.1}, "secrets": {"noul": 0.02},
+                                            "destructive": {"noul": 0.02}, "sessionOwned": {"noul": 0.5}},
+                                "rules": [{"question": "safe", "stateContains": "Fix the login bug",
+                                           "answer": {"noul": 0.95}}]})
+    delivered: list[Advice] = []
+
+    async def deliver(advice: Advice) -> None:
+        delivered.append(advice)
+
+    session = MainSession("auto", deliver=deliver)
+    async with JevHost(HostConfig(approvals={"agent": "auto"}), evaluator=fixture) as host:
+        host.bind_session(session)
+        env = await host.spawn(program(ADVISE_EACH_TURN, requires=["jev.advise"]), None, observe=DELIVERS)
+        session.user_input("Fix the login bug")
+        session.turn_end(["Fixed."])
+        got = await host.progress(env.id, after=0)
+        final = await host.stop(env.id)
+    assert got.events[0].value == {"delivered": True} and len(delivered) == 1
+    assert fixture.calls == 1
+    [decision] = [a for a in final.approvals if a["ref"] == "jev.advise"]
+    assert decision["allowed"] is True and decision["policy"] == "auto"
+
+
+async def test_an_explicit_intent_stays_what_the_launch_said() -> None:
+    asked: list[str | None] = []
+
+    async def approver(call: Any) -> str:
+        asked.append(call.intent)
+        return "allow"
+
+    session = MainSession("fixed", deliver=_ignore)
+    async with JevHost(HostConfig(approvals={"agent": "ask"}), approver=approver) as host:
+        host.bind_session(session)
+        env = await host.spawn(program(ADVISE_EACH_TURN, requires=["jev.advise"]), None, observe=DELIVERS,
+                               intent="only watch the login work")
+        session.user_input("Fix the login bug")
+        session.turn_end(["Fixed."])
+        await host.progress(env.id, after=0)
+        await host.stop(env.id)
+    assert asked == ["only watch the login work"]

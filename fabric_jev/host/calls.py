@@ -30,7 +30,7 @@ from ..contract.program import Program, not_granted
 from ..contract.values import JsonValue, ValueRejected, normalize_json
 from ..errors import CapabilityError, EvaluationError, HostCallRefused, JevError, ProgramInvalid, clip_error
 from ..evaluators.base import Evaluator
-from .observing import ObserverHandle
+from .observing import ObserverHandle, UserText
 from .policy import CALLER_GRANT, AuditTrail, PolicyGate
 from .registry import CallContext, CapabilityHandler, CapabilityRegistry
 
@@ -66,7 +66,7 @@ class CapabilityCalls:
     """The capability calls of one run (part of its `Run`)."""
 
     def __init__(self, services: CallServices, program: Program, audit: AuditTrail,
-                 budget: RunBudget, *, run_id: str, intent: str | None,
+                 budget: RunBudget, *, run_id: str, intent: UserText,
                  observation: ObserverHandle | None) -> None:
         self._services = services
         self._program = program
@@ -145,7 +145,7 @@ class CapabilityCalls:
     async def _decide(self, call: ValidCall) -> tuple[Policy, PolicyOutcome, float | None]:
         return await self._services.gate.decide(
             call.ref, call.risk, run_id=self._run_id, run_name=self._program.name,
-            arguments=call.arguments, intent=self._intent, audit=self._audit)
+            arguments=call.arguments, intent=self._intent(), audit=self._audit)  # the user's words now
 
     async def _decide_then_invoke(self, call: ValidCall, reply: Reply,
                                   tasks: anyio.abc.TaskGroup) -> None:

@@ -243,6 +243,10 @@ class JevHost:
             raise UnknownRun(str(id))
         return run
 
+    def _session_text(self) -> str | None:
+        """The bound session's latest real input, now."""
+        return None if self._observers is None else self._observers.user_text
+
     def _worker_source(self, pool: WorkerPool) -> WorkerSource:
         return pool
 
@@ -253,9 +257,10 @@ class JevHost:
         if self._closed or self._tg is None or self._services is None:
             raise HostClosed("Jev host is closed" if self._closed else "Jev host is not started; "
                              "use `async with JevHost() as host`")
-        if intent is None and self._observers is not None:
-            intent = self._observers.user_text  # the bound session's latest input
-        admitted = await admit(raw, input, background=background, observe=observe, intent=intent,
+        # Without an intent of its own, a run's calls weigh the bound session's latest real input
+        # as it is when each is decided (an observer spawned before the first input sees later ones).
+        admitted = await admit(raw, input, background=background, observe=observe,
+                               intent=self._session_text if intent is None else intent,
                                grant=grant, capabilities=self.capabilities, gate=self.policy,
                                session_bound=self._observers is not None, config=self.config)
         limits = self.config.effective_limits(admitted.program.limits)

@@ -21,7 +21,7 @@ from ..contract.values import JsonInput, ValueRejected, checked_json
 from ..errors import CapabilityError, InputInvalid, ProgramInvalid
 from ..typecheck.checker import check_for_launch
 from ..typecheck.verdict import CheckReport
-from .observing import ObservationSource
+from .observing import ObservationSource, UserText, user_text
 from .policy import CALLER_GRANT, AuditTrail, PolicyGate
 from .registry import CapabilityRegistry
 from .run import Run, RunServices
@@ -36,7 +36,7 @@ class Admission:
 
     program: Program
     input_json: str  # the input, validated against the input schema, encoded once for the wire
-    intent: str | None
+    intent: UserText  # read when a call is decided, not now
     observe: ObserveOptions | None
     audit: AuditTrail = field(default_factory=AuditTrail)  # the launch-time decisions
     checked: CheckReport | None = None  # what the type check found (fabric_jev.typecheck)
@@ -79,7 +79,8 @@ def queue_run(admission: Admission, *, background: bool, limits: EffectiveLimits
 
 
 async def admit(raw: Program | dict[str, Any], input: JsonInput, *, background: bool,
-                observe: dict[str, Any] | None, intent: str | None, grant: Iterable[str] | None,
+                observe: dict[str, Any] | None, intent: str | UserText | None,
+                grant: Iterable[str] | None,
                 capabilities: CapabilityRegistry, gate: PolicyGate, session_bound: bool,
                 config: HostConfig) -> Admission:
     """Check a launch; raises the `LaunchRejected` that says why it was refused."""
@@ -91,7 +92,7 @@ async def admit(raw: Program | dict[str, Any], input: JsonInput, *, background: 
     except ValueRejected as exc:
         raise InputInvalid(str(exc)) from None
     _check_refs(program, capabilities, observing=observe is not None)
-    admission = Admission(program, input_json, intent, None)
+    admission = Admission(program, input_json, user_text(intent), None)
     # Type errors refuse the launch here, before any approver is asked or a worker taken.
     admission.checked = await check_for_launch(program, config, observed=observe is not None)
     if _within_grant(program, grant):  # launched from inside another program's capability call
@@ -142,7 +143,7 @@ async def _decide(admission: Admission, gate: PolicyGate, ref: str, arguments: A
     risk = BUILTIN_RISKS[ref]
     policy, outcome, probability = await gate.decide(
         ref, risk, run_id="", run_name=admission.program.name, arguments=arguments,
-        intent=admission.intent)
+        intent=admission.intent())
     if not outcome.allowed:
         raise CapabilityError(denial_message(ref, outcome))
     admission.audit.add(ref, risk, policy, outcome, probability)

@@ -17,6 +17,18 @@ if TYPE_CHECKING:
     from ..contract.observe import ObserveOptions
 
 StopRun = Callable[[], None]
+#: The user's words, read when a call is decided (the classifier's user text, the approver's
+#: "user asked"): a launch's own `intent`, or else the bound session's latest real input as it
+#: is at that moment. Read at launch it would be stale: an observer is normally spawned before
+#: the session's first input, and would carry none for its whole life.
+UserText = Callable[[], str | None]
+
+
+def user_text(intent: str | UserText | None) -> UserText:
+    """A launch's intent as a `UserText` (a fixed text stays fixed)."""
+    if callable(intent):
+        return intent
+    return lambda: intent
 
 
 class ObserverHandle(Protocol):
@@ -44,8 +56,8 @@ class ObserverHandle(Protocol):
 class ObservationSource(Protocol):
     """A bound session: creates one `ObserverHandle` per program spawned with `observe`."""
 
-    #: The session's latest user input: what the auto-approval classifier weighs
-    #: a run's calls against when its launch named no intent.
+    #: The session's latest real user input: what the auto-approval classifier weighs
+    #: a run's calls against when its launch named no intent, read at each call.
     user_text: str | None
 
     def create(self, options: ObserveOptions) -> ObserverHandle: ...

@@ -29,7 +29,7 @@ from ..errors import CompileError, clip_error
 from ..sandbox.connection import asyncio_loop
 from ..sandbox.session import Ended, Ending, Event, HostCall, Logs, SessionLimits, WorkerLike, WorkerSession
 from .calls import CallServices, CapabilityCalls, Reply, answer_when_done
-from .observing import ObserverHandle
+from .observing import ObserverHandle, UserText, user_text
 from .policy import AuditTrail
 from .registry import Connector
 from .ring import LogBuffer, ProgressRing
@@ -85,7 +85,7 @@ class Run:
     """One program's run: load it, drive it to its end, and show it as an envelope."""
 
     def __init__(self, program: Program, input_json: str, *, limits: EffectiveLimits, background: bool,
-                 services: RunServices, intent: str | None = None,
+                 services: RunServices, intent: str | UserText | None = None,
                  observation: ObserverHandle | None = None, audit: AuditTrail | None = None,
                  checked: CheckReport | None = None, queued: bool = False) -> None:
         self.id = str(uuid.uuid4())
@@ -114,7 +114,7 @@ class Run:
         self._cancel_requested = False
         self._timers: set[asyncio.TimerHandle] = set()  # pending program.sleep timers (asyncio)
         self._calls = CapabilityCalls(services.calls, program, self.audit, self.budget,
-                                      run_id=self.id, intent=intent, observation=observation)
+                                      run_id=self.id, intent=user_text(intent), observation=observation)
 
     # ------------------------------------------------------------------ seen from outside
 

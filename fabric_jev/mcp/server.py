@@ -146,7 +146,8 @@ class JevTools:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_forward_progress, receive, ctx)
             try:
-                envelope = await self.host.run(program, arguments.get("input"), on_event=on_event)
+                envelope = await self.host.run(program, arguments.get("input"), on_event=on_event,
+                                               intent=arguments.get("intent"))
             except JevError as exc:  # raised below, outside the task group, as itself
                 refused = exc
             finally:
@@ -158,7 +159,7 @@ class JevTools:
     async def _jev_spawn(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
         program = self._program(arguments)
         await self._announce(program, arguments)
-        envelope = await self.host.spawn(program, arguments.get("input"))
+        envelope = await self.host.spawn(program, arguments.get("input"), intent=arguments.get("intent"))
         return envelope.to_json()
 
     async def _jev_status(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:

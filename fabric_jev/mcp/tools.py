@@ -60,6 +60,13 @@ _LAUNCH_PROPERTIES: dict[str, Any] = {
 
 _ONE_PROGRAM = {"oneOf": [{"required": ["program"]}, {"required": ["programPath"]}]}
 
+#: What the user asked for: the user text the run's capability calls are judged against.
+INTENT: dict[str, Any] = {
+    "type": "string", "maxLength": 100_000,
+    "description": "What the user asked for: the user text the auto-approval classifier judges the run's "
+                   "capability calls against, and an asked user sees. Default: the open session's latest "
+                   "real input (jev_session_post), read when each call is decided."}
+
 RUN_ID = {"type": "string", "minLength": 1, "maxLength": 64, "description": "A run id from jev_spawn or jev_run."}
 
 ENVELOPE_SCHEMA: dict[str, Any] = {
@@ -161,7 +168,7 @@ TOOLS: dict[str, dict[str, Any]] = {
         "description": "Run a judgment program in the foreground and return its terminal envelope "
                        "(state, result or error, evaluations, usage, events, logs). Progress events the "
                        "program emits are sent as MCP progress notifications.",
-        "input": {"type": "object", "properties": _LAUNCH_PROPERTIES, **_ONE_PROGRAM,
+        "input": {"type": "object", "properties": {**_LAUNCH_PROPERTIES, "intent": INTENT}, **_ONE_PROGRAM,
                   "additionalProperties": False},
         "output": ENVELOPE_SCHEMA,
     },
@@ -169,7 +176,7 @@ TOOLS: dict[str, dict[str, Any]] = {
         "description": "Start a judgment program in the background; returns the running envelope at once "
                        "(queued when the host already runs maxConcurrentRuns programs: it starts in turn). "
                        "Follow it with jev_status, jev_wait or jev_stop.",
-        "input": {"type": "object", "properties": _LAUNCH_PROPERTIES, **_ONE_PROGRAM,
+        "input": {"type": "object", "properties": {**_LAUNCH_PROPERTIES, "intent": INTENT}, **_ONE_PROGRAM,
                   "additionalProperties": False},
         "output": ENVELOPE_SCHEMA,
     },
