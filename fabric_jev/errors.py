@@ -23,7 +23,7 @@
     │   ├── AnswerInvalid         the upstream answer breaks contract §5
     │   ├── UpstreamError         HTTP status, timeout, transport (no bodies)
     │   ├── CredentialError       a key could not be found or produced
-    │   └── CassetteMiss          (testing) a request a test's cassette does not hold, in a mode that may not record it
+    │   └── CassetteMiss          a request a cassette does not hold, in a mode that may not record it
     ├── QuerySyntaxError          an assertion query that does not parse
     ├── DictionaryInvalid         a verification dictionary, plan or binding breaks the rules
     │   └── PlanInvalid
@@ -127,6 +127,15 @@ class UpstreamError(EvaluationError):
 
 class CredentialError(EvaluationError):
     pass
+
+
+class CassetteMiss(EvaluationError):
+    """A request a cassette does not hold, in a mode that may not record it (`cassette:FILE`, or
+    a pytest cassette under `none`); `digest` is the request's cassette digest."""
+
+    def __init__(self, message: str, digest: str) -> None:
+        super().__init__(message)
+        self.digest = digest
 
 
 class HostCallRefused(JevError):

@@ -115,11 +115,10 @@ def test_the_config_loader_reads_through_the_bounded_reader(tmp_path: Path) -> N
 
 
 def test_the_cassette_loader_reads_through_the_bounded_reader(tmp_path: Path) -> None:
-    from fabric_jev import ConfigError
-    from fabric_jev.evaluators import CassetteEvaluator
+    from fabric_jev import ConfigError, evaluator_from_spec
 
-    with pytest.raises(ConfigError, match=r"is not readable JSON: cassette .* nests deeper than 64 levels$"):
-        CassetteEvaluator(_deep(tmp_path, "cassette.json"))
+    with pytest.raises(ConfigError, match=r"^cassette .* nests deeper than 64 levels$"):
+        evaluator_from_spec(f"cassette:{_deep(tmp_path, 'cassette.json')}")
 
 
 def test_the_auth_store_reads_through_the_bounded_reader(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -108,25 +109,52 @@ def test_labels_file_errors(tmp_path: Path) -> None:
         read_labels(bom)
 
 
+def _digest(request: dict[str, Any]) -> str:
+    import hashlib
+
+    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+CASSETTE_REQUEST = {"state": "rm -rf /", "model": "jev-latest",
+                    "questions": {"safe": NOUL, "queue": CHOICE, "urgency": SCORE}}
+CASSETTE_ANSWER = {"model": "jev-1.13", "usage": {"input_tokens": 1, "output_tokens": 0}, "answers": {
+    "safe": {"type": "noul", "noul": 0.5},
+    "queue": {"type": "choice", "choice": "c", "confidence": 0.4, "probabilities": {"a": 0.3, "b": 0.2, "c": 0.5}},
+    "urgency": {"type": "score", "score": 1.6, "confidence": 0.5, "probabilities": {"0": 0.1, "1": 0.2, "2": 0.7}}}}
+
+
 def test_a_cassette_is_a_label_source(tmp_path: Path) -> None:
-    cassette = {"version": 1, "entries": {
-        "d1": {"request": {"state": "rm -rf /", "model": "jev-latest", "questions": {
-                   "safe": NOUL, "queue": CHOICE, "urgency": SCORE}},
-               "evaluation": {"model": "jev-1.13", "usage": {"input_tokens": 1, "output_tokens": 0},
-                              "answers": {
-                                  "safe": {"type": "noul", "noul": 0.5},
-                                  "queue": {"type": "choice", "choice": "c", "confidence": 0.4,
-                                            "probabilities": {"a": 0.3, "b": 0.2, "c": 0.5}},
-                                  "urgency": {"type": "score", "score": 1.6, "confidence": 0.5,
-                                              "probabilities": {"0": 0.1, "1": 0.2, "2": 0.7}}}}}}}
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps(cassette))
+    digest = _digest(CASSETTE_REQUEST)
+    recording = {"digest": digest, "request": CASSETTE_REQUEST, "evaluation": copy.deepcopy(CASSETTE_ANSWER)}
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"format": "fabric-jev-cassette", "version": 2}) + "\n" + json.dumps(recording) + "\n")
     examples = labels_from_cassette(path)
-    assert [(e.id, e.label) for e in examples] == [("d1:safe", True), ("d1:queue", "c"), ("d1:urgency", 2)]
-    cassette["entries"]["d1"]["evaluation"]["answers"]["queue"]["choice"] = "z"
-    path.write_text(json.dumps(cassette))
-    with pytest.raises(LabelsInvalid, match=r"c.json entry 1 \(d1\): .*choice is not one of the options"):
+    d = digest[:12]
+    assert [(e.id, e.label) for e in examples] == [(f"{d}:safe", True), (f"{d}:queue", "c"), (f"{d}:urgency", 2)]
+    recording["evaluation"]["answers"]["queue"]["choice"] = "z"  # type: ignore[index]
+    path.write_text(json.dumps({"format": "fabric-jev-cassette", "version": 2}) + "\n" + json.dumps(recording) + "\n")
+    with pytest.raises(LabelsInvalid, match=rf"c.jsonl line 2 \({d}\): .*choice is not one of the options"):
         labels_from_cassette(path)
+
+
+def test_the_older_json_cassette_is_still_a_label_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"version": 1, "entries": {_digest(CASSETTE_REQUEST): {
+        "request": CASSETTE_REQUEST, "evaluation": CASSETTE_ANSWER}}}))
+    assert [e.label for e in labels_from_cassette(path)] == [True, "c", 2]
+    note = capsys.readouterr().err
+    assert note.count("\n") == 1 and "older JSON format" in note and str(path) in note
+
+
+def test_a_cassette_that_cannot_be_read_is_a_labels_error(tmp_path: Path) -> None:
+    with pytest.raises(LabelsInvalid, match="does not exist"):
+        labels_from_cassette(tmp_path / "none.jsonl")
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text(json.dumps({"format": "fabric-jev-cassette", "version": 2}) + "\n" + json.dumps(
+        {"digest": "0" * 64, "request": CASSETTE_REQUEST, "evaluation": CASSETTE_ANSWER}) + "\n")
+    with pytest.raises(LabelsInvalid, match=r"edited.jsonl line 2: the digest is not its request's"):
+        labels_from_cassette(edited)
 
 
 # ---------------------------------------------------------------- metrics

@@ -183,7 +183,7 @@ async def test_credentials_in_a_request_are_redacted_in_the_cassette_and_in_the_
     path = tmp_path / "t.jsonl"
     await record(path, "new", f"deploy with token {key}")
     assert key not in path.read_text() and "[redacted" in path.read_text()
-    # The digest is of the real request, so it still replays.
+    # The digest is of the request as redacted, so the request asked still replays.
     ev = RecordingEvaluator(path, "none")
     assert (await ev.evaluate(ask(f"deploy with token {key}"), timeout=5)).answers["q"]["choice"] == "billing"
     with pytest.raises(CassetteMiss) as caught:

@@ -7,8 +7,9 @@ JSONL, one object a line (blank lines are skipped)::
      "question": {"type": "choice", "instructions": "...", "criteria": {...}},
      "label": "Billing"}                             # true|false, an option, a 0-based level
 
-A cassette of recorded answers is a label source too: each recorded answer
-becomes an example labeled with what the evaluator answered (the choice,
+A cassette of recorded answers (the one cassette format, read by
+evaluators/cassette.py) is a label source too: each recorded answer becomes
+an example labeled with what the evaluator answered (the choice,
 ``noul >= 0.5``, the rounded score).
 
 Every problem is reported as one line naming the file and line number.
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._json import JSONInputError, loads_bounded, read_json_file
+from .._json import JSONInputError, loads_bounded
 from ..contract.evaluation import (
     EvaluationRequest,
     Question,
@@ -171,33 +172,38 @@ def read_labels(path: str | Path) -> list[LabeledExample]:
 
 
 def labels_from_cassette(path: str | Path) -> list[LabeledExample]:
-    """One example per recorded answer, labeled with what the recording answered."""
+    """One example per recorded answer, labeled with what the recording answered.
+
+    The cassette is read as every reader of the format reads it (evaluators/cassette.py:
+    JSON Lines, or the older JSON document); its requests are the redacted ones it shows.
+    """
+    from ..errors import ConfigError
+    from ..evaluators.cassette import Cassette
+
     try:
-        data = read_json_file(path, what="cassette", max_bytes=MAX_FILE_BYTES)
-    except JSONInputError as exc:
+        cassette = Cassette(path)
+    except ConfigError as exc:
         raise LabelsInvalid(str(exc)) from None
-    if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("entries"), dict):
-        raise LabelsInvalid(f"cassette {path} is not a version-1 cassette")
+    if not cassette.existed:
+        raise LabelsInvalid(f"cannot read cassette {path}: it does not exist")
     examples: list[LabeledExample] = []
-    for position, (digest, entry) in enumerate(data["entries"].items(), start=1):
-        where = f"cassette {path} entry {position} ({str(digest)[:12]})"
+    recordings = [*cassette.recordings.values(), *cassette.unverified]
+    for position, recording in enumerate(recordings, start=1):
+        digest = recording.digest
+        where = f"cassette {path} {cassette.where.get(digest, f'entry {position}')} ({digest[:12]})"
         try:
-            if not isinstance(entry, dict):
-                raise LabelsInvalid("not an object")
-            wire = entry.get("request")
-            if not isinstance(wire, dict):
-                raise LabelsInvalid("no recorded request")
+            wire = recording.request
             request = validate_request({k: wire[k] for k in ("state", "questions") if k in wire},
                                        max_bytes=1 << 20, wire=True)
-            evaluation = validate_answers(request, entry.get("evaluation"))
-        except (LabelsInvalid, EvaluationError) as exc:
+            evaluation = validate_answers(request, recording.evaluation)
+        except EvaluationError as exc:
             raise LabelsInvalid(f"{where}: {exc}") from None
         for q in request.questions:
             if q.instructions is None:
                 continue  # a criteria-only noul has no signature worth learning
             question = Question(id="q", type=q.type, instructions=q.instructions, criteria=q.criteria)
             examples.append(LabeledExample(
-                id=f"{str(digest)[:12]}:{q.id}", state=request.state, question=question,
+                id=f"{digest[:12]}:{q.id}", state=request.state, question=question,
                 label=label_from_answer(q, evaluation.answers[q.id]), line=position))
         if len(examples) > MAX_EXAMPLES:
             raise LabelsInvalid(f"{where}: more than {MAX_EXAMPLES} examples")

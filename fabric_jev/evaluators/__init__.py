@@ -12,17 +12,19 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .base import Evaluator
-    from .cassette import CassetteEvaluator, request_digest
+    from .cassette import request_digest
     from .credentials import AuthStore, CredentialResolver
     from .fixture import FixtureEvaluator
     from .http import HttpEvaluator
     from .local import LocalEvaluator
+    from .recording import CassetteEvaluator, RecordingEvaluator
     from .routes import OPENROUTER, ROUTES, TYPESAFE, VERCEL, Route
     from .select import build_evaluator, evaluator_from_spec
 
 _LAZY = {
     "Evaluator": ".base",
-    "CassetteEvaluator": ".cassette", "request_digest": ".cassette",
+    "request_digest": ".cassette",
+    "CassetteEvaluator": ".recording", "RecordingEvaluator": ".recording",
     "AuthStore": ".credentials", "CredentialResolver": ".credentials",
     "FixtureEvaluator": ".fixture",
     "HttpEvaluator": ".http",
@@ -38,5 +40,5 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 __all__ = [
     "OPENROUTER", "ROUTES", "TYPESAFE", "VERCEL", "AuthStore", "CassetteEvaluator",
     "CredentialResolver", "Evaluator", "FixtureEvaluator", "HttpEvaluator", "LocalEvaluator",
-    "Route", "build_evaluator", "evaluator_from_spec", "request_digest",
+    "RecordingEvaluator", "Route", "build_evaluator", "evaluator_from_spec", "request_digest",
 ]

@@ -3,12 +3,15 @@
 Specs: ``local`` (the default when no route is configured; ``--profile FILE``
 or the section's ``profile`` adapts it), ``fixture:FILE``,
 ``cassette:FILE`` (replay only), ``record:FILE`` (replay, recording misses
-from the configured route), ``typesafe``, ``openrouter``, ``vercel``.
+from the evaluator `record_source` names), ``typesafe``, ``openrouter``,
+``vercel``. Cassettes are the pytest plugin's JSON Lines (cassette.py).
 
 The config's ``evaluator`` section::
 
     {"kind": "typesafe", "baseUrls": {"typesafe": "http://127.0.0.1:8000"},
      "credentialCommand": ["pass", "show", "typesafe"], "disabled": ["openrouter"]}
+
+(``route``, the evaluator ``record:FILE`` records from, is any spec but a cassette.)
 
 Which evaluator answers, by the first rule that applies (`select`): the
 command line's ``--evaluator``; the section's ``kind``; a configured model id
@@ -33,6 +36,7 @@ if TYPE_CHECKING:  # each kind's module loads when that kind is built (start-up 
     from .credentials import AuthStore
 
 _SECTION_KEYS = {"kind", "baseUrls", "credentialCommand", "route", "profile", "disabled"}
+_CASSETTE_KINDS = ("cassette", "record")
 #: The routes `disabled` may name (besides the aliases `jev` and `vercel-ai-gateway`).
 ROUTE_NAMES = ("local", "typesafe", "openrouter", "vercel-ai-gateway")
 
@@ -65,6 +69,26 @@ def select(spec: str | None, config: HostConfig) -> Selection:
         route = route_for_model(config.model).name
         return Selection(route, f"the config's model {config.model!r} is served by the {route} route")
     return Selection("local", "no route is configured: the offline local evaluator")
+
+
+def record_source(config: HostConfig) -> Selection:
+    """The evaluator `record:FILE` records from: the section's ``route`` (any spec but a
+    cassette), else the one the config selects without ``--evaluator``, else local."""
+    section = _section(config)
+    route = section.get("route")
+    if route is not None:
+        if not isinstance(route, str) or not route:
+            raise ConfigError("evaluator.route must be an evaluator spec such as 'local' or 'typesafe'")
+        chosen = Selection(route, f"the config's evaluator.route is {route!r}")
+    else:
+        kind = str(section.get("kind") or "").partition(":")[0]
+        if kind in _CASSETTE_KINDS:  # the section's kind is this very cassette: what is under it
+            config = config.model_copy(update={"evaluator": {k: v for k, v in section.items() if k != "kind"}})
+        chosen = select(None, config)
+    if chosen.spec.partition(":")[0] in _CASSETTE_KINDS:
+        raise ConfigError(f"record: records from an evaluator, not from another cassette ({chosen.spec!r}); "
+                          "set evaluator.route to the evaluator to record from")
+    return chosen
 
 
 def disabled_routes(config: HostConfig) -> frozenset[str]:
@@ -115,7 +139,7 @@ def build_evaluator(spec: str | None, config: HostConfig, *,
                           f"it was chosen because {chosen.rule}")
     kind, _, arg = spec.partition(":")
     profile = section.get("profile")
-    if profile is not None and kind != "local":
+    if profile is not None and kind not in ("local", "record"):  # record: the evaluator it records from
         raise ConfigError(f"a profile adapts the local evaluator only, not {kind!r}")
     if kind == "local":
         from .local import LocalEvaluator
@@ -133,22 +157,33 @@ def build_evaluator(spec: str | None, config: HostConfig, *,
         if not arg:
             raise ConfigError("--evaluator fixture needs a file: fixture:FILE")
         return FixtureEvaluator.from_file(arg)
-    if kind in ("cassette", "record"):
-        if not arg:
-            raise ConfigError(f"--evaluator {kind} needs a file: {kind}:FILE")
-        inner = None
-        if kind == "record":
-            recorded = get_route(section.get("route", "typesafe")).name
-            if recorded in disabled_routes(config):
-                raise ConfigError(f"record: the {recorded} route is disabled in the config (evaluator.disabled)")
-            inner = build_route_evaluator(recorded, config, store=store)
-        from .cassette import CassetteEvaluator
-
-        return CassetteEvaluator(arg, record_from=inner, model=config.model)
+    if kind in _CASSETTE_KINDS:
+        return _cassette(kind, arg, config, store)
     if kind in ROUTES or kind in ROUTE_ALIASES:
         return build_route_evaluator(kind, config, store=store)
     raise ConfigError(f"unknown evaluator {spec!r}; expected local, fixture:FILE, cassette:FILE, "
                       "record:FILE, typesafe, openrouter or vercel")
+
+
+def _cassette(kind: str, path: str, config: HostConfig, store: AuthStore | None) -> Evaluator:
+    """`cassette:FILE` replays (mode none); `record:FILE` replays and records what it misses (mode
+    new), saving at most once a second while it records and when it is closed."""
+    from pathlib import Path
+
+    from .cassette import Cassette
+    from .recording import RecordingEvaluator
+
+    if not path:
+        raise ConfigError(f"--evaluator {kind} needs a file: {kind}:FILE")
+    how = f"to record it, use --evaluator record:{path}"
+    if kind == "cassette":
+        if not Path(path).exists():
+            raise ConfigError(f"cassette {path} does not exist (record it first: --evaluator record:{path})")
+        return RecordingEvaluator(path, "none", model=config.model, how_to_record=how)
+    source = record_source(config)
+    cassette = Cassette(path)  # read before the evaluator is built: a bad file leaves nothing to close
+    return RecordingEvaluator(cassette, "new", model=config.model, autosave=1.0, how_to_record=how,
+                              record_from=build_evaluator(source.spec, config, store=store))
 
 
 def evaluator_from_spec(spec: str, config: HostConfig | None = None) -> Evaluator:

@@ -207,10 +207,20 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 # ---------------------------------------------------------------- names and paths
 
+#: A file name is at most 255 bytes on the usual file systems (not characters: a CJK character
+#: is 3 bytes in UTF-8), and the cassette's suffix goes after it.
+MAX_NAME_BYTES = 150
+
+
 def _safe(name: str) -> str:
-    safe = re.sub(r"[<>?%*:|\"'/\\\s]", "-", name)
-    if len(safe) > 150:
-        safe = f"{safe[:100]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+    """A file name for a test's name: what a file name cannot hold (and a lone surrogate, which
+    no file system encodes) becomes `-`; a name over MAX_NAME_BYTES in UTF-8 is cut at a
+    character to 100 bytes, plus a digest of the whole name."""
+    safe = re.sub(r"[<>?%*:|\"'/\\\s\x00-\x1f\ud800-\udfff]", "-", name)
+    encoded = safe.encode("utf-8")
+    if len(encoded) > MAX_NAME_BYTES:
+        head = encoded[:100].decode("utf-8", "ignore")  # the character cut in two is dropped whole
+        safe = f"{head}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
     return safe
 
 
