@@ -142,7 +142,7 @@ def test_a_key_twice_in_the_older_json_format_is_refused(tmp_path: Path) -> None
     entry = json.dumps({"request": wire("x"), "evaluation": answer(0.1)})
     path = tmp_path / "old.json"
     path.write_text(f'{{"version": 1, "entries": {{"{sha256(wire("x"))}": {entry}, "{sha256(wire("x"))}": {entry}}}}}')
-    with pytest.raises(ConfigError, match="holds the key .* twice"):
+    with pytest.raises(ConfigError, match=r"holds the key .* twice"):
         Cassette(path)
 
 
@@ -216,7 +216,8 @@ async def test_a_recording_that_would_pass_the_size_cap_is_refused_and_the_file_
     with pytest.raises(ConfigError, match="would grow past"):
         await ev.evaluate(req("many words " * 400), timeout=1)
     await ev.aclose()
-    assert list(Cassette(path).recordings.values())[0].request["state"] == "small"
+    (kept,) = Cassette(path).recordings.values()
+    assert kept.request["state"] == "small"
 
 
 @pytest.mark.parametrize("rows", [12_000])
@@ -298,3 +299,15 @@ def test_record_on_the_command_line_records_from_the_local_evaluator_and_redacts
     assert missed.returncode == 1
     assert "no recorded Jev answer for this request in tape.jsonl (record mode none)" in missed.stderr
     assert "to record it, use --evaluator record:tape.jsonl" in missed.stderr
+
+
+async def test_record_is_refused_on_ray_before_any_actor_could_write_its_own_copy(tmp_path: Path) -> None:
+    from fabric_jev.batch import run_batch
+
+    async def keep(outcome: object) -> None:
+        raise AssertionError("nothing runs")
+
+    program = {"name": "p", "code": "return 1", "inputSchema": {}, "outputSchema": {}}
+    with pytest.raises(ConfigError, match="record:FILE cannot be used with Ray"):
+        await run_batch(program, [1], keep, evaluator=f"record:{tmp_path / 't.jsonl'}", ray=True)
+    assert not (tmp_path / "t.jsonl").exists()

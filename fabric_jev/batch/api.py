@@ -111,6 +111,11 @@ async def _run(program: Program | dict[str, Any], inputs: Inputs, emit: Emit, *,
                               "'fixture:FILE'): every actor builds its own")
         if isinstance(inputs, AsyncIterable):
             raise ConfigError("with Ray, give the inputs as a plain iterable, not an async one")
+        from ..evaluators.select import select
+
+        if select(evaluator, config).spec.partition(":")[0] == "record":
+            raise ConfigError("record:FILE cannot be used with Ray: every actor would write its own copy "
+                              "of the cassette; record with a local batch (one evaluator for all runs)")
         await run_ray(parsed, as_items(inputs), emit, config=config, evaluator=evaluator,
                       concurrency=concurrency, address=None if ray is True else ray, actors=actors)
         return

@@ -46,11 +46,14 @@ async def _run(args: argparse.Namespace) -> int:
         elif suite == "pytest":
             import anyio.to_thread
 
+            from ..benchmarks.cassettes import bench_cassette_miss, print_cassette_miss
             from ..benchmarks.pytest_plugin import bench_pytest_plugin, print_pytest_plugin
 
             report["pytest"] = await anyio.to_thread.run_sync(bench_pytest_plugin, min(args.samples, 15))
+            report["pytest"]["cassette_miss"] = await bench_cassette_miss(min(args.samples, 9))
             if not args.json:
                 print_pytest_plugin(report["pytest"])
+                print_cassette_miss(report["pytest"]["cassette_miss"])
         elif suite == "batch":
             from ..benchmarks.batch import _print_batch, bench_batch
 
