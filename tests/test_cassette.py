@@ -311,3 +311,15 @@ async def test_record_is_refused_on_ray_before_any_actor_could_write_its_own_cop
     with pytest.raises(ConfigError, match="record:FILE cannot be used with Ray"):
         await run_batch(program, [1], keep, evaluator=f"record:{tmp_path / 't.jsonl'}", ray=True)
     assert not (tmp_path / "t.jsonl").exists()
+
+
+async def test_a_miss_shows_the_requests_text_terminal_safe(tmp_path: Path) -> None:
+    # JSON leaves C1 controls, bidi overrides and line separators as they are; the miss lands in
+    # pytest's report and on standard error.
+    path = tmp_path / "t.jsonl"
+    await record(path, "plain text")
+    with pytest.raises(CassetteMiss) as caught:
+        await RecordingEvaluator(path, "none").evaluate(req("plain \u009b2J text \u202e evil\u2028next"), timeout=1)
+    text = str(caught.value)
+    assert "\\u009b2J" in text and "\\u202e" in text and "\\u2028" in text
+    assert not any(ch in text for ch in "\u009b\u202e\u2028")

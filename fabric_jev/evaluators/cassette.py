@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._files import atomic_write
+from ..contract.terminal import terminal_safe
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -400,6 +401,9 @@ def _diff(a: list[str], b: list[str]) -> list[str]:
         hunk = _HUNK.fullmatch(line)
         if hunk:  # numbered from the window: renumber from the top of the request
             line = (f"@@ -{int(hunk[1]) + lo}{hunk[2]} +{int(hunk[3]) + lo}{hunk[4]} @@")
+        # A request's text may hold what a terminal acts on (U+009B, a bidi override, U+2028: JSON
+        # leaves them as they are); the miss lands in pytest's report and on standard error.
+        line = terminal_safe(line)
         out.append(line if len(line) <= DIFF_LINE_CHARS else line[:DIFF_LINE_CHARS] + "…")
     if cut:
         out.append(f"… the requests differ over more than {DIFF_WINDOW} lines; the diff stops there")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.lowlevel
 
+from ..contract.terminal import terminal_safe
 from ..errors import CassetteMiss, ConfigError
 from .base import NO_CREDENTIALS_NEEDED, Evaluator, EvaluatorStatus
 from .cassette import DIFF_LINES, Cassette, Recording, digest_of, redacted, shown_request
@@ -112,7 +113,8 @@ class RecordingEvaluator:
         where = cassette.path
         with contextlib.suppress(ValueError):
             where = where.relative_to(Path.cwd())
-        lines = [f"no recorded Jev answer for this request in {where} (record mode {self.mode.value})",
+        lines = [f"no recorded Jev answer for this request in {terminal_safe(str(where))} "
+                 f"(record mode {self.mode.value})",
                  f"  request digest: {digest}"]
         if not cassette.existed and not cassette.recordings:
             lines.append("  the cassette does not exist yet")
