@@ -61,7 +61,8 @@ def test_the_request_shows_redacted_clipped_printable_arguments() -> None:
                           intent="save it", classifier=Verdict("ask", "safe 0.20 < 0.50"))
     assert call.program == "w\x1b[2Kriter"
     assert len(call.arguments["text"]) < ARGUMENT_STRING_CHARS + 40
-    assert call.arguments["text"].endswith("… (4000 more characters)")
+    # Cut in the middle: the head and the tail both stay.
+    assert call.arguments["text"] == "x" * 500 + " …[4000 characters cut]… " + "x" * 500
     assert len(call.arguments_text) <= ARGUMENTS_SHOWN_CHARS + 40
     facts = dict(call.facts())
     assert facts["program"] == "w\\u001b[2Kriter"

@@ -28,6 +28,8 @@ MAX_TIMEOUT_S = 30.0
 #: waiting for one that ignores it (its own timer fires first otherwise).
 IGNORED_TIMEOUT_GRACE_S = 0.25
 SECRETS_LIMIT = 0.5
+#: Risks the offline heuristic cannot tell apart (docs/approvals.md, "The classifier").
+UNTELLABLE_RISKS = frozenset({"execute", "write", "network"})
 DESTRUCTIVE_LIMIT = 0.5
 
 QUESTIONS: dict[str, dict[str, Any]] = {
@@ -71,11 +73,20 @@ def decide(probabilities: dict[str, float], threshold: float) -> tuple[Verdict, 
     safe, secrets = probabilities["safe"], probabilities["secrets"]
     destructive, owned = probabilities["destructive"], probabilities["sessionOwned"]
     allow = safe >= threshold and secrets < SECRETS_LIMIT and destructive < DESTRUCTIVE_LIMIT
-    reason = (f"safe {safe:.2f} {'≥' if safe >= threshold else '<'} {threshold:.2f}, "
-              f"secrets {secrets:.2f} {'<' if secrets < SECRETS_LIMIT else '≥'} 0.50, "
-              f"destructive {destructive:.2f} {'<' if destructive < DESTRUCTIVE_LIMIT else '≥'} 0.50, "
+    reason = (f"{compare('safe', safe, threshold)}, {compare('secrets', secrets, SECRETS_LIMIT)}, "
+              f"{compare('destructive', destructive, DESTRUCTIVE_LIMIT)}, "
               f"session-owned {owned:.2f} (recorded, not used)")
     return ("allow" if allow else "ask"), reason
+
+
+def compare(name: str, value: float, limit: float) -> str:
+    """``name value ≥ limit`` with the precision the comparison needs: never ``0.50 < 0.50``."""
+    sign = "≥" if value >= limit else "<"
+    for digits in range(2, 8):
+        shown, bound = f"{value:.{digits}f}", f"{limit:.{digits}f}"
+        if (shown != bound) or value == limit:
+            return f"{name} {shown} {sign} {bound}"
+    return f"{name} {value!r} {sign} {limit!r}"
 
 
 def _ask(reason: str, headless: bool, **kw: Any) -> Decision:
@@ -141,6 +152,13 @@ async def classify(request: ApprovalRequest, *, evaluator: Evaluator | str | Non
                                         max_bytes=max_request_bytes)
     except (ValueError, TypeError, RecursionError, EvaluationError) as exc:
         return _ask(f"the evidence is malformed ({_one_line(exc)})", headless)
+    if request.action.risk in UNTELLABLE_RISKS and getattr(evaluator, "offline_heuristic", False):
+        profile = getattr(evaluator, "profile", None)
+        judged = [q for q in eval_request.questions if q.id in ("safe", "secrets", "destructive")]
+        if profile is None or not all(profile.model_for(q) is not None for q in judged):
+            return _ask(f"the offline evaluator cannot tell {request.action.risk} actions apart, so a person "
+                        "decides (a profile learned on approval labels, or an LLM route, lets it judge)",
+                        headless, redacted=tuple(kinds))
     bound = _bounded_timeout(timeout)
     redacted = tuple(kinds)
     try:

@@ -55,6 +55,87 @@ class ApprovalSettings:
         return path
 
 
+PROJECT_SETTINGS = Path(".fabric-jev") / "settings.json"
+
+
+def project_settings_path(cwd: Path | None = None) -> Path:
+    """The project's settings: the nearest .fabric-jev/settings.json from the working directory up,
+    else the one the working directory would hold."""
+    start = (cwd or Path.cwd()).resolve()
+    for folder in (start, *start.parents):
+        candidate = folder / PROJECT_SETTINGS
+        if candidate.is_file():
+            return candidate
+    return start / PROJECT_SETTINGS
+
+
+def settings_rules(cwd: Path | None = None, user: Path | None = None) -> list[dict[str, Any]]:
+    """The project's rules, then the user's, each marked with where it is kept ("from")."""
+    out: list[dict[str, Any]] = []
+    for label, path in (("project settings", project_settings_path(cwd)), ("user settings", user or settings_path())):
+        rules = _read(path).get("rules", [])
+        if not isinstance(rules, list):
+            raise ConfigError(f"the rules in {path} must be a list")
+        for rule in rules:
+            if isinstance(rule, str):  # "allow shell.exec(...)"
+                decision, _, pattern = rule.strip().partition(" ")
+                item: dict[str, Any] = {decision: pattern} if decision in ("allow", "ask", "deny") else {"rule": rule}
+            elif isinstance(rule, dict):
+                item = dict(rule)
+            else:
+                raise ConfigError(f"a rule in {path} must be an object or a string")
+            item["from"] = f"{label} ({path})"
+            out.append(item)
+    return out
+
+
+def default_rules_setting(cwd: Path | None = None, user: Path | None = None) -> bool | None:
+    """`defaultRules` from the project's settings, else the user's; None when neither says."""
+    for path in (project_settings_path(cwd), user or settings_path()):
+        value = _read(path).get("defaultRules")
+        if value is not None:
+            if not isinstance(value, bool):
+                raise ConfigError(f"defaultRules in {path} must be true or false")
+            return value
+    return None
+
+
+def with_user_settings(config: HostConfig, path: Path | None = None, cwd: Path | None = None) -> HostConfig:
+    """The config as the command line uses it: the user's threshold, the project's and the
+    user's rules after the config's own, and their defaultRules unless the config sets it."""
+    config = with_user_threshold(config, path)
+    rules = settings_rules(cwd, path)
+    update: dict[str, Any] = {}
+    if rules:
+        update["rules"] = [*config.rules, *rules]
+    if "default_rules" not in config.model_fields_set:
+        setting = default_rules_setting(cwd, path)
+        if setting is not None:
+            update["default_rules"] = setting
+    return config.model_copy(update=update) if update else config
+
+
+def save_rule(text: str, scope: str, *, cwd: Path | None = None, user: Path | None = None,
+              decision: str = "allow") -> Path:
+    """Add a rule to the project's or the user's settings (checked first, written atomically)."""
+    from .rules import parse_rule
+
+    rule = parse_rule(text if text.split(" ", 1)[0] in ("allow", "ask", "deny") else f"{decision} {text}",
+                      source=scope)
+    path = project_settings_path(cwd) if scope == "project" else (user or settings_path())
+    data = _read(path)
+    rules = data.get("rules", [])
+    if not isinstance(rules, list):
+        raise ConfigError(f"the rules in {path} must be a list")
+    entry = {rule.decision: rule.pattern}
+    if entry not in rules:
+        rules.append(entry)
+    data["rules"] = rules
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    atomic_write(path, json.dumps(data, indent=2))
+    return path
+
+
 def with_user_threshold(config: HostConfig, path: Path | None = None) -> HostConfig:
     """The threshold's precedence: the config's own `autoApprovalThreshold` when it
     sets one, else the user's settings.json (`settings approvals --threshold`), else 0.50."""

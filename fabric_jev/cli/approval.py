@@ -6,15 +6,18 @@ import argparse
 import sys
 from typing import Any
 
+from ..contract.terminal import one_line
 from ..errors import JevError
 from .common import BadInput, add_command, config_from, load_json, print_json
 
 
 async def _cmd_approve(args: argparse.Namespace) -> int:
-    from ..approval import ApprovalRequest, ApprovalSettings, ProposedAction, classify
-    from ..approval.settings import with_user_threshold
-    from ..evaluators.http import HttpEvaluator
-    from ..evaluators.select import build_evaluator
+    import os
+
+    from ..approval import ApprovalRequest, ProposedAction, classify
+    from ..approval.rules import CallView, RuleContext
+    from ..approval.screen import screen, screen_defaults
+    from ..host.policy import host_rules
 
     try:
         raw = load_json(args.action, "action")
@@ -30,21 +33,42 @@ async def _cmd_approve(args: argparse.Namespace) -> int:
         request = ApprovalRequest(user_text=args.user_text, action=action,
                                   conversation=list(session.get("conversation", [])),
                                   session_actions=list(session.get("actions", [])))
-        settings = ApprovalSettings.load()
-        # One threshold: the config's autoApprovalThreshold, else settings.json's.
-        config = with_user_threshold(config_from(args))
+        # The config with the settings: one threshold (the config's, else settings.json's), and
+        # the rules of the config, the project and the user.
+        config = config_from(args)
+        rules = host_rules(config)
+        spec, because = _approval_evaluator(args, config)
     except (BadInput, JevError) as exc:
-        sys.stderr.write(f"fabric-jev: {exc}\n")
+        sys.stderr.write(f"fabric-jev: {one_line(str(exc))}\n")
         return 2
+    extra: dict[str, Any] = {"evaluator": {"spec": spec, "because": because}}
+    view = CallView(action.ref, action.risk, action.arguments,
+                    RuleContext(os.getcwd(), os.path.expanduser("~"), frozenset(), os.path.realpath))
+    found = screen(view, rules["rules"]) if args.policy != "deny" else None
+    if found is None and args.policy == "auto" and rules["defaults"] is not None:
+        found = screen_defaults(view, rules["defaults"])
+    if found is not None:
+        verdict = found.decision
+        reason = found.reason
+        if verdict == "ask" and args.headless:
+            verdict, reason = "deny", reason + "; headless caller, so denied"
+        out: dict[str, Any] = {"decision": verdict, "reason": reason, "probabilities": None,
+                               "decidedBy": "floor" if found.floor is not None else "rule"}
+        if found.rule is not None:
+            out.update(rule=found.rule.text, ruleSource=found.rule.source)
+        if found.floor is not None:
+            out["floor"] = found.floor.id
+        print_json({**out, **extra})
+        return 0 if verdict == "allow" else 1
     evaluator: Any = None
     if args.policy == "auto":
-        if args.evaluator:
-            evaluator = build_evaluator(args.evaluator, config)
-        else:
-            from ..approval import parse_model_key
+        from ..evaluators.select import build_evaluator
 
-            model = parse_model_key(settings.model)
-            evaluator = HttpEvaluator(model.route, model=model.model)
+        try:
+            evaluator = build_evaluator(spec, config) if spec != "settings" else _settings_evaluator()
+        except JevError as exc:
+            sys.stderr.write(f"fabric-jev: {one_line(str(exc))}\n")
+            return 2
     try:
         decision = await classify(request, evaluator=evaluator, threshold=config.auto_approval_threshold,
                                   policy=args.policy, headless=args.headless,
@@ -53,8 +77,34 @@ async def _cmd_approve(args: argparse.Namespace) -> int:
     finally:
         if evaluator is not None:
             await evaluator.aclose()
-    print_json(decision.to_json())
+    print_json({**decision.to_json(), "decidedBy": "classifier" if args.policy == "auto" else "policy", **extra})
     return 0 if decision.decision == "allow" else 1
+
+
+def _approval_evaluator(args: argparse.Namespace, config: Any) -> tuple[str, str]:
+    """(the evaluator spec, why) as every command resolves it: --evaluator, the config, the
+    settings' approval model when the user set one, then the offline local evaluator."""
+    from ..approval.settings import _read, settings_path
+    from ..evaluators.select import select
+
+    if args.evaluator:
+        return args.evaluator, f"--evaluator {args.evaluator}"
+    chosen = select(None, config)
+    if chosen.spec != "local":
+        return chosen.spec, chosen.rule
+    model = _read(settings_path()).get("approvals", {}).get("model")
+    if model:
+        return "settings", f"the settings' approval model {model} (fabric-jev settings approvals)"
+    return "local", ("no evaluator is configured: the offline local evaluator (it asks a person on "
+                     "execute, write and network actions unless a learned profile can tell them apart)")
+
+
+def _settings_evaluator() -> Any:
+    from ..approval import ApprovalSettings, parse_model_key
+    from ..evaluators.http import HttpEvaluator
+
+    model = parse_model_key(ApprovalSettings.load().model)
+    return HttpEvaluator(model.route, model=model.model)
 
 
 async def _cmd_settings_approvals(args: argparse.Namespace) -> int:
@@ -76,9 +126,12 @@ async def _cmd_settings_approvals(args: argparse.Namespace) -> int:
 def add_approval_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ap = add_command(
         sub, "approve", help="classify one proposed action: allow, ask or deny",
-        description="Decide whether one proposed agent action may run without asking a person: four "
-                    "noul questions to the approval model, compared with the threshold from "
-                    "`fabric-jev settings approvals`. Prints the decision as JSON.",
+        description="Decide whether one proposed agent action may run without asking a person, as a "
+                    "host decides a capability call: permission rules (the config's, the project's and "
+                    "the user's settings), the conservative floor, the default rules, then the "
+                    "classifier's four noul questions, compared with the threshold "
+                    "(docs/approvals.md). Prints the decision as JSON, with what decided and which "
+                    "evaluator was used.",
         codes=("0 allow", "1 ask or deny", "2 bad action, session, settings or evaluator"))
     ap.add_argument("--action", required=True,
                     help="action JSON file {ref, risk?, description?, arguments?}, or - for standard input")
@@ -87,10 +140,13 @@ def add_approval_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     ap.add_argument("--policy", choices=("auto", "ask", "deny", "allow"), default="auto",
                     help="auto asks the model; ask, deny and allow decide without it (default auto)")
     ap.add_argument("--headless", action="store_true", help="no human to ask: ask becomes deny")
-    ap.add_argument("--evaluator", help="override the settings' model (e.g. fixture:FILE, local, typesafe)")
-    ap.add_argument("--config", help="host config JSON file (its autoApprovalThreshold, "
+    ap.add_argument("--evaluator", help="the evaluator (e.g. fixture:FILE, local, typesafe); without it, the "
+                    "config's, else the settings' approval model when set, else the offline local one")
+    ap.add_argument("--config", help="host config JSON file (its rules, defaultRules, autoApprovalThreshold, "
                     "requestTimeoutMs and maxRequestBytes apply)")
-    ap.set_defaults(handler=_cmd_approve)
+    ap.add_argument("--no-default-rules", dest="no_default_rules", action="store_true",
+                    help="switch off fabric-jev's default rules for known-safe, read-only work")
+    ap.set_defaults(handler=_cmd_approve, with_settings=True)
 
     se = add_command(sub, "settings", help="show or change persisted settings",
                      description="Persisted settings, kept in the fabric-jev config folder.",

@@ -65,6 +65,11 @@ def add_policy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--deny", action="append", type=override_target, metavar="RISK|REF",
                         help="deny calls of this risk or ref without asking; repeatable; a deny beats "
                         "an allow")
+    parser.add_argument("--no-default-rules", dest="no_default_rules", action="store_true",
+                        help="switch off fabric-jev's default rules for known-safe, read-only work "
+                        "(docs/approvals.md)")
+    # The project's and the user's settings (rules, threshold) apply to commands that decide calls.
+    parser.set_defaults(with_settings=True)
 
 
 def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, *, help: str,
@@ -110,6 +115,12 @@ def config_from(args: argparse.Namespace) -> HostConfig:
                                            "deny": tuple(dict.fromkeys((*config.deny, *deny)))})
     if getattr(args, "profile", None):  # --profile is the config's evaluator.profile, given on the line
         config = config.model_copy(update={"evaluator": {**config.evaluator, "profile": args.profile}})
+    if getattr(args, "with_settings", False):
+        from ..approval.settings import with_user_settings
+
+        config = with_user_settings(config)
+    if getattr(args, "no_default_rules", False):
+        config = config.model_copy(update={"default_rules": False})
     return config
 
 

@@ -30,10 +30,12 @@ if TYPE_CHECKING:  # loaded by whoever asks: a run that asks nothing never loads
 
 _CONFIRM: dict[Reply, str] = {
     "allow": "allowed this once",
-    "always": "allowed, and {ref} for the rest of this run",
+    "always": "allowed, and every call matching {ref} for the rest of this run",
     "deny": "denied",
     "deny_all": "denied, and every later question of this run",
 }
+#: A line read this soon after its question was shown was typed before the question was on screen.
+DEFAULT_ANSWER_GUARD_S = 0.4
 NO_TERMINAL = "there is no terminal to ask on (standard input or standard error is not a TTY)"
 
 
@@ -43,8 +45,16 @@ class TerminalApprover:
     name = "terminal"
 
     def __init__(self, *, timeout_s: float, input_fd: int = 0, output: TextIO | None = None,
-                 pause: Callable[[], AbstractContextManager[object]] | None = None) -> None:
+                 pause: Callable[[], AbstractContextManager[object]] | None = None,
+                 save_rule: Callable[[str, str], str] | None = None,
+                 answer_guard_s: float | None = None) -> None:
+        """`save_rule(pattern, "project" | "user")` keeps a confirmed `a` pattern in that
+        settings file and says where; without it, `a` holds for the run only.
+        `answer_guard_s`: a line that arrives this soon after the question was shown was typed
+        before it (for the question before, most likely) and does not count."""
         self.timeout_s = timeout_s
+        self.save_rule = save_rule
+        self.answer_guard_s = answer_guard_s if answer_guard_s is not None else _guard_from_env()
         self.input_fd = input_fd
         self.output = output if output is not None else sys.stderr
         self.pause = pause or nullcontext
@@ -92,10 +102,17 @@ class TerminalApprover:
     # ------------------------------------------------------------------ the question
 
     async def _ask(self, call: CapabilityCall) -> Reply | Unavailable:
+        import time
+
         from ..contract.asking import parse_typed_reply
 
-        _discard_typeahead(self.input_fd)
         self._write(question(call, self.timeout_s, self._columns()))
+        # The question's own prompt must be on screen before an answer counts: wait until the
+        # terminal has it, then drop whatever was typed meanwhile (an answer meant for the
+        # question before, which timed out a moment ago), and for a short guard after that.
+        _drain(self.output)
+        _discard_typeahead(self.input_fd)
+        shown_at = time.monotonic()
         answered = False
         try:
             while True:
@@ -105,16 +122,46 @@ class TerminalApprover:
                     answered = True
                     self._write("\n  → denied (standard input closed)\n")
                     return "deny"
+                if time.monotonic() - shown_at < self.answer_guard_s:
+                    self._write("  (typed before this question was on screen: it does not count) "
+                                "[y/a/n/N] ")
+                    continue
                 reply = parse_typed_reply(line)
                 if reply is None:
                     self._write("  answer y, a, n or N (Enter: no): ")
                     continue
+                if reply == "always" and call.always is not None and not await self._confirm_always(call):
+                    self._write("  [y/a/n/N] ")
+                    continue
                 answered = True
-                self._write(f"  → {_CONFIRM[reply].format(ref=terminal_safe(call.ref))}\n")
+                self._write(f"  → {_CONFIRM[reply].format(ref=_always_of(call))}\n")
                 return reply
         finally:
             if not answered:  # the approver timeout, or the run stopped
                 self._write("\n  → no answer: denied\n")
+
+    async def _confirm_always(self, call: CapabilityCall) -> bool:
+        """The person sees the pattern `a` stands for and confirms it (and where it is kept)."""
+        assert call.always is not None
+        pattern = terminal_safe(call.always)
+        choices = "r = this run" + (", p = save in the project's settings, u = save in your user settings"
+                                    if self.save_rule is not None else "")
+        self._write(f"  always allow {pattern}?\n  {choices}, Enter = back to the question "
+                    f"[{'r/p/u' if self.save_rule is not None else 'r'}] ")
+        line = await self._read_line()
+        answer = (line or "").strip().lower()
+        if answer in ("r", "run"):
+            return True
+        if self.save_rule is not None and answer in ("p", "project", "u", "user"):
+            scope = "project" if answer.startswith("p") else "user"
+            try:
+                where = self.save_rule(call.always, scope)
+            except Exception as exc:  # a settings file that cannot be written: say so, keep asking
+                self._write(f"  (not saved: {terminal_safe(' '.join(str(exc).split()))})\n")
+                return False
+            self._write(f"  (saved in {terminal_safe(where)})\n")
+            return True
+        return False
 
     def _columns(self) -> int:
         """The terminal's width (80 when it does not say)."""
@@ -141,8 +188,6 @@ def question(call: CapabilityCall, timeout_s: float, columns: int = 80) -> str:
     would wrap where the program chose, and text padded to the edge would start
     a row of its own and read as another fact ("user asked ...").
     """
-    from rich.cells import chop_cells
-
     ref = terminal_safe(call.ref)  # a ref is a program's text too ("kv.get\n" must not end a row)
     facts = call.facts()
     width = max(len(label) for label, _ in facts)
@@ -150,13 +195,78 @@ def question(call: CapabilityCall, timeout_s: float, columns: int = 80) -> str:
     room = max(columns - len(indent) - 1, 20)
     lines = ["", "fabric-jev: a program asks to use a capability"]
     for label, text in facts:
-        first, *rest = chop_cells(text, room) or [""]
+        first, *rest = wrap_cells(text, room) or [""]
         lines.append(f"  {label:<{width}}  {first}")
         lines += [indent + row for row in rest]
-    lines.append(f"  (--allow {ref} or --allow {call.risk} allows it without asking)")
-    lines.append(f"Allow? y = yes once, a = always for {ref} in this run, n = no, "
-                 f"N = no to every later question of this run (Enter or {timeout_s:g} s: no) [y/a/n/N] ")
+    plain = max(columns - 1, 20)
+    hint = (f"(--allow {ref} or --allow {call.risk} allows it without asking; "
+            f"fabric-jev settings rules adds a rule)")
+    lines += ["  " + row for row in wrap_cells(hint, plain - 2)]
+    always = (f"a = always for {terminal_safe(call.always)} in this run (you confirm it next)"
+              if call.always is not None else f"a = always for {ref} in this run")
+    answers = (f"Allow? y = yes once, {always}, n = no, N = no to every later question of this run "
+               f"(Enter or {timeout_s:g} s: no) [y/a/n/N] ")
+    lines += wrap_cells(answers, plain)
     return "\n".join(lines)
+
+
+def wrap_cells(text: str, room: int) -> list[str]:
+    """`text` on rows of at most `room` cells, broken after a space where one is near; a word
+    longer than a row is cut. Spaces stay at the end of their row, so the rows joined give back
+    `text` (nothing is hidden, and a run of spaces cannot start a row of its own)."""
+    import re
+
+    from rich.cells import cell_len, chop_cells
+
+    rows: list[str] = []
+    row = ""
+    used = 0
+    for token in re.findall(r"\S+\s*|\s+", text):
+        size = cell_len(token)
+        if used + size <= room:
+            row += token
+            used += size
+            continue
+        bare = token.rstrip(" ")
+        if row and used + cell_len(bare) <= room:  # the word fits; its trailing spaces start the next row
+            row += bare
+            rows.append(row)
+            row, used = token[len(bare):], cell_len(token) - cell_len(bare)
+            if used > room:
+                pieces = chop_cells(row, room)
+                rows += pieces[:-1]
+                row, used = pieces[-1], cell_len(pieces[-1])
+            continue
+        if row:
+            rows.append(row)
+            row, used = "", 0
+        pieces = chop_cells(token, room)
+        rows += pieces[:-1]
+        row, used = pieces[-1], cell_len(pieces[-1])
+    if row or not rows:
+        rows.append(row)
+    return rows
+
+
+def _always_of(call: CapabilityCall) -> str:
+    return terminal_safe(call.always if call.always is not None else call.ref)
+
+
+def _guard_from_env() -> float:
+    """FABRIC_JEV_ANSWER_GUARD_MS (default 400 ms): a slow terminal may need more."""
+    raw = os.environ.get("FABRIC_JEV_ANSWER_GUARD_MS", "")
+    try:
+        return min(max(float(raw), 0.0), 10_000.0) / 1000 if raw else DEFAULT_ANSWER_GUARD_S
+    except ValueError:
+        return DEFAULT_ANSWER_GUARD_S
+
+
+def _drain(output: TextIO) -> None:
+    """Wait until the terminal has been sent what was written (not a terminal: nothing to wait for)."""
+    import termios
+
+    with contextlib.suppress(termios.error, OSError, ValueError, AttributeError):
+        termios.tcdrain(output.fileno())
 
 
 def _discard_typeahead(fd: int) -> None:
@@ -179,8 +289,9 @@ class NoTerminal:
 
 def terminal_approver(timeout_s: float, *,
                       pause: Callable[[], AbstractContextManager[object]] | None = None,
+                      save_rule: Callable[[str, str], str] | None = None,
                       ) -> TerminalApprover | NoTerminal:
     """A prompt when standard input and standard error are both a TTY, else a refusal that says so."""
     if os.isatty(0) and os.isatty(2):
-        return TerminalApprover(timeout_s=timeout_s, pause=pause)
+        return TerminalApprover(timeout_s=timeout_s, pause=pause, save_rule=save_rule)
     return NoTerminal()

@@ -39,14 +39,13 @@ async def _run(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from ..approval.settings import with_user_threshold
     from ..contract.envelope import ProgressEvent, RunState
     from ..errors import InputInvalid, LaunchRejected
     from ..evaluators.select import build_evaluator
     from ..host import JevHost
     from .prompt import TerminalApprover, terminal_approver
 
-    config = with_user_threshold(config_from(args))
+    config = config_from(args)  # with the user's and the project's settings (threshold, rules)
     try:
         program = load_program(args.program)
     except BadInput as exc:
@@ -66,7 +65,7 @@ async def _run(args: argparse.Namespace) -> int:
         raise
 
     # An `ask` is a question on this terminal (a refusal that says so without one).
-    approver = terminal_approver(config.approver_timeout_ms / 1000)
+    approver = terminal_approver(config.approver_timeout_ms / 1000, save_rule=_save_rule)
 
     columns = _terminal_columns()
 
@@ -129,6 +128,13 @@ async def _run(args: argparse.Namespace) -> int:
             summary += ": " + envelope.error
         sys.stderr.write(f"fabric-jev: {one_line(summary)}\n")  # the error is the program's text
     return EXIT_OK if completed else EXIT_NOT_COMPLETED
+
+
+def _save_rule(pattern: str, scope: str) -> str:
+    """Keep a pattern confirmed at the prompt (`a`) in the project's or the user's settings."""
+    from ..approval.settings import save_rule
+
+    return str(save_rule(pattern, scope))
 
 
 def _terminal_columns() -> int | None:

@@ -23,10 +23,12 @@ from .policy import Policy, Risk
 from .terminal import terminal_safe
 from .values import JsonValue
 
-#: Each string inside the arguments is cut to this many characters.
+#: Each string inside the arguments is cut to this many characters (in the middle: head and tail stay).
 ARGUMENT_STRING_CHARS = 1_000
 #: The arguments as shown (compact JSON) are cut to this many characters.
 ARGUMENTS_SHOWN_CHARS = 2_000
+#: At most this many segments of a compound command get a row of their own.
+MAX_SEGMENTS_SHOWN = 32
 #: Reasons an approver gives for having no one to ask are cut to this length.
 UNAVAILABLE_REASON_CHARS = 200
 
@@ -79,7 +81,14 @@ class CapabilityCall:
     arguments: JsonValue
     intent: str | None
     classifier: Verdict | None = None
-    #: The arguments as shown: compact JSON, cut to ARGUMENTS_SHOWN_CHARS, printable.
+    #: Why a person is asked: the rule or floor entry, the risk's policy, or the classifier's verdict.
+    asked_because: str | None = None
+    #: Every segment of a compound shell command in the arguments (after ;, &&, ||, |), in order.
+    commands: tuple[str, ...] = ()
+    #: The rule pattern `always` stands for ("always for this pattern"), as the person is shown
+    #: it; None when this call offers only "always for this ref" (a floor question offers neither).
+    always: str | None = None
+    #: The arguments as shown: compact JSON, cut in the middle to ARGUMENTS_SHOWN_CHARS, printable.
     arguments_text: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -94,8 +103,16 @@ class CapabilityCall:
     def facts(self) -> list[tuple[str, str]]:
         """What every approver shows, as (label, printable text) pairs, in order."""
         rows = [("program", printable(self.run_name)),
-                ("capability", printable(f"{self.ref} (risk {self.risk}, policy {self.policy})")),
-                ("arguments", self.arguments_text)]
+                ("capability", printable(f"{self.ref} (risk {self.risk}, policy {self.policy})"))]
+        # A person never sees less than the classifier: every segment of a compound command,
+        # each on its own row, whatever the cut of the arguments hides.
+        for n, segment in enumerate(self.commands[:MAX_SEGMENTS_SHOWN], start=1):
+            rows.append((f"command {n}/{len(self.commands)}", printable(_clip(segment, ARGUMENT_STRING_CHARS))))
+        if len(self.commands) > MAX_SEGMENTS_SHOWN:
+            rows.append(("command", f"… and {len(self.commands) - MAX_SEGMENTS_SHOWN} more segments (see arguments)"))
+        rows.append(("arguments", self.arguments_text))
+        if self.asked_because is not None:
+            rows.append(("asked because", printable(_clip(self.asked_because, ARGUMENT_STRING_CHARS))))
         if self.classifier is not None:
             rows.append(("classifier", printable(f"{self.classifier.decision}: {self.classifier.reason}")))
         if self.intent is not None:
@@ -110,6 +127,12 @@ class CapabilityCall:
         if self.classifier is not None:
             out["classifier"] = {"decision": self.classifier.decision, "reason": self.classifier.reason,
                                  "probabilities": dict(self.classifier.probabilities or {})}
+        if self.asked_because is not None:
+            out["askedBecause"] = self.asked_because
+        if self.commands:
+            out["commands"] = list(self.commands)
+        if self.always is not None:
+            out["always"] = self.always
         return out
 
 
@@ -137,9 +160,13 @@ def printable(text: str) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
+    """`text` within `limit` characters, cut in the middle: the head and the tail both stay, so
+    a command padded with words cannot hide its end (``…; rm -rf /important``)."""
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+    head = limit // 2
+    tail = limit - head
+    return f"{text[:head]} …[{len(text) - limit} characters cut]… {text[-tail:]}"
 
 
 def clip_strings(value: Any, limit: int = ARGUMENT_STRING_CHARS) -> Any:

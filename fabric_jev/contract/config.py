@@ -153,6 +153,11 @@ class HostConfig(WireModel):
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     evaluator: dict[str, Any] = Field(default_factory=dict)
+    #: Permission rules (docs/approvals.md): [{"allow"|"ask"|"deny": "ref(key: \"pattern\")", ...}];
+    #: read by the host (a rule that cannot be read is a ConfigError when the host is made).
+    rules: list[Any] = Field(default_factory=list, max_length=1000)
+    #: fabric-jev's default rules for known-safe, read-only work (fabric_jev/approval/default_rules.json).
+    default_rules: bool = True
     #: Connector settings by name, e.g. {"browser": {"wsUrl": ..., "allowedMethods": [...]}}.
     connectors: dict[str, dict[str, Any]] = Field(default_factory=dict)
     #: Type-checking at launch: error | warn | off per language, caps, verdict cache (docs/programs.md).

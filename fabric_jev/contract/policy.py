@@ -28,7 +28,7 @@ Policy = Literal["allow", "ask", "deny", "auto"]
 #: "allowed_before" and "denied_before" are those standing answers applied.
 Answer = Literal["allow", "ask", "deny", "error", "timeout", "absent", "always", "deny_all",
                  "allowed_before", "denied_before"]
-DecidedBy = Literal["policy", "classifier", "approver"]
+DecidedBy = Literal["policy", "rule", "classifier", "approver"]
 
 RISKS: tuple[Risk, ...] = get_args(Risk)
 POLICIES: tuple[Policy, ...] = get_args(Policy)
@@ -76,6 +76,11 @@ class PolicyOutcome:
     approver: str | None = None
     #: The override that decided, e.g. "--allow browser.cdp".
     override: str | None = None
+    #: The permission rule that decided or led to the question, as written, and where it is kept.
+    rule: str | None = None
+    rule_source: str | None = None
+    #: The floor entry that led to the question (docs/approvals.md).
+    floor: str | None = None
 
 
 MAX_OVERRIDES = 64

@@ -112,6 +112,10 @@ class LocalEvaluator:
     with fitted confidence; the answer's model names the profile.
     """
 
+    #: The auto-approval classifier asks a person instead of trusting this evaluator's judgment
+    #: on execute, write and network actions, unless a profile learned the approval questions.
+    offline_heuristic = True
+
     def __init__(self, model: MiniLM | None = None, *, cache_size: int = 4096,
                  profile: Profile | None = None) -> None:
         self._model = model

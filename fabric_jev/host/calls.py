@@ -31,7 +31,7 @@ from ..contract.values import JsonValue, ValueRejected, normalize_json
 from ..errors import CapabilityError, EvaluationError, HostCallRefused, JevError, ProgramInvalid, clip_error
 from ..evaluators.base import Evaluator
 from .observing import ObserverHandle, UserText
-from .policy import CALLER_GRANT, AuditTrail, PolicyGate
+from .policy import CALLER_GRANT, AuditTrail, Pending, PolicyGate
 from .registry import CallContext, CapabilityHandler, CapabilityRegistry
 
 if TYPE_CHECKING:  # the request's models load with a run's first jev.evaluate (start-up of `run`)
@@ -67,7 +67,7 @@ class CapabilityCalls:
 
     def __init__(self, services: CallServices, program: Program, audit: AuditTrail,
                  budget: RunBudget, *, run_id: str, intent: UserText,
-                 observation: ObserverHandle | None) -> None:
+                 observation: ObserverHandle | None, input_json: str = "null") -> None:
         self._services = services
         self._program = program
         self._requires = frozenset(program.requires)
@@ -76,6 +76,8 @@ class CapabilityCalls:
         self._run_id = run_id
         self._intent = intent
         self._observation = observation
+        self._input_json = input_json
+        self._origins: frozenset[str] | None = None
 
     def start(self, kind: str, args: Any, reply: Reply, tasks: anyio.abc.TaskGroup) -> None:
         """A guest's call (`evaluate`, `tool` or `advise`), answered through `reply`."""
@@ -84,9 +86,9 @@ class CapabilityCalls:
         except JevError as exc:
             reply(False, str(exc))
             return
-        decided = self._services.gate.immediate(call.risk, call.ref)
-        if decided is None:  # ask or auto: deciding waits, in a task of the run
-            tasks.start_soon(self._decide_then_invoke, call, reply, tasks)
+        decided = self._services.gate.triage(call.ref, call.risk, call.arguments, self.origins)
+        if isinstance(decided, Pending):  # the classifier or a person: deciding waits, in a task of the run
+            tasks.start_soon(self._decide_then_invoke, call, reply, tasks, decided)
             return
         policy, outcome = decided
         if self._recorded(call, policy, outcome, None):
@@ -142,14 +144,23 @@ class CapabilityCalls:
 
     # ------------------------------------------------------------------ 2. decide, 3. record
 
-    async def _decide(self, call: ValidCall) -> tuple[Policy, PolicyOutcome, float | None]:
+    @property
+    def origins(self) -> frozenset[str]:
+        """The http(s) origins the run's input names (the browser's `same-origin` default rule)."""
+        if self._origins is None:
+            self._origins = input_origins(self._input_json)
+        return self._origins
+
+    async def _decide(self, call: ValidCall, pending: Pending | None = None,
+                      ) -> tuple[Policy, PolicyOutcome, float | None]:
         return await self._services.gate.decide(
             call.ref, call.risk, run_id=self._run_id, run_name=self._program.name,
-            arguments=call.arguments, intent=self._intent(), audit=self._audit)  # the user's words now
+            arguments=call.arguments, intent=self._intent(), audit=self._audit, pending=pending,  # the user's words now
+            origins=self.origins)
 
     async def _decide_then_invoke(self, call: ValidCall, reply: Reply,
-                                  tasks: anyio.abc.TaskGroup) -> None:
-        policy, outcome, probability = await self._decide(call)
+                                  tasks: anyio.abc.TaskGroup, pending: Pending | None = None) -> None:
+        policy, outcome, probability = await self._decide(call, pending)
         if self._recorded(call, policy, outcome, probability):
             self._invoke(call, reply, tasks)
         else:
@@ -227,3 +238,28 @@ async def answer_when_done(awaitable: Awaitable[Any], reply: Reply) -> None:
         reply(False, clip_error(str(exc)))
         return
     reply(True, json.dumps(value))
+
+
+#: At most this many origins are taken from one run's input.
+MAX_INPUT_ORIGINS = 16
+
+
+def input_origins(input_json: str) -> frozenset[str]:
+    """The origins of the http(s) URLs among the strings of a run's input (at most 16)."""
+    if "http" not in input_json:
+        return frozenset()
+    from ..approval.rules import origin_of
+
+    found: set[str] = set()
+    stack: list[Any] = [json.loads(input_json)]
+    while stack and len(found) < MAX_INPUT_ORIGINS:
+        value = stack.pop()
+        if isinstance(value, str):
+            origin = origin_of(value)
+            if origin is not None:
+                found.add(origin)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return frozenset(found)

@@ -26,11 +26,12 @@ from ..typecheck.checker import checker_status
 from .calls import CallServices
 from .launch import admit, load_run, queue_run
 from .observing import ObservationSource
-from .policy import PolicyGate
+from .policy import PolicyGate, host_rules
 from .registry import CapabilityRegistry, Connector
 from .run import Run, RunServices, WorkerSource, session_limits
 
 if TYPE_CHECKING:
+    from ..approval.rules import Rule
     from ..contract.asking import Approver  # loaded when a call must be asked
     from .status import HostStatus  # loaded when a status is asked for (start-up of `run`)
 
@@ -49,13 +50,15 @@ class JevHost:
 
     def __init__(self, config: HostConfig | None = None, *, evaluator: Evaluator | str | None = None,
                  capabilities: CapabilityRegistry | None = None,
-                 approver: Approver | None = None) -> None:
+                 approver: Approver | None = None, rules: Iterable[Rule] = ()) -> None:
         """`evaluator` is an Evaluator or a spec string as for `--evaluator`
         (``"fixture:FILE"``, ``"typesafe"``, ...); without one, the config's
         route, else the offline local evaluator. The host closes it.
         `approver` decides the calls whose risk policy is `ask` (and what `auto`
         hands on): ``async def approver(call: CapabilityCall) -> Decision``.
-        Without one, those calls are refused."""
+        Without one, those calls are refused. `rules` are permission rules besides the
+        config's (the command line passes the project's and the user's settings here;
+        docs/approvals.md)."""
         self.config = config = config or HostConfig()
         if evaluator is None or isinstance(evaluator, str):
             from ..evaluators.select import build_evaluator
@@ -67,7 +70,7 @@ class JevHost:
             dict(config.approvals), approver=approver, evaluator=evaluator,
             threshold=config.auto_approval_threshold, approver_timeout_s=config.approver_timeout_ms / 1000,
             classifier_timeout_s=config.request_timeout_ms / 1000, max_request_bytes=config.max_request_bytes,
-            overrides=PolicyOverrides(config.allow, config.deny))
+            overrides=PolicyOverrides(config.allow, config.deny), **host_rules(config, rules))
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self._active = 0  # runs holding a slot (loading or running): at most max_concurrent_runs
         self._queue: deque[Run] = deque()  # launched beyond the slots, first in first out

@@ -22,7 +22,7 @@ import contextvars
 import math
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -73,15 +73,24 @@ class StandingAnswers:
 
     allowed_refs: set[str] = field(default_factory=set)
     deny_all: bool = False
+    #: Allow rules a person confirmed with `a` for this run: (rule, matches(view)).
+    rules: list[Any] = field(default_factory=list)
 
-    def answer(self, ref: str) -> Answer | None:
+    def answer(self, ref: str, view: Any = None) -> Answer | None:
         if self.deny_all:
             return "denied_before"
-        return "allowed_before" if ref in self.allowed_refs else None
+        if ref in self.allowed_refs:
+            return "allowed_before"
+        if view is not None and any(rule.targets(ref, view.risk) and rule.matches(view) for rule in self.rules):
+            return "allowed_before"
+        return None
 
-    def remember(self, ref: str, answer: Answer) -> None:
+    def remember(self, ref: str, answer: Answer, rule: Any = None) -> None:
         if answer == "always":
-            self.allowed_refs.add(ref)
+            if rule is not None:
+                self.rules.append(rule)
+            else:
+                self.allowed_refs.add(ref)
         elif answer == "deny_all":
             self.deny_all = True
 
@@ -125,6 +134,11 @@ class AuditTrail:
                 entry["approver"] = outcome.approver
             if outcome.override is not None:
                 entry["override"] = outcome.override
+            if outcome.rule is not None:
+                entry["rule"] = outcome.rule
+                entry["ruleSource"] = outcome.rule_source
+            if outcome.floor is not None:
+                entry["floor"] = outcome.floor
             out.append(entry)
         return out
 
@@ -134,15 +148,37 @@ class AuditTrail:
                 for _, _, ref, risk, _, outcome, _ in self.kept]
 
 
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A call the rules left to the classifier or a person: why, and what a person is shown."""
+
+    policy: Policy  # "ask" or "auto"
+    #: The rule or floor entry that asks (None: the risk's policy does).
+    why: str | None = None
+    rule: Any = None  # approval.rules.Rule
+    floor: Any = None  # approval.floor.FloorEntry
+    view: Any = None  # approval.rules.CallView, when the call was read by rules
+
+
 class PolicyGate:
     """Decides capability calls for one host."""
 
     def __init__(self, approvals: dict[Risk, Policy], *, approver: Approver | None,
                  evaluator: Evaluator | None, threshold: float, approver_timeout_s: float,
                  classifier_timeout_s: float, max_request_bytes: int,
-                 overrides: PolicyOverrides | None = None) -> None:
+                 overrides: PolicyOverrides | None = None, rules: Any = None, defaults: Any = None,
+                 cwd: str | None = None, home: str | None = None) -> None:
+        """`rules` is an approval.rules.RuleSet (the config's and the settings'), `defaults`
+        fabric-jev's default rules (None when switched off); `cwd` and `home` are where paths
+        are read against (the process's own by default)."""
+        import os
+
         self.approvals = approvals
         self.overrides = overrides or PolicyOverrides()
+        self.rules = rules
+        self.defaults = defaults
+        self.cwd = cwd or os.getcwd()
+        self.home = home if home is not None else os.path.expanduser("~")
         # allow and deny decide alone: their outcomes are made once, not per call.
         self._immediate: dict[tuple[Risk, Policy, str | None], PolicyOutcome] = {}
         self.approver = approver
@@ -168,30 +204,76 @@ class PolicyGate:
             return found
         return self.approvals.get(risk, "ask"), None
 
-    def immediate(self, risk: Risk, ref: str | None = None) -> tuple[Policy, PolicyOutcome] | None:
-        """(policy, outcome) when the policy alone decides (allow, deny; an --allow/--deny naming
-        the call's ref or risk first, else its risk's policy); None when it must ask."""
-        policy, override = self._effective(risk, ref)
-        if policy not in ("allow", "deny"):
-            return None
+    def _fixed(self, risk: Risk, policy: Policy, override: str | None) -> PolicyOutcome:
         outcome = self._immediate.get((risk, policy, override))
         if outcome is None:
             outcome = self._immediate[(risk, policy, override)] = resolve(risk, policy, override=override)
-        return policy, outcome
+        return outcome
+
+    def view(self, ref: str, risk: Risk, arguments: Any, origins: frozenset[str] = frozenset()) -> Any:
+        """The call as rules and the floor read it (approval.rules.CallView)."""
+        import os.path
+
+        from ..approval.rules import CallView, RuleContext
+
+        return CallView(ref, risk, arguments, RuleContext(self.cwd, self.home, origins, os.path.realpath))
+
+    def triage(self, ref: str, risk: Risk, arguments: Any = None,
+               origins: frozenset[str] = frozenset()) -> tuple[Policy, PolicyOutcome] | Pending:
+        """(policy, outcome) when overrides, rules, the floor or the policy decide alone; else
+        what is left for the classifier or a person (docs/approvals.md, "How a call is decided")."""
+        policy, override = self._effective(risk, ref)
+        if override is not None and policy == "deny":
+            return policy, self._fixed(risk, policy, override)
+        from ..approval.screen import screen, screen_defaults
+
+        view = self.view(ref, risk, arguments, origins)
+        found = screen(view, self.rules) if self.rules is not None else None
+        if found is not None:
+            rule = found.rule
+            if found.decision != "ask":
+                assert rule is not None  # allow and deny come from a rule
+                return found.decision, PolicyOutcome(found.decision == "allow", "rule", found.reason,
+                                                     rule=rule.text, rule_source=rule.source)
+            if policy == "deny":  # a deny policy is stricter than any question
+                return policy, self._fixed(risk, policy, override)
+            return Pending("ask", found.why, rule, found.floor, view)
+        if override is not None or policy in ("allow", "deny"):
+            return policy, self._fixed(risk, policy, override)
+        if self.defaults is not None:
+            allowed = screen_defaults(view, self.defaults)
+            if allowed is not None and allowed.rule is not None:
+                return "allow", PolicyOutcome(True, "rule", allowed.reason, rule=allowed.rule.text,
+                                              rule_source=allowed.rule.source)
+        return Pending(policy, None, None, None, view)
+
+    def immediate(self, risk: Risk, ref: str | None = None) -> tuple[Policy, PolicyOutcome] | None:
+        """(policy, outcome) when overrides or the risk's policy decide alone, without reading
+        the call's arguments; None when rules, the classifier or a person must (see `triage`)."""
+        policy, override = self._effective(risk, ref)
+        if override is not None and policy == "deny":
+            return policy, self._fixed(risk, policy, override)
+        return None
 
     async def decide(self, ref: str, risk: Risk, *, run_id: str, run_name: str, arguments: Any,
                      intent: str | None, actions: list[dict[str, Any]] | None = None,
-                     audit: AuditTrail | None = None) -> tuple[Policy, PolicyOutcome, float | None]:
+                     audit: AuditTrail | None = None, pending: Pending | None = None,
+                     origins: frozenset[str] = frozenset()) -> tuple[Policy, PolicyOutcome, float | None]:
         """(policy, outcome, classifier's safe probability when it was asked).
 
         `audit` is the run's trail: its decisions are the classifier's session
         actions, and its standing answers replace the approver's question.
+        `pending` is what `triage` left, when the caller triaged the call already.
         """
+        if pending is None:
+            triaged = self.triage(ref, risk, arguments, origins)
+            if not isinstance(triaged, Pending):
+                policy, outcome = triaged
+                return policy, outcome, None
+            pending = triaged
         if audit is not None and actions is None:
             actions = audit.actions()
-        policy, override = self._effective(risk, ref)
-        if policy in ("allow", "deny"):
-            return policy, resolve(risk, policy, override=override), None
+        policy = pending.policy
         from ..contract.redaction import redact, redact_text  # its rules load only when a call must be asked
 
         try:
@@ -214,13 +296,24 @@ class PolicyGate:
         if needs_approver(policy, classifier):
             from ..contract.asking import CapabilityCall
 
+            why = pending.why
+            if why is None:
+                why = (f"the classifier: {decision.reason}" if decision is not None and policy == "auto"
+                       else f"the {risk} policy is {policy}")
             approver, unavailable = await self._ask(CapabilityCall(
                 ref=ref, risk=risk, policy=policy, run_id=run_id, run_name=run_name,
-                arguments=shown, intent=shown_intent, classifier=_verdict(decision)),
-                None if audit is None else audit.standing)
+                arguments=shown, intent=shown_intent, classifier=_verdict(decision), asked_because=why,
+                commands=_segments(pending.view), always=None if pending.floor is not None else _suggest(
+                    ref, pending.view)),
+                None if audit is None else audit.standing, pending.view, floor=pending.floor is not None)
         who = self.approver_name if approver not in ("absent", "allowed_before", "denied_before") else None
-        return policy, resolve(risk, policy, classifier=classifier, approver=approver, who=who,
-                               unavailable=unavailable), probability
+        outcome = resolve(risk, policy, classifier=classifier, approver=approver, who=who,
+                          unavailable=unavailable)
+        if pending.rule is not None or pending.floor is not None:
+            outcome = replace(outcome, rule=None if pending.rule is None else pending.rule.text,
+                              rule_source=None if pending.rule is None else pending.rule.source,
+                              floor=None if pending.floor is None else pending.floor.id)
+        return policy, outcome, probability
 
     async def _classify(self, ref: str, risk: Risk, arguments: Any, intent: str | None,
                         actions: list[dict[str, Any]]) -> tuple[Answer, Any]:
@@ -238,10 +331,19 @@ class PolicyGate:
         verdict = decision.decision
         return (verdict if verdict in ("allow", "ask", "deny") else "error"), decision
 
-    async def _ask(self, request: CapabilityCall,
-                   standing: StandingAnswers | None) -> tuple[Answer, str | None]:
-        """(the approver's answer, why no one could be asked) for one question, in its turn."""
-        if standing is not None and (earlier := standing.answer(request.ref)) is not None:
+    async def _ask(self, request: CapabilityCall, standing: StandingAnswers | None,
+                   view: Any = None, *, floor: bool = False) -> tuple[Answer, str | None]:
+        """(the approver's answer, why no one could be asked) for one question, in its turn.
+
+        A floor question is answered for this call only: an earlier "always" does not answer
+        it, and its own "always" allows it once (only a rule naming the entry lifts the floor)."""
+        def earlier_answer() -> Answer | None:
+            if standing is None:
+                return None
+            earlier = standing.answer(request.ref, view)
+            return None if floor and earlier == "allowed_before" else earlier
+
+        if (earlier := earlier_answer()) is not None:
             return earlier, None
         if self.approver is None:
             return "absent", None
@@ -254,13 +356,15 @@ class PolicyGate:
             self.waiting -= 1
         try:
             # An answer given while this question waited may already decide it.
-            if standing is not None and (earlier := standing.answer(request.ref)) is not None:
+            if (earlier := earlier_answer()) is not None:
                 return earlier, None
-            answer, unavailable = await self._answer(request)
+            answer, unavailable, rule = await self._answer(request)
         finally:
             self._turn.release()
+        if floor and answer == "always":
+            answer = "allow"
         if standing is not None:
-            standing.remember(request.ref, answer)
+            standing.remember(request.ref, answer, rule)
         return answer, unavailable
 
     async def until_waiting(self, count: int) -> None:
@@ -268,7 +372,7 @@ class PolicyGate:
         while self.waiting < count:
             await self._queue_grew.wait()
 
-    async def _answer(self, request: CapabilityCall) -> tuple[Answer, str | None]:
+    async def _answer(self, request: CapabilityCall) -> tuple[Answer, str | None, Any]:
         from ..contract.asking import UNAVAILABLE_REASON_CHARS, Unavailable
 
         assert self.approver is not None
@@ -283,12 +387,56 @@ class PolicyGate:
         # is stopped, and an answer after the timeout is no answer.
         await checkpoint_if_cancelled()
         if scope.cancel_called:
-            return "timeout", None
+            return "timeout", None, None
         if failed:
-            return "error", None
+            return "error", None, None
         if isinstance(value, Unavailable):
             from ..contract.redaction import redact_text
 
             reason, _ = redact_text(" ".join(str(value.reason).split())[:UNAVAILABLE_REASON_CHARS])
-            return "absent", reason or None
-        return _approver_answer(value), None
+            return "absent", reason or None, None
+        answer = _approver_answer(value)
+        rule = None
+        if answer == "always" and request.always is not None:
+            # "Always for this pattern": the pattern the person was shown, for the rest of the run.
+            from ..approval.rules import RuleError, parse_rule
+
+            try:
+                rule = parse_rule(request.always, "allow", source="this run")
+            except RuleError:
+                rule = None
+        return answer, None, rule
+
+
+def _segments(view: Any) -> tuple[str, ...]:
+    """Every segment of a shell command in the call, as a person must see them (after ;, &&, ||, |)."""
+    if view is None:
+        return ()
+    out: list[str] = []
+    for script in view.scripts():
+        if script.compound:
+            out.extend(script.shown_segments() or [script.raw])
+    return tuple(out)
+
+
+def _suggest(ref: str, view: Any) -> str | None:
+    """The pattern `a` ("always for this pattern") proposes for this call."""
+    if view is None:
+        return None
+    from ..approval.suggest import suggest_pattern
+
+    return suggest_pattern(ref, view)
+
+
+def host_rules(config: Any, extra: Any = ()) -> dict[str, Any]:
+    """The gate's rules for a host: the config's, then `extra` (the settings'), and the defaults
+    unless switched off. A rule that cannot be read is a ConfigError."""
+    from ..approval.rules import RuleError, RuleSet, parse_rules
+    from ..approval.screen import default_rules
+    from ..errors import ConfigError
+
+    try:
+        rules = RuleSet([*parse_rules(list(config.rules), source="config"), *extra])
+    except RuleError as exc:
+        raise ConfigError(f"Invalid fabric-jev config: {exc}") from None
+    return {"rules": rules, "defaults": default_rules() if config.default_rules else None}

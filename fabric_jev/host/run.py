@@ -114,7 +114,8 @@ class Run:
         self._cancel_requested = False
         self._timers: set[asyncio.TimerHandle] = set()  # pending program.sleep timers (asyncio)
         self._calls = CapabilityCalls(services.calls, program, self.audit, self.budget,
-                                      run_id=self.id, intent=user_text(intent), observation=observation)
+                                      run_id=self.id, intent=user_text(intent), observation=observation,
+                                      input_json=input_json)
 
     # ------------------------------------------------------------------ seen from outside
 

@@ -1,0 +1,664 @@
+"""Permission rules: a capability ref and patterns over its arguments → allow, ask or deny.
+
+Written as Claude Code writes them, with the decision first::
+
+    allow shell.exec(cmd: "pytest *")
+    deny  fs.write(path: "./.env")
+    allow browser.cdp(method: "Runtime.evaluate", params.expression: read-only-script)
+
+The target is a ref (``shell.exec``), a ref pattern (``shell.*``, ``*``) or a
+risk (``execute``). Each ``key: value`` names an argument (``params.url``
+reaches inside ``params``) and a pattern:
+
+- ``cmd`` (any of the command arguments: cmd, command, script, argv, …) is a
+  shell command pattern, matched on parsed words (`fabric_jev.approval.shell`):
+  ``*`` as a word stands for any further words, ``*`` inside a word for any
+  characters, ``npm run test:*`` is Claude Code's spelling of
+  ``npm run test *``. A pattern of one command never matches a compound
+  command (``;``, ``&&``, ``||``, ``|``, ``$(…)``, backticks): only a pattern
+  written for that whole shape does;
+- ``path`` (path, file, dir, cwd, src, dest, …) is a path pattern
+  (`fabric_jev.approval.paths`), matched on normalised paths;
+- any other key is a string pattern (``*`` for any characters), or a JSON
+  number, true, false or null compared as it is;
+- a keyword instead of a pattern: ``inside-tree`` (every path inside the
+  working directory), ``same-origin`` (a URL on an origin the run's input
+  named), ``read-only-script`` (JavaScript that only reads the page,
+  `fabric_jev.approval.scripts`), ``any`` (present, any value).
+
+An allow rule must match every value it reads (every path, every command of
+the shape, no expansion under a wildcard); a deny or ask rule matches when
+any does, wrappers (``sudo``, ``env X=1``, ``bash -c "…"``) and nested
+commands included. Pure code: the host passes the working directory, the
+home folder and, to resolve symlinks, a function.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from ..contract.policy import RISKS
+from . import paths as _paths
+from . import shell as _shell
+
+Decision = Literal["allow", "ask", "deny"]
+DECISIONS: tuple[Decision, ...] = get_args(Decision)
+KEYWORDS = frozenset({"inside-tree", "same-origin", "read-only-script", "any"})
+
+#: The arguments each facet reads, at the top level or inside params/args/arguments/input.
+COMMAND_KEYS = ("cmd", "command", "commandLine", "command_line", "script", "shellCommand",
+                "shell_command", "argv")
+PATH_KEYS = ("path", "paths", "file", "files", "filePath", "file_path", "filename", "fileName", "dir",
+             "directory", "cwd", "workdir", "src", "source", "dest", "destination", "from", "to",
+             "target_file", "targetFile")
+URL_KEYS = ("url", "uri", "href", "endpoint")
+SQL_KEYS = ("sql", "query", "statement")
+_NESTS = ("params", "args", "arguments", "input")
+FACETS = {"cmd": COMMAND_KEYS, "path": PATH_KEYS, "url": URL_KEYS, "sql": SQL_KEYS}
+
+MAX_RULES = 1_000
+MAX_RULE_CHARS = 2_000
+
+
+class RuleError(ValueError):
+    """A rule that cannot be read; the message says where."""
+
+
+# ---------------------------------------------------------------------------- a call, as rules read it
+
+
+@dataclass(slots=True)
+class RuleContext:
+    """Where the call runs: the working directory, the home folder, the run's origins."""
+
+    cwd: str
+    home: str
+    origins: frozenset[str] = frozenset()
+    #: Resolves symlinks (os.path.realpath on the host); None keeps paths lexical.
+    resolve: Callable[[str], str] | None = None
+
+    @property
+    def where(self) -> _paths.Where:
+        return _paths.Where(self.cwd, self.home)
+
+    @property
+    def known(self) -> _shell.Known:
+        return _shell.Known(self.home, self.cwd)
+
+
+@dataclass(slots=True)
+class CallView:
+    """One capability call's arguments, read once per facet whatever the number of rules."""
+
+    ref: str
+    risk: str
+    arguments: Any
+    context: RuleContext
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    def values(self, keys: Sequence[str]) -> list[Any]:
+        args = self.arguments
+        if not isinstance(args, Mapping):
+            return []
+        out = [args[k] for k in keys if k in args]
+        for nest in _NESTS:
+            inner = args.get(nest)
+            if isinstance(inner, Mapping):
+                out.extend(inner[k] for k in keys if k in inner)
+        return out
+
+    def get(self, dotted: str) -> tuple[bool, Any]:
+        value = self.arguments
+        for part in dotted.split("."):
+            if not isinstance(value, Mapping) or part not in value:
+                return False, None
+            value = value[part]
+        return True, value
+
+    def scripts(self) -> list[_shell.Script]:
+        """The commands in the call (a string is parsed by the shell grammar; a list is an argv)."""
+        if "scripts" not in self._cache:
+            out = []
+            for value in self.values(COMMAND_KEYS):
+                if isinstance(value, str):
+                    out.append(_shell.parse(value, self.context.known))
+                elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+                    out.append(_shell.parse_argv(list(value), self.context.known))
+            self._cache["scripts"] = out
+        result: list[_shell.Script] = self._cache["scripts"]
+        return result
+
+    def paths(self) -> list[tuple[str, str] | None]:
+        """Each path argument as (lexical, real); None for one that cannot be known."""
+        if "paths" not in self._cache:
+            out: list[tuple[str, str] | None] = []
+            for value in self.values(PATH_KEYS):
+                items = value if isinstance(value, list) else [value]
+                for item in items:
+                    out.append(self.path(item) if isinstance(item, str) else None)
+            self._cache["paths"] = out
+        result: list[tuple[str, str] | None] = self._cache["paths"]
+        return result
+
+    def path(self, text: str) -> tuple[str, str] | None:
+        lexical = _paths.normalise(text, self.context.where)
+        if lexical is None:
+            return None
+        resolve = self.context.resolve
+        real = lexical
+        if resolve is not None:
+            try:
+                real = resolve(lexical)
+            except (OSError, ValueError):
+                real = lexical
+        return lexical, real
+
+    def strings(self, keys: Sequence[str]) -> list[str]:
+        out = []
+        for value in self.values(keys):
+            if isinstance(value, str):
+                out.append(value)
+            elif isinstance(value, list):
+                out.extend(v for v in value if isinstance(v, str))
+        return out
+
+
+# ---------------------------------------------------------------------------- patterns
+
+
+class _Matcher:
+    """One `key: pattern` of a rule."""
+
+    key: str
+    shown: str
+
+    def strict(self, view: CallView) -> bool:  # allow rules: every value matches
+        raise NotImplementedError
+
+    def loose(self, view: CallView) -> bool:  # ask and deny rules: some value matches
+        raise NotImplementedError
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")) + r"\Z", re.DOTALL)
+
+
+@dataclass(slots=True)
+class _CommandMatcher(_Matcher):
+    key: str
+    shown: str
+    pattern: _shell.Script
+    #: Each pattern segment as (word regexes or None for a trailing/inner `*` word).
+    segments: list[list[re.Pattern[str] | None]]
+
+    @classmethod
+    def make(cls, key: str, text: str) -> _CommandMatcher:
+        source = re.sub(r":\*(?=\s*(?:$|[;&|]))", " *", text)  # npm run test:* → npm run test *
+        script = _shell.parse(source)
+        if not script.plain:
+            raise RuleError(f"the command pattern {text!r} has {', '.join(script.unusual) or 'no command'}; "
+                            "write a plain command (words joined by ;, &&, ||, |)")
+        segments = []
+        for segment in script.segments:
+            words: list[re.Pattern[str] | None] = []
+            for word in segment.words:
+                words.append(None if word.text == "*" else _glob_regex(word.text))
+            segments.append(words)
+        return cls(key, f"{key}: {json.dumps(text)}", script, segments)
+
+    def strict(self, view: CallView) -> bool:
+        scripts = view.scripts() if self.key in FACETS else self._own(view)
+        return bool(scripts) and all(self._shape(s) for s in scripts)
+
+    def _own(self, view: CallView) -> list[_shell.Script]:
+        found, value = view.get(self.key)
+        if not found:
+            return []
+        if isinstance(value, str):
+            return [_shell.parse(value, view.context.known)]
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return [_shell.parse_argv(list(value), view.context.known)]
+        return []
+
+    def _shape(self, script: _shell.Script) -> bool:
+        if not script.plain or script.operators != self.pattern.operators:
+            return False
+        if len(script.segments) != len(self.segments):
+            return False
+        for segment, pattern, pat_seg in zip(script.segments, self.segments, self.pattern.segments, strict=True):
+            if segment.assignments != pat_seg.assignments:
+                return False
+            if _shown_redirects(segment) != _shown_redirects(pat_seg):
+                return False
+            if not _words_match(segment.words, pattern, strict=True):
+                return False
+        return True
+
+    def loose(self, view: CallView) -> bool:
+        scripts = view.scripts() if self.key in FACETS else self._own(view)
+        for script in scripts:
+            if len(self.segments) > 1:
+                if self._shape(script):
+                    return True
+                continue
+            if any(_words_match(c.words, self.segments[0], strict=False) for c in script.commands):
+                return True
+        return False
+
+
+def _shown_redirects(segment: _shell.Simple) -> tuple[tuple[str, str], ...]:
+    return tuple((r.operator, r.target.text) for r in segment.redirects
+                 if not (r.operator.endswith(">&") or r.target.text in _shell.HARMLESS_TARGETS))
+
+
+def _words_match(words: Sequence[_shell.Word], pattern: Sequence[re.Pattern[str] | None], *, strict: bool) -> bool:
+    """Words against pattern words; None in the pattern is `*` (zero or more words).
+
+    Strict (allow): a dynamic word matches only a pattern word of the same text, never a
+    wildcard. Loose (deny, ask): a dynamic word matches any wildcard, and the program is
+    compared by its name (/usr/bin/rm is rm)."""
+    def word_ok(word: _shell.Word, regex: re.Pattern[str], first: bool) -> bool:
+        if not word.literal:
+            if strict:
+                return regex.pattern == re.escape(word.text) + r"\Z"
+            value = word.expanded
+            return (value is not None and regex.match(value) is not None) or regex.pattern == r".*\Z"
+        text = word.text
+        if first and not strict:
+            text = _shell.basename(text) or text
+        return regex.match(text) is not None
+
+    def go(i: int, j: int) -> bool:
+        if j == len(pattern):
+            return i == len(words)
+        regex = pattern[j]
+        if regex is None:
+            if j == len(pattern) - 1:
+                return strict is False or all(w.literal for w in words[i:])
+            for k in range(i, len(words) + 1):
+                if (not strict or all(w.literal for w in words[i:k])) and go(k, j + 1):
+                    return True
+            return False
+        return i < len(words) and word_ok(words[i], regex, i == 0) and go(i + 1, j + 1)
+
+    return go(0, 0)
+
+
+@dataclass(slots=True)
+class _PathMatcher(_Matcher):
+    key: str
+    shown: str
+    text: str
+
+    def _paths(self, view: CallView) -> list[tuple[str, str] | None]:
+        if self.key in FACETS:
+            return view.paths()
+        found, value = view.get(self.key)
+        if not found:
+            return []
+        items = value if isinstance(value, list) else [value]
+        return [view.path(v) if isinstance(v, str) else None for v in items]
+
+    def strict(self, view: CallView) -> bool:
+        pattern = _paths.compile_path_pattern(self.text, view.context.where)
+        found = self._paths(view)
+        return bool(found) and all(p is not None and pattern.matches(p[0]) and pattern.matches(p[1])
+                                   for p in found)
+
+    def loose(self, view: CallView) -> bool:
+        pattern = _paths.compile_path_pattern(self.text, view.context.where)
+        return any(p is not None and (pattern.matches(p[0]) or pattern.matches(p[1]))
+                   for p in self._paths(view))
+
+
+@dataclass(slots=True)
+class _ValueMatcher(_Matcher):
+    key: str
+    shown: str
+    regex: re.Pattern[str] | None
+    literal: Any = None
+
+    def _values(self, view: CallView) -> list[Any]:
+        if self.key in FACETS:
+            return view.values(FACETS[self.key])
+        found, value = view.get(self.key)
+        return [value] if found else []
+
+    def _one(self, value: Any) -> bool:
+        if self.regex is None:
+            return bool(value == self.literal and type(value) is type(self.literal))
+        return isinstance(value, str) and self.regex.match(value) is not None
+
+    def strict(self, view: CallView) -> bool:
+        values = self._values(view)
+        return bool(values) and all(self._one(v) for v in values)
+
+    def loose(self, view: CallView) -> bool:
+        return any(self._one(v) for v in self._values(view))
+
+
+@dataclass(slots=True)
+class _KeywordMatcher(_Matcher):
+    key: str
+    shown: str
+    keyword: str
+
+    def _values(self, view: CallView) -> list[Any]:
+        if self.key in FACETS:
+            return view.values(FACETS[self.key])
+        found, value = view.get(self.key)
+        return [value] if found else []
+
+    def _one(self, view: CallView, value: Any) -> bool:
+        kind = self.keyword
+        if kind == "any":
+            return True
+        if kind == "same-origin":
+            return isinstance(value, str) and origin_of(value) in view.context.origins
+        if kind == "read-only-script":
+            from .scripts import reads_only
+
+            return isinstance(value, str) and reads_only(value)
+        if kind == "inside-tree":
+            if not isinstance(value, str):
+                return False
+            found = view.path(value)
+            return found is not None and all(_paths.inside(p, view.context.cwd) for p in found)
+        return False
+
+    def strict(self, view: CallView) -> bool:
+        values = self._values(view)
+        return bool(values) and all(self._one(view, v) for v in values)
+
+    def loose(self, view: CallView) -> bool:
+        return any(self._one(view, v) for v in self._values(view))
+
+
+def origin_of(url: str) -> str | None:
+    """scheme://host[:port] of an http(s) URL, lower-cased; None for anything else."""
+    match = re.match(r"(https?)://([^/?#@\s]+)(?:[/?#]|\Z)", url, re.IGNORECASE)
+    return f"{match.group(1)}://{match.group(2)}".lower() if match else None
+
+
+def _matcher(key: str, value: Any, keyword: str | None) -> _Matcher:
+    if keyword is not None:
+        if keyword not in KEYWORDS:
+            raise RuleError(f"unknown keyword {keyword!r} for {key}; expected a quoted pattern or one of "
+                            f"{', '.join(sorted(KEYWORDS))}")
+        return _KeywordMatcher(key, f"{key}: {keyword}", keyword)
+    if not isinstance(value, str):
+        return _ValueMatcher(key, f"{key}: {json.dumps(value)}", None, value)
+    leaf = key.rsplit(".", 1)[-1]
+    if key == "cmd" or leaf in COMMAND_KEYS:
+        return _CommandMatcher.make(key, value)
+    if key == "path" or leaf in PATH_KEYS:
+        return _PathMatcher(key, f"{key}: {json.dumps(value)}", value)
+    return _ValueMatcher(key, f"{key}: {json.dumps(value)}", _glob_regex(value))
+
+
+# ---------------------------------------------------------------------------- rules
+
+
+@dataclass(slots=True)
+class Rule:
+    decision: Decision
+    target: str
+    matchers: tuple[_Matcher, ...]
+    #: Where it was written: "config", "project settings", "user settings", "default rules", "this run".
+    source: str = "config"
+    #: Floor entries this rule lifts (only a rule that names an entry lifts it).
+    lifts: tuple[str, ...] = ()
+    #: For commands: every operand that reads as a path lies inside the working directory.
+    operands_inside: bool = False
+    #: For commands: words that must not appear (patterns, e.g. "-exec", "--output*").
+    without: tuple[re.Pattern[str], ...] = ()
+    note: str | None = None
+
+    @property
+    def pattern(self) -> str:
+        """The rule as written, without its decision: ``shell.exec(cmd: "pytest *")``."""
+        if not self.matchers:
+            return self.target
+        return f"{self.target}({', '.join(m.shown for m in self.matchers)})"
+
+    @property
+    def text(self) -> str:
+        return f"{self.decision} {self.pattern}"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {self.decision: self.pattern}
+        if self.lifts:
+            out["lifts"] = list(self.lifts)
+        if self.operands_inside:
+            out["operands"] = "inside-tree"
+        if self.without:
+            out["without"] = [_unglob(w) for w in self.without]
+        if self.note:
+            out["note"] = self.note
+        return out
+
+    def targets(self, ref: str, risk: str) -> bool:
+        target = self.target
+        if target in (ref, risk):
+            return True
+        return "*" in target and _glob_regex(target).match(ref) is not None
+
+    def matches(self, view: CallView) -> bool:
+        if self.decision == "allow":
+            if not all(m.strict(view) for m in self.matchers):
+                return False
+            return self._commands_ok(view)
+        return all(m.loose(view) for m in self.matchers)
+
+    def _commands_ok(self, view: CallView) -> bool:
+        if not self.operands_inside and not self.without:
+            return True
+        for script in view.scripts():
+            for segment in script.segments:
+                words = segment.words[1:]
+                if self.without and any(w.match(word.text) for word in words for w in self.without):
+                    return False
+                if self.operands_inside and not _operands_inside(words, view):
+                    return False
+        return True
+
+
+def _unglob(regex: re.Pattern[str]) -> str:
+    return re.sub(r"\\(.)", r"\1", regex.pattern.removesuffix(r"\Z").replace(".*", "*"))
+
+
+def _operands_inside(words: Sequence[_shell.Word], view: CallView) -> bool:
+    for word in words:
+        if not word.literal:
+            return False
+        text = word.text
+        if text.startswith("-"):
+            if "=" not in text:
+                continue
+            text = text.split("=", 1)[1]
+            if not text:
+                continue
+        found = view.path(text)
+        if found is None or not all(_paths.inside(p, view.context.cwd) for p in found):
+            return False
+    return True
+
+
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
+_TARGET = re.compile(r"[A-Za-z0-9_*][A-Za-z0-9_.*\-]{0,255}")
+_DECODER = json.JSONDecoder()
+
+
+def parse_rule(text: str, decision: Decision | None = None, *, source: str = "config",
+               lifts: Iterable[str] = (), operands: str | None = None, without: Iterable[str] = (),
+               note: str | None = None) -> Rule:
+    """A rule from its text: ``allow shell.exec(cmd: "pytest *")``, or the pattern alone with
+    `decision` given. RuleError says what is wrong."""
+    if not isinstance(text, str) or not text.strip():
+        raise RuleError("a rule must be a non-empty string")
+    if len(text) > MAX_RULE_CHARS:
+        raise RuleError(f"a rule holds at most {MAX_RULE_CHARS} characters")
+    rest = text.strip()
+    first, _, after = rest.partition(" ")
+    if first in DECISIONS:
+        if decision is not None and decision != first:
+            raise RuleError(f"the rule {text!r} says {first} under {decision}")
+        decision, rest = first, after.strip()
+    if decision is None:
+        raise RuleError(f"the rule {text!r} must start with allow, ask or deny")
+    target_match = _TARGET.match(rest)
+    if target_match is None:
+        raise RuleError(f"the rule {text!r} must name a capability ref, a ref pattern (shell.*) or a risk")
+    target = target_match.group(0)
+    if "*" not in target and "." not in target and target not in RISKS:
+        raise RuleError(f"{target!r} is neither a capability ref (such as shell.exec) nor a risk "
+                        f"({', '.join(RISKS)})")
+    rest = rest[target_match.end():].strip()
+    matchers: list[_Matcher] = []
+    if rest:
+        if not rest.startswith("(") or not rest.endswith(")"):
+            raise RuleError(f"in {text!r}: after {target} comes (key: \"pattern\", ...) or nothing")
+        matchers = _arguments(rest[1:-1], text)
+    if decision == "allow" and operands not in (None, "inside-tree"):
+        raise RuleError(f"operands must be \"inside-tree\" (in {text!r})")
+    try:
+        without_rx = tuple(_glob_regex(w) for w in without)
+        lifted = tuple(str(x) for x in lifts)
+    except TypeError:
+        raise RuleError(f"lifts and without must be lists of strings (in {text!r})") from None
+    return Rule(decision, target, tuple(matchers), source, lifted, operands == "inside-tree", without_rx, note)
+
+
+def _arguments(body: str, text: str) -> list[_Matcher]:
+    out: list[_Matcher] = []
+    i = 0
+    seen: set[str] = set()
+    while True:
+        while i < len(body) and body[i] in " \t":
+            i += 1
+        if i >= len(body):
+            break
+        key_match = _KEY.match(body, i)
+        if key_match is None:
+            raise RuleError(f"in {text!r}: expected an argument name at {body[i:i + 20]!r}")
+        key = key_match.group(0)
+        if key in seen:
+            raise RuleError(f"in {text!r}: {key} is given twice")
+        seen.add(key)
+        i = key_match.end()
+        while i < len(body) and body[i] == " ":
+            i += 1
+        if i >= len(body) or body[i] != ":":
+            raise RuleError(f"in {text!r}: {key} must be followed by ':' and a pattern")
+        i += 1
+        while i < len(body) and body[i] == " ":
+            i += 1
+        keyword = re.match(r"[a-z][a-z\-]*", body[i:])
+        if keyword and keyword.group(0) not in ("true", "false", "null"):
+            out.append(_matcher(key, None, keyword.group(0)))
+            i += keyword.end()
+        else:
+            try:
+                value, end = _DECODER.raw_decode(body, i)
+            except json.JSONDecodeError:
+                raise RuleError(f"in {text!r}: the pattern of {key} must be a quoted string, a JSON literal "
+                                f"or a keyword ({', '.join(sorted(KEYWORDS))})") from None
+            if isinstance(value, dict | list):
+                raise RuleError(f"in {text!r}: the pattern of {key} must be a string or a JSON literal")
+            out.append(_matcher(key, value, None))
+            i = end
+        while i < len(body) and body[i] == " ":
+            i += 1
+        if i < len(body):
+            if body[i] != ",":
+                raise RuleError(f"in {text!r}: expected ',' after the pattern of {key}")
+            i += 1
+    return out
+
+
+def parse_rules(raw: Any, *, source: str) -> tuple[Rule, ...]:
+    """A list of rule objects (`{"allow": "ref(…)", "lifts"?, "operands"?, "without"?, "note"?}`) or strings."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise RuleError(f"the {source} rules must be a list")
+    if len(raw) > MAX_RULES:
+        raise RuleError(f"the {source} rules hold at most {MAX_RULES} entries")
+    out = []
+    for n, item in enumerate(raw, start=1):
+        where = f"{source} rule {n}"
+        try:
+            out.append(_rule_of(item, source))
+        except RuleError as exc:
+            raise RuleError(f"{where}: {exc}") from None
+    return tuple(out)
+
+
+def _rule_of(item: Any, source: str) -> Rule:
+    if isinstance(item, str):
+        return parse_rule(item, source=source)
+    if not isinstance(item, dict):
+        raise RuleError("a rule must be an object {\"allow\"|\"ask\"|\"deny\": \"ref(...)\"} or a string")
+    decisions = [d for d in DECISIONS if d in item]
+    unknown = set(item) - {*DECISIONS, "lifts", "operands", "without", "note", "from"}
+    if len(decisions) != 1 or unknown:
+        raise RuleError("a rule holds exactly one of allow, ask, deny"
+                        + (f" (unknown keys: {', '.join(sorted(map(str, unknown)))})" if unknown else ""))
+    decision = decisions[0]
+    lifts, without, note = item.get("lifts", []), item.get("without", []), item.get("note")
+    if not isinstance(lifts, list) or not isinstance(without, list) or not (note is None or isinstance(note, str)):
+        raise RuleError("lifts and without are lists of strings, note a string")
+    kept = item.get("from", source)  # where the command line found it: "project settings (PATH)", ...
+    return parse_rule(item[decision], decision, source=str(kept), lifts=lifts, operands=item.get("operands"),
+                      without=without, note=note)
+
+
+# ---------------------------------------------------------------------------- a set of rules
+
+
+@dataclass(frozen=True, slots=True)
+class RuleMatch:
+    decision: Decision
+    rule: Rule
+
+
+class RuleSet:
+    """Rules indexed by target, so a call reads only the rules that can concern it."""
+
+    def __init__(self, rules: Iterable[Rule] = ()) -> None:
+        self.rules: list[Rule] = []
+        self._by_target: dict[str, list[Rule]] = {}
+        self._patterned: list[Rule] = []
+        for rule in rules:
+            self.add(rule)
+
+    def add(self, rule: Rule) -> None:
+        self.rules.append(rule)
+        if "*" in rule.target:
+            self._patterned.append(rule)
+        else:
+            self._by_target.setdefault(rule.target, []).append(rule)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def candidates(self, ref: str, risk: str) -> list[Rule]:
+        by = self._by_target
+        found = [*by.get(ref, ()), *by.get(risk, ()), *(r for r in self._patterned if r.targets(ref, risk))]
+        return found
+
+    def first(self, decision: Decision, view: CallView, candidates: Sequence[Rule] | None = None) -> Rule | None:
+        for rule in candidates if candidates is not None else self.candidates(view.ref, view.risk):
+            if rule.decision == decision and rule.matches(view):
+                return rule
+        return None
+
+    def lifting(self, entry: str, view: CallView, candidates: Sequence[Rule]) -> Rule | None:
+        for rule in candidates:
+            if rule.decision == "allow" and entry in rule.lifts and rule.matches(view):
+                return rule
+        return None
