@@ -9,6 +9,7 @@ event that commits the click) to the approver.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,18 +58,68 @@ async def test_the_click_happens_only_after_the_approver_allows_it(chromium: Lau
     env = await run_example(chromium, url, approver)
     assert env.result == {"clicked": "Accept", "before": "Pending", "after": "Accepted", "verified": True,
                           "confidence": 0.92, "reason": None}
-    # Observation calls, the move and the release were allowed by the classifier; the press
-    # went to the approver.
+    # The press went to the approver, and nothing else did.
     assert [(r.arguments["method"], r.arguments["params"]["type"]) for r in asked] == [
         ("Input.dispatchMouseEvent", "mousePressed")]
     assert all(r.ref == "browser.cdp" and r.risk == "execute" and r.policy == "auto" for r in asked)
     assert all(r.classifier is not None and r.classifier.decision == "ask" for r in asked)
+    assert asked[0].asked_because is not None and asked[0].asked_because.startswith("the classifier: safe 0.20 < 0.50")
     decisions = cdp_decisions(env)
     assert decisions.count(("browser.cdp", "approver", True)) == 1
-    assert ("browser.cdp", "classifier", True) in decisions
-    assert all(a["probability"] in (0.95, 0.2) for a in env.approvals if a["ref"] == "browser.cdp")
+    # The reading calls, the move and the release were allowed by the browser's default rules:
+    # only the press reached the classifier.
+    assert ("browser.cdp", "rule", True) in decisions and ("browser.cdp", "classifier", True) not in decisions
+    assert [a["probability"] for a in env.approvals if "probability" in a] == [0.2]
     # The program asked Jev once (a read, allowed by policy) before it acted.
     assert env.evaluations == 1 and ("jev.evaluate", "policy", True) in decisions
+
+
+async def test_one_click_asks_once_when_the_classifier_allows_nothing(chromium: Launched, pages: Pages,
+                                                                     tmp_path: Path) -> None:
+    """The classifier is unsure of every call (as the offline evaluator is of every execute call):
+    the browser's default rules still let the reading calls through (connect, an about:blank tab,
+    attach, the run's own page, read-only Runtime.evaluate, the move and the release), so one
+    click is one question. Each decision names the default rule that made it."""
+    url = pages.add("/terms.html", (EXAMPLE / "terms.html").read_text())
+    fixture = load("fixture.json")
+    fixture["answers"]["safe"] = {"noul": 0.2}
+    fixture["rules"] = []
+    (tmp_path / "unsure.json").write_text(json.dumps(fixture))
+    config = load("config.json")
+    settings = {**config["connectors"]["browser"], "wsUrl": chromium.ws_url}
+    asked: list[CapabilityCall] = []
+
+    async def approver(request: CapabilityCall) -> str:
+        asked.append(request)
+        return "allow"
+
+    async with JevHost(HostConfig(approvals=config["approvals"]),
+                       evaluator=FixtureEvaluator.from_file(tmp_path / "unsure.json"), approver=approver) as host:
+        host.add_connector(BrowserConnector(settings))
+        env = await host.run(load("program.json"), {**load("input.json"), "url": url},
+                             intent="Accept the terms of service on the page")
+    assert env.result["clicked"] == "Accept" and env.result["verified"] is True
+    assert [(r.arguments["method"], r.arguments["params"]["type"]) for r in asked] == [
+        ("Input.dispatchMouseEvent", "mousePressed")]
+    rules = {a["rule"] for a in env.approvals if a["decidedBy"] == "rule"}
+    assert rules == {
+        "allow browser.connect",
+        'allow browser.cdp(method: "Target.createTarget", params.url: "about:blank")',
+        'allow browser.cdp(method: "Target.attachToTarget")',
+        'allow browser.cdp(method: "Page.navigate", params.url: same-origin)',
+        'allow browser.cdp(method: "Runtime.evaluate", params.expression: read-only-script)',
+        'allow browser.cdp(method: "Input.dispatchMouseEvent", params.type: "mouseMoved")',
+        'allow browser.cdp(method: "Input.dispatchMouseEvent", params.type: "mouseReleased")',
+        'allow browser.cdp(method: "Target.closeTarget")'}
+    assert all(a["ruleSource"] == "default rules" for a in env.approvals if a["decidedBy"] == "rule")
+    # Without the default rules, every CDP call is a question (six kinds of them here).
+    asked.clear()
+    async with JevHost(HostConfig(approvals=config["approvals"], default_rules=False),
+                       evaluator=FixtureEvaluator.from_file(tmp_path / "unsure.json"), approver=approver) as host:
+        host.add_connector(BrowserConnector(settings))
+        await host.run(load("program.json"), {**load("input.json"), "url": url},
+                       intent="Accept the terms of service on the page")
+    assert len(asked) > 6
 
 
 async def test_a_denied_click_is_not_sent_and_shows_in_the_envelope(chromium: Launched, pages: Pages) -> None:
@@ -112,8 +163,10 @@ def test_from_the_terminal_one_answer_approves_the_click(
     assert code == 0, screen
     assert env["result"] == {"clicked": "Accept", "before": "Pending", "after": "Accepted", "verified": True,
                              "confidence": 0.92, "reason": None}
-    assert "program     browser-click" in shown and "capability  browser.cdp (risk execute, policy auto)" in shown
-    assert '"type":"mousePressed"' in shown and "classifier  ask:" in shown
+    assert re.search(r"program +browser-click", shown)
+    assert re.search(r"capability +browser\.cdp \(risk execute, policy auto\)", shown)
+    assert '"type":"mousePressed"' in shown and re.search(r"classifier +ask:", shown)
+    assert re.search(r"asked because +the classifier: safe 0\.20 < 0\.50", shown)
     assert screen.count("[y/a/n/N] ") == 1
     [asked] = [a for a in env["approvals"] if a["decidedBy"] == "approver"]
     assert (asked["ref"], asked["allowed"], asked["approver"]) == ("browser.cdp", True, "terminal")

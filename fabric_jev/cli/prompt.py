@@ -7,7 +7,9 @@ later question of the run). Enter alone denies, and so does the approver
 timeout (`approverTimeoutMs`). An unrecognised answer asks again.
 
 Before each question, input typed ahead is discarded (as Deno does): a key
-pressed before the question was on screen must not answer it. Whatever else
+pressed before the question was on screen must not answer it. After a question
+that ended unanswered, lines arriving within a short guard of the next
+question do not count: they were typed for the question before. Whatever else
 writes to the terminal (progress lines, a rich progress bar) is paused while
 a question is open, through the `pause` hook.
 """
@@ -60,6 +62,7 @@ class TerminalApprover:
         self.pause = pause or nullcontext
         self._one_at_a_time = anyio.Lock()
         self._held: list[str] = []
+        self._unanswered = False  # the last question ended without an answer
         self.asking = False
         self.closed = False
 
@@ -106,13 +109,15 @@ class TerminalApprover:
 
         from ..contract.asking import parse_typed_reply
 
-        self._write(question(call, self.timeout_s, self._columns()))
-        # The question's own prompt must be on screen before an answer counts: wait until the
-        # terminal has it, then drop whatever was typed meanwhile (an answer meant for the
-        # question before, which timed out a moment ago), and for a short guard after that.
-        _drain(self.output)
+        # Keys typed before the question do not answer it. The question's own prompt must be on
+        # screen before an answer counts: when the question before ended unanswered (it timed
+        # out, or its run stopped), an answer typed for it may still be on its way, so lines that
+        # arrive within a short guard of this question being shown do not count either.
         _discard_typeahead(self.input_fd)
+        self._write(question(call, self.timeout_s, self._columns()))
+        _drain(self.output)
         shown_at = time.monotonic()
+        guard = self.answer_guard_s if self._unanswered else 0.0
         answered = False
         try:
             while True:
@@ -122,7 +127,7 @@ class TerminalApprover:
                     answered = True
                     self._write("\n  → denied (standard input closed)\n")
                     return "deny"
-                if time.monotonic() - shown_at < self.answer_guard_s:
+                if time.monotonic() - shown_at < guard:
                     self._write("  (typed before this question was on screen: it does not count) "
                                 "[y/a/n/N] ")
                     continue
@@ -137,6 +142,7 @@ class TerminalApprover:
                 self._write(f"  → {_CONFIRM[reply].format(ref=_always_of(call))}\n")
                 return reply
         finally:
+            self._unanswered = not answered
             if not answered:  # the approver timeout, or the run stopped
                 self._write("\n  → no answer: denied\n")
 

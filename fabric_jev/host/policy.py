@@ -425,7 +425,8 @@ def _suggest(ref: str, view: Any) -> str | None:
         return None
     from ..approval.suggest import suggest_pattern
 
-    return suggest_pattern(ref, view)
+    pattern = suggest_pattern(ref, view)
+    return None if pattern == ref else pattern  # the bare ref: "always for this ref", as before
 
 
 def host_rules(config: Any, extra: Any = ()) -> dict[str, Any]:
