@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import pty
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -261,3 +261,43 @@ def test_batch_pauses_its_progress_bar_for_each_question(tmp_path: Path) -> None
     lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     results = sorted(str(line["result"]) for line in lines)
     assert results == sorted([str([0.75]), str([DENIED.format("the approver denied it")])])
+
+
+def test_the_question_at_80_columns_wraps_at_word_boundaries(tmp_path: Path) -> None:
+    from rich.cells import cell_len
+
+    state = "please summarise the quarterly report for the finance team " * 4
+    with Terminal([sys.executable, "-m", "fabric_jev.cli", "run", *files(tmp_path, 1, state=state)],
+                  env={**os.environ, "FABRIC_JEV_HOME": str(tmp_path / "home")}, columns=80) as term:
+        shown = term.expect(QUESTION)
+        term.type("n\n")
+        term.finish()
+    block = shown[shown.index("fabric-jev: a program asks"):].replace("\r\n", "\n").split("\n")
+    assert all(cell_len(row) < 80 for row in block), block
+    words = set(state.split()) | {"question", "allows", "without", "asking;", "every", "later"}
+    for row in block:
+        tokens = row.split()
+        if tokens:  # no word is cut at a row's end (JSON punctuation aside)
+            last = tokens[-1].strip('",{}:[]')
+            assert not last or any(last == w or last.endswith(w) or w.startswith(last) is False for w in words)
+    joined = " ".join(" ".join(block).split())
+    assert "N = no to every later question of this run" in joined
+    assert "asked because the read policy is ask" in joined
+
+
+def test_a_late_answer_does_not_land_on_the_next_question(tmp_path: Path) -> None:
+    """The first question times out; the `a` typed for it arrives as the second is shown. Before:
+    it answered the second ("always"), allowing a call the person never saw. Now a line that
+    arrives within the guard after an unanswered question does not count."""
+    args = files(tmp_path, 2, timeout_ms=1500)
+    with Terminal([sys.executable, "-m", "fabric_jev.cli", "run", *args],
+                  env={**os.environ, "FABRIC_JEV_HOME": str(tmp_path / "home"),
+                       "FABRIC_JEV_ANSWER_GUARD_MS": "5000"}) as term:
+        term.expect("→ no answer: denied")
+        term.expect(QUESTION)  # the second question, shown a moment after the first timed out
+        term.type("a\n")  # the answer the person was typing for the first
+        code, envelope, screen = term.finish()
+    assert code == 0
+    assert "typed before this question was on screen: it does not count" in screen
+    assert [(a["allowed"], a["reason"]) for a in envelope["approvals"]] == [
+        (False, "the approver did not answer in time"), (False, "the approver did not answer in time")]

@@ -245,7 +245,8 @@ class _CommandMatcher(_Matcher):
                 if self._shape(script):
                     return True
                 continue
-            if any(_words_match(c.words, self.segments[0], strict=False) for c in script.commands):
+            if any(_words_match(c.words, self.segments[0], strict=False, home=view.context.home)
+                   for c in script.commands):
                 return True
         return False
 
@@ -255,7 +256,8 @@ def _shown_redirects(segment: _shell.Simple) -> tuple[tuple[str, str], ...]:
                  if not (r.operator.endswith(">&") or r.target.text in _shell.HARMLESS_TARGETS))
 
 
-def _words_match(words: Sequence[_shell.Word], pattern: Sequence[re.Pattern[str] | None], *, strict: bool) -> bool:
+def _words_match(words: Sequence[_shell.Word], pattern: Sequence[re.Pattern[str] | None], *, strict: bool,
+                 home: str = "") -> bool:
     """Words against pattern words; None in the pattern is `*` (zero or more words).
 
     Strict (allow): a dynamic word matches only a pattern word of the same text, never a
@@ -266,6 +268,9 @@ def _words_match(words: Sequence[_shell.Word], pattern: Sequence[re.Pattern[str]
             if strict:
                 return regex.pattern == re.escape(word.text) + r"\Z"
             value = word.expanded
+            if value is not None and home and value.startswith(home + "/") \
+                    and regex.match("~" + value[len(home):]) is not None:  # "$HOME"/x is ~/x
+                return True
             return (value is not None and regex.match(value) is not None) or regex.pattern == r".*\Z"
         text = word.text
         if first and not strict:
