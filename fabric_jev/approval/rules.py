@@ -39,6 +39,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal, get_args
 
 from ..contract.policy import RISKS
@@ -183,6 +184,11 @@ class _Matcher:
         raise NotImplementedError
 
 
+@lru_cache(maxsize=4096)
+def _target_regex(pattern: str) -> re.Pattern[str]:
+    return _glob_regex(pattern)
+
+
 def _glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(".*".join(re.escape(part) for part in pattern.split("*")) + r"\Z", re.DOTALL)
 
@@ -212,7 +218,16 @@ class _CommandMatcher(_Matcher):
 
     def strict(self, view: CallView) -> bool:
         scripts = view.scripts() if self.key in FACETS else self._own(view)
-        return bool(scripts) and all(self._shape(s) for s in scripts)
+        if not scripts:
+            return False
+        # The first word decides most rules at once (many rules, one call: ls, git, pytest, ...).
+        head = self.pattern.segments[0].words[0].text if self.pattern.segments[0].words else ""
+        if "*" not in head:
+            for script in scripts:
+                words = script.segments[0].words if script.segments else ()
+                if not words or words[0].text != head:
+                    return False
+        return all(self._shape(s) for s in scripts)
 
     def _own(self, view: CallView) -> list[_shell.Script]:
         found, value = view.get(self.key)
@@ -424,6 +439,11 @@ class Rule:
     note: str | None = None
 
     @property
+    def on_command(self) -> bool:
+        """Whether the rule reads the call's command facet (and so cannot match a call without one)."""
+        return any(m.key == "cmd" for m in self.matchers)
+
+    @property
     def pattern(self) -> str:
         """The rule as written, without its decision: ``shell.exec(cmd: "pytest *")``."""
         if not self.matchers:
@@ -450,7 +470,7 @@ class Rule:
         target = self.target
         if target in (ref, risk):
             return True
-        return "*" in target and _glob_regex(target).match(ref) is not None
+        return "*" in target and _target_regex(target).match(ref) is not None
 
     def matches(self, view: CallView) -> bool:
         if self.decision == "allow":
@@ -638,11 +658,14 @@ class RuleSet:
         self.rules: list[Rule] = []
         self._by_target: dict[str, list[Rule]] = {}
         self._patterned: list[Rule] = []
+        #: The rules that can concern each (ref, risk), worked out once.
+        self._candidates: dict[tuple[str, str], list[Rule]] = {}
         for rule in rules:
             self.add(rule)
 
     def add(self, rule: Rule) -> None:
         self.rules.append(rule)
+        self._candidates.clear()
         if "*" in rule.target:
             self._patterned.append(rule)
         else:
@@ -652,13 +675,25 @@ class RuleSet:
         return len(self.rules)
 
     def candidates(self, ref: str, risk: str) -> list[Rule]:
-        by = self._by_target
-        found = [*by.get(ref, ()), *by.get(risk, ()), *(r for r in self._patterned if r.targets(ref, risk))]
+        found = self._candidates.get((ref, risk))
+        if found is None:
+            by = self._by_target
+            found = [*by.get(ref, ()), *by.get(risk, ()), *(r for r in self._patterned if r.targets(ref, risk))]
+            if len(self._candidates) < 4096:
+                self._candidates[(ref, risk)] = found
         return found
 
     def first(self, decision: Decision, view: CallView, candidates: Sequence[Rule] | None = None) -> Rule | None:
+        has_command: bool | None = None
         for rule in candidates if candidates is not None else self.candidates(view.ref, view.risk):
-            if rule.decision == decision and rule.matches(view):
+            if rule.decision != decision:
+                continue
+            if rule.on_command:  # a command rule on a call without a command: skipped unread
+                if has_command is None:
+                    has_command = bool(view.scripts())
+                if not has_command:
+                    continue
+            if rule.matches(view):
                 return rule
         return None
 
