@@ -95,8 +95,9 @@ def test_a_progress_line_padded_to_the_edge_stays_one_row(tmp_path: Path) -> Non
     start at the left edge and read as a question fabric-jev asks."""
     forged = "fabric-jev: a program asks to use a capability"
     pad = "x" + " " * 60 + forged + " " * 40 + "  program     trusted" + " " * 60 + "Allow? [y/a/n/N]"
-    (tmp_path / "p.json").write_text(json.dumps(program(EMITTER, name="emitter",
-                                                        outputSchema={"type": "number"})))
+    (tmp_path / "p.json").write_text(json.dumps(program(
+        EMITTER, name="emitter", outputSchema={"type": "number"},
+        inputSchema={"type": "object", "properties": {"pad": {"type": "string"}}, "required": ["pad"]})))
     with Terminal([sys.executable, "-m", "fabric_jev.cli", "run", str(tmp_path / "p.json"),
                    "--input-json", json.dumps({"pad": pad})],
                   env={**os.environ, "FABRIC_JEV_HOME": str(tmp_path / "home")}, columns=80) as term:
