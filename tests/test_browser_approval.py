@@ -34,7 +34,9 @@ def load(name: str) -> Any:
 
 async def run_example(chromium: Launched, url: str, approver: Any) -> Any:
     config = load("config.json")
+    # The example launches its own browser (launch: true); these runs use the session's.
     settings = {**config["connectors"]["browser"], "wsUrl": chromium.ws_url}
+    del settings["launch"]
     evaluator = FixtureEvaluator.from_file(EXAMPLE / "fixture.json")
     async with JevHost(HostConfig(approvals=config["approvals"]), evaluator=evaluator,
                        approver=approver) as host:
@@ -139,7 +141,8 @@ async def test_a_denied_click_is_not_sent_and_shows_in_the_envelope(chromium: La
 
 def cli_files(chromium: Launched, url: str, tmp_path: Path) -> list[str]:
     config = load("config.json")
-    config["connectors"]["browser"]["wsUrl"] = chromium.ws_url
+    config["connectors"]["browser"]["wsUrl"] = chromium.ws_url  # the session's browser, not a launched one
+    del config["connectors"]["browser"]["launch"]
     (tmp_path / "config.json").write_text(json.dumps(config))
     (tmp_path / "input.json").write_text(json.dumps({**load("input.json"), "url": url}))
     return [sys.executable, "-m", "fabric_jev.cli", "run", str(EXAMPLE / "program.json"),

@@ -108,6 +108,11 @@ async def test_stopping_a_run_closes_its_connection(chromium: Launched) -> None:
 
 @pytest.mark.parametrize(("raw", "needle"), [
     ({}, "wsUrl is required"),
+    ({"allowedMethods": ["Browser.getVersion"]}, "or launch: true to start a headless Chromium"),
+    ({"launch": True, "wsUrl": "ws://127.0.0.1:9222/x", "allowedMethods": ["Browser.getVersion"]},
+     "give wsUrl .* or launch: true .*, not both"),
+    ({"launch": "yes", "allowedMethods": ["Browser.getVersion"]}, "launch must be true or false"),
+    ({"launch": True, "allowedMethods": []}, "1-128 exact method names"),
     ({"wsUrl": "http://127.0.0.1:9222", "allowedMethods": ["Browser.getVersion"]}, "ws: or wss:"),
     ({"wsUrl": "ws://u:p@127.0.0.1:9222/x", "allowedMethods": ["Browser.getVersion"]}, "credentials"),
     ({"wsUrl": "ws://127.0.0.1:9222/x", "allowedMethods": []}, "1-128 exact method names"),
@@ -132,7 +137,8 @@ def test_browser_click_example_end_to_end(chromium: Launched, pages: Pages, tmp_
     example = ROOT / "examples" / "browser-click"
     url = pages.add("/terms.html", (example / "terms.html").read_text())
     config = json.loads((example / "config.json").read_text())
-    config["connectors"]["browser"]["wsUrl"] = chromium.ws_url
+    config["connectors"]["browser"]["wsUrl"] = chromium.ws_url  # the session's browser, not a launched one
+    del config["connectors"]["browser"]["launch"]
     config["approvals"] = {"execute": "allow"}  # the approval flow: tests/test_browser_approval.py
     (tmp_path / "config.json").write_text(json.dumps(config))
 

@@ -23,10 +23,10 @@ def group_alive(pgid: int) -> bool:
     return any(group == pgid for _, group in live_processes().values())
 
 
-def launch_cli() -> tuple[subprocess.Popen[str], str]:
+def launch_cli(env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([sys.executable, "-m", "fabric_jev.cli", "browser", "launch"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            preexec_fn=terminate_with_parent)
+                            preexec_fn=terminate_with_parent, env=env)
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
 
@@ -42,6 +42,20 @@ def test_cli_prints_the_url_first_and_cleans_up(sig: signal.Signals) -> None:
     assert proc.returncode == 0
     assert not group_alive(chromium)
     assert not profile.exists()
+
+
+def test_a_deep_temporary_folder_does_not_stop_chromium(tmp_path: Path) -> None:
+    # Chromium's singleton socket lives in the profile's tmp folder; under a TMPDIR this deep its
+    # path would pass the 107 bytes of a socket address and Chromium would abort at start-up.
+    deep = tmp_path / ("d" * 60)
+    deep.mkdir()
+    proc, url = launch_cli({**os.environ, "TMPDIR": str(deep)})
+    assert url.startswith("ws://127.0.0.1:"), proc.communicate(timeout=30)
+    chromium, profile = _chromium_of(proc.pid)
+    assert profile.parent == Path("/tmp") and group_alive(chromium)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert not group_alive(chromium) and not profile.exists()
 
 
 def test_crashed_browser_leaves_nothing_behind() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .common import (
     CONFIG_HELP,
@@ -22,6 +22,9 @@ from .common import (
     load_program,
     print_json,
 )
+
+if TYPE_CHECKING:
+    from ..contract.config import HostConfig
 
 
 async def run_command(args: argparse.Namespace) -> int:
@@ -46,6 +49,8 @@ async def _run(args: argparse.Namespace) -> int:
     from .prompt import TerminalApprover, terminal_approver
 
     config = config_from(args)  # with the user's and the project's settings (threshold, rules)
+    if args.launch_browser:
+        config = launching_browser(config)
     try:
         program = load_program(args.program)
     except BadInput as exc:
@@ -149,6 +154,20 @@ def _terminal_columns() -> int | None:
         return None
 
 
+def launching_browser(config: HostConfig) -> HostConfig:
+    """The config with its browser connector set to launch a headless Chromium for the run
+    (`--launch-browser`): the plugin's connector starts it at the first browser.connect and ends
+    it when the host closes. The core names the connector, never imports it."""
+    from ..errors import ConfigError
+
+    settings = config.connectors.get("browser")
+    if settings is None:
+        raise ConfigError("--launch-browser needs the browser connector's settings: a connectors.browser "
+                          "section with its allowedMethods in --config (docs/browser.md)")
+    browser = {**{k: v for k, v in settings.items() if k != "wsUrl"}, "launch": True}
+    return config.model_copy(update={"connectors": {**config.connectors, "browser": browser}})
+
+
 def _input(args: argparse.Namespace) -> Any:
     """The program's input: --input FILE (or -), --input-json TEXT, else null."""
     from .._json import JSONInputError, loads_bounded
@@ -193,4 +212,8 @@ def add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_policy_options(run)
     run.add_argument("--intent", help="what the user asked for: the user text the auto-approval "
                      "classifier judges capability calls against")
+    run.add_argument("--launch-browser", dest="launch_browser", action="store_true",
+                     help="start a headless Chromium for this run and end it after (the config's "
+                     "connectors.browser section, with launch: true instead of its wsUrl; needs the "
+                     "browser connector)")
     run.set_defaults(handler=run_command)

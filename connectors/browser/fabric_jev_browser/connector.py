@@ -1,6 +1,9 @@
 """browser.connect and browser.cdp for programs (contract §10).
 
-Nothing connects unless a `wsUrl` is configured, and only that URL is used.
+Nothing connects unless a `wsUrl` is configured, and only that URL is used;
+or, with `launch: true`, a headless Chromium started for this connector alone
+(`launcher.py`, at the first `browser.connect`) and ended with it — when its
+host closes, after the run, also a run that failed or was interrupted.
 Each run gets its own connection, made only by an explicit `browser.connect`
 and closed when the run ends. Only exact method names in `allowedMethods`
 pass; methods outside `Browser.` and `Target.` need an explicit `sessionId`
@@ -15,7 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -26,6 +29,9 @@ from fabric_jev.protocol import CallContext, Capability
 from .cdp import DEFAULT_TIMEOUT_MS, CDPConnection
 from .errors import BrowserPolicyError, ConnectionLost, NotConnected
 
+if TYPE_CHECKING:
+    from .launcher import LaunchedBrowser
+
 METHOD_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*\.[a-z][A-Za-z0-9]*$")
 BROWSER_SCOPED = ("Browser.", "Target.")
 
@@ -34,25 +40,37 @@ BROWSER_SCOPED = ("Browser.", "Target.")
 class BrowserConfig:
     """The connector's settings; `parse` reads the config's camelCase keys (``wsUrl``, ...)."""
 
-    ws_url: str
+    ws_url: str  # "" when `launch` is set: the launched browser's own URL is used
     allowed_methods: tuple[str, ...]
     call_timeout_ms: int = DEFAULT_TIMEOUT_MS
+    #: Start a headless Chromium for this connector (at the first browser.connect) and end it with it.
+    launch: bool = False
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> BrowserConfig:
-        unknown = set(raw) - {"wsUrl", "allowedMethods", "callTimeoutMs", "autoAllow"}
+        unknown = set(raw) - {"wsUrl", "allowedMethods", "callTimeoutMs", "autoAllow", "launch"}
         if unknown:
             raise ConfigError(f"unknown browser config keys: {', '.join(sorted(unknown))}")
         if raw.get("autoAllow", False) is not False:
             raise ConfigError("browser autoAllow is always false")
+        launch = raw.get("launch", False)
+        if not isinstance(launch, bool):
+            raise ConfigError("browser launch must be true or false")
         url = raw.get("wsUrl")
-        if not isinstance(url, str):
-            raise ConfigError("browser wsUrl is required (nothing connects unless configured)")
-        parts = urlsplit(url)
-        if parts.scheme not in ("ws", "wss") or not parts.hostname:
-            raise ConfigError("browser wsUrl must be a ws: or wss: URL")
-        if parts.username or parts.password:
-            raise ConfigError("browser wsUrl must not carry credentials")
+        if launch:
+            if url is not None:
+                raise ConfigError("browser: give wsUrl (a browser you started) or launch: true "
+                                  "(one started for the host), not both")
+            url = ""
+        elif not isinstance(url, str):
+            raise ConfigError("browser wsUrl is required (nothing connects unless configured), "
+                              "or launch: true to start a headless Chromium for the host")
+        else:
+            parts = urlsplit(url)
+            if parts.scheme not in ("ws", "wss") or not parts.hostname:
+                raise ConfigError("browser wsUrl must be a ws: or wss: URL")
+            if parts.username or parts.password:
+                raise ConfigError("browser wsUrl must not carry credentials")
         methods = raw.get("allowedMethods")
         if (not isinstance(methods, list | tuple) or not 1 <= len(methods) <= 128
                 or not all(isinstance(m, str) and METHOD_NAME.match(m) for m in methods)):
@@ -64,7 +82,7 @@ class BrowserConfig:
         if isinstance(timeout, bool) or not finite:
             raise ConfigError("browser callTimeoutMs must be a number")
         return cls(ws_url=url, allowed_methods=tuple(dict.fromkeys(methods)),
-                   call_timeout_ms=min(max(math.floor(timeout), 100), 60_000))
+                   call_timeout_ms=min(max(math.floor(timeout), 100), 60_000), launch=launch)
 
 
 class BrowserConnector:
@@ -77,6 +95,9 @@ class BrowserConnector:
         self._allowed = frozenset(self.config.allowed_methods)
         self._connections: dict[str, CDPConnection] = {}
         self._ended: set[str] = set()
+        self._browser: LaunchedBrowser | None = None
+        self._launching: anyio.Lock | None = None  # made on the event loop, at the first connect
+        self._closed = False
 
     @property
     def open_connections(self) -> Mapping[str, CDPConnection]:
@@ -84,6 +105,38 @@ class BrowserConnector:
         that run ends (a connection that dropped stays here, `closed`, until then).
         A read-only view, for tests and diagnostics."""
         return MappingProxyType(self._connections)
+
+    @property
+    def launched_pid(self) -> int | None:
+        """The process id of the Chromium this connector launched (`launch: true`) while it runs,
+        else None. Diagnostics and tests only."""
+        browser = self._browser
+        return browser.pid if browser is not None and browser.proc.poll() is None else None
+
+    async def _endpoint(self) -> str:
+        """The websocket URL to connect to: the configured one, or the launched browser's
+        (started now if it is not running: the first connect, or after it exited)."""
+        if not self.config.launch:
+            return self.config.ws_url
+        if self._launching is None:
+            self._launching = anyio.Lock()
+        async with self._launching:  # concurrent first connects of several runs start one browser
+            if self._closed:
+                raise NotConnected("the browser connector is closed")
+            browser = self._browser
+            if browser is not None and browser.proc.poll() is None:
+                return browser.ws_url
+            from .launcher import launch_chromium
+
+            if browser is not None:  # it exited (crashed or killed): clean up, start another
+                self._browser = None
+                await browser.aclose()
+            launched = await launch_chromium()
+            if self._closed:  # closed while it started: it must not outlive the connector
+                await launched.aclose()
+                raise NotConnected("the browser connector is closed")
+            self._browser = launched
+            return launched.ws_url
 
     def capabilities(self) -> Mapping[str, Capability]:
         return {
@@ -99,7 +152,7 @@ class BrowserConnector:
         current = self._connections.get(ctx.run_id)
         if current is not None and not current.closed:
             return {"connected": True, "reused": True}
-        conn = await CDPConnection.connect(self.config.ws_url, timeout_ms=self.config.call_timeout_ms)
+        conn = await CDPConnection.connect(await self._endpoint(), timeout_ms=self.config.call_timeout_ms)
         # A connect that completes after its run was cancelled or ended is closed at once.
         try:
             await anyio.lowlevel.checkpoint_if_cancelled()
@@ -141,9 +194,14 @@ class BrowserConnector:
             await conn.aclose()
 
     async def aclose(self) -> None:
+        """Close every run's connection, and end the launched browser (its whole process group)."""
+        self._closed = True  # no browser is launched after this
         for run_id in list(self._connections):
             await self.run_ended(run_id)
         self._ended.clear()
+        browser, self._browser = self._browser, None
+        if browser is not None:
+            await browser.aclose()
 
 
 __all__ = ["BrowserConfig", "BrowserConnector"]

@@ -39,6 +39,22 @@ FLAGS = (
 )
 
 
+#: Chromium puts its singleton socket in TMPDIR, which we point into the profile: the path
+#: <parent>/fabric-jev-chromium-XXXXXXXX/tmp/.org.chromium.Chromium.XXXXXX/SingletonSocket must
+#: fit a Unix socket address (107 bytes), or Chromium aborts at start-up (SIGABRT).
+_SOCKET_PATH_MAX = 107
+_SOCKET_PATH_TAIL = len("/fabric-jev-chromium-XXXXXXXX/tmp/.org.chromium.Chromium.XXXXXX/SingletonSocket")
+
+
+def _profile_parent() -> str | None:
+    """Where the profile folder goes: the temporary folder, unless its path is too long for
+    Chromium's socket (a deep TMPDIR, such as a test's own folder); then /tmp."""
+    parent = tempfile.gettempdir()
+    if len(os.fsencode(parent)) + _SOCKET_PATH_TAIL <= _SOCKET_PATH_MAX or not os.path.isdir("/tmp"):
+        return None  # mkdtemp's own choice
+    return "/tmp"
+
+
 def find_chromium() -> str:
     # The Debian wrapper script's /dev/shm check misbehaves here: run the binary.
     for path in CHROMIUM_CANDIDATES:
@@ -114,7 +130,7 @@ async def launch_chromium(*, executable: str | None = None, window: tuple[int, i
                           timeout: float = 30.0, extra_flags: tuple[str, ...] = ()) -> LaunchedBrowser:
     """Start Chromium and return once its DevTools endpoint is listening."""
     binary = executable or find_chromium()
-    profile = Path(tempfile.mkdtemp(prefix="fabric-jev-chromium-"))
+    profile = Path(tempfile.mkdtemp(prefix="fabric-jev-chromium-", dir=_profile_parent()))
     env = {
         **os.environ,
         "HOME": str(profile),
