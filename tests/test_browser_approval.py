@@ -89,6 +89,7 @@ async def test_one_click_asks_once_when_the_classifier_allows_nothing(chromium: 
     (tmp_path / "unsure.json").write_text(json.dumps(fixture))
     config = load("config.json")
     settings = {**config["connectors"]["browser"], "wsUrl": chromium.ws_url}
+    del settings["launch"]  # the session's browser, not one launched for the host
     asked: list[CapabilityCall] = []
 
     async def approver(request: CapabilityCall) -> str:
