@@ -142,7 +142,7 @@ def test_missing_optional_pieces_are_named_with_their_fix(
 def test_status_reports_the_local_evaluator_unavailable_without_its_weights(
         tmp_path_factory: pytest.TempPathFactory) -> None:
     done = cli("status", "--json", bare=tmp_path_factory.getbasetemp() / "bare")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1 and "the chosen route local is not ready" in done.stderr
     status = json.loads(done.stdout)
     assert status["route"] == "local" and status["ready"] is False
     assert status["problem"].endswith("install them with: fabric-jev setup local-model")

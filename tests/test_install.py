@@ -43,7 +43,10 @@ def test_wheel_in_a_fresh_venv_runs_an_example_with_the_local_model(tmp_path: Pa
     _run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel)], tmp_path, env)
 
     # Before the model step: the library says exactly what is missing and how to fix it.
-    status = json.loads(_run([str(cli), "status", "--json"], tmp_path, env).stdout)
+    before = subprocess.run([str(cli), "status", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert before.returncode == 1  # the chosen route (local) is not ready
+    status = json.loads(before.stdout)
     assert status["ready"] is False and status["problem"].endswith("fabric-jev setup local-model")
     browser = subprocess.run([str(cli), "browser", "launch"], cwd=tmp_path, env=env, capture_output=True,
                              text=True, timeout=120)

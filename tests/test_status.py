@@ -32,8 +32,10 @@ def status(tmp: Path, *args: str, env: dict[str, str] | None = None) -> subproce
 
 def report(tmp: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     done = status(tmp, *args, "--json", env=env)
-    assert done.returncode == 0, done.stderr
     out: dict[str, Any] = json.loads(done.stdout)
+    # Exit 1 exactly when the chosen route is not ready, with the reason on standard error too.
+    assert done.returncode == (0 if out["ready"] else 1), done.stderr
+    assert (done.stderr == "") is out["ready"], done.stderr
     return out
 
 
@@ -209,3 +211,14 @@ def test_status_opens_no_connection(tmp_path: Path) -> None:
         # Every route points at this socket; a connection would wait in its backlog.
         with pytest.raises(BlockingIOError):
             listener.accept()
+
+
+def test_status_exits_1_when_the_chosen_route_is_not_ready(tmp_path: Path) -> None:
+    done = status(tmp_path, "--evaluator", "typesafe")
+    assert done.returncode == 1
+    assert done.stdout.startswith("NOT READY: typesafe")
+    assert done.stderr == ("fabric-jev: status: the chosen route typesafe is not ready: no credentials for the "
+                           "typesafe route: run `fabric-jev login typesafe`, set TYPESAFE_API_KEY, or configure "
+                           "credentialCommand\n")
+    assert status(tmp_path, "--evaluator", "typesafe", env={"TYPESAFE_API_KEY": "sk-x"}).returncode == 0
+

@@ -7,6 +7,7 @@ import sys
 
 from .common import (
     CONFIG_HELP,
+    EXIT_NOT_COMPLETED,
     EXIT_REJECTED,
     MAX_SMALL_FILE_BYTES,
     BadInput,
@@ -76,7 +77,14 @@ async def _cmd_status(args: argparse.Namespace) -> int:
         compiler = checker["compiler"] if checker["available"] else f"none ({checker['reason']})"
         sys.stdout.write(format_report(report) + f"\ntype checker: {compiler}; TypeScript {checker['typescript']}, "
                          f"JavaScript {checker['javascript']}\n")
-    return 0
+    if report["ready"]:
+        return 0
+    # A script can test the exit status; the report above (or its JSON) says why.
+    from ..contract.terminal import one_line
+
+    sys.stderr.write(f"fabric-jev: status: the chosen route {one_line(str(report['route']))} is not ready: "
+                     f"{one_line(str(report.get('problem') or 'no reason given'))}\n")
+    return EXIT_NOT_COMPLETED
 
 
 async def _cmd_serve(args: argparse.Namespace) -> int:
@@ -167,7 +175,8 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
                     "ready. `ready` is false without a key for the chosen route, or without the "
                     "local evaluator's weights. Keys are checked for presence only: never run a "
                     "credential command, never use the network.",
-        codes=("0 printed (check `ready`)", "2 bad config or evaluator"))
+        codes=("0 the chosen route is ready", "1 it is not (the report says why; so does a line on stderr)",
+               "2 bad config or evaluator"))
     add_evaluator_options(st, config=True)
     st.add_argument("--json", action="store_true", help="print the report as JSON")
     st.set_defaults(handler=_cmd_status)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from .common import (
@@ -63,7 +64,15 @@ async def _cmd_verify_compile(args: argparse.Namespace) -> int:
     finally:
         await evaluator.aclose()
     print_json(result.to_json())
-    return 0 if result.status == "ready" else 1
+    if result.status == "ready":
+        return 0
+    # Standard output is often a file (`> plan.json`): the reason must reach the terminal too.
+    from ..contract.terminal import one_line
+
+    reason = result.reason or "no reason given"
+    sys.stderr.write(f"fabric-jev: verify compile: the plan is {one_line(result.status)}, not ready: "
+                     f"{one_line(reason)}; nothing to run\n")
+    return 1
 
 
 def plan_from(loaded: Any) -> Any:

@@ -12,11 +12,12 @@ from pydantic.alias_generators import to_camel
 
 from .._json import JSONInputError, read_json_file
 from ..errors import ConfigError
+from .json_basics import unknown_keys
 from .model_id import MODEL_ID_RULE, is_model_id
 from .policy import Policy, Risk, parse_approvals, parse_overrides
 from .program import ProgramLimits, validate_as
 from .typecheck import CheckMode, Language
-from .values import is_finite_number, key_names
+from .values import is_finite_number
 from .wire_model import WireModel
 
 MIB = 1024 * 1024
@@ -111,7 +112,7 @@ def _limit_set(raw: Any, which: int, label: str) -> LimitSet:
         raise ValueError(f"{label} must be an object")
     unknown = set(raw) - set(_LIMIT_RANGES)
     if unknown:
-        raise ValueError(f"{label} has unknown keys: {key_names(unknown)}")
+        raise ValueError(f"{label} has unknown keys: {unknown_keys(unknown, _LIMIT_RANGES)}")
     values = {}
     for key, (field, *spec) in _LIMIT_RANGES.items():
         lo, hi = spec[2], spec[3]

@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 from .._json import JSONInputError, loads_bounded
 from ..errors import AnswerInvalid, RequestInvalid
+from .json_basics import key_names, unknown_keys
 from .model_id import MODEL_ID_RULE, is_model_id
-from .values import JsonValue, is_finite_number, key_names
+from .values import JsonValue, is_finite_number
 
 QuestionType = Literal["noul", "choice", "score"]
 MAX_QUESTIONS = 128
@@ -115,7 +116,7 @@ def _question(qid: Any, raw: Any, wire: bool = False) -> Question:
         raise RequestInvalid(f"{where} must be an object {{type, instructions, criteria?}}")
     extra = set(raw) - {"type", "instructions", "criteria"}
     if extra:
-        raise RequestInvalid(f"{where} has unknown keys: {key_names(extra)}")
+        raise RequestInvalid(f"{where} has unknown keys: {unknown_keys(extra, ('type', 'instructions', 'criteria'))}")
     qtype = raw.get("type")
     if qtype not in ("noul", "choice", "score"):
         raise RequestInvalid(f"{where} has type {qtype!r}: {_FREE_TEXT}")
@@ -158,7 +159,8 @@ def validate_request(raw: object, *, max_bytes: int = 131_072, wire: bool = Fals
     if extra and wire:
         raw = {k: v for k, v in raw.items() if k not in extra}
     elif extra:
-        raise RequestInvalid(f"jev.evaluate request has unknown keys: {key_names(extra)}")
+        raise RequestInvalid(f"jev.evaluate request has unknown keys: "
+                             f"{unknown_keys(extra, ('state', 'questions', 'model'))}")
     if "state" not in raw or not _is_text(raw["state"]):
         raise RequestInvalid("jev.evaluate state must be a string, array or object")
     _measure(raw)
@@ -212,7 +214,8 @@ def _answer(q: Question, raw: Any) -> dict[str, Any]:
         options = list(q.criteria)
         choice = raw.get("choice")
         if not isinstance(choice, str) or choice not in q.criteria:
-            raise AnswerInvalid(f"{where}: choice is not one of the options")
+            shown = key_names(options[:16]) + (f" and {len(options) - 16} more" if len(options) > 16 else "")
+            raise AnswerInvalid(f"{where}: choice is not one of the options ({shown})")
         return {
             "type": "choice",
             "choice": choice,

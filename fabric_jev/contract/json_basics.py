@@ -46,3 +46,33 @@ def key_names(keys: Any) -> str:
     """Object keys for a message, sorted: plain names as they are, others JSON-quoted and cut."""
     return ", ".join(k if _NAME.fullmatch(k) else json.dumps(k if len(k) <= 64 else k[:64] + "…")
                      for k in sorted(str(k) for k in keys))
+
+
+def did_you_mean(key: str, known: Any) -> str | None:
+    """The known key that `key` most likely meant (a typo, a missing unit suffix, another case or
+    snake_case for camelCase: `timeout` → `timeoutMs`, `max_tokens` → `maxTokens`), else None."""
+    import difflib
+
+    names = [str(k) for k in known]
+    if not names or not isinstance(key, str):
+        return None
+    folded = key.replace("_", "").replace("-", "").lower()
+    for name in names:
+        if name.lower() == folded or name.replace("_", "").lower() == folded:
+            return name
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    starts = [name for name in names if name.lower().startswith(key.lower()) and len(key) >= 3]
+    return starts[0] if len(starts) == 1 else None
+
+
+def unknown_keys(keys: Any, known: Any) -> str:
+    """Unknown keys for a message, each with its likely meaning: `timeout (did you mean timeoutMs?)`."""
+    parts = []
+    for key in sorted(str(k) for k in keys):
+        shown = key_names([key])
+        guess = did_you_mean(key, known)
+        parts.append(f"{shown} (did you mean {guess}?)" if guess else shown)
+    return ", ".join(parts)
+

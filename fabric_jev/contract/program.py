@@ -8,6 +8,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import JevError, ProgramInvalid
+from .json_basics import did_you_mean
 from .schema_subset import check_schema
 from .wire_model import WireModel, validate_json_object
 
@@ -84,15 +85,41 @@ class Program(WireModel):
         return self.model_dump(mode="json", exclude_none=True)
 
 
-def describe_validation_error(prefix: str, exc: ValidationError) -> str:
+def describe_validation_error(prefix: str, exc: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """pydantic's errors in one line; with the `model`, an unknown key says which one was likely
+    meant (`limits.timeout: Extra inputs are not permitted (did you mean timeoutMs?)`)."""
     parts = []
     for err in exc.errors(include_url=False)[:5]:
         where = ".".join(str(p) for p in err["loc"]) or "(root)"
-        parts.append(f"{where}: {err['msg']}")
+        message = err["msg"]
+        if err["type"] == "extra_forbidden" and model is not None and err["loc"]:
+            guess = did_you_mean(str(err["loc"][-1]), _keys_at(model, err["loc"][:-1]))
+            if guess is not None:
+                message += f" (did you mean {guess}?)"
+        parts.append(f"{where}: {message}")
     more = exc.error_count() - len(parts)
     if more > 0:
         parts.append(f"and {more} more")
     return f"{prefix}: " + "; ".join(parts)
+
+
+def _keys_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """The JSON keys of the object at `loc` inside `model` (empty when it is not a model)."""
+    import typing
+
+    current: Any = model
+    for step in loc:
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return []
+        fields = {info.alias or name: info for name, info in current.model_fields.items()}
+        info = fields.get(str(step))
+        if info is None:
+            return []
+        candidates = [a for a in (typing.get_args(info.annotation) or (info.annotation,)) if a is not type(None)]
+        current = candidates[0] if len(candidates) == 1 else None
+    if not (isinstance(current, type) and issubclass(current, BaseModel)):
+        return []
+    return [info.alias or name for name, info in current.model_fields.items()]
 
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -108,7 +135,7 @@ def validate_as(model: type[ModelT], raw: Any, error: type[JevError], what: str)
     try:
         return validate_json_object(model, raw)
     except ValidationError as exc:
-        raise error(describe_validation_error(what, exc)) from None
+        raise error(describe_validation_error(what, exc, model)) from None
 
 
 def parse_program(data: Program | Any) -> Program:

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ..errors import SchemaInvalid
-from .json_basics import is_finite_number, path_step
+from .json_basics import did_you_mean, is_finite_number, path_step
 
 MAX_SCHEMA_BYTES = 16_384
 MAX_SCHEMA_NODES = 128
@@ -53,11 +53,20 @@ class _Walk:
         for key, value in node.items():
             where = f"{path}.{key}"
             if key not in ALLOWED_KEYWORDS:
-                raise self.fail(path, f"keyword {key!r} is not supported; {_SUBSET_NOTE}")
+                guess = did_you_mean(key, ALLOWED_KEYWORDS)
+                hint = f" (did you mean {guess}?)" if guess else ""
+                raise self.fail(path, f"keyword {key!r} is not supported{hint}; {_SUBSET_NOTE}")
             if key == "type":
+                if (isinstance(value, list) and value and len(value) <= 7
+                        and all(isinstance(t, str) and t in JSON_TYPES for t in value)):
+                    # JSON Schema's type array: the subset spells "one of several types" once, as anyOf.
+                    branches = ", ".join(f'{{"type": "{t}"}}' for t in value)
+                    raise self.fail(where, "type must be a single string; for a value of any of several "
+                                    f'types write anyOf instead: {{"anyOf": [{branches}]}}')
                 if not isinstance(value, str) or value not in JSON_TYPES:
+                    guess = did_you_mean(value, JSON_TYPES) if isinstance(value, str) else None
                     raise self.fail(where, "type must be one of " + ", ".join(sorted(JSON_TYPES))
-                                    + " (a single string)")
+                                    + " (a single string)" + (f"; did you mean {guess}?" if guess else ""))
             elif key == _SCHEMA_MAP:
                 if not isinstance(value, dict):
                     raise self.fail(where, "properties must be an object of schemas")

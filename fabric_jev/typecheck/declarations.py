@@ -82,9 +82,11 @@ interface JevScoreAnswer {
   probabilities: { [level: string]: number };
   confidence: number;
 }
+/** A noul answer: `{type, noul}`. Its probability of yes is the field `noul` (there is no
+ *  `probability`); a choice answer has `choice`, `probabilities` and `confidence`. */
 interface JevNoulAnswer {
   type: "noul";
-  /** The probability of yes, in [0, 1]. */
+  /** The probability of yes, in [0, 1]: the noul answer's one field. */
   noul: number;
 }
 /** The answer to a question whose type is known only at run time: any of the three shapes, so

@@ -31,6 +31,19 @@ _MISSING_MEMBER = {
     ("nextEvent", "JevProgram"): "program.nextEvent exists only in a run spawned with observe",
 }
 _MEMBER = re.compile(r"^Property '(\w+)' does not exist on type '(\w+)'")
+# The fields of each answer shape, named where a program reads one that is not there (`answers.x.probability`
+# on a noul): the declarations' documentation says the same on hover.
+_ANSWER_MEMBER = re.compile(r"^Property '\w+' does not exist on type "
+                            r"'(JevNoulAnswer|JevScoreAnswer|JevChoiceAnswer)[<']")
+_ANSWER_FIELDS = {
+    "JevNoulAnswer": "a noul answer is {type, noul}: its probability of yes is the field noul (0 to 1)",
+    "JevChoiceAnswer": "a choice answer is {type, choice, probabilities, confidence}",
+    "JevScoreAnswer": "a score answer is {type, score, legend, probabilities, confidence}",
+}
+# A promise read as if it were its value: the compiler spells the whole promised type out.
+_PROMISE_TYPE = re.compile(r"'Promise<[^']{24,}>'")
+_FORGOT_AWAIT = ("did you forget `await`? jev.evaluate, tools.call, program.sleep and program.nextEvent "
+                 "return promises")
 _NO_RESULT_CODES = frozenset({2355, 2366, 2847})
 # "Cannot find name 'process'. Do you need to install type definitions for node? Try `npm i ...`",
 # "Cannot find name 'document'. ... Try changing the 'lib' compiler option to include 'dom'.":
@@ -113,6 +126,11 @@ def _hint(code: int, message: str) -> str | None:
     if code == 2307:
         return "a Jev program cannot import: the sandbox has no modules; reach the outside through a " \
                "capability with tools.call"
+    answer = _ANSWER_MEMBER.match(message)
+    if answer is not None:
+        return _ANSWER_FIELDS[answer[1]]
+    if "'Promise<" in message and "forget to use 'await'" not in message:
+        return _FORGOT_AWAIT
     member = _MEMBER.match(message)
     if member is not None:
         return _MISSING_MEMBER.get((member[1], member[2]))
@@ -145,6 +163,8 @@ def place(raw: RawDiagnostic, code_text: str, aliases: dict[str, str] | None = N
     if raw.code in _INSTALL_TYPES_CODES and (cut := text.find(". ")) > 0:
         text = text[:cut + 1]
     hint = _hint(raw.code, text)
+    if hint == _FORGOT_AWAIT:
+        text = _PROMISE_TYPE.sub("'Promise<…>'", text)  # the type of what was not awaited is noise here
     if hint is None:
         spelled = [f"{name} is {spelled_type}" for name, spelled_type in (aliases or {}).items()
                    if f"'{name}'" in text and len(spelled_type) <= MAX_SPELLED_TYPE and "\n" not in spelled_type]
