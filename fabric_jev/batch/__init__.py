@@ -11,7 +11,7 @@ on files, with progress, `--resume` and a summary. See docs/scale.md.
 
 from .api import batch, run_batch
 from .files import OutputLog, count_inputs, read_inputs
-from .records import REJECTED, BatchItem, BatchOutcome, Tally
+from .records import REJECTED, BatchItem, BatchOutcome, Judgment, Tally
 
-__all__ = ["REJECTED", "BatchItem", "BatchOutcome", "OutputLog", "Tally", "batch", "count_inputs",
+__all__ = ["REJECTED", "BatchItem", "BatchOutcome", "Judgment", "OutputLog", "Tally", "batch", "count_inputs",
            "read_inputs", "run_batch"]

@@ -60,6 +60,7 @@ async def run_batch(
     ray: bool | str | None = None,
     actors: int | None = None,
     approver: Approver | None = None,
+    judgments: bool = False,
 ) -> None:
     """Run `program` on every input; `await emit(outcome)` as each one ends.
 
@@ -70,11 +71,13 @@ async def run_batch(
     actor per CPU of the cluster. A malformed or non-compiling program raises
     (LaunchRejected) instead of rejecting every input. `approver` answers the
     calls whose policy asks, for every run (one question at a time); on Ray
-    there is none: those calls are refused.
+    there is none: those calls are refused. With `judgments`, each outcome
+    keeps the answers its program received (`outcome.judgments`; not on Ray):
+    `fabric-jev eval` runs on this engine and scores them.
     """
     try:
         await _run(program, inputs, emit, config=config, evaluator=evaluator,
-                   concurrency=concurrency, ray=ray, actors=actors, approver=approver)
+                   concurrency=concurrency, ray=ray, actors=actors, approver=approver, judgments=judgments)
     except BaseExceptionGroup as group:
         raise first_error(group) from None
 
@@ -100,7 +103,7 @@ def first_error(group: BaseExceptionGroup[Any]) -> BaseException:
 async def _run(program: Program | dict[str, Any], inputs: Inputs, emit: Emit, *,
                config: HostConfig | None, evaluator: Evaluator | str | None,
                concurrency: int | None, ray: bool | str | None, actors: int | None,
-               approver: Approver | None = None) -> None:
+               approver: Approver | None = None, judgments: bool = False) -> None:
     parsed = parse_program(program)
     config, concurrency = host_config(config, concurrency)
     if ray is not None and ray is not False:
@@ -116,6 +119,8 @@ async def _run(program: Program | dict[str, Any], inputs: Inputs, emit: Emit, *,
         if select(evaluator, config).spec.partition(":")[0] == "record":
             raise ConfigError("record:FILE cannot be used with Ray: every actor would write its own copy "
                               "of the cassette; record with a local batch (one evaluator for all runs)")
+        if judgments:
+            raise ConfigError("a batch on Ray does not keep its judgments; run it locally")
         await run_ray(parsed, as_items(inputs), emit, config=config, evaluator=evaluator,
                       concurrency=concurrency, address=None if ray is True else ray, actors=actors)
         return
@@ -125,7 +130,7 @@ async def _run(program: Program | dict[str, Any], inputs: Inputs, emit: Emit, *,
         evaluator = build_evaluator(evaluator, config)
     items = as_async_items(inputs) if isinstance(inputs, AsyncIterable) else as_items(inputs)
     await run_local(parsed, items, emit, config=config, evaluator=evaluator,
-                    concurrency=concurrency, approver=approver)
+                    concurrency=concurrency, approver=approver, judgments=judgments)
 
 
 async def batch(

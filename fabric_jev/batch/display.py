@@ -36,8 +36,8 @@ def _eta(tally: Tally, seconds: float) -> str:
 class PlainDisplay:
     """One line per outcome (for logs and pipes), then a plain summary table."""
 
-    def __init__(self, tally: Tally, stream: TextIO, *, quiet: bool = False) -> None:
-        self.tally, self.stream, self.quiet = tally, stream, quiet
+    def __init__(self, tally: Tally, stream: TextIO, *, quiet: bool = False, name: str = "batch") -> None:
+        self.tally, self.stream, self.quiet, self.name = tally, stream, quiet, name
         self.started = time.perf_counter()
         self._held: list[str] | None = None
 
@@ -54,7 +54,7 @@ class PlainDisplay:
     def start(self) -> None:
         self.started = time.perf_counter()
         if self.tally.skipped:
-            self._write(f"batch: resuming; {self.tally.skipped} inputs already in the output are skipped")
+            self._write(f"{self.name}: resuming; {self.tally.skipped} inputs already in the output are skipped")
 
     def update(self, outcome: BatchOutcome) -> None:
         if self.quiet:
@@ -62,7 +62,8 @@ class PlainDisplay:
         t = self.tally
         total = "?" if t.total is None else str(t.total)
         # Counted as a resumed bar should: what is done, this time and earlier, of the whole file.
-        self._write(f"batch: [{t.skipped + t.done}/{total}] line {outcome.line} id {outcome.id}: {outcome.state}"
+        self._write(f"{self.name}: [{t.skipped + t.done}/{total}] line {outcome.line} id {outcome.id}: "
+                    f"{outcome.state}"
                     f" ({t.not_completed} not completed, "
                     f"{_rate(t.done, time.perf_counter() - self.started):.1f}/s)")
 
@@ -71,7 +72,7 @@ class PlainDisplay:
             return
         wall = time.perf_counter() - self.started
         width = max(len(s) for s in (*STATES, "evaluations", "resumed"))
-        lines = ["batch summary" + (" (interrupted: rerun with --resume)" if interrupted else "")]
+        lines = [f"{self.name} summary" + (" (interrupted: rerun with --resume)" if interrupted else "")]
         for state, count in summary_rows(self.tally):
             lines.append(f"  {state:<{width}}  {count}")
         for label, value in summary_totals(self.tally, wall):
@@ -104,7 +105,7 @@ def summary_totals(tally: Tally, wall: float) -> list[tuple[str, str]]:
 class RichDisplay:
     """A live bar (done / not completed / rate / ETA) and a summary table, both from rich."""
 
-    def __init__(self, tally: Tally, stream: TextIO) -> None:
+    def __init__(self, tally: Tally, stream: TextIO, *, name: str = "batch") -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -114,16 +115,16 @@ class RichDisplay:
             TimeElapsedColumn,
         )
 
-        self.tally = tally
+        self.tally, self.name = tally, name
         self.console = Console(file=stream)
         self.progress = Progress(
-            TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(),
+            TextColumn(f"[bold]{name}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("[red]{task.fields[failed]} not completed"),
             TextColumn("{task.fields[rate]}/s"), TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),
             console=self.console, redirect_stdout=False, redirect_stderr=False)
         # The bar counts inputs done earlier (--resume) as done; rich's own ETA would read
         # them as speed, so the ETA column is this session's pace over what is left.
-        self.task = self.progress.add_task("batch", total=tally.total, completed=tally.skipped,
+        self.task = self.progress.add_task(name, total=tally.total, completed=tally.skipped,
                                            failed=0, rate="0.0", eta="-:--:--")
         self.started = time.perf_counter()
 
@@ -158,7 +159,7 @@ class RichDisplay:
         if not show_summary:
             return
         wall = time.perf_counter() - self.started
-        table = Table(title="batch summary" + (" (interrupted: rerun with --resume)" if interrupted else ""))
+        table = Table(title=f"{self.name} summary" + (" (interrupted: rerun with --resume)" if interrupted else ""))
         table.add_column("")
         table.add_column("", justify="right")
         for state, count in summary_rows(self.tally):
@@ -169,8 +170,8 @@ class RichDisplay:
         self.console.print(table)
 
 
-def make_display(tally: Tally, stream: TextIO, *, quiet: bool = False) -> Any:
-    """Rich on a terminal, plain lines otherwise."""
+def make_display(tally: Tally, stream: TextIO, *, quiet: bool = False, name: str = "batch") -> Any:
+    """Rich on a terminal, plain lines otherwise; `name` is the command each line starts with."""
     if stream.isatty() and not quiet:
-        return RichDisplay(tally, stream)
-    return PlainDisplay(tally, stream, quiet=quiet)
+        return RichDisplay(tally, stream, name=name)
+    return PlainDisplay(tally, stream, quiet=quiet, name=name)

@@ -7,16 +7,16 @@ import json
 import os
 import stat
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Hashable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, Generic, Protocol, TypeVar
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
 from .._json import JSONInputError, loads_bounded
-from ..errors import BatchError
+from ..errors import BatchError, JevError
 from .records import MAX_LINE_BYTES, BatchItem, BatchOutcome, Key, parse_input_line
 
 #: An output record is an envelope's result and error plus a few counts; results are ≤ 32 KiB.
@@ -24,6 +24,14 @@ MAX_RECORD_BYTES = 1_048_576
 #: Counting reads this much at a time: a line is never held whole, however long.
 _COUNT_BLOCK = 1 << 20
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
+R = TypeVar("R")
+
+
+class Record(Protocol):
+    """What an `AppendLog` writes: anything with its JSON line."""
+
+    def to_json(self) -> dict[str, Any]: ...
 
 
 def _read_line(f: BinaryIO, limit: int) -> tuple[bytes, bool]:
@@ -153,39 +161,46 @@ async def read_in_thread(items: Iterable[T]) -> AsyncIterator[AsyncIterator[T]]:
         receive.close()
 
 
-class OutputLog:
-    """The output file: one JSON line per outcome, each appended with a single write.
+class AppendLog(Generic[K, R]):
+    """A file of JSON records, one a line, each appended with a single write.
 
     A line is written whole by one `write(2)` on an O_APPEND descriptor, so a
-    killed batch leaves complete lines and at most one cut-off last line,
-    which `--resume` drops and runs again. Lines are in the page cache as
-    soon as they are written: they survive the batch being killed, not a
-    power loss (no fsync per line).
+    killed run leaves complete lines and at most one cut-off last line, which
+    `--resume` drops and runs again. Lines are in the page cache as soon as
+    they are written: they survive the process being killed, not a power loss
+    (no fsync per line). `parse` reads a line back (ValueError naming the
+    field for anything else) with the key it is resumed by; `error` is the
+    error each problem is raised as, `what` names a record in its messages.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, parse: Callable[[object], tuple[K, R]],
+                 error: type[JevError] = BatchError, what: str = "record") -> None:
         self.path = Path(path)
+        self._parse = parse
+        self._error = error
+        self._what = what
         self._fd: int | None = None
 
-    def open(self, *, resume: bool) -> dict[Key, BatchOutcome]:
-        """Open for appending; with `resume`, return the outcomes already recorded, by id.
+    def open(self, *, resume: bool) -> dict[K, R]:
+        """Open for appending; with `resume`, return the records already written, by key.
 
         Only a regular file (or none yet) is accepted: a FIFO would block the
         open until a reader came, a device such as /dev/full cannot keep records.
         """
-        earlier: dict[Key, BatchOutcome] = {}
+        error = self._error
+        earlier: dict[K, R] = {}
         try:
             info = self.path.stat()
         except FileNotFoundError:
             info = None
         except OSError as exc:
-            raise BatchError(f"cannot use output {self.path}: {exc.strerror}") from None
+            raise error(f"cannot use output {self.path}: {exc.strerror}") from None
         if info is not None:
             self._refuse_unless_regular(info.st_mode)
         size = info.st_size if info is not None else 0
         if size and not resume:
-            raise BatchError(f"output {self.path} already has records; pass --resume to continue it "
-                             "or choose another --out")
+            raise error(f"output {self.path} already has records; pass --resume to continue it "
+                        "or choose another --out")
         if size:
             earlier = self._recorded()
         try:
@@ -193,7 +208,7 @@ class OutputLog:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK,
                          0o644)
         except OSError as exc:
-            raise BatchError(f"cannot write output {self.path}: {exc.strerror}") from None
+            raise error(f"cannot write output {self.path}: {exc.strerror}") from None
         try:
             self._refuse_unless_regular(os.fstat(fd).st_mode)
             os.set_blocking(fd, True)
@@ -207,11 +222,12 @@ class OutputLog:
         if not stat.S_ISREG(mode):
             kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode)
                     else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
-            raise BatchError(f"output {self.path} is {kind}; --out must be a regular file "
-                             "(records are appended and read back by --resume)")
+            raise self._error(f"output {self.path} is {kind}; --out must be a regular file "
+                              "(records are appended and read back by --resume)")
 
-    def _recorded(self) -> dict[Key, BatchOutcome]:
-        earlier: dict[Key, BatchOutcome] = {}
+    def _recorded(self) -> dict[K, R]:
+        error = self._error
+        earlier: dict[K, R] = {}
         keep = 0  # bytes up to the end of the last complete line
         try:
             with open(self.path, "rb") as f:
@@ -219,37 +235,37 @@ class OutputLog:
                 while True:
                     raw, too_long = _read_line(f, MAX_RECORD_BYTES)
                     if too_long:
-                        raise BatchError(f"output {self.path} line {number + 1} is larger than "
-                                         f"{MAX_RECORD_BYTES} bytes; not resuming")
+                        raise error(f"output {self.path} line {number + 1} is larger than "
+                                    f"{MAX_RECORD_BYTES} bytes; not resuming")
                     if not raw.endswith(b"\n"):
                         break  # end of file, or a line cut off by a kill: it runs again
                     number += 1
                     keep += len(raw)
                     try:
-                        outcome = BatchOutcome.from_json(
+                        key, record = self._parse(
                             loads_bounded(raw, what=f"output line {number}", max_bytes=MAX_RECORD_BYTES))
                     except (JSONInputError, ValueError) as exc:
-                        raise BatchError(f"output {self.path} line {number} is not a batch record "
-                                         f"({exc}); not resuming") from None
-                    earlier.setdefault(outcome.id, outcome)
+                        raise error(f"output {self.path} line {number} is not a {self._what} "
+                                    f"({exc}); not resuming") from None
+                    earlier.setdefault(key, record)
             if keep != self.path.stat().st_size:
                 os.truncate(self.path, keep)
         except OSError as exc:
-            raise BatchError(f"cannot read output {self.path}: {exc.strerror}") from None
+            raise error(f"cannot read output {self.path}: {exc.strerror}") from None
         return earlier
 
-    def append(self, outcome: BatchOutcome) -> None:
+    def append(self, record: Record) -> None:
         if self._fd is None:
-            raise BatchError("the output log is not open")
-        data = (json.dumps(outcome.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+            raise self._error("the output log is not open")
+        data = (json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         view = memoryview(data)
         try:
             while view:
                 view = view[os.write(self._fd, view):]
         except OSError as exc:
             # A disk that filled up: lines already written stay whole; a cut-off one is dropped by --resume.
-            raise BatchError(f"cannot write output {self.path}: {exc.strerror}; the records so far are "
-                             "kept, rerun with --resume") from None
+            raise self._error(f"cannot write output {self.path}: {exc.strerror}; the records so far are "
+                              "kept, rerun with --resume") from None
 
     def close(self) -> None:
         if self._fd is not None:
@@ -257,6 +273,18 @@ class OutputLog:
             try:
                 os.fsync(fd)
             except OSError as exc:
-                raise BatchError(f"cannot write output {self.path}: {exc.strerror}") from None
+                raise self._error(f"cannot write output {self.path}: {exc.strerror}") from None
             finally:
                 os.close(fd)
+
+
+def _batch_record(data: object) -> tuple[Key, BatchOutcome]:
+    outcome = BatchOutcome.from_json(data)
+    return outcome.id, outcome
+
+
+class OutputLog(AppendLog[Key, BatchOutcome]):
+    """A batch's output file: one outcome a line (`AppendLog`), resumed by the input's id."""
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(path, parse=_batch_record, what="batch record")

@@ -9,17 +9,24 @@ One output line per input::
 id (`id_field`) or the line number. `state` is a run state, or `rejected` when
 the input never became a run (not JSON, off-schema, a duplicate id). A failed,
 timed-out or rejected line carries `error` instead of `result`.
+
+An outcome also knows when its run started and how long it took, and, when the
+batch was asked to keep them (`fabric-jev eval` does), the judgments its program
+received; neither is part of the output line.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from .._json import JSONInputError, loads_bounded
 from ..contract.envelope import Envelope, RunState
 from ..contract.values import JsonValue
+
+if TYPE_CHECKING:
+    from ..contract.evaluation import Evaluation, EvaluationRequest
 
 #: An input line longer than this is refused without parsing (a run's input is ≤ 32,768 bytes).
 MAX_LINE_BYTES = 65_536
@@ -40,6 +47,14 @@ class BatchItem:
     error: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Judgment:
+    """One answer a run's program received from `jev.evaluate`, with the request it answered."""
+
+    request: EvaluationRequest
+    evaluation: Evaluation
+
+
 @dataclass(frozen=True)
 class BatchOutcome:
     """What one input came to; `to_json()` is its output line (camelCase keys: ``toolCalls``)."""
@@ -52,17 +67,24 @@ class BatchOutcome:
     evaluations: int = 0
     tool_calls: int = 0
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    #: When the run started (`time.time()`) and its wall time in seconds; 0 for an input never run.
+    started: float = field(default=0.0, compare=False)
+    seconds: float = field(default=0.0, compare=False)
+    #: The judgments the program received, in order, when the batch keeps them.
+    judgments: tuple[Judgment, ...] = field(default=(), compare=False)
 
     @property
     def completed(self) -> bool:
         return self.state == RunState.COMPLETED.value
 
     @classmethod
-    def from_envelope(cls, item: BatchItem, envelope: Envelope) -> BatchOutcome:
+    def from_envelope(cls, item: BatchItem, envelope: Envelope, *, started: float = 0.0,
+                      seconds: float = 0.0, judgments: tuple[Judgment, ...] = ()) -> BatchOutcome:
         return cls(line=item.line, id=item.key, state=envelope.state.value,
                    result=envelope.result if envelope.state is RunState.COMPLETED else None,
                    error=envelope.error, evaluations=envelope.evaluations,
-                   tool_calls=envelope.tool_calls, usage=envelope.usage.model_dump())
+                   tool_calls=envelope.tool_calls, usage=envelope.usage.model_dump(),
+                   started=started, seconds=seconds, judgments=judgments)
 
     @classmethod
     def rejected(cls, item: BatchItem, error: str) -> BatchOutcome:

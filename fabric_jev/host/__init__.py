@@ -12,12 +12,13 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ..contract.asking import Approver, CapabilityCall, Unavailable, Verdict
+    from .calls import EvaluationListener
     from .host import JevHost
     from .observers import Advice, AdviceLatch, MainSession, Observer
     from .registry import CallContext, CapabilityRegistry
 
 _LAZY = {
-    "JevHost": ".host",
+    "JevHost": ".host", "EvaluationListener": ".calls",
     **dict.fromkeys(("Advice", "AdviceLatch", "MainSession", "Observer"), ".observers"),
     **dict.fromkeys(("Approver", "CapabilityCall", "Unavailable", "Verdict"), "..contract.asking"),
     "CallContext": ".registry", "CapabilityRegistry": ".registry",
@@ -28,4 +29,4 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = ["Advice", "AdviceLatch", "Approver", "CallContext", "CapabilityCall", "CapabilityRegistry",
-           "JevHost", "MainSession", "Observer", "Unavailable", "Verdict"]
+           "EvaluationListener", "JevHost", "MainSession", "Observer", "Unavailable", "Verdict"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio.abc
 
@@ -35,10 +35,18 @@ from .policy import CALLER_GRANT, AuditTrail, Pending, PolicyGate
 from .registry import CallContext, CapabilityHandler, CapabilityRegistry
 
 if TYPE_CHECKING:  # the request's models load with a run's first jev.evaluate (start-up of `run`)
-    from ..contract.evaluation import EvaluationRequest
+    from ..contract.evaluation import Evaluation, EvaluationRequest
 
 #: Answers one guest call: (ok, JSON text of the value or the error message).
 Reply = Callable[[bool, str], None]
+
+
+class EvaluationListener(Protocol):
+    """Told each answer a run's program receives from `jev.evaluate`, with the request it answers
+    (`JevHost.run(on_evaluation=...)`). Called in the run's task as the answer is handed over: it
+    must not block, and an exception it raises ends the run as a host error."""
+
+    def __call__(self, request: EvaluationRequest, evaluation: Evaluation, /) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +86,8 @@ class CapabilityCalls:
         self._observation = observation
         self._input_json = input_json
         self._origins: frozenset[str] | None = None
+        #: Told every answer the program receives (the run's `on_evaluation`); None: nobody.
+        self.listener: EvaluationListener | None = None
 
     def start(self, kind: str, args: Any, reply: Reply, tasks: anyio.abc.TaskGroup) -> None:
         """A guest's call (`evaluate`, `tool` or `advise`), answered through `reply`."""
@@ -210,6 +220,8 @@ class CapabilityCalls:
         if denied is not None:
             reply(False, denied)
             return
+        if self.listener is not None:
+            self.listener(request, evaluation)
         reply(True, json.dumps(evaluation.to_json()))
 
     async def _tool(self, handler: CapabilityHandler, args: Any, ctx: CallContext,

@@ -23,7 +23,7 @@ from ..errors import ConcurrencyLimitReached, HostClosed, UnknownRun
 from ..evaluators.base import Evaluator
 from ..sandbox.pool import WorkerPool
 from ..typecheck.checker import checker_status
-from .calls import CallServices
+from .calls import CallServices, EvaluationListener
 from .launch import admit, load_run, queue_run
 from .observing import ObservationSource
 from .policy import PolicyGate, host_rules
@@ -134,11 +134,17 @@ class JevHost:
 
     async def run(self, program: Program | dict[str, Any], input: JsonInput = None, *,
                   on_event: Callable[[ProgressEvent], None] | None = None,
-                  intent: str | None = None, grant: Iterable[str] | None = None) -> Envelope:
+                  intent: str | None = None, grant: Iterable[str] | None = None,
+                  on_evaluation: EvaluationListener | None = None) -> Envelope:
         """Launch in the foreground and wait for the terminal envelope.
 
         Beyond `max_concurrent_runs` the run first waits its turn in the host's queue.
         `on_event` is called with each progress event as it is emitted.
+        `on_evaluation(request, evaluation)` is called with each answer the
+        program receives from `jev.evaluate`, as it is handed over (an answer
+        withheld by a budget is not): the raw judgments behind the result, which
+        `fabric-jev eval` keeps per line. Both are called in the run's task and
+        must not block.
         Cancelling the caller cancels the run (and still waits for it to end).
         `intent` is what the user asked for (the auto-approval classifier's user
         text; default: the bound session's latest input). `grant` is the caller's
@@ -147,6 +153,7 @@ class JevHost:
         run = await self._launch(program, input, background=False, observe=None,
                                  intent=intent, grant=grant)
         run.ring.listener = on_event
+        run.listen_evaluations(on_evaluation)
         try:
             await run.done.wait()
         except BaseException:

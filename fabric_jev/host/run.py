@@ -28,7 +28,7 @@ from ..contract.wire_model import utc_now
 from ..errors import CompileError, clip_error
 from ..sandbox.connection import asyncio_loop
 from ..sandbox.session import Ended, Ending, Event, HostCall, Logs, SessionLimits, WorkerLike, WorkerSession
-from .calls import CallServices, CapabilityCalls, Reply, answer_when_done
+from .calls import CallServices, CapabilityCalls, EvaluationListener, Reply, answer_when_done
 from .observing import ObserverHandle, UserText, user_text
 from .policy import AuditTrail
 from .registry import Connector
@@ -139,6 +139,10 @@ class Run:
 
         return RunSummary(self.id, self.program.name, self.state, self.background, self.started_at,
                           self.audit.allowed, self.audit.denied)
+
+    def listen_evaluations(self, listener: EvaluationListener | None) -> None:
+        """Tell `listener` each answer the program receives (set before the run's first tick)."""
+        self._calls.listener = listener
 
     def cancel(self) -> None:
         """Ask the run to stop; it ends `cancelled` unless something earlier decided it."""
