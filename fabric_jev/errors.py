@@ -17,6 +17,7 @@
     ├── LabelsInvalid             a labels file (or cassette read as labels) with a bad line
     ├── SandboxUnavailable        worker processes cannot be started
     ├── BatchError                a batch's files or cluster cannot be used (fabric_jev.batch)
+    ├── EvalError                 an eval's dataset, settings, results or summary cannot be used
     ├── HostCallRefused           a guest's host call was refused (the guest sees the message)
     ├── EvaluationError           jev.evaluate failed (see evaluators)
     │   ├── RequestInvalid        the request breaks contract §5
@@ -170,6 +171,11 @@ class CheckFailed(JevError, AssertionError):
 
 class BatchError(JevError):
     """A batch cannot go on: an unreadable inputs or output file, or no Ray actor left."""
+
+
+class EvalError(JevError):
+    """An eval cannot go on: its dataset, its settings, its variants, or the results or summary
+    files it reads back (fabric_jev.evals). A bad line of a dataset is not one: it is counted."""
 
 
 class ProfileInvalid(ConfigError):

@@ -43,6 +43,7 @@ def _add_all_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     from .authoring import add_authoring_commands
     from .batch import add_batch_command
     from .bench import add_bench_command
+    from .eval import add_eval_command
     from .evaluators import add_evaluator_commands
     from .learning import add_learning_commands
     from .mcp import add_mcp_command
@@ -63,6 +64,7 @@ def _add_all_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     add_plugin_commands(sub)
     add_learning_commands(sub)
     add_batch_command(sub)
+    add_eval_command(sub)
     add_mcp_command(sub)
 
 

@@ -7,7 +7,8 @@ Format (docs/evaluators.md)::
       "usage": {"input_tokens": 0, "output_tokens": 0},  # optional, per request
       "answers": {"<question id>": <answer>},          # default answer per id
       "rules": [                                       # optional, first match wins
-        {"question": "<id>", "stateContains": "<text>", "answer": <answer>}
+        {"question": "<id>", "stateContains": "<text>",
+         "instructionsContain": "<text>", "answer": <answer>}
       ]
     }
 
@@ -15,7 +16,11 @@ An answer is the wire form (``{"noul": 0.9}``, ``{"choice": "a",
 "probabilities": {...}, "confidence": 0.8}``, ``{"score": 1.5,
 "probabilities": {...}, "confidence": 0.7}``) or a shorthand: ``{"choice":
 "a"}`` or ``{"score": 2}`` expand to a one-hot distribution with confidence 1.
-Every answer goes through the same validation as an upstream answer.
+Every answer goes through the same validation as an upstream answer. A rule
+matches when every condition it gives holds: its `question` is the id,
+`stateContains` appears in the state's JSON, `instructionsContain` in the
+question's instructions (their JSON when not a string), so two wordings of one
+question can be answered differently.
 """
 
 from __future__ import annotations
@@ -53,6 +58,10 @@ def expand_answer(q: Question, answer: Any) -> Any:
     return answer
 
 
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 class FixtureEvaluator:
     def __init__(self, data: dict[str, Any]) -> None:
         if not isinstance(data, dict) or not isinstance(data.get("answers", {}), dict):
@@ -77,6 +86,9 @@ class FixtureEvaluator:
                 continue
             needle = rule.get("stateContains")
             if needle is not None and needle not in state_text:
+                continue
+            wording = rule.get("instructionsContain")
+            if wording is not None and wording not in _text(q.instructions):
                 continue
             return rule["answer"]
         if q.id in self._data.get("answers", {}):

@@ -4,6 +4,7 @@
   (answers from the test), `RecordingEvaluator` (a cassette under a record mode);
 - assertions: `assert_`, `assert_eventually`, `check_done`, `expect`;
 - verification dictionaries as tests: `plan_checks`, `replay_plan`;
+- a whole eval over a labeled dataset: `eval_program` (docs/eval.md);
 - the pytest plugin's fixtures (`jev_host`, `jev_evaluator`, `jev_page`) live in
   `fabric_jev.testing.plugin`, loaded by pytest through the `pytest11` entry point.
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from ..evaluators.fixture import FixtureEvaluator
     from .cassettes import Cassette, CassetteMiss, RecordingEvaluator, RecordMode
     from .checks import DoneCheck, Expectation, assert_, assert_eventually, check_done, expect
+    from .evals import eval_program
     from .evaluators import ScriptedEvaluator
     from .plans import CheckOutcome, PlanCheck, load_plan, plan_checks, replay_plan
     from .resources import open_connections, worker_pid
@@ -30,6 +32,7 @@ _LAZY = {
     **dict.fromkeys(("DoneCheck", "Expectation", "assert_", "assert_eventually", "check_done", "expect"),
                     ".checks"),
     "ScriptedEvaluator": ".evaluators",
+    "eval_program": ".evals",
     **dict.fromkeys(("CheckOutcome", "PlanCheck", "load_plan", "plan_checks", "replay_plan"), ".plans"),
     **dict.fromkeys(("open_connections", "worker_pid"), ".resources"),
 }
@@ -41,5 +44,5 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 __all__ = [
     "Cassette", "CassetteMiss", "CheckOutcome", "DoneCheck", "Expectation", "FixtureEvaluator", "PlanCheck",
     "RecordMode", "RecordingEvaluator", "ScriptedEvaluator", "assert_", "assert_eventually", "check_done",
-    "expect", "load_plan", "open_connections", "plan_checks", "replay_plan", "worker_pid",
+    "eval_program", "expect", "load_plan", "open_connections", "plan_checks", "replay_plan", "worker_pid",
 ]

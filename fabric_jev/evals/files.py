@@ -1,0 +1,137 @@
+"""An eval's folder (`--out DIR`): results.jsonl and summary.json, each only ever whole.
+
+While the eval runs, its lines are appended to `results.jsonl.partial`, one
+write each (batch's `AppendLog`: a kill leaves whole lines, `--resume` picks
+them up). When every cell is done, results.jsonl is written sorted (bad lines
+first, then each cell's lines in order) and summary.json beside it, each
+through a temporary file renamed over its place, and the partial file goes.
+A reader never sees half of either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .._files import atomic_write
+from .._json import JSONInputError, loads_bounded, read_json_file
+from ..batch.files import MAX_RECORD_BYTES, AppendLog
+from ..errors import EvalError
+from .dataset import BadLine, Key
+from .records import EvalRecord, read_line
+from .summary import EvalSummary
+
+RESULTS = "results.jsonl"
+SUMMARY = "summary.json"
+PARTIAL = RESULTS + ".partial"
+#: A summary.json is read back by --compare: it holds at most a few worst lines per cell.
+MAX_SUMMARY_BYTES = 64 << 20
+#: results.jsonl read back (--compare, the report, --resume of a finished eval).
+MAX_RESULTS_BYTES = 4 << 30
+
+RecordKey = tuple[str, str, Key]
+
+
+def record_key(record: EvalRecord) -> RecordKey:
+    return record.evaluator, record.variant, record.id
+
+
+def _parse(data: object) -> tuple[RecordKey, EvalRecord]:
+    record = EvalRecord.from_json(data)
+    return record_key(record), record
+
+
+class ResultsFolder:
+    """The --out folder of one eval."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.log = AppendLog[RecordKey, EvalRecord](self.folder / PARTIAL, parse=_parse, error=EvalError,
+                                                    what="eval record")
+
+    def open(self, *, resume: bool) -> dict[RecordKey, EvalRecord]:
+        """Make the folder if needed and open the partial file; with `resume`, what is done already."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise EvalError(f"cannot make --out folder {self.folder}: {exc.strerror}") from None
+        if not self.folder.is_dir():
+            raise EvalError(f"--out {self.folder} is not a folder")
+        finished = self.folder / RESULTS
+        partial = self.folder / PARTIAL
+        if not resume and (finished.exists() or partial.exists()):
+            raise EvalError(f"{self.folder} already holds an eval ({RESULTS if finished.exists() else PARTIAL}); "
+                            "pass --resume to continue it, or choose another --out")
+        earlier: dict[RecordKey, EvalRecord] = {}
+        if resume and finished.exists() and not partial.exists():
+            # A finished eval resumed (to summarize again, or to add nothing): its lines are the earlier ones.
+            for item in read_results(finished):
+                if isinstance(item, EvalRecord):
+                    earlier.setdefault(record_key(item), item)
+        earlier.update(self.log.open(resume=resume))
+        return earlier
+
+    def append(self, record: EvalRecord) -> None:
+        self.log.append(record)
+
+    def close(self) -> None:
+        self.log.close()
+
+    def finish(self, bad: Iterable[BadLine], records: Iterable[EvalRecord], summary: EvalSummary) -> None:
+        """results.jsonl and summary.json, whole; then the partial file goes."""
+        lines = [json.dumps(b.to_json(), ensure_ascii=False, separators=(",", ":")) for b in bad]
+        lines += [json.dumps(r.to_json(), ensure_ascii=False, separators=(",", ":")) for r in records]
+        try:
+            atomic_write(self.folder / RESULTS, "".join(line + "\n" for line in lines))
+            write_summary(self.folder / SUMMARY, summary)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.folder / PARTIAL)
+        except OSError as exc:
+            raise EvalError(f"cannot write {self.folder}: {exc.strerror}; rerun with --resume") from None
+
+
+def write_summary(path: Path, summary: EvalSummary) -> None:
+    atomic_write(path, json.dumps(summary.to_json(), indent=1, ensure_ascii=False) + "\n")
+
+
+def read_results(path: str | Path) -> Iterator[EvalRecord | BadLine]:
+    """The lines of a results.jsonl file; EvalError names a line that is not one."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_RESULTS_BYTES:
+            raise EvalError(f"{path} is over {MAX_RESULTS_BYTES >> 30} GiB")
+        f = open(path, "rb")  # noqa: SIM115  (held open across yields)
+    except OSError as exc:
+        raise EvalError(f"cannot read {path}: {exc.strerror}") from None
+    with f:
+        for number, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                yield read_line(loads_bounded(raw, what=f"{path} line {number}", max_bytes=MAX_RECORD_BYTES))
+            except (JSONInputError, ValueError) as exc:
+                raise EvalError(f"{path} line {number} is not an eval results line: {exc}") from None
+
+
+def read_summary(path: str | Path) -> EvalSummary:
+    """A summary.json (or the summary.json of an --out folder)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / SUMMARY
+    try:
+        raw: Any = read_json_file(path, what=str(path), max_bytes=MAX_SUMMARY_BYTES)
+    except JSONInputError as exc:
+        raise EvalError(str(exc)) from None
+    return EvalSummary.from_json(raw, where=str(path))
+
+
+def results_beside(summary_path: str | Path) -> Path | None:
+    """The results.jsonl written with a summary.json, if it is there."""
+    path = Path(summary_path)
+    folder = path if path.is_dir() else path.parent
+    found = folder / RESULTS
+    return found if found.is_file() else None

@@ -1,0 +1,208 @@
+"""The lines of results.jsonl: one per dataset line and cell, one per bad line. No I/O.
+
+A run line::
+
+    {"evaluator": "local", "variant": "base", "line": 3, "id": "t3",
+     "input": {...}, "expected": {"queue": "billing"},
+     "state": "completed", "result": {...}, "passed": false,
+     "fields": {"queue": {"ok": false, "actual": "technical"}},
+     "evaluations": 1, "toolCalls": 1, "usage": {"input_tokens": 0, "output_tokens": 0},
+     "started": 1767225600.123, "seconds": 0.0042,
+     "judgments": [{"answers": {"queue": {"type": "choice", ...}},
+                    "usage": {"input_tokens": 0, "output_tokens": 0},
+                    "provenance": {"route": "local", "model": "...", "readout": "heuristic",
+                                   "profile": null, "calibration": null}}]}
+
+`fields` holds one verdict per expected field (`actual` is left out when the
+result has no such field); `judgments` every answer the program received, in
+order, with who gave it. A bad line is ``{"line": 7, "bad": "dataset line 7: ..."}``.
+Everything the summary and the report show is computed from these lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeGuard
+
+from ..contract.envelope import RunState
+from ..contract.values import JsonValue
+from .compare import EvalSettings, FieldVerdict, compare, leaves, passed
+from .dataset import BadLine, EvalCase, Key
+
+_RUN_KEYS = frozenset({"evaluator", "variant", "line", "id", "input", "expected", "state", "result", "error",
+                       "passed", "fields", "evaluations", "toolCalls", "usage", "started", "seconds",
+                       "judgments"})
+_STATES = frozenset({*(s.value for s in RunState if s is not RunState.RUNNING), "rejected"})
+PROVENANCE_KEYS = ("route", "model", "readout", "profile", "calibration")
+
+
+@dataclass(frozen=True, slots=True)
+class Judgment:
+    """One answer a line's program received: the answers by question id, and who gave them."""
+
+    answers: Mapping[str, Mapping[str, Any]]
+    usage: Mapping[str, int]
+    #: route, model, readout, profile, calibration (None where the evaluator does not say).
+    provenance: Mapping[str, JsonValue]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"answers": {k: dict(v) for k, v in self.answers.items()}, "usage": dict(self.usage),
+                "provenance": dict(self.provenance)}
+
+
+@dataclass(frozen=True)
+class EvalRecord:
+    """One dataset line run in one cell (evaluator × variant), compared with its expected value."""
+
+    evaluator: str
+    variant: str
+    line: int
+    id: Key
+    input: JsonValue
+    expected: JsonValue
+    state: str
+    result: JsonValue = None
+    error: str | None = None
+    passed: bool = False
+    fields: tuple[FieldVerdict, ...] = ()
+    evaluations: int = 0
+    tool_calls: int = 0
+    usage: Mapping[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    started: float = 0.0
+    seconds: float = 0.0
+    judgments: tuple[Judgment, ...] = ()
+
+    @property
+    def cell(self) -> tuple[str, str]:
+        return self.evaluator, self.variant
+
+    @property
+    def completed(self) -> bool:
+        return self.state == RunState.COMPLETED.value
+
+    @classmethod
+    def judged(cls, cell: tuple[str, str], case: EvalCase, *, state: str, result: JsonValue,
+               error: str | None, settings: EvalSettings, evaluations: int = 0, tool_calls: int = 0,
+               usage: Mapping[str, int] | None = None, started: float = 0.0, seconds: float = 0.0,
+               judgments: tuple[Judgment, ...] = ()) -> EvalRecord:
+        """A run's outcome compared with its case's expected value."""
+        completed = state == RunState.COMPLETED.value
+        verdicts = compare(case.expected, result, completed=completed, settings=settings)
+        return cls(cell[0], cell[1], case.line, case.key, case.input, case.expected, state,
+                   result if completed else None, error, passed(verdicts, completed=completed), verdicts,
+                   evaluations, tool_calls, dict(usage or {"input_tokens": 0, "output_tokens": 0}),
+                   started, seconds, judgments)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"evaluator": self.evaluator, "variant": self.variant, "line": self.line,
+                               "id": self.id, "input": self.input, "expected": self.expected,
+                               "state": self.state}
+        if self.completed:
+            out["result"] = self.result
+        if self.error is not None:
+            out["error"] = self.error
+        out.update(passed=self.passed, fields={v.field: v.to_json() for v in self.fields},
+                   evaluations=self.evaluations, toolCalls=self.tool_calls, usage=dict(self.usage),
+                   started=self.started, seconds=self.seconds,
+                   judgments=[j.to_json() for j in self.judgments])
+        return out
+
+    @classmethod
+    def from_json(cls, data: object) -> EvalRecord:
+        """A run line read back; ValueError names what is wrong with it."""
+        if not isinstance(data, dict):
+            raise ValueError("not an eval record")
+        unknown = sorted(set(data) - _RUN_KEYS)
+        if unknown:
+            raise ValueError(f"unknown field {unknown[0]!r}")
+        for name in ("evaluator", "variant", "state"):
+            if not isinstance(data.get(name), str):
+                raise ValueError(f"{name} must be a string")
+        if data["state"] not in _STATES:
+            raise ValueError(f"state must be one of {', '.join(sorted(_STATES))}")
+        line, key = data.get("line"), data.get("id")
+        if not _is_int(line) or line < 1:
+            raise ValueError("line must be a positive integer")
+        if not (_is_int(key) or isinstance(key, str)):
+            raise ValueError("id must be a string or an integer")
+        if "input" not in data or "expected" not in data:
+            raise ValueError("a record holds its input and expected value")
+        error = data.get("error")
+        if error is not None and not isinstance(error, str):
+            raise ValueError("error must be a string")
+        if not isinstance(data.get("passed"), bool):
+            raise ValueError("passed must be true or false")
+        usage = data.get("usage", {})
+        if not isinstance(usage, dict) or set(usage) != {"input_tokens", "output_tokens"} \
+                or not all(_is_int(v) and v >= 0 for v in usage.values()):
+            raise ValueError("usage must be {input_tokens, output_tokens}")
+        for name in ("evaluations", "toolCalls"):
+            if not _is_int(data.get(name)) or data[name] < 0:
+                raise ValueError(f"{name} must be a non-negative integer")
+        for name in ("started", "seconds"):
+            if not _is_number(data.get(name)) or data[name] < 0:
+                raise ValueError(f"{name} must be a non-negative number")
+        completed = data["state"] == RunState.COMPLETED.value
+        result = data.get("result")
+        return cls(data["evaluator"], data["variant"], line, key, data["input"], data["expected"], data["state"],
+                   result if completed else None, error, data["passed"],
+                   _verdicts(data.get("fields"), data["expected"]),
+                   data["evaluations"], data["toolCalls"], usage, float(data["started"]),
+                   float(data["seconds"]), _judgments(data.get("judgments")))
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _verdicts(raw: object, expected: JsonValue) -> tuple[FieldVerdict, ...]:
+    if not isinstance(raw, dict):
+        raise ValueError("fields must be an object of field → verdict")
+    wanted = dict(leaves(expected))
+    out: list[FieldVerdict] = []
+    for name, verdict in raw.items():
+        if not isinstance(verdict, dict) or not isinstance(verdict.get("ok"), bool) \
+                or set(verdict) - {"ok", "actual", "extra"}:
+            raise ValueError(f"the verdict of {name!r} must be {{ok, actual?, extra?}}")
+        present = "actual" in verdict
+        actual = verdict.get("actual")
+        want = wanted.get(name)
+        error = abs(float(actual) - float(want)) if _is_number(actual) and _is_number(want) else None
+        out.append(FieldVerdict(name, verdict["ok"], actual, present, bool(verdict.get("extra")), error))
+    return tuple(out)
+
+
+def _judgments(raw: object) -> tuple[Judgment, ...]:
+    if not isinstance(raw, list):
+        raise ValueError("judgments must be a list")
+    out: list[Judgment] = []
+    for item in raw:
+        if not isinstance(item, dict) or set(item) != {"answers", "usage", "provenance"}:
+            raise ValueError("a judgment is {answers, usage, provenance}")
+        answers, usage, provenance = item["answers"], item["usage"], item["provenance"]
+        if not isinstance(answers, dict) or not all(isinstance(a, dict) and a.get("type") in
+                                                    ("noul", "choice", "score") for a in answers.values()):
+            raise ValueError("a judgment's answers are typed answers by question id")
+        if not isinstance(usage, dict) or not isinstance(provenance, dict):
+            raise ValueError("a judgment's usage and provenance are objects")
+        out.append(Judgment(answers, usage, provenance))
+    return tuple(out)
+
+
+def bad_from_json(data: object) -> BadLine:
+    if not isinstance(data, dict) or set(data) != {"line", "bad"} or not _is_int(data["line"]) \
+            or not isinstance(data["bad"], str):
+        raise ValueError("a bad line is {line, bad}")
+    return BadLine(data["line"], data["bad"])
+
+
+def read_line(data: object) -> EvalRecord | BadLine:
+    """Either kind of results line."""
+    if isinstance(data, dict) and "bad" in data:
+        return bad_from_json(data)
+    return EvalRecord.from_json(data)
