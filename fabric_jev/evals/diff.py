@@ -99,7 +99,7 @@ def _cell_diff(a: CellSummary, b: CellSummary, records: tuple[Sequence[EvalRecor
     if records is None:
         return out
     before = {r.id: r for r in records[0]}
-    changes: list[LineChange] = Field(default_factory=list)
+    changes: list[LineChange] = []
     shared = 0
     for record in sorted(records[1], key=lambda r: r.line):
         earlier = before.get(record.id)

@@ -131,16 +131,16 @@ class _Evaluators:
     named: list[tuple[str, Evaluator]]
     built: list[Evaluator]
 
-    def add(self, item: Evaluator | str | None, config: HostConfig) -> None:
+    def add(self, item: Evaluator | str | None, config: HostConfig, name: str | None = None) -> None:
         from ..evaluators.select import build_evaluator, select
 
         if item is None or isinstance(item, str):
             spec = select(item, config).spec
             evaluator = build_evaluator(spec, config)
             self.built.append(evaluator)
-            name = spec_name(spec)
+            name = name or spec_name(spec)
         else:
-            evaluator, name = item, item.status().route
+            evaluator, name = item, name or item.status().route
         base, n = name, 1
         while name in (existing for existing, _ in self.named):
             n += 1
@@ -157,7 +157,7 @@ async def run_eval(
     program: ProgramSource,
     dataset: Dataset | str | Path,
     *,
-    evaluators: Sequence[Evaluator | str | None] = (),
+    evaluators: Sequence[Evaluator | str | None] | Mapping[str, Evaluator | str] = (),
     variants: Mapping[str, ProgramSource] | None = None,
     config: HostConfig | None = None,
     settings: EvalSettings | None = None,
@@ -172,7 +172,9 @@ async def run_eval(
     """Run `program` (and each of `variants`) on every line of `dataset` with each evaluator.
 
     `evaluators` are Evaluators or spec strings (``"local"``, ``"fixture:FILE"``,
-    ``"ollama:qwen3"``, …); none means the config's, else the local one. A spec
+    ``"ollama:qwen3"``, …), or a mapping of cell names to them; none means the
+    config's, else the local one. A cell is named by its spec (a file argument
+    by its file name), an Evaluator by its route, unless you name it. A spec
     is built here and closed at the end; an Evaluator you pass stays yours
     (it is not closed). `variants` maps a name to the same program with other
     wording (a file, a dict or a Program). `settings` (tolerances, match, the
@@ -194,14 +196,21 @@ async def run_eval(
     cases = {case.key: case for case in dataset.cases}
     lent = _Evaluators([], [])
     try:
-        for item in evaluators or (None,):
+        if isinstance(evaluators, Mapping):
+            for given_name, item in evaluators.items():
+                lent.add(item, config, given_name)
+        for item in () if isinstance(evaluators, Mapping) else (evaluators or (None,)):
             lent.add(item, config)
+        if not lent.named:
+            lent.add(None, config)
         cells = [(name, evaluator, variant) for name, evaluator in lent.named for variant in matrix]
         order = [(name, variant.name) for name, _, variant in cells]
         folder = ResultsFolder(out) if out is not None else None
-        earlier = folder.open(resume=resume) if folder is not None else {}
+        earlier = folder.recorded(resume=resume) if folder is not None else {}
+        _check_earlier(earlier, cases, set(order), folder)
+        if folder is not None:
+            folder.open(resume=resume)  # only now is anything written: a refused resume touched nothing
         try:
-            _check_earlier(earlier, cases, set(order), folder)
             records: dict[RecordKey, EvalRecord] = dict(earlier)
             if on_start is not None:
                 on_start(len(cells) * len(cases), len(earlier))

@@ -53,27 +53,32 @@ class ResultsFolder:
         self.log = AppendLog[RecordKey, EvalRecord](self.folder / PARTIAL, parse=_parse, error=EvalError,
                                                     what="eval record")
 
-    def open(self, *, resume: bool) -> dict[RecordKey, EvalRecord]:
-        """Make the folder if needed and open the partial file; with `resume`, what is done already."""
+    def recorded(self, *, resume: bool) -> dict[RecordKey, EvalRecord]:
+        """What the folder holds already (with `resume`), read without changing anything in it."""
+        finished, partial = self.folder / RESULTS, self.folder / PARTIAL
+        if self.folder.exists() and not self.folder.is_dir():
+            raise EvalError(f"--out {self.folder} is not a folder")
+        if not resume:
+            if finished.exists() or partial.exists():
+                raise EvalError(f"{self.folder} already holds an eval "
+                                f"({RESULTS if finished.exists() else PARTIAL}); pass --resume to continue it, "
+                                "or choose another --out")
+            return {}
+        earlier: dict[RecordKey, EvalRecord] = {}
+        for path in (finished, partial):
+            if path.exists():
+                for item in read_results(path, whole_lines_only=path == partial):
+                    if isinstance(item, EvalRecord):
+                        earlier.setdefault(record_key(item), item)
+        return earlier
+
+    def open(self, *, resume: bool) -> None:
+        """Make the folder if needed and open the partial file for appending."""
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise EvalError(f"cannot make --out folder {self.folder}: {exc.strerror}") from None
-        if not self.folder.is_dir():
-            raise EvalError(f"--out {self.folder} is not a folder")
-        finished = self.folder / RESULTS
-        partial = self.folder / PARTIAL
-        if not resume and (finished.exists() or partial.exists()):
-            raise EvalError(f"{self.folder} already holds an eval ({RESULTS if finished.exists() else PARTIAL}); "
-                            "pass --resume to continue it, or choose another --out")
-        earlier: dict[RecordKey, EvalRecord] = {}
-        if resume and finished.exists() and not partial.exists():
-            # A finished eval resumed (to summarize again, or to add nothing): its lines are the earlier ones.
-            for item in read_results(finished):
-                if isinstance(item, EvalRecord):
-                    earlier.setdefault(record_key(item), item)
-        earlier.update(self.log.open(resume=resume))
-        return earlier
+        self.log.open(resume=resume)
 
     def append(self, record: EvalRecord) -> None:
         self.log.append(record)
@@ -98,8 +103,10 @@ def write_summary(path: Path, summary: EvalSummary) -> None:
     atomic_write(path, json.dumps(summary.to_json(), indent=1, ensure_ascii=False) + "\n")
 
 
-def read_results(path: str | Path) -> Iterator[EvalRecord | BadLine]:
-    """The lines of a results.jsonl file; EvalError names a line that is not one."""
+def read_results(path: str | Path, *, whole_lines_only: bool = False) -> Iterator[EvalRecord | BadLine]:
+    """The lines of a results.jsonl file; EvalError names a line that is not one. With
+    `whole_lines_only` (a partial file), a last line without its newline is left out: a kill
+    cut it, and its line runs again."""
     path = Path(path)
     try:
         if path.stat().st_size > MAX_RESULTS_BYTES:
@@ -109,6 +116,8 @@ def read_results(path: str | Path) -> Iterator[EvalRecord | BadLine]:
         raise EvalError(f"cannot read {path}: {exc.strerror}") from None
     with f:
         for number, raw in enumerate(f, 1):
+            if whole_lines_only and not raw.endswith(b"\n"):
+                return
             if not raw.strip():
                 continue
             try:

@@ -35,8 +35,10 @@ def wilson(passed: int, total: int, z: float = Z95) -> tuple[float, float]:
     denominator = 1 + z2 / total
     centre = (p + z2 / (2 * total)) / denominator
     half = z * math.sqrt(p * (1 - p) / total + z2 / (4 * total * total)) / denominator
-    # At 0 or n passes one end is exactly 0 or 1; rounding must not put it a hair outside.
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At 0 or n passes one end is exactly 0 or 1 (rounding would leave it a hair off).
+    low = 0.0 if passed <= 0 else max(0.0, centre - half)
+    high = 1.0 if passed >= total else min(1.0, centre + half)
+    return low, high
 
 
 @dataclass(frozen=True, slots=True)
