@@ -197,10 +197,11 @@ async def run_eval(
     lent = _Evaluators([], [])
     try:
         if isinstance(evaluators, Mapping):
-            for given_name, item in evaluators.items():
-                lent.add(item, config, given_name)
-        for item in () if isinstance(evaluators, Mapping) else (evaluators or (None,)):
-            lent.add(item, config)
+            for given_name, named in evaluators.items():
+                lent.add(named, config, given_name)
+        else:
+            for item in evaluators:
+                lent.add(item, config)
         if not lent.named:
             lent.add(None, config)
         cells = [(name, evaluator, variant) for name, evaluator in lent.named for variant in matrix]
