@@ -13,7 +13,7 @@ from typing import Any
 
 from .common import add_command, positive_int
 
-SUITES = ("host", "evaluators", "browser", "batch", "cli", "soak", "pytest", "typecheck")
+SUITES = ("host", "evaluators", "browser", "batch", "eval", "cli", "soak", "pytest", "typecheck")
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -60,6 +60,12 @@ async def _run(args: argparse.Namespace) -> int:
             report["batch"] = await bench_batch()
             if not args.json:
                 _print_batch(report["batch"])
+        elif suite == "eval":
+            from ..benchmarks.evals import bench_eval, print_eval
+
+            report["eval"] = await bench_eval(args.samples)
+            if not args.json:
+                print_eval(report["eval"])
         elif suite == "soak":
             from ..benchmarks.soak import bench_soak, print_soak
 
@@ -88,7 +94,8 @@ def add_bench_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         sub, "bench", help="measure speed next to floors and peers",
         description="Measure medians and ratios, each next to a floor or a peer measured in the same "
                     "run, and print them (docs/performance.md records them). Suites: host, "
-                    "evaluators, browser (needs the browser connector), batch, cli (whole-command start-up), "
+                    "evaluators, browser (needs the browser connector), batch, eval (its overhead over batch, and how "
+                    "fast its report opens in Chromium), cli (whole-command start-up), "
                     "soak (1,000 mixed runs; resources before and after), pytest (what the installed "
                     "pytest plugin costs a suite that does not use it), "
                     "typecheck (what checking programs costs).",

@@ -9,7 +9,8 @@ data.cells.forEach((n,i)=>fcell.add(new Option(n,String(i))));
 data.fields.forEach(f=>ffield.add(new Option(f,f)));
 ffield.add(new Option('(run did not complete)','(run)'));
 const js=v=>v===undefined?'':JSON.stringify(v);
-for(const row of data.lines){row.search=(js(row.id)+' '+js(row.input)+' '+js(row.expected)+' '+js(row.result)+' '+(row.error||'')).toLowerCase();}
+// The text a search looks in, made the first time a search asks for it (not at load).
+const searched=row=>row.search??(row.search=(js(row.id)+' '+js(row.input)+' '+js(row.expected)+' '+js(row.result)+' '+(row.error||'')).toLowerCase());
 let matched=[],shown=0;
 function cell(tr,text,cls){const td=document.createElement('td');td.textContent=text;if(cls)td.className=cls;tr.appendChild(td);return td;}
 function draw(upto){
@@ -33,10 +34,10 @@ function draw(upto){
 }
 function filter(){
   const c=fcell.value,f=ffield.value,t=ftext.value.trim().toLowerCase();
-  matched=data.lines.filter(r=>(c===''||String(r.cell)===c)&&(f===''||(f==='(run)'?r.state!=='completed':r.wrong.includes(f)))&&(t===''||r.search.includes(t)));
+  matched=data.lines.filter(r=>(c===''||String(r.cell)===c)&&(f===''||(f==='(run)'?r.state!=='completed':r.wrong.includes(f)))&&(t===''||searched(r).includes(t)));
   body.textContent='';shown=0;draw(data.rowsShown);
 }
 fcell.addEventListener('change',filter);ffield.addEventListener('change',filter);ftext.addEventListener('input',filter);
 more.addEventListener('click',()=>draw(shown+data.rowsShown));
-filter();window.reportReady=true;
+filter();window.reportReadyAt=performance.now();window.reportReady=true;
 })();
