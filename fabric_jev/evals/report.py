@@ -64,6 +64,8 @@ def fmt(value: float | int | None, kind: str) -> str:
         return "< 0.001" if value < 0.001 else f"{value:.3f}"
     if kind == "pts":
         return f"{value * 100:+.1f} pts"
+    if kind == "g":
+        return f"{value:g}"
     raise ValueError(f"unknown number format {kind!r}")
 
 
@@ -291,7 +293,8 @@ def render(summary: EvalSummary, results: Sequence[EvalRecord | BadLine] | None 
     data = data.replace("<", "\\u003c")
     cells = "".join(_cell(summary, i, cell) for i, cell in enumerate(summary.cells))
     settings = summary.settings
-    tolerance = ", ".join(f"{esc(k)} ± {v:g}" for k, v in settings.tolerance.items()) or "exact numbers"
+    tolerance = ", ".join(f"{esc(k)} ± {num(v, 'g', 'settings', 'tolerance', k)}"
+                          for k, v in settings.tolerance.items()) or "exact numbers"
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
