@@ -105,3 +105,36 @@ def test_the_pytest_example_passes_offline_with_plain_pytest(tmp_path: Path) -> 
     assert "7 passed" in done.stdout
     # Replaying changed nothing: the checked-in cassettes are byte for byte the same.
     assert {p: p.read_bytes() for p in cassettes} == cassettes
+
+
+def run_eval_example(*extra: str) -> subprocess.CompletedProcess[str]:
+    """The commands of examples/eval/README.md."""
+    folder = EXAMPLES / "eval"
+    return subprocess.run(
+        [sys.executable, "-m", "fabric_jev.cli", "eval", str(folder / "triage.js"), "--dataset",
+         str(folder / "tickets.jsonl"), "--variant", f"deadline={folder / 'triage-deadline.js'}", *extra],
+        capture_output=True, text=True, timeout=220, cwd=ROOT)
+
+
+@pytest.mark.timeout(240)
+def test_the_eval_example_runs_offline_with_the_local_evaluator() -> None:
+    done = run_eval_example("--evaluator", "local", "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert [(c["evaluator"], c["variant"], c["lines"]) for c in summary["cells"]] == [
+        ("local", "base", 40), ("local", "deadline", 40)]
+    for cell in summary["cells"]:
+        assert cell["provenance"] == [{"route": "local", "model": cell["provenance"][0]["model"],
+                                       "readout": "heuristic", "profile": None, "calibration": None}]
+        assert set(cell["fields"]) == {"route", "refund", "urgent", "urgency"}
+        assert cell["cost"]["evaluations"] == 40
+    assert len(summary["pairs"]) == 1
+
+
+@pytest.mark.timeout(240)
+def test_the_eval_example_with_its_fixture_shows_the_two_wordings_differ() -> None:
+    done = run_eval_example("--evaluator", f"fixture:{EXAMPLES / 'eval' / 'fixture.json'}")
+    assert done.returncode == 0, done.stderr
+    assert "fixture:fixture.json × base      90.0% (36/40)" in done.stdout
+    assert "fixture:fixture.json × deadline  60.0% (24/40)" in done.stdout
+    assert "real difference" in done.stdout
