@@ -20,7 +20,8 @@ from typing import Any
 
 PACKAGES = ("fabric_jev", "fabric_jev.host", "fabric_jev.evaluators", "fabric_jev.contract",
             "fabric_jev.assertions", "fabric_jev.verification", "fabric_jev.batch", "fabric_jev.approval",
-            "fabric_jev.calibration", "fabric_jev.protocol", "fabric_jev.testing", "fabric_jev.typecheck",
+            "fabric_jev.calibration", "fabric_jev.evals", "fabric_jev.protocol", "fabric_jev.testing",
+            "fabric_jev.typecheck",
             "fabric_jev_browser")
 BARE = {"Any", "Any | None", "None | Any", "Optional[Any]"}
 

@@ -26,7 +26,7 @@ from ..contract.program import Program, parse_program
 from ..contract.values import JsonValue
 from ..evals.compare import EvalSettings
 from ..evals.dataset import Dataset, EvalCase
-from ..evals.records import EvalRecord, Judgment
+from ..evals.records import EvalRecord, RecordedJudgment
 from ..evals.summary import EvalSummary, summarize
 
 OVERHEAD_GOAL = 1.10
@@ -96,7 +96,7 @@ def synthetic_summary(lines: int, *, seed: int = 7) -> tuple[EvalSummary, list[E
                           "probabilities": {k: confidence if k == choice else rest
                                             for k in ("billing", "technical", "other")}},
                 "urgent": {"type": "noul", "noul": noul}}
-            judgment = Judgment(answers, {"input_tokens": 40, "output_tokens": 2},
+            judgment = RecordedJudgment(answers, {"input_tokens": 40, "output_tokens": 2},
                                 {"route": "fixture", "model": "synthetic", "readout": None, "profile": None,
                                  "calibration": None})
             state = "completed" if rng.random() > 0.01 else "failed"

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .diff import EvalDiff, diff_evals
     from .engine import run_eval
     from .files import read_results, read_summary
-    from .records import EvalRecord, Judgment
+    from .records import EvalRecord, RecordedJudgment
     from .report import write_report
     from .summary import CellSummary, EvalSummary, FieldSummary, PairedTest, QuestionSummary, summarize
 
@@ -37,7 +37,7 @@ _LAZY = {
     **dict.fromkeys(("EvalDiff", "diff_evals"), ".diff"),
     "run_eval": ".engine",
     **dict.fromkeys(("read_results", "read_summary"), ".files"),
-    **dict.fromkeys(("EvalRecord", "Judgment"), ".records"),
+    **dict.fromkeys(("EvalRecord", "RecordedJudgment"), ".records"),
     "write_report": ".report",
     **dict.fromkeys(("CellSummary", "EvalSummary", "FieldSummary", "PairedTest", "QuestionSummary", "summarize"),
                     ".summary"),
@@ -46,5 +46,5 @@ _LAZY = {
 __getattr__ = lazy_exports(__name__, _LAZY)
 
 __all__ = ["BadLine", "CellSummary", "Dataset", "EvalCase", "EvalDiff", "EvalRecord", "EvalSettings", "EvalSummary",
-           "FieldSummary", "FieldVerdict", "Judgment", "PairedTest", "QuestionSummary", "compare", "diff_evals",
+           "FieldSummary", "FieldVerdict", "PairedTest", "QuestionSummary", "RecordedJudgment", "compare", "diff_evals",
            "read_dataset", "read_results", "read_summary", "run_eval", "summarize", "write_report"]

@@ -28,7 +28,7 @@ from ..evaluators.base import Evaluator, EvaluatorStatus
 from .compare import EvalSettings
 from .dataset import Dataset, EvalCase, Key, read_dataset
 from .files import RecordKey, ResultsFolder, record_key
-from .records import EvalRecord, Judgment
+from .records import EvalRecord, RecordedJudgment
 from .summary import EvalSummary, summarize
 
 if TYPE_CHECKING:
@@ -108,9 +108,9 @@ def provenance_of(evaluation: Evaluation, status: EvaluatorStatus) -> dict[str, 
             "profile": None if status.profile is None else status.profile.name, "calibration": None}
 
 
-def _judgment(kept: BatchJudgment, status: EvaluatorStatus) -> Judgment:
+def _judgment(kept: BatchJudgment, status: EvaluatorStatus) -> RecordedJudgment:
     evaluation = kept.evaluation
-    return Judgment(evaluation.answers, {"input_tokens": evaluation.usage.input_tokens,
+    return RecordedJudgment(evaluation.answers, {"input_tokens": evaluation.usage.input_tokens,
                                          "output_tokens": evaluation.usage.output_tokens},
                     provenance_of(evaluation, status))
 

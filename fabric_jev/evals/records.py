@@ -38,7 +38,7 @@ PROVENANCE_KEYS = ("route", "model", "readout", "profile", "calibration")
 
 
 @dataclass(frozen=True, slots=True)
-class Judgment:
+class RecordedJudgment:
     """One answer a line's program received: the answers by question id, and who gave them."""
 
     answers: Mapping[str, Mapping[str, Any]]
@@ -71,7 +71,7 @@ class EvalRecord:
     usage: Mapping[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
     started: float = 0.0
     seconds: float = 0.0
-    judgments: tuple[Judgment, ...] = ()
+    judgments: tuple[RecordedJudgment, ...] = ()
 
     @property
     def cell(self) -> tuple[str, str]:
@@ -85,7 +85,7 @@ class EvalRecord:
     def judged(cls, cell: tuple[str, str], case: EvalCase, *, state: str, result: JsonValue,
                error: str | None, settings: EvalSettings, evaluations: int = 0, tool_calls: int = 0,
                usage: Mapping[str, int] | None = None, started: float = 0.0, seconds: float = 0.0,
-               judgments: tuple[Judgment, ...] = ()) -> EvalRecord:
+               judgments: tuple[RecordedJudgment, ...] = ()) -> EvalRecord:
         """A run's outcome compared with its case's expected value."""
         completed = state == RunState.COMPLETED.value
         verdicts = compare(case.expected, result, completed=completed, settings=settings)
@@ -177,10 +177,10 @@ def _verdicts(raw: object, expected: JsonValue) -> tuple[FieldVerdict, ...]:
     return tuple(out)
 
 
-def _judgments(raw: object) -> tuple[Judgment, ...]:
+def _judgments(raw: object) -> tuple[RecordedJudgment, ...]:
     if not isinstance(raw, list):
         raise ValueError("judgments must be a list")
-    out: list[Judgment] = []
+    out: list[RecordedJudgment] = []
     for item in raw:
         if not isinstance(item, dict) or set(item) != {"answers", "usage", "provenance"}:
             raise ValueError("a judgment is {answers, usage, provenance}")
@@ -190,7 +190,7 @@ def _judgments(raw: object) -> tuple[Judgment, ...]:
             raise ValueError("a judgment's answers are typed answers by question id")
         if not isinstance(usage, dict) or not isinstance(provenance, dict):
             raise ValueError("a judgment's usage and provenance are objects")
-        out.append(Judgment(answers, usage, provenance))
+        out.append(RecordedJudgment(answers, usage, provenance))
     return tuple(out)
 
 
