@@ -33,7 +33,7 @@ from .dataset import BadLine, EvalCase, Key
 _RUN_KEYS = frozenset({"evaluator", "variant", "line", "id", "input", "expected", "state", "result", "error",
                        "passed", "fields", "evaluations", "toolCalls", "usage", "started", "seconds",
                        "judgments"})
-_STATES = frozenset({*(s.value for s in RunState if s is not RunState.RUNNING), "rejected"})
+_STATES = frozenset({*(s.value for s in RunState if s.terminal), "rejected"})
 PROVENANCE_KEYS = ("route", "model", "readout", "profile", "calibration")
 
 
