@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import replace
 import subprocess
 import sys
 from pathlib import Path
@@ -71,12 +72,15 @@ async def test_record_from_a_route_then_replay_offline_through_the_specs(tmp_pat
         again = await recorder.evaluate(req("one"), timeout=10)
         await recorder.aclose()
     assert isinstance(recorder, RecordingEvaluator) and (recorder.recorded, recorder.replayed) == (1, 1)
-    assert again == live and KEY not in path.read_text()
+    # The replay is the recording, and says so: who answered it then, replayed now.
+    assert live.provenance is not None and live.provenance.readout == "systemone" and not live.provenance.replayed
+    replayed = replace(live, provenance=live.provenance.model_copy(update={"replayed": True}))
+    assert again == replayed and KEY not in path.read_text()
     assert path.read_text().splitlines()[0] == HEADER
     # The server is gone: replay works offline; a new request is a CassetteMiss that says how to record.
     player = evaluator_from_spec(f"cassette:{path}")
     assert player.status().credentials.source == "not needed"
-    assert await player.evaluate(req("one"), timeout=1) == live
+    assert await player.evaluate(req("one"), timeout=1) == replayed
     with pytest.raises(CassetteMiss, match=f"to record it, use --evaluator record:{path}"):
         await player.evaluate(req("two"), timeout=1)
 

@@ -89,6 +89,8 @@ async def test_run_returns_the_envelope_and_sends_progress(tmp_path: Path) -> No
     envelope = structured(result)
     assert envelope["state"] == "completed" and envelope["result"] == {"n": 42, "ok": 0.75}
     assert envelope["evaluations"] == 1 and envelope["usage"] == {"input_tokens": 10, "output_tokens": 2}
+    # Who answered: the fixture the server was started with.
+    assert envelope["evaluator"]["route"] == "fixture" and envelope["evaluator"]["readout"] == "fixture"
     assert progress == [(1.0, '{"step":1}'), (2.0, '{"step":2}')]
 
 
@@ -168,6 +170,7 @@ async def test_evaluate_and_approve_with_a_fixture(tmp_path: Path) -> None:
     assert answer["answers"]["label"]["choice"] == "bug"
     assert answer["answers"]["label"]["probabilities"] == {"bug": 1.0, "feature": 0.0}
     assert answer["usage"] == {"input_tokens": 10, "output_tokens": 2}
+    assert {k: answer["evaluator"][k] for k in ("route", "readout")} == {"route": "fixture", "readout": "fixture"}
     assert decision["decision"] == "allow"
     assert decision["probabilities"] == {"safe": 0.9, "secrets": 0.1, "destructive": 0.05, "sessionOwned": 0.5}
     assert no_user["decision"] == "deny"

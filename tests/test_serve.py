@@ -100,6 +100,16 @@ def test_official_sdk_reads_fixture_answers(tmp_path: Path) -> None:
     assert result.answers["refund"].noul == pytest.approx(0.91)
 
 
+def test_serve_answers_name_who_answered(tmp_path: Path) -> None:
+    fixture = tmp_path / "fixture.json"
+    fixture.write_text(json.dumps({"answers": {"q": {"noul": 0.5}}, "model": "canned"}))
+    with served("--evaluator", f"fixture:{fixture}") as url:
+        body = httpx.post(url + "/v1/systemone",
+                          json={**STATE_OK, "questions": {"q": {"type": "noul", "instructions": "?"}}}).json()
+    assert body["evaluator"] == {"route": "fixture", "model": "canned", "readout": "fixture", "calibration": "none"}
+    assert body["x_evaluator"] == "fixture"  # the older, route-only spelling stays
+
+
 def test_serve_logs_one_access_line_per_request_on_stderr(tmp_path: Path) -> None:
     fixture = tmp_path / "fixture.json"
     fixture.write_text(json.dumps({"answers": {"q": {"noul": 0.5}}}))

@@ -3,12 +3,14 @@
 One output line per input::
 
     {"line": 3, "id": 3, "state": "completed", "result": {...},
-     "evaluations": 1, "toolCalls": 1, "usage": {"input_tokens": 10, "output_tokens": 2}}
+     "evaluations": 1, "toolCalls": 1, "usage": {"input_tokens": 10, "output_tokens": 2},
+     "evaluator": {"route": "ollama", "model": "qwen3:8b", "readout": "logprobs", "calibration": "none"}}
 
 `line` is the 1-based line number in the inputs file; `id` is the input's own
 id (`id_field`) or the line number. `state` is a run state, or `rejected` when
 the input never became a run (not JSON, off-schema, a duplicate id). A failed,
-timed-out or rejected line carries `error` instead of `result`.
+timed-out or rejected line carries `error` instead of `result`. `evaluator` (who
+answered the run's evaluations, as in its envelope) is there when it asked any.
 
 An outcome also knows when its run started and how long it took, and, when the
 batch was asked to keep them (`fabric-jev eval` does), the judgments its program
@@ -72,6 +74,8 @@ class BatchOutcome:
     seconds: float = field(default=0.0, compare=False)
     #: The judgments the program received, in order, when the batch keeps them.
     judgments: tuple[Judgment, ...] = field(default=(), compare=False)
+    #: Who answered the run's evaluations (the envelope's ``evaluator``), when it asked any.
+    evaluator: dict[str, Any] | None = None
 
     @property
     def completed(self) -> bool:
@@ -84,7 +88,8 @@ class BatchOutcome:
                    result=envelope.result if envelope.state is RunState.COMPLETED else None,
                    error=envelope.error, evaluations=envelope.evaluations,
                    tool_calls=envelope.tool_calls, usage=envelope.usage.model_dump(),
-                   started=started, seconds=seconds, judgments=judgments)
+                   started=started, seconds=seconds, judgments=judgments,
+                   evaluator=envelope.evaluator)
 
     @classmethod
     def rejected(cls, item: BatchItem, error: str) -> BatchOutcome:
@@ -101,6 +106,8 @@ class BatchOutcome:
         if self.error is not None:
             data["error"] = self.error
         data.update(evaluations=self.evaluations, toolCalls=self.tool_calls, usage=dict(self.usage))
+        if self.evaluator is not None:
+            data["evaluator"] = self.evaluator
         return data
 
     @classmethod
@@ -130,13 +137,22 @@ class BatchOutcome:
         usage = data.get("usage", {})
         if not isinstance(usage, dict) or set(usage) - {"input_tokens", "output_tokens"}:
             raise ValueError("usage must be {input_tokens, output_tokens}")
-        return cls(line=line, id=key, state=state, result=data.get("result"), error=error,
+        evaluator = data.get("evaluator")
+        if evaluator is not None:
+            from ..contract.provenance import Provenance
+
+            try:  # read back as it was written: a provenance, whole
+                evaluator = Provenance.model_validate(evaluator, by_alias=True, by_name=False).to_json()
+            except ValueError:
+                raise ValueError("evaluator must be a provenance {route, model, readout, ...}") from None
+        return cls(line=line, id=key, state=state, result=data.get("result"), error=error, evaluator=evaluator,
                    evaluations=_count(data, "evaluations", MAX_EVALUATIONS),
                    tool_calls=_count(data, "toolCalls", MAX_TOOL_CALLS),
                    usage={name: _count(usage, name, MAX_COUNT) for name in ("input_tokens", "output_tokens")})
 
 
-_RECORD_KEYS = frozenset({"line", "id", "state", "result", "error", "evaluations", "toolCalls", "usage"})
+_RECORD_KEYS = frozenset({"line", "id", "state", "result", "error", "evaluations", "toolCalls", "usage",
+                          "evaluator"})
 #: The highest ceilings a host config allows (contract §7): no run can count more.
 MAX_EVALUATIONS = 100_000
 MAX_TOOL_CALLS = 1_000_000

@@ -119,6 +119,8 @@ async def _run(args: argparse.Namespace) -> int:
             tg.cancel_scope.cancel()
     if envelope is None:
         return EXIT_INTERRUPTED
+    if envelope.evaluator is not None:
+        sys.stderr.write(answered_by(envelope.evaluator) + "\n")
     completed = envelope.state is RunState.COMPLETED
     if not args.result:
         print_json(envelope.to_json())
@@ -166,6 +168,27 @@ def launching_browser(config: HostConfig) -> HostConfig:
                           "section with its allowedMethods in --config (docs/browser.md)")
     browser = {**{k: v for k, v in settings.items() if k != "wsUrl"}, "launch": True}
     return config.model_copy(update={"connectors": {**config.connectors, "browser": browser}})
+
+
+
+def answered_by(evaluator: dict[str, Any]) -> str:
+    """The line `run` prints on standard error: who answered the run's evaluations, with a
+    warning when the offline heuristic did (its judgments are rough) or labels got little mass."""
+    from ..contract.provenance import Provenance
+    from ..contract.terminal import one_line  # model names and question ids come from outside
+
+    provenance = Provenance.model_validate(evaluator, by_alias=True, by_name=False)
+    line = f"fabric-jev: answered by {provenance.describe()}"
+    heuristic = [p for p in (provenance.answerers or (provenance,)) if p.readout == "heuristic" and not p.profile]
+    if heuristic:
+        line = ("fabric-jev: warning: answered by the offline heuristic (the local evaluator, not a decision "
+                "model: rough judgments); for real ones use a model you run (docs/evaluators.md, "
+                "\"Use the model you already run\")") + ("" if len(heuristic) == 1 and not provenance.answerers
+                                                       else f"; {line.removeprefix('fabric-jev: ')}")
+    if provenance.low_mass:
+        shown = ", ".join(provenance.low_mass[:8]) + (" …" if len(provenance.low_mass) > 8 else "")
+        line += f"; warning: the labels got under half the probability mass for {shown}"
+    return one_line(line)
 
 
 def _input(args: argparse.Namespace) -> Any:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .envelope import Envelope, ProgressEvent, RunState, Usage
     from .evaluation import Evaluation, EvaluationRequest, validate_answers, validate_request
     from .program import Program, ProgramLimits, parse_program
+    from .provenance import Provenance
     from .schema_subset import check_schema
     from .values import ValueRejected, check_value, normalize_json
 
@@ -25,6 +26,7 @@ _LAZY = {
     **dict.fromkeys(("Envelope", "ProgressEvent", "RunState", "Usage"), ".envelope"),
     **dict.fromkeys(("Evaluation", "EvaluationRequest", "validate_answers", "validate_request"), ".evaluation"),
     **dict.fromkeys(("Program", "ProgramLimits", "parse_program"), ".program"),
+    "Provenance": ".provenance",
     "check_schema": ".schema_subset",
     **dict.fromkeys(("ValueRejected", "check_value", "normalize_json"), ".values"),
 }
@@ -40,6 +42,7 @@ __all__ = [
     "Program",
     "ProgramLimits",
     "ProgressEvent",
+    "Provenance",
     "RunBudget",
     "RunState",
     "Usage",

@@ -81,10 +81,13 @@ class Envelope(WireModel):
     #: What was type-checked at launch: language, mode, outcome (clean, errors, off, unavailable,
     #: stopped), the compiler, whether the verdict was cached, and the errors reported (docs/programs.md).
     typecheck: dict[str, Any] | None = None
+    #: Who answered the run's evaluations (`contract.provenance`): route, model, readout, profile,
+    #: calibration; readout "mixed" with `answerers` when there were several. None before any answer.
+    evaluator: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
-        for key in ("endedAt", "error", "observation", "typecheck"):
+        for key in ("endedAt", "error", "observation", "typecheck", "evaluator"):
             if data[key] is None:
                 del data[key]
         if not self.approvals:  # a run that made no capability call shows no trail

@@ -11,13 +11,16 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._json import JSONInputError, loads_bounded
 from ..errors import AnswerInvalid, RequestInvalid
 from .json_basics import key_names, unknown_keys
 from .model_id import MODEL_ID_RULE, is_model_id
 from .values import JsonValue, is_finite_number
+
+if TYPE_CHECKING:  # pydantic's model loads with the first answer that names its answerer
+    from .provenance import Provenance
 
 QuestionType = Literal["noul", "choice", "score"]
 MAX_QUESTIONS = 128
@@ -66,14 +69,22 @@ class Evaluation:
     answers: dict[str, dict[str, Any]]
     usage: EvaluationUsage = field(default_factory=EvaluationUsage)
     model: str = ""
+    #: Who answered, and how (`contract.provenance`). Every evaluator of fabric-jev fills it; None
+    #: only from an application's own evaluator that does not say (a run's envelope then names
+    #: the evaluator's route, readout "unknown").
+    provenance: Provenance | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, *, evaluator: bool = True) -> dict[str, Any]:
+        """The wire shape; with `evaluator` (the default) and a provenance, its ``evaluator`` too."""
+        out: dict[str, Any] = {
             "answers": self.answers,
             "usage": {"input_tokens": self.usage.input_tokens,
                       "output_tokens": self.usage.output_tokens},
             "model": self.model,
         }
+        if evaluator and self.provenance is not None:
+            out["evaluator"] = self.provenance.to_json()
+        return out
 
 
 def _is_text(v: Any) -> bool:
@@ -247,8 +258,13 @@ def _count(v: Any, where: str) -> int:
     return v
 
 
-def validate_answers(request: EvaluationRequest, body: object) -> Evaluation:
-    """Check an upstream response and rebuild the evaluation from validated fields."""
+def validate_answers(request: EvaluationRequest, body: object, *,
+                     provenance: Provenance | None = None) -> Evaluation:
+    """Check an upstream response and rebuild the evaluation from validated fields.
+
+    `provenance` is who answered, as the caller knows it: nothing in `body` (an upstream's
+    ``evaluator``, say) is ever taken for it.
+    """
     if not isinstance(body, dict):
         raise AnswerInvalid("evaluator response is not a JSON object")
     answers = body.get("answers")
@@ -272,10 +288,11 @@ def validate_answers(request: EvaluationRequest, body: object) -> Evaluation:
     model = body.get("model", "")
     if not isinstance(model, str) or len(model) > 128 or _LONE_SURROGATE.search(model):
         raise AnswerInvalid("evaluator response model is not a string of at most 128 characters")
-    return Evaluation(answers=rebuilt, usage=usage, model=model)
+    return Evaluation(answers=rebuilt, usage=usage, model=model, provenance=provenance)
 
 
-def parse_response_bytes(request: EvaluationRequest, raw: bytes, *, secret: str | None = None) -> Evaluation:
+def parse_response_bytes(request: EvaluationRequest, raw: bytes, *, secret: str | None = None,
+                         provenance: Provenance | None = None) -> Evaluation:
     """Parse and validate a raw response body (≤ 1 MiB, finite JSON, nested ≤ MAX_DEPTH).
 
     `secret` is the credential the request was sent with: an answer that
@@ -292,4 +309,4 @@ def parse_response_bytes(request: EvaluationRequest, raw: bytes, *, secret: str 
 
         if carries_key(body, secret):
             raise AnswerInvalid("evaluator response contains the credential it was sent with; refused")
-    return validate_answers(request, body)
+    return validate_answers(request, body, provenance=provenance)

@@ -32,6 +32,7 @@ from typing import Any
 import anyio.lowlevel
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
+from ..contract.provenance import Provenance
 from ..errors import AnswerInvalid, ConfigError
 from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus
 
@@ -109,7 +110,9 @@ class FixtureEvaluator:
                         for q in request.questions},
             "usage": self._data.get("usage", {"input_tokens": 0, "output_tokens": 0}),
         }
-        return validate_answers(request, body)
+        model = body["model"] if isinstance(body["model"], str) else "fixture"
+        return validate_answers(request, body, provenance=Provenance(route="fixture", model=model[:128],
+                                                                     readout="fixture"))
 
     def status(self) -> EvaluatorStatus:
         return EvaluatorStatus("fixture", str(self._data.get("model", "fixture")), NO_CREDENTIALS_NEEDED)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 
 import anyio.lowlevel
@@ -16,6 +17,7 @@ import anyio.to_thread
 import httpx
 
 from ..contract.evaluation import MAX_RESPONSE_BYTES, Evaluation, EvaluationRequest, parse_response_bytes
+from ..contract.provenance import Provenance
 from ..errors import AnswerInvalid, EvaluationError, UpstreamError
 from .base import EvaluatorStatus, evaluation_deadline
 from .credentials import CredentialResolver
@@ -93,8 +95,14 @@ class HttpEvaluator:
             raise UpstreamError(f"Jev upstream unreachable ({type(exc).__name__})") from None
         data = bytes(raw)
         if len(data) <= PARSE_INLINE_BYTES:
-            return parse_response_bytes(request, data, secret=key)  # the common case: well under 1 ms
-        return await anyio.to_thread.run_sync(partial(parse_response_bytes, request, data, secret=key))
+            evaluation = parse_response_bytes(request, data, secret=key)  # the common case: well under 1 ms
+        else:
+            evaluation = await anyio.to_thread.run_sync(partial(parse_response_bytes, request, data, secret=key))
+        return replace(evaluation, provenance=self.provenance(evaluation.model or model))
+
+    def provenance(self, model: str) -> Provenance:
+        """A System One answer: the service's own distribution, named by the model it reported."""
+        return Provenance(route=self.route.name, model=model, readout="systemone", calibration="upstream")
 
     def status(self) -> EvaluatorStatus:
         credentials = self.credentials.status()

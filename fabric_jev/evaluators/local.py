@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ..contract.evaluation import Evaluation, EvaluationRequest, Question
+    from ..contract.provenance import Provenance
     from .minilm import MiniLM
     from .profile import Profile
 
@@ -264,9 +265,17 @@ class LocalEvaluator:
                 adapted += 1
         tokens_in = sum(len(render(x)) for x in (request.state,)) // 4 + sum(
             len(render(q.instructions)) // 4 + len(render(q.criteria)) // 4 for q in request.questions)
-        body = {"model": self._model_name(adapted, len(request.questions)), "answers": answers,
-                "usage": {"input_tokens": tokens_in, "output_tokens": 0}}
-        return validate_answers(request, body)
+        model = self._model_name(adapted, len(request.questions))
+        body = {"model": model, "answers": answers, "usage": {"input_tokens": tokens_in, "output_tokens": 0}}
+        return validate_answers(request, body, provenance=self._provenance(model, adapted))
+
+    def _provenance(self, model: str, adapted: int) -> Provenance:
+        from ..contract.provenance import Provenance
+
+        if self.profile is None or adapted == 0:
+            return Provenance(route="local", model=model, readout="heuristic")
+        return Provenance(route="local", model=model[:128], readout="heuristic", calibration="learned",
+                          profile=self.profile.name)
 
     def _model_name(self, adapted: int, asked: int) -> str:
         """Says which answered: the plain heuristic, the profile, or the profile for some questions."""

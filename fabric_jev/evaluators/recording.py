@@ -81,6 +81,7 @@ class RecordingEvaluator:
 
     async def evaluate(self, request: EvaluationRequest, *, timeout: float) -> Evaluation:
         from ..contract.evaluation import validate_answers
+        from ..contract.provenance import recorded_provenance
 
         await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller asks nothing
         shown = shown_request(request, self._model)
@@ -89,7 +90,8 @@ class RecordingEvaluator:
         if found is not None:
             self.replayed += 1
             await anyio.lowlevel.checkpoint()
-            return validate_answers(request, found.evaluation)
+            # Who answered then, replayed now (the recording's `evaluator`, or "recorded").
+            return validate_answers(request, found.evaluation, provenance=recorded_provenance(found.evaluation))
         if not self.records:
             miss = CassetteMiss(self._miss(digest, shown), digest)
             self.misses.append(miss)

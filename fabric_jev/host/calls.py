@@ -36,6 +36,7 @@ from .registry import CallContext, CapabilityHandler, CapabilityRegistry
 
 if TYPE_CHECKING:  # the request's models load with a run's first jev.evaluate (start-up of `run`)
     from ..contract.evaluation import Evaluation, EvaluationRequest
+    from ..contract.provenance import AnswererLog, Provenance
 
 #: Answers one guest call: (ok, JSON text of the value or the error message).
 Reply = Callable[[bool, str], None]
@@ -88,6 +89,28 @@ class CapabilityCalls:
         self._origins: frozenset[str] | None = None
         #: Told every answer the program receives (the run's `on_evaluation`); None: nobody.
         self.listener: EvaluationListener | None = None
+        #: Who answered this run's evaluations (made with the first answer).
+        self._answerers: AnswererLog | None = None
+        self._unnamed: Provenance | None = None
+
+    def answerers(self) -> dict[str, Any] | None:
+        """The envelope's ``evaluator``: who answered this run's evaluations, None before any answer."""
+        summary = None if self._answerers is None else self._answerers.summary()
+        return None if summary is None else summary.to_json()
+
+    def _answered(self, evaluation: Evaluation) -> None:
+        from ..contract.provenance import AnswererLog, Provenance
+
+        provenance = evaluation.provenance
+        if provenance is None:  # an application's own evaluator that does not say: its route names it
+            if self._unnamed is None:
+                status = self._services.evaluator.status()
+                self._unnamed = Provenance(route=status.route[:64] or "unknown", model=evaluation.model[:128],
+                                           readout="unknown")
+            provenance = self._unnamed
+        if self._answerers is None:
+            self._answerers = AnswererLog()
+        self._answerers.add(provenance)
 
     def start(self, kind: str, args: Any, reply: Reply, tasks: anyio.abc.TaskGroup) -> None:
         """A guest's call (`evaluate`, `tool` or `advise`), answered through `reply`."""
@@ -217,12 +240,14 @@ class CapabilityCalls:
             reply(False, f"jev.evaluate failed: {type(exc).__name__}")
             return
         denied = budget.end_evaluation(evaluation.usage.input_tokens, evaluation.usage.output_tokens)
+        self._answered(evaluation)  # even when withheld: it answered, and its tokens were counted
         if denied is not None:
             reply(False, denied)
             return
         if self.listener is not None:
             self.listener(request, evaluation)
-        reply(True, json.dumps(evaluation.to_json()))
+        # The guest gets the answers; who answered is the envelope's to say.
+        reply(True, json.dumps(evaluation.to_json(evaluator=False)))
 
     async def _tool(self, handler: CapabilityHandler, args: Any, ctx: CallContext,
                     reply: Reply) -> None:

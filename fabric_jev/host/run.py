@@ -132,6 +132,7 @@ class Run:
             approvals=tuple(audit.entries),
             approval_counts={"allowed": audit.allowed, "denied": audit.denied},
             typecheck=None if self.checked is None else self.checked.to_json(),
+            evaluator=self._calls.answerers(),
         )
 
     def summary(self) -> RunSummary:

@@ -69,6 +69,18 @@ INTENT: dict[str, Any] = {
 
 RUN_ID = {"type": "string", "minLength": 1, "maxLength": 64, "description": "A run id from jev_spawn or jev_run."}
 
+EVALUATOR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Who answered: route, model (as the answerer named it), readout (logprobs, samples, "
+                   "heuristic, systemone, fixture, recorded, unknown, mixed), calibration, profile; "
+                   "lowMass lists questions whose valid labels got under half the probability mass.",
+    "properties": {"route": {"type": "string"}, "model": {"type": "string"}, "readout": {"type": "string"},
+                   "calibration": {"type": "string"}, "profile": {"type": "string"},
+                   "samples": {"type": "integer"}, "lowMass": {"type": "array", "items": {"type": "string"}},
+                   "replayed": {"type": "boolean"}},
+    "required": ["route", "model", "readout"],
+}
+
 ENVELOPE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -94,6 +106,7 @@ ENVELOPE_SCHEMA: dict[str, Any] = {
                       "description": "The newest policy decisions on the run's capability calls."},
         "approvalCounts": {"type": "object", "properties": {"allowed": {"type": "integer"},
                                                             "denied": {"type": "integer"}}},
+        "evaluator": EVALUATOR_SCHEMA,
     },
     "required": ["id", "name", "state", "background", "startedAt", "evaluations", "toolCalls", "usage",
                  "events", "nextSequence", "logs"],
@@ -129,6 +142,7 @@ EVALUATION_SCHEMA: dict[str, Any] = {
         "usage": {"type": "object", "properties": {"input_tokens": {"type": "integer"},
                                                      "output_tokens": {"type": "integer"}}},
         "model": {"type": ["string", "null"]},
+        "evaluator": EVALUATOR_SCHEMA,
     },
     "required": ["answers", "usage"],
 }

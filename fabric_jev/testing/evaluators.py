@@ -15,6 +15,7 @@ from typing import Any, TypeAlias
 import anyio
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, validate_answers
+from ..contract.provenance import Provenance
 from ..errors import AnswerInvalid
 from ..evaluators.base import EvaluatorStatus, evaluation_deadline
 from ..evaluators.fixture import expand_answer
@@ -76,7 +77,8 @@ class ScriptedEvaluator:
         body = {"model": self._model, "usage": dict(self._usage),
                 "answers": {qid: expand_answer(by_id[qid], dict(a)) if qid in by_id and isinstance(a, Mapping)
                             else a for qid, a in answers.items()}}
-        return validate_answers(request, body)
+        return validate_answers(request, body, provenance=Provenance(route="scripted", model=self._model[:128],
+                                                                     readout="fixture"))
 
     def status(self) -> EvaluatorStatus:
         return EvaluatorStatus("scripted", self._model)

@@ -1,0 +1,175 @@
+"""Who answered an evaluation: route, model, readout, profile and calibration. Pure, no I/O.
+
+Every evaluator of fabric-jev fills `Evaluation.provenance`; a run's
+envelope, a batch line, a `serve` answer and an MCP result carry it under the
+wire key ``evaluator``.
+
+Readouts (how the probabilities were obtained):
+
+| readout | answered by |
+|---|---|
+| ``logprobs`` | an LLM route: the next-token distribution over the labels, renormalised |
+| ``samples`` | an LLM route without logprobs: `samples` constrained answers, smoothed frequencies |
+| ``heuristic`` | the embedded local evaluator (sentence similarity; with a profile, adapted from labels) |
+| ``systemone`` | a System One service (TypeSafe, OpenRouter, Vercel): its own distribution, as sent |
+| ``fixture`` | answers written in advance (a fixture file, a scripted test evaluator) |
+| ``recorded`` | a cassette entry recorded before answers named their answerer |
+| ``unknown`` | an application's own evaluator that did not say (the host names its route) |
+| ``mixed`` | a run whose evaluations had several answerers, listed in `answerers` |
+
+A cassette replays the provenance it recorded, with `replayed` set.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from .wire_model import WireModel
+
+Readout = Literal["logprobs", "samples", "heuristic", "systemone", "fixture", "recorded", "unknown", "mixed"]
+READOUTS: tuple[Readout, ...] = ("logprobs", "samples", "heuristic", "systemone", "fixture", "recorded",
+                                 "unknown", "mixed")
+#: none: the answerer's raw output; temperature: per-question-type temperatures from an LLM profile;
+#: learned: the local evaluator's profile fitted on labels; upstream: whatever the service does.
+Calibration = Literal["none", "temperature", "learned", "upstream"]
+#: The most distinct answerers a run's envelope lists (a run asks at most 100,000 evaluations).
+MAX_ANSWERERS = 16
+#: The most low-mass question ids a run's envelope keeps.
+MAX_LOW_MASS = 64
+
+
+class Provenance(WireModel):
+    """Who answered one evaluation, and how (see the module doc for the readouts).
+
+    JSON (``to_json``): ``{"route", "model", "readout", "calibration", "profile"?,
+    "temperatures"?, "samples"?, "validMass"?, "lowMass"?, "replayed"?, "answerers"?}``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: The route or kind that answered: local, fixture, cassette, typesafe, openai, ollama, ...
+    route: str = Field(min_length=1, max_length=64)
+    #: The model as the answerer named it (an LLM server's own id for the model it ran).
+    model: str = Field(max_length=128)
+    readout: Readout
+    calibration: Calibration = "none"
+    #: The profile's name (a local learned profile, or an LLM route's temperatures profile).
+    profile: str | None = Field(default=None, max_length=128)
+    #: The temperatures applied, by question type (calibration "temperature" only).
+    temperatures: dict[str, float] | None = None
+    #: How many samples each question took (readout "samples" only).
+    samples: int | None = Field(default=None, ge=1)
+    #: Per question id: the share of the next-token mass (logprobs) or of the samples that named a
+    #: valid label, before renormalising.
+    valid_mass: dict[str, float] | None = None
+    #: Question ids whose valid mass was under the low-mass threshold (0.5): read those answers warily.
+    low_mass: tuple[str, ...] = ()
+    #: A cassette gave back an answer recorded earlier; the other fields are the recording's.
+    replayed: bool = False
+    #: Readout "mixed" only: the run's distinct answerers.
+    answerers: tuple[Provenance, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"route": self.route, "model": self.model, "readout": self.readout,
+                               "calibration": self.calibration}
+        if self.profile is not None:
+            out["profile"] = self.profile
+        if self.temperatures is not None:
+            out["temperatures"] = dict(self.temperatures)
+        if self.samples is not None:
+            out["samples"] = self.samples
+        if self.valid_mass is not None:
+            out["validMass"] = dict(self.valid_mass)
+        if self.low_mass:
+            out["lowMass"] = list(self.low_mass)
+        if self.replayed:
+            out["replayed"] = True
+        if self.answerers:
+            out["answerers"] = [a.to_json() for a in self.answerers]
+        return out
+
+    @property
+    def key(self) -> str:
+        """A text that two provenances share exactly when they name the same answerer the same way."""
+        return json.dumps(self.identity.to_json(), sort_keys=True)
+
+    @property
+    def identity(self) -> Provenance:
+        """The answerer without this evaluation's own details (valid mass, low-mass ids)."""
+        if self.valid_mass is None and not self.low_mass:
+            return self
+        return self.model_copy(update={"valid_mass": None, "low_mass": ()})
+
+    def describe(self) -> str:
+        """One line naming the answerer, e.g. ``ollama qwen3:8b (logprobs, temperature profile p)``."""
+        if self.readout == "mixed":
+            return "several evaluators: " + "; ".join(a.describe() for a in self.answerers)
+        how: list[str] = [self.readout]
+        if self.samples:
+            how[0] = f"{self.samples} samples"
+        if self.profile:
+            how.append(f"profile {self.profile}")
+        if self.replayed:
+            how.append("replayed from a cassette")
+        return f"{self.route} {self.model or '-'} ({', '.join(how)})"
+
+
+def recorded_provenance(recorded: object) -> Provenance:
+    """Who answered a recorded evaluation (a cassette's ``evaluation``), marked replayed.
+
+    The recording's ``evaluator`` when it has a valid one. A cassette written
+    before answers named their answerer has none: the answer is then said to be
+    ``recorded``, by the model it names. A cassette is a test's own file, and
+    what it claims is shown, never trusted for more than display.
+    """
+    raw = recorded.get("evaluator") if isinstance(recorded, dict) else None
+    if isinstance(raw, dict):
+        try:
+            found = Provenance.model_validate(raw, by_alias=True, by_name=False)
+        except ValueError:
+            found = None
+        if found is not None and found.readout != "mixed":
+            return found.model_copy(update={"replayed": True})
+    model = recorded.get("model") if isinstance(recorded, dict) else None
+    return Provenance(route="cassette", model=model[:128] if isinstance(model, str) else "", readout="recorded",
+                      replayed=True)
+
+
+class AnswererLog:
+    """The distinct answerers of one run's evaluations, for its envelope's ``evaluator``.
+
+    One answerer: its provenance, with the low-mass question ids of every
+    evaluation. Several: readout ``mixed`` with each in `answerers` (at most
+    16, in the order they first answered).
+    """
+
+    __slots__ = ("_answerers", "_low_mass")
+
+    def __init__(self) -> None:
+        self._answerers: dict[str, Provenance] = {}
+        self._low_mass: dict[str, None] = {}
+
+    def add(self, provenance: Provenance) -> None:
+        key = provenance.key
+        if key not in self._answerers and len(self._answerers) < MAX_ANSWERERS:
+            self._answerers[key] = provenance.identity
+        for qid in provenance.low_mass:
+            if len(self._low_mass) >= MAX_LOW_MASS:
+                break
+            self._low_mass[qid] = None
+
+    def summary(self) -> Provenance | None:
+        if not self._answerers:
+            return None
+        low = tuple(self._low_mass)
+        if len(self._answerers) == 1:
+            [only] = self._answerers.values()
+            return only.model_copy(update={"low_mass": low}) if low else only
+        return Provenance(route="mixed", model="", readout="mixed", low_mass=low,
+                          answerers=tuple(self._answerers.values()))
+
+
+__all__ = ["READOUTS", "AnswererLog", "Calibration", "Provenance", "Readout", "recorded_provenance"]
