@@ -7,9 +7,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import replace
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -297,7 +297,8 @@ def test_record_on_the_command_line_records_from_the_local_evaluator_and_redacts
     assert line["evaluation"]["model"].startswith("fabric-jev-local")  # recorded from the local evaluator
     replayed = cli("evaluate", "req.json", "--evaluator", "cassette:tape.jsonl", cwd=tmp_path, env=home)
     assert replayed.returncode == 0, replayed.stderr
-    assert json.loads(replayed.stdout) == json.loads(recorded.stdout)
+    again, first = json.loads(replayed.stdout), json.loads(recorded.stdout)
+    assert again == {**first, "evaluator": {**first["evaluator"], "replayed": True}}  # and says it replays
     (tmp_path / "other.json").write_text(json.dumps({"state": "another", "questions": {"q": QUESTION}}))
     missed = cli("evaluate", "other.json", "--evaluator", "cassette:tape.jsonl", cwd=tmp_path, env=home)
     assert missed.returncode == 1
