@@ -86,6 +86,22 @@ async def test_accepting_allows_and_the_question_carries_the_facts(tmp_path: Pat
     assert (entry["decidedBy"], entry["allowed"], entry["approver"]) == ("approver", True, "mcp elicitation")
 
 
+async def test_the_elicitation_says_which_rule_led_to_the_question(tmp_path: Path) -> None:
+    """The same facts as the terminal: the rule that asks (the read policy alone would allow)."""
+    (tmp_path / "fixture.json").write_text(json.dumps(FIXTURE))
+    (tmp_path / "config.json").write_text(json.dumps({"rules": [
+        {"ask": 'jev.evaluate(questions.q.instructions: "ok?")'}]}))
+    callback, asked = answering(accept("deny"))
+    async with mcp_client(tmp_path, "--evaluator", f"fixture:{tmp_path / 'fixture.json'}",
+                          "--config", str(tmp_path / "config.json"), elicit=callback) as session:
+        env = envelope(await session.call_tool("jev_run", asker()))
+    [params] = asked
+    assert ('asked because: the rule ask jev.evaluate(questions.q.instructions: "ok?") (config) asks'
+            in params.message)
+    [entry] = env["approvals"]
+    assert entry["rule"] == 'ask jev.evaluate(questions.q.instructions: "ok?")' and entry["allowed"] is False
+
+
 async def test_always_answers_the_later_questions_of_the_run(tmp_path: Path) -> None:
     callback, asked = answering(accept("always"))
     async with server(tmp_path, callback) as session:

@@ -329,3 +329,54 @@ def test_approve_says_which_evaluator_it_resolved(tmp_path: Path) -> None:
     assert _approve(tmp_path, action)["evaluator"]["spec"] == "settings"
     flagged = _approve(tmp_path, action, "--evaluator", f"fixture:{fixture}")
     assert flagged["evaluator"]["because"] == f"--evaluator fixture:{fixture}"
+
+
+@pytest.mark.timeout(300)  # learning encodes 72 evidence states and cross-validates: slow on a busy machine
+def test_learn_on_approval_labels_lets_the_offline_classifier_judge(tmp_path: Path) -> None:
+    """Offline, `auto` asks a person on execute actions it cannot tell apart; `learn` on approval
+    labels (held-out accuracy shown) gives a profile with which it judges them."""
+    from tests.cli_support import cli
+
+    rows = [json.loads(line) for line in LABELED.read_text().splitlines() if line.strip()]
+    labels = tmp_path / "approvals.jsonl"
+    with labels.open("w") as out:
+        for n, row in enumerate(rows):
+            routine = row["label"] == "routine"
+            item = {"id": f"a{n}", "action": row["action"], "userText": "look around and run the tests",
+                    "label": "allow" if routine else "ask"}
+            if routine:
+                item.update(secrets=False, destructive=False)
+            out.write(json.dumps(item) + "\n")
+    home = {"FABRIC_JEV_HOME": str(tmp_path / "home")}
+    learned = cli("learn", str(labels), "--out", str(tmp_path / "profile.json"), env=home, timeout=300)
+    assert learned.returncode == 0, learned.stderr
+    assert "held-out" in learned.stdout + learned.stderr and "accuracy" in learned.stdout + learned.stderr
+    action = {"ref": "shell.exec", "risk": "execute", "arguments": {"cmd": "pytest -q tests/"}}
+    before = _approve(tmp_path, action)
+    assert before["decision"] == "ask" and "cannot tell execute actions apart" in before["reason"]
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"evaluator": {"profile": str(tmp_path / "profile.json")}}))
+    after = _approve(tmp_path, action, "--config", str(config))
+    assert after["decidedBy"] == "classifier" and after["probabilities"] is not None
+    assert after["probabilities"]["safe"] >= 0.5
+
+
+def test_settings_rules_shows_adds_after_confirmation_and_removes(tmp_path: Path) -> None:
+    from tests.cli_support import cli
+
+    home = {"FABRIC_JEV_HOME": str(tmp_path / "home")}
+    rule = 'allow shell.exec(cmd: "pytest *")'
+    unconfirmed = cli("settings", "rules", "--add", rule, env=home)  # no terminal to confirm on
+    assert unconfirmed.returncode == 2 and "pass --yes" in unconfirmed.stderr
+    assert not (tmp_path / "home" / "settings.json").exists()
+    added = cli("settings", "rules", "--add", rule, "--yes", env=home)
+    assert added.returncode == 0, added.stderr
+    shown = json.loads(added.stdout)["rules"]
+    assert shown == [{"rule": rule, "from": f"user settings ({tmp_path / 'home' / 'settings.json'})"}]
+    bad = cli("settings", "rules", "--add", 'allow shell.exec(cmd "x")', "--yes", env=home)
+    assert bad.returncode == 2 and "must be followed by ':'" in bad.stderr
+    off = cli("settings", "rules", "--default-rules", "off", env=home)
+    assert json.loads(off.stdout)["defaultRules"] is False
+    removed = cli("settings", "rules", "--remove", rule, env=home)
+    assert removed.returncode == 0 and json.loads(removed.stdout)["rules"] == []
+    assert cli("settings", "rules", "--remove", rule, env=home).returncode == 1

@@ -154,8 +154,9 @@ async def classify(request: ApprovalRequest, *, evaluator: Evaluator | str | Non
         return _ask(f"the evidence is malformed ({_one_line(exc)})", headless)
     if request.action.risk in UNTELLABLE_RISKS and getattr(evaluator, "offline_heuristic", False):
         profile = getattr(evaluator, "profile", None)
-        judged = [q for q in eval_request.questions if q.id in ("safe", "secrets", "destructive")]
-        if profile is None or not all(profile.model_for(q) is not None for q in judged):
+        # A profile that learned the "safe" question (from approval labels) lets it judge.
+        safe_question = next(q for q in eval_request.questions if q.id == "safe")
+        if profile is None or profile.model_for(safe_question) is None:
             return _ask(f"the offline evaluator cannot tell {request.action.risk} actions apart, so a person "
                         "decides (a profile learned on approval labels, or an LLM route, lets it judge)",
                         headless, redacted=tuple(kinds))

@@ -282,16 +282,24 @@ def _sql(view: CallView, params: Mapping[str, Any]) -> bool:
     return False
 
 
+@lru_cache(maxsize=64)
+def _one_regex(patterns: tuple[str, ...], cwd: str, home: str) -> re.Pattern[str]:
+    """Many path patterns as one regex (one match per path instead of one per pattern)."""
+    where = _paths.Where(cwd, home)
+    return re.compile("|".join(f"(?:{_paths.compile_path_pattern(p, where).regex.pattern})" for p in patterns),
+                      re.DOTALL)
+
+
 def _paths_check(view: CallView, params: Mapping[str, Any]) -> bool:
     where = view.context.where
-    patterns = [_paths.compile_path_pattern(p, where) for p in params["patterns"]]
-    excepted = [_paths.compile_path_pattern(p, where) for p in params.get("except", ())]
+    patterns = _one_regex(tuple(params["patterns"]), where.cwd, where.home)
+    excepted = _one_regex(tuple(params.get("except", ())), where.cwd, where.home) if params.get("except") else None
     for value in _path_values(view):
         found = view.path(value)
         if found is None:
             continue
         for path in dict.fromkeys(found):
-            if any(p.matches(path) for p in patterns) and not any(e.matches(path) for e in excepted):
+            if patterns.match(path) and not (excepted is not None and excepted.match(path)):
                 return True
     return False
 

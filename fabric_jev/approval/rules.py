@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal, get_args
@@ -99,23 +99,29 @@ class CallView:
     risk: str
     arguments: Any
     context: RuleContext
-    _cache: dict[str, Any] = field(default_factory=dict)
+    _cache: dict[Any, Any] = field(default_factory=dict)
 
     def values(self, keys: Sequence[str]) -> list[Any]:
+        """The values of `keys`, at the top level and one level inside params/args/arguments/input."""
         args = self.arguments
-        if not isinstance(args, Mapping):
+        if not isinstance(args, dict):  # JSON arguments: objects are dicts
             return []
-        out = [args[k] for k in keys if k in args]
+        cached: list[Any] | None = self._cache.get(id(keys))  # keys are the module's constant tuples
+        if cached is not None:
+            return cached
+        present = args.keys() & keys
+        out = [args[k] for k in keys if k in present] if present else []
         for nest in _NESTS:
             inner = args.get(nest)
-            if isinstance(inner, Mapping):
-                out.extend(inner[k] for k in keys if k in inner)
+            if isinstance(inner, dict) and (found := inner.keys() & keys):
+                out.extend(inner[k] for k in keys if k in found)
+        self._cache[id(keys)] = out
         return out
 
     def get(self, dotted: str) -> tuple[bool, Any]:
         value = self.arguments
         for part in dotted.split("."):
-            if not isinstance(value, Mapping) or part not in value:
+            if not isinstance(value, dict) or part not in value:
                 return False, None
             value = value[part]
         return True, value
@@ -146,6 +152,13 @@ class CallView:
         return result
 
     def path(self, text: str) -> tuple[str, str] | None:
+        known: dict[str, tuple[str, str] | None] = self._cache.setdefault("path", {})
+        if text in known:
+            return known[text]
+        found = known[text] = self._path(text)
+        return found
+
+    def _path(self, text: str) -> tuple[str, str] | None:
         lexical = _paths.normalise(text, self.context.where)
         if lexical is None:
             return None
@@ -335,12 +348,30 @@ class _PathMatcher(_Matcher):
                    for p in self._paths(view))
 
 
+_NOTHING: Any = object()
+
+
+def _hashable(value: Any) -> Any:
+    """A JSON scalar with its type (1, 1.0 and True differ in a rule), or _NOTHING."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        return (type(value).__name__, value)
+    return _NOTHING
+
+
 @dataclass(slots=True)
 class _ValueMatcher(_Matcher):
     key: str
     shown: str
     regex: re.Pattern[str] | None
     literal: Any = None
+    #: The one value this pattern matches, when it is exact (no `*`); else _NOTHING.
+    exact: Any = _NOTHING
+
+    def __post_init__(self) -> None:
+        if self.regex is None:
+            self.exact = _hashable(self.literal)
+        elif "*" not in self.shown.split(": ", 1)[1]:
+            self.exact = _hashable(json.loads(self.shown.split(": ", 1)[1]))
 
     def _values(self, view: CallView) -> list[Any]:
         if self.key in FACETS:
@@ -437,11 +468,25 @@ class Rule:
     #: For commands: words that must not appear (patterns, e.g. "-exec", "--output*").
     without: tuple[re.Pattern[str], ...] = ()
     note: str | None = None
+    #: Whether the rule reads the call's command facet (and so cannot match a call without one).
+    on_command: bool = field(init=False, default=False)
+    #: (key, value) of an exact, literal pattern the call must hold (an index of rules by it).
+    exact: tuple[str, Any] | None = field(init=False, default=None)
+    #: The program an allow rule's single command must start with (an index of rules by it).
+    program: str | None = field(init=False, default=None)
 
-    @property
-    def on_command(self) -> bool:
-        """Whether the rule reads the call's command facet (and so cannot match a call without one)."""
-        return any(m.key == "cmd" for m in self.matchers)
+    def __post_init__(self) -> None:
+        self.on_command = any(m.key == "cmd" for m in self.matchers)
+        for m in self.matchers:
+            if isinstance(m, _ValueMatcher) and m.key not in FACETS and m.exact is not _NOTHING:
+                self.exact = (m.key, m.exact)
+                break
+        if self.decision == "allow":
+            for m in self.matchers:
+                if isinstance(m, _CommandMatcher) and m.key in FACETS and len(m.segments) == 1 \
+                        and m.pattern.segments[0].words and "*" not in m.pattern.segments[0].words[0].text:
+                    self.program = m.pattern.segments[0].words[0].text
+                    break
 
     @property
     def pattern(self) -> str:
@@ -651,8 +696,41 @@ class RuleMatch:
     rule: Rule
 
 
+@dataclass(slots=True)
+class _Plan:
+    """The rules of one decision for one (ref, risk), indexed so a call reads only those it may match."""
+
+    rest: list[tuple[int, Rule]] = field(default_factory=list)
+    keyed: dict[str, dict[Any, list[tuple[int, Rule]]]] = field(default_factory=dict)
+    programs: dict[str, list[tuple[int, Rule]]] = field(default_factory=dict)
+    commands: list[tuple[int, Rule]] = field(default_factory=list)
+
+    def chosen(self, view: CallView) -> list[Rule]:
+        found = list(self.rest)
+        many = False
+        for key, table in self.keyed.items():
+            present, value = view.get(key)
+            if present:
+                hit = table.get(_hashable(value))
+                if hit:
+                    found += hit
+                    many = True
+        if self.programs or self.commands:
+            scripts = view.scripts()
+            if scripts:
+                found += self.commands
+                many = True
+                first = scripts[0].segments[0].words if scripts[0].segments else ()
+                if first and self.programs:
+                    found += self.programs.get(first[0].text, [])
+        if many and len(found) > 1:
+            found.sort(key=lambda item: item[0])
+        return [rule for _, rule in found]
+
+
 class RuleSet:
-    """Rules indexed by target, so a call reads only the rules that can concern it."""
+    """Rules indexed by target, then by an exact argument or a command's program, so a call
+    reads only the rules that can concern it (a few of hundreds)."""
 
     def __init__(self, rules: Iterable[Rule] = ()) -> None:
         self.rules: list[Rule] = []
@@ -660,12 +738,14 @@ class RuleSet:
         self._patterned: list[Rule] = []
         #: The rules that can concern each (ref, risk), worked out once.
         self._candidates: dict[tuple[str, str], list[Rule]] = {}
+        self._plans: dict[tuple[str, str], dict[str, _Plan]] = {}
         for rule in rules:
             self.add(rule)
 
     def add(self, rule: Rule) -> None:
         self.rules.append(rule)
         self._candidates.clear()
+        self._plans.clear()
         if "*" in rule.target:
             self._patterned.append(rule)
         else:
@@ -679,20 +759,33 @@ class RuleSet:
         if found is None:
             by = self._by_target
             found = [*by.get(ref, ()), *by.get(risk, ()), *(r for r in self._patterned if r.targets(ref, risk))]
+            found.sort(key=self.rules.index)  # the order they were written in
             if len(self._candidates) < 4096:
                 self._candidates[(ref, risk)] = found
         return found
 
-    def first(self, decision: Decision, view: CallView, candidates: Sequence[Rule] | None = None) -> Rule | None:
-        has_command: bool | None = None
-        for rule in candidates if candidates is not None else self.candidates(view.ref, view.risk):
-            if rule.decision != decision:
-                continue
-            if rule.on_command:  # a command rule on a call without a command: skipped unread
-                if has_command is None:
-                    has_command = bool(view.scripts())
-                if not has_command:
-                    continue
+    def _plan(self, ref: str, risk: str) -> dict[str, _Plan]:
+        plans = self._plans.get((ref, risk))
+        if plans is None:
+            plans = {d: _Plan() for d in DECISIONS}
+            for position, rule in enumerate(self.candidates(ref, risk)):
+                plan = plans[rule.decision]
+                item = (position, rule)
+                if rule.exact is not None:
+                    key, value = rule.exact
+                    plan.keyed.setdefault(key, {}).setdefault(value, []).append(item)
+                elif rule.program is not None:
+                    plan.programs.setdefault(rule.program, []).append(item)
+                elif rule.on_command:
+                    plan.commands.append(item)
+                else:
+                    plan.rest.append(item)
+            if len(self._plans) < 4096:
+                self._plans[(ref, risk)] = plans
+        return plans
+
+    def first(self, decision: Decision, view: CallView) -> Rule | None:
+        for rule in self._plan(view.ref, view.risk)[decision].chosen(view):
             if rule.matches(view):
                 return rule
         return None

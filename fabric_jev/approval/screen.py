@@ -44,7 +44,7 @@ def screen(view: CallView, rules: RuleSet) -> Screening | None:
     """Layers 1–4 for one call; None when no rule and no floor entry speak."""
     candidates = rules.candidates(view.ref, view.risk) if len(rules) else []
     if candidates:
-        deny = rules.first("deny", view, candidates)
+        deny = rules.first("deny", view)
         if deny is not None:
             return Screening("deny", f"the rule {deny.text} ({deny.source}) denies it", deny)
     hits = floor_hits(view)
@@ -53,10 +53,10 @@ def screen(view: CallView, rules: RuleSet) -> Screening | None:
         if lifting is None:
             return Screening("ask", f"the floor: {entry.what} ({entry.id})", floor=entry)
     if candidates:
-        ask = rules.first("ask", view, candidates)
+        ask = rules.first("ask", view)
         if ask is not None:
             return Screening("ask", f"the rule {ask.text} ({ask.source}) asks", ask)
-        allow = rules.first("allow", view, candidates)
+        allow = rules.first("allow", view)
         if allow is not None:
             lifted = [e.id for e in hits]
             extra = f", lifting the floor's {', '.join(lifted)}" if lifted else ""

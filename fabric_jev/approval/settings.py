@@ -136,6 +136,33 @@ def save_rule(text: str, scope: str, *, cwd: Path | None = None, user: Path | No
     return path
 
 
+def remove_rule(text: str, scope: str, *, cwd: Path | None = None, user: Path | None = None) -> bool:
+    """Remove a rule (as written, decision first) from the project's or the user's settings."""
+    from .rules import parse_rule
+
+    wanted = parse_rule(text, source=scope)
+    path = project_settings_path(cwd) if scope == "project" else (user or settings_path())
+    data = _read(path)
+    rules = data.get("rules", [])
+    if not isinstance(rules, list):
+        raise ConfigError(f"the rules in {path} must be a list")
+    kept = [r for r in rules if r != {wanted.decision: wanted.pattern} and r != wanted.text]
+    if len(kept) == len(rules):
+        return False
+    data["rules"] = kept
+    atomic_write(path, json.dumps(data, indent=2))
+    return True
+
+
+def set_default_rules(on: bool, scope: str, *, cwd: Path | None = None, user: Path | None = None) -> Path:
+    path = project_settings_path(cwd) if scope == "project" else (user or settings_path())
+    data = _read(path)
+    data["defaultRules"] = on
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    atomic_write(path, json.dumps(data, indent=2))
+    return path
+
+
 def with_user_threshold(config: HostConfig, path: Path | None = None) -> HostConfig:
     """The threshold's precedence: the config's own `autoApprovalThreshold` when it
     sets one, else the user's settings.json (`settings approvals --threshold`), else 0.50."""

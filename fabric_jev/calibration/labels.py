@@ -7,6 +7,11 @@ JSONL, one object a line (blank lines are skipped)::
      "question": {"type": "choice", "instructions": "...", "criteria": {...}},
      "label": "Billing"}                             # true|false, an option, a 0-based level
 
+or an approval label, which teaches the auto-approval classifier's questions::
+
+    {"action": {"ref": "shell.exec", "risk": "execute", "arguments": {"cmd": "pytest -q"}},
+     "userText": "run the tests", "label": "allow"}  # or "ask"; "secrets"/"destructive": bool
+
 A cassette of recorded answers (the one cassette format, read by
 evaluators/cassette.py) is a label source too: each recorded answer becomes
 an example labeled with what the evaluator answered (the choice,
@@ -122,6 +127,52 @@ def parse_example(raw: Any, line: int) -> LabeledExample:
                           label=check_label(question, raw["label"]), line=line)
 
 
+_APPROVAL_KEYS = {"id", "action", "userText", "label", "secrets", "destructive"}
+
+
+def parse_approval_label(raw: dict[str, Any], line: int) -> list[LabeledExample]:
+    """An approval label — ``{"action": {ref, risk, description?, arguments?}, "userText": "...",
+    "label": "allow" | "ask", "secrets"?: bool, "destructive"?: bool}`` — as examples of the
+    auto-approval classifier's own questions (docs/approvals.md, "The classifier"): ``safe`` is
+    the label, ``secrets`` and ``destructive`` when given. The state is the classifier's evidence."""
+    from ..approval.classifier import QUESTIONS
+    from ..approval.evidence import ApprovalRequest, ProposedAction, build_evidence
+
+    unknown = set(raw) - _APPROVAL_KEYS
+    if unknown:
+        raise LabelsInvalid(f"unknown keys: {key_names(unknown)}")
+    action, label = raw.get("action"), raw.get("label")
+    if not isinstance(action, dict) or not isinstance(action.get("ref"), str) \
+            or set(action) - {"ref", "risk", "description", "arguments"}:
+        raise LabelsInvalid("'action' must be an object {ref, risk?, description?, arguments?}")
+    if label not in ("allow", "ask"):
+        raise LabelsInvalid("an approval label must be \"allow\" or \"ask\"")
+    user_text = raw.get("userText")
+    if not isinstance(user_text, str) or not user_text.strip():
+        raise LabelsInvalid("an approval label needs 'userText', what the user asked for")
+    example_id = raw.get("id", f"line-{line}")
+    if not isinstance(example_id, str) or not 1 <= len(example_id) <= 120:
+        raise LabelsInvalid("'id' must be a string of 1-120 characters")
+    try:
+        state, _ = build_evidence(ApprovalRequest(user_text, ProposedAction(
+            action["ref"], str(action.get("risk", "execute")), str(action.get("description", "")),
+            action.get("arguments"))))
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise LabelsInvalid(f"the action cannot be read: {exc}") from None
+    labels: dict[str, bool] = {"safe": label == "allow"}
+    for qid in ("secrets", "destructive"):
+        if qid in raw:
+            if not isinstance(raw[qid], bool):
+                raise LabelsInvalid(f"'{qid}' must be true or false")
+            labels[qid] = raw[qid]
+    out = []
+    for qid, value in labels.items():
+        request = validate_request({"state": state, "questions": {"q": QUESTIONS[qid]}}, max_bytes=1 << 20)
+        out.append(LabeledExample(id=f"{example_id}:{qid}", state=state, question=request.questions[0],
+                                  label=value, line=line))
+    return out
+
+
 def parse_labels(text: str, *, source: str = "labels") -> list[LabeledExample]:
     """Every example of a JSONL text; the first bad line raises LabelsInvalid naming it."""
     examples: list[LabeledExample] = []
@@ -135,13 +186,15 @@ def parse_labels(text: str, *, source: str = "labels") -> list[LabeledExample]:
         except JSONInputError as exc:
             raise LabelsInvalid(str(exc)) from None
         try:
-            example = parse_example(raw, number)
+            found = (parse_approval_label(raw, number) if isinstance(raw, dict) and "action" in raw
+                     else [parse_example(raw, number)])
         except LabelsInvalid as exc:
             raise LabelsInvalid(f"{where}: {exc}") from None
-        if example.id in seen:
-            raise LabelsInvalid(f"{where}: id {example.id!r} already used on line {seen[example.id]}")
-        seen[example.id] = number
-        examples.append(example)
+        for example in found:
+            if example.id in seen:
+                raise LabelsInvalid(f"{where}: id {example.id!r} already used on line {seen[example.id]}")
+            seen[example.id] = number
+            examples.append(example)
         if len(examples) > MAX_EXAMPLES:
             raise LabelsInvalid(f"{where}: more than {MAX_EXAMPLES} examples")
     if not examples:

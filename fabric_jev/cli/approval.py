@@ -123,6 +123,63 @@ async def _cmd_settings_approvals(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _cmd_settings_rules(args: argparse.Namespace) -> int:
+    import os
+
+    from ..approval.rules import RuleError, parse_rule
+    from ..approval.settings import (
+        default_rules_setting,
+        project_settings_path,
+        remove_rule,
+        save_rule,
+        set_default_rules,
+        settings_path,
+        settings_rules,
+    )
+
+    scope = "project" if args.project else "user"
+    where = project_settings_path() if scope == "project" else settings_path()
+    try:
+        if args.add is not None:
+            rule = parse_rule(args.add, source=f"{scope} settings")
+            # The person sees the rule as it will be read, and confirms it.
+            shown = one_line(rule.text)
+            if not args.yes:
+                if not (os.isatty(0) and os.isatty(2)):
+                    sys.stderr.write(f"fabric-jev: would add {shown} to {one_line(str(where))}; "
+                                     "pass --yes to add it without a terminal\n")
+                    return 2
+                sys.stderr.write(f"add  {shown}\n  to {one_line(str(where))}? [y/N] ")
+                sys.stderr.flush()
+                if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+                    sys.stderr.write("fabric-jev: not added\n")
+                    return 1
+            save_rule(rule.text, scope)
+        elif args.remove is not None:
+            if not remove_rule(args.remove, scope):
+                sys.stderr.write(f"fabric-jev: {one_line(args.remove)} is not among the rules in "
+                                 f"{one_line(str(where))}\n")
+                return 1
+        elif args.default_rules is not None:
+            set_default_rules(args.default_rules == "on", scope)
+        rules = settings_rules()
+        out = {"rules": [{"rule": _rule_text(item), "from": item["from"]} for item in rules],
+               "defaultRules": default_rules_setting() is not False,
+               "files": {"project": str(project_settings_path()), "user": str(settings_path())}}
+    except (RuleError, JevError) as exc:
+        sys.stderr.write(f"fabric-jev: {one_line(str(exc))}\n")
+        return 2
+    print_json(out)
+    return 0
+
+
+def _rule_text(item: dict[str, Any]) -> str:
+    for decision in ("allow", "ask", "deny"):
+        if decision in item:
+            return f"{decision} {item[decision]}"
+    return str(item.get("rule", ""))
+
+
 def add_approval_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ap = add_command(
         sub, "approve", help="classify one proposed action: allow, ask or deny",
@@ -159,3 +216,21 @@ def add_approval_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     sa.add_argument("--model", help="pi-fabric/typesafe/jev-latest, …, or legacy jev/<model>")
     sa.add_argument("--threshold", type=float, help="0-1; allow needs safe >= threshold")
     sa.set_defaults(handler=_cmd_settings_approvals)
+    sr = add_command(se_sub, "rules", help="show, add or remove permission rules",
+                     description="Show the permission rules of the project's and your user settings "
+                                 "(docs/approvals.md) as JSON; --add shows the rule as it will be read "
+                                 "and asks you to confirm it (--yes without a terminal); --remove takes "
+                                 "a rule as written; --default-rules switches fabric-jev's default rules.",
+                     codes=("0 shown or changed", "1 not confirmed, or no such rule",
+                            "2 a rule that cannot be read, or no terminal to confirm on"))
+    change = sr.add_mutually_exclusive_group()
+    change.add_argument("--add", metavar="RULE", help='a rule, e.g. \'allow shell.exec(cmd: "pytest *")\'')
+    change.add_argument("--remove", metavar="RULE", help="a rule as --add wrote it")
+    change.add_argument("--default-rules", dest="default_rules", choices=("on", "off"),
+                        help="switch the default rules for known-safe, read-only work")
+    place = sr.add_mutually_exclusive_group()
+    place.add_argument("--project", action="store_true",
+                       help="the project's settings (.fabric-jev/settings.json, the nearest from here up)")
+    place.add_argument("--user", action="store_true", help="your user settings (the default)")
+    sr.add_argument("--yes", action="store_true", help="add without asking for confirmation")
+    sr.set_defaults(handler=_cmd_settings_rules)

@@ -13,7 +13,7 @@ from typing import Any
 
 from .common import add_command, positive_int
 
-SUITES = ("host", "evaluators", "browser", "batch", "eval", "cli", "soak", "pytest", "typecheck")
+SUITES = ("host", "evaluators", "browser", "batch", "eval", "cli", "soak", "pytest", "typecheck", "rules")
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -78,6 +78,14 @@ async def _run(args: argparse.Namespace) -> int:
             report["typecheck"] = await bench_typecheck(args.samples)
             if not args.json:
                 print_typecheck(report["typecheck"])
+        elif suite == "rules":
+            import anyio.to_thread
+
+            from ..benchmarks.rules import bench_rules, print_rules
+
+            report["rules"] = await anyio.to_thread.run_sync(bench_rules, min(args.samples, 15))
+            if not args.json:
+                print_rules(report["rules"])
         elif suite == "evaluators":
             from ..benchmarks.evaluators import _print_evaluators, bench_evaluators
 
@@ -98,7 +106,8 @@ def add_bench_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "fast its report opens in Chromium), cli (whole-command start-up), "
                     "soak (1,000 mixed runs; resources before and after), pytest (what the installed "
                     "pytest plugin costs a suite that does not use it), "
-                    "typecheck (what checking programs costs).",
+                    "typecheck (what checking programs costs), rules (what permission rules add to a "
+                    "capability call's decision).",
         codes=("0 measured", "2 a suite's missing piece (for example the browser connector)"))
     bench.add_argument("suite", nargs="?", default="all", choices=(*SUITES, "all"),
                        help="which suite to run (default all)")

@@ -50,16 +50,21 @@ CURRENT_CALL: contextvars.ContextVar[ToolCall | None] = contextvars.ContextVar(
 
 
 def message(call: CapabilityCall) -> str:
-    """What the client's user reads: the facts every approver is given."""
-    return "\n".join(["A fabric-jev program asks to use a capability.",
-                      *(f"{label}: {text}" for label, text in call.facts())])
+    """What the client's user reads: the facts every approver is given (why it is asked, every
+    segment of a compound command, the arguments cut in the middle), as the terminal shows them."""
+    lines = ["A fabric-jev program asks to use a capability.",
+             *(f"{label}: {text}" for label, text in call.facts())]
+    if call.always is not None:
+        lines.append(f"always: allows every call matching {call.always} for the rest of this run")
+    return "\n".join(lines)
 
 
 def requested_schema(call: CapabilityCall) -> dict[str, Any]:
     """One required single-choice field (the titled `oneOf` form of the elicitation schema)."""
     return {"type": "object", "required": ["decision"], "properties": {"decision": {
         "type": "string", "title": "Allow this call?",
-        "oneOf": [{"const": reply, "title": _TITLES[reply].format(ref=call.ref)} for reply in REPLIES]}}}
+        "oneOf": [{"const": reply, "title": _TITLES[reply].format(ref=call.always or call.ref)}
+                  for reply in REPLIES]}}}
 
 
 def reply_of(result: types.ElicitResult) -> Reply:
