@@ -53,8 +53,8 @@ def test_out_writes_results_and_summary_whole_and_json_prints_the_same_summary(t
         assert record["evaluator"] == "fixture:fixture.json" and record["variant"] == "base"
         (judgment,) = record["judgments"]
         assert set(judgment["answers"]) == {"route", "refund", "urgent", "urgency"}
-        assert judgment["provenance"] == {"route": "fixture", "model": "fixture-triage", "readout": None,
-                                          "profile": None, "calibration": None}
+        assert judgment["provenance"] == {"route": "fixture", "model": "fixture-triage", "readout": "fixture",
+                                          "profile": None, "calibration": "none"}
         assert record["seconds"] > 0 and record["started"] > 0
     cell = printed["cells"][0]
     assert cell["lines"] == 6 and printed["dataset"]["bad"] == 1 and printed["dataset"]["lines"] == 7

@@ -125,7 +125,7 @@ def test_the_eval_example_runs_offline_with_the_local_evaluator() -> None:
         ("local", "base", 40), ("local", "deadline", 40)]
     for cell in summary["cells"]:
         assert cell["provenance"] == [{"route": "local", "model": cell["provenance"][0]["model"],
-                                       "readout": "heuristic", "profile": None, "calibration": None}]
+                                       "readout": "heuristic", "profile": None, "calibration": "none"}]
         assert set(cell["fields"]) == {"route", "refund", "urgent", "urgency"}
         assert cell["cost"]["evaluations"] == 40
     assert len(summary["pairs"]) == 1
