@@ -472,8 +472,11 @@ class Rule:
     on_command: bool = field(init=False, default=False)
     #: (key, value) of an exact, literal pattern the call must hold (an index of rules by it).
     exact: tuple[str, Any] | None = field(init=False, default=None)
-    #: The program an allow rule's single command must start with (an index of rules by it).
+    #: The program a rule's single command must start with (an index of rules by it): as written
+    #: for an allow rule, its name (rm for /bin/rm) for a deny or ask rule.
     program: str | None = field(init=False, default=None)
+    #: The folder of the working directory an allow rule's one path pattern lies in (an index).
+    folder: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.on_command = any(m.key == "cmd" for m in self.matchers)
@@ -481,12 +484,21 @@ class Rule:
             if isinstance(m, _ValueMatcher) and m.key not in FACETS and m.exact is not _NOTHING:
                 self.exact = (m.key, m.exact)
                 break
-        if self.decision == "allow":
-            for m in self.matchers:
-                if isinstance(m, _CommandMatcher) and m.key in FACETS and len(m.segments) == 1 \
-                        and m.pattern.segments[0].words and "*" not in m.pattern.segments[0].words[0].text:
-                    self.program = m.pattern.segments[0].words[0].text
-                    break
+        for m in self.matchers:
+            if isinstance(m, _CommandMatcher) and m.key in FACETS and len(m.segments) == 1 \
+                    and m.pattern.segments[0].words and "*" not in m.pattern.segments[0].words[0].text:
+                head = m.pattern.segments[0].words[0].text
+                # An allow rule matches the program as written; deny and ask rules by its name.
+                self.program = head if self.decision == "allow" else _shell.basename(head)
+                break
+        if self.decision == "allow" and self.exact is None and self.program is None and len(self.matchers) == 1:
+            m = self.matchers[0]
+            if isinstance(m, _PathMatcher) and m.key == "path":
+                relative = m.text.strip()
+                relative = relative[2:] if relative.startswith("./") else relative
+                first, slash, _ = relative.partition("/")
+                if slash and first and not relative.startswith(("/", "~")) and not set(first) & set("*?[.$"):
+                    self.folder = first
 
     @property
     def pattern(self) -> str:
@@ -704,6 +716,9 @@ class _Plan:
     keyed: dict[str, dict[Any, list[tuple[int, Rule]]]] = field(default_factory=dict)
     programs: dict[str, list[tuple[int, Rule]]] = field(default_factory=dict)
     commands: list[tuple[int, Rule]] = field(default_factory=list)
+    folders: dict[str, list[tuple[int, Rule]]] = field(default_factory=dict)
+    #: Whether `programs` holds deny/ask rules (keyed by every command's name, not the first word).
+    loose: bool = False
 
     def chosen(self, view: CallView) -> list[Rule]:
         found = list(self.rest)
@@ -720,9 +735,21 @@ class _Plan:
             if scripts:
                 found += self.commands
                 many = True
-                first = scripts[0].segments[0].words if scripts[0].segments else ()
-                if first and self.programs:
-                    found += self.programs.get(first[0].text, [])
+                if self.loose:
+                    names = {_shell.basename(c.words[0].text) for s in scripts for c in s.commands
+                             if c.words and c.words[0].literal}
+                    for name in names:
+                        found += self.programs.get(name or "", [])
+                else:
+                    first = scripts[0].segments[0].words if scripts[0].segments else ()
+                    if first and self.programs:
+                        found += self.programs.get(first[0].text, [])
+        if self.folders:
+            paths = view.paths()
+            cwd = view.context.cwd.rstrip("/") + "/"
+            if paths and paths[0] is not None and paths[0][0].startswith(cwd):
+                found += self.folders.get(paths[0][0][len(cwd):].split("/", 1)[0], [])
+                many = True
         if many and len(found) > 1:
             found.sort(key=lambda item: item[0])
         return [rule for _, rule in found]
@@ -776,6 +803,9 @@ class RuleSet:
                     plan.keyed.setdefault(key, {}).setdefault(value, []).append(item)
                 elif rule.program is not None:
                     plan.programs.setdefault(rule.program, []).append(item)
+                    plan.loose = rule.decision != "allow"
+                elif rule.folder is not None:
+                    plan.folders.setdefault(rule.folder, []).append(item)
                 elif rule.on_command:
                     plan.commands.append(item)
                 else:

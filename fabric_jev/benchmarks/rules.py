@@ -61,41 +61,61 @@ def _gate(rules: list[dict[str, Any]], defaults: bool) -> Any:
                       cwd="/work/project", home="/home/user", **host_rules(config))
 
 
-def _median_us(fn: Any, rounds: int, per_round: int) -> float:
-    for _ in range(per_round):
-        fn()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
+def _interleaved_us(fns: dict[str, Any], rounds: int, per_round: int) -> dict[str, float]:
+    """Median µs per call of each function, measured in interleaved rounds (a busy machine slows
+    them alike, not one set-up more than another)."""
+    for fn in fns.values():
         for _ in range(per_round):
             fn()
-        times.append((time.perf_counter() - start) / per_round * 1e6)
-    return statistics.median(times)
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(per_round):
+                fn()
+            times[name].append((time.perf_counter() - start) / per_round * 1e6)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
-def bench_rules(samples: int = 7) -> dict[str, Any]:
+def _python_calls(fn: Any, n: int = 100) -> float:
+    import cProfile
+    import pstats
+
+    fn()
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(n):
+        fn()
+    profile.disable()
+    return float(pstats.Stats(profile).total_calls) / n  # type: ignore[attr-defined]
+
+
+def bench_rules(samples: int = 15) -> dict[str, Any]:
     setups = {"floor": _gate([], False), "defaults": _gate([], True),
               "200 rules": _gate(two_hundred_rules(), True)}
-    out: dict[str, Any] = {"calls": {}}
+    out: dict[str, Any] = {"rules": 200, "calls": {}}
     for ref, risk, arguments in CALLS:
-        row = {}
-        for name, gate in setups.items():
-            row[name] = _median_us(lambda g=gate, c=(ref, risk, arguments): g.triage(*c), samples, 2000)
+        row: dict[str, float] = _interleaved_us(
+            {name: (lambda g=gate, c=(ref, risk, arguments): g.triage(*c)) for name, gate in setups.items()},
+            samples, 500)
         row["added_by_rules"] = row["200 rules"] - row["defaults"]
+        # Python function calls per decision: the same on a busy machine as on an idle one.
+        for name in ("defaults", "200 rules"):
+            row[f"calls {name}"] = _python_calls(lambda g=setups[name], c=(ref, risk, arguments): g.triage(*c))
         what = arguments.get("method") or arguments.get("cmd") or arguments.get("path") or ""
         out["calls"][f"{ref} {what}".strip()] = row
     from ..approval.shell import parse
 
     counter = iter(range(10**9))
-    out["parse_new_command_us"] = _median_us(
-        lambda: parse(f"pytest -q tests/test_{next(counter)}.py && git status"), samples, 200)
+    out["parse_new_command_us"] = _interleaved_us(
+        {"parse": lambda: parse(f"pytest -q tests/test_{next(counter)}.py && git status")}, samples, 50)["parse"]
     return out
 
 
 def print_rules(report: dict[str, Any]) -> None:
     print("rules: the policy gate's triage per capability call (median µs; same run)")
-    print(f"  {'call':34} {'floor':>8} {'defaults':>9} {'200 rules':>10} {'added':>8}")
+    print(f"  {'call':34} {'floor':>8} {'defaults':>9} {'200 rules':>10} {'added':>8}   python calls")
     for name, row in report["calls"].items():
         print(f"  {name:34} {row['floor']:8.1f} {row['defaults']:9.1f} {row['200 rules']:10.1f} "
-              f"{row['added_by_rules']:8.1f}")
+              f"{row['added_by_rules']:8.1f}   {row['calls defaults']:.0f} → {row['calls 200 rules']:.0f}")
     print(f"  parsing a new shell command (tree-sitter bash): {report['parse_new_command_us']:.1f} µs")
