@@ -36,6 +36,23 @@ settings.register_profile("long", max_examples=5_000, deadline=None,
 settings.load_profile(os.environ.get("FABRIC_JEV_FUZZ", "suite"))
 
 
+#: Fixtures that start or use Chromium: a test that asks for one is a browser test, marked or not.
+BROWSER_FIXTURES = frozenset({"chromium", "jev_browser", "cdp", "jev_page", "pages", "other_pages"})
+#: Tests (files, or node ids) that take more than a few seconds each, measured with
+#: `pytest --durations=0`: marked `slow`, so `pytest -m "not browser and not slow"` is the quick
+#: subset (docs/contributing.md). A new test that is slow is added here.
+SLOW: frozenset[str] = frozenset()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)
+        where = item.nodeid.split("::", 1)[0]
+        if where in SLOW or item.nodeid.split("[", 1)[0] in SLOW:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
