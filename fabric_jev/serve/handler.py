@@ -111,8 +111,12 @@ class JevServer:
             return error(status, "upstream_error", str(exc))
         except EvaluationError as exc:
             return error(502, "evaluator_error", str(exc))
-        out = evaluation.to_json()
+        # Extensions of the wire format are prefixed x_ (the spec asks it): who answered is x_provenance,
+        # the shape every other result calls `evaluator`; x_evaluator is the route alone, as before.
+        out = evaluation.to_json(evaluator=False)
         out["x_evaluator"] = self.evaluator.status().route
+        if evaluation.provenance is not None:
+            out["x_provenance"] = evaluation.provenance.to_json()
         return 200, out
 
     def _parse(self, body: bytes) -> EvaluationRequest | Response:
