@@ -39,7 +39,7 @@ settings.load_profile(os.environ.get("FABRIC_JEV_FUZZ", "suite"))
 #: Fixtures that start or use Chromium: a test that asks for one is a browser test, marked or not.
 BROWSER_FIXTURES = frozenset({"chromium", "jev_browser", "cdp", "jev_page", "pages", "other_pages"})
 #: Tests (files, or node ids) that take more than a few seconds each, measured with
-#: `pytest --durations=0`: marked `slow`, so `pytest -m "not browser and not slow"` is the quick
+#: `pytest --durations=0`: marked `slow`, so `pytest -m "not browser and not slow and not llm"` is the quick
 #: subset (docs/contributing.md). A new test that is slow is added here.
 SLOW: frozenset[str] = frozenset()
 
@@ -48,6 +48,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.browser)
+        if "llama" in getattr(item, "fixturenames", ()):  # the real llama.cpp server: an `llm` test
+            item.add_marker(pytest.mark.llm)
         where = item.nodeid.split("::", 1)[0]
         if where in SLOW or item.nodeid.split("[", 1)[0] in SLOW:
             item.add_marker(pytest.mark.slow)
@@ -149,3 +151,5 @@ def child_pids(apart_from: Iterable[int] = ()) -> set[int]:
 
 
 from tests.browser_support import cdp, chromium, other_pages, page, pages  # noqa: E402, F401  (shared fixtures)
+from tests.llama_server import llama  # noqa: E402, F401  (the real llama.cpp server, one per session)
+
