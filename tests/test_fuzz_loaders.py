@@ -149,3 +149,55 @@ def test_a_labels_file_parses_or_names_its_bad_line(text: str) -> None:
     for e in examples:
         e.request()  # every accepted example makes a valid evaluation request
         assert e.class_index >= 0
+
+
+# ---------------------------------------------------------------- cassettes
+
+CASSETTE_REQUEST = {"state": "charged twice", "model": "jev-latest", "questions": {"q": SAFE}}
+CASSETTE_LINE = {"digest": "f" * 64, "request": CASSETTE_REQUEST,
+                 "evaluation": {"answers": {"q": {"type": "noul", "noul": 0.5}},
+                                "usage": {"input_tokens": 1, "output_tokens": 0}}}
+CASSETTE_HEADERS = ['{"format":"fabric-jev-cassette","version":2}', '{"format":"fabric-jev-cassette","version":1}']
+
+
+def _digest(value: Any) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"),
+                                     ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@st.composite
+def cassette_files(draw: st.DrawFn) -> bytes:
+    """A header (either version, or a mutated one) and lines: a mutated recording whose digest is,
+    or is not, its request's; hostile text; an older JSON document."""
+    if draw(st.booleans()):
+        entry = draw(mutated({"request": CASSETTE_REQUEST, "evaluation": CASSETTE_LINE["evaluation"]}))
+        key = _digest(entry.get("request")) if draw(st.booleans()) and isinstance(entry, dict) else "x"
+        return json.dumps({"version": 1, "entries": {key: entry}}, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    lines = [draw(st.sampled_from(CASSETTE_HEADERS) | json_texts())]
+    for _ in range(draw(st.integers(0, 3))):
+        line = draw(mutated(CASSETTE_LINE) | st.sampled_from(NASTY_TEXT))
+        if isinstance(line, dict) and isinstance(line.get("request"), dict) and draw(st.booleans()):
+            line["digest"] = _digest(line["request"])
+        lines.append(line if isinstance(line, str) else json.dumps(line, ensure_ascii=False))
+    return "\n".join(lines).encode("utf-8", "surrogatepass")
+
+
+@given(cassette_files() | st.binary(max_size=200))
+@example(b'{"format":"fabric-jev-cassette","version":2}\n' + b"[" * 5000)
+@example(b'{"format":"fabric-jev-cassette","version":true}\n')
+@example(b'{"version": 1, "entries": {"a": 1, "a": 2}}')
+def test_a_cassette_is_read_or_refused_in_one_line_and_every_line_it_keeps_checks(data: bytes) -> None:
+    from fabric_jev.evaluators.cassette import Cassette, digest_of
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "tape.jsonl"
+        path.write_bytes(data)
+        try:
+            cassette = Cassette(path)
+        except ConfigError as exc:
+            assert "\n" not in str(exc) and str(path) in str(exc)
+            return
+    for digest, recording in cassette.recordings.items():
+        assert digest == recording.digest == digest_of(recording.request)
