@@ -87,7 +87,10 @@ def test_recorded_on_the_command_line_replayed_by_pytest_and_calibrated(project:
     project.makepyfile(test_tickets=TEST_FILE)
     replayed = project.runpytest_subprocess(*PLUGIN)  # record mode none: replay only, or fail
     replayed.assert_outcomes(passed=1)
-    assert json.loads((root / "seen_by_pytest.json").read_text()) == from_cli
+    # The same answers, and each says it was replayed, by whom it was recorded.
+    assert json.loads((root / "seen_by_pytest.json").read_text()) == [
+        {**live, "evaluator": {**live["evaluator"], "replayed": True}} for live in from_cli]
+    assert all(live["evaluator"]["route"] == "local" for live in from_cli)
 
     report = calibrated(root, cassette)
     assert report["examples"] == len(TICKETS) * len(QUESTIONS)
