@@ -193,7 +193,7 @@ HOST_CONFIG_JSON = (
     '"maxConcurrentRuns":3,"maxQueuedRuns":1000,"maxRetainedRuns":64,"requestTimeoutMs":15000,"maxRequestBytes":131072,'
     '"memoryLimitBytes":67108864,"warmWorkers":2,"model":"jev-latest","autoApprovalThreshold":0.5,'
     '"approvals":{"read":"allow","write":"ask","execute":"ask","network":"ask","agent":"ask"},'
-    '"approverTimeoutMs":120000,"allow":[],"deny":[],"evaluator":{},"connectors":{},'
+    '"approverTimeoutMs":120000,"allow":[],"deny":[],"evaluator":{},"rules":[],"defaultRules":true,"connectors":{},'
     '"typecheck":{"typescript":"error","javascript":"warn","timeoutMs":10000,"memoryLimitBytes":536870912,'
     '"requireChecker":true,"diskCache":true,"cacheDir":"/x"}}')
 
