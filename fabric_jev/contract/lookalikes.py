@@ -3,9 +3,10 @@
 A hostile or careless writer can hide `password` from a pattern without
 hiding it from a person or a program: fullwidth letters (`ｐａｓｓｗｏｒｄ`),
 Cyrillic or Greek look-alikes (`раssword` with Cyrillic р and а), a soft
-hyphen or zero-width space inside the word, or percent-encoding
-(`password%3D…`). `fold` undoes those, in linear time: percent-decoding,
-then dropping Unicode's default-ignorable code points (which render as
+hyphen or zero-width space inside the word, percent-encoding
+(`password%3D…`) or HTML character references (`&#112;assword`,
+`&quot;password&quot;`). `fold` undoes those, in linear time: HTML
+unescaping, then percent-decoding, then dropping Unicode's default-ignorable code points (which render as
 nothing), then NFKC (compatibility forms: fullwidth, ligatures, mathematical
 letters), then a table of letters that look like Latin ones.
 
@@ -17,6 +18,7 @@ and it is defense in depth, not a guarantee.
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from urllib.parse import unquote
@@ -43,17 +45,22 @@ _LOOKALIKES = {
 }
 _TABLE = str.maketrans({c: latin for latin, chars in _LOOKALIKES.items() for c in chars if c != latin})
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+#: A character reference as browsers read it: `&#112;`, `&#x70;`, `&quot;` (the `;` may be missing).
+_REFERENCE = re.compile(r"&(?:#[0-9]+|#[xX][0-9A-Fa-f]+|[A-Za-z][A-Za-z0-9]*);?")
 
 
 def needs_folding(text: str) -> bool:
-    """Whether `fold` could change the text: any non-ASCII character, or a %XX escape."""
-    return not text.isascii() or ("%" in text and _PERCENT.search(text) is not None)
+    """Whether `fold` could change the text: any non-ASCII character, a %XX escape or an HTML reference."""
+    return (not text.isascii() or ("%" in text and _PERCENT.search(text) is not None)
+            or ("&" in text and _REFERENCE.search(text) is not None))
 
 
 def fold(text: str) -> str:
     """The text as a reader sees it (see the module doc); ASCII without escapes comes back as is."""
     if not needs_folding(text):
         return text
+    if "&" in text:
+        text = html.unescape(text)
     # Twice at most: `%253D` is `%3D` encoded again; a third layer is not a spelling anyone types.
     for _ in range(2):
         if "%" not in text or _PERCENT.search(text) is None:

@@ -26,162 +26,27 @@ found.
 
 from __future__ import annotations
 
+import base64
 import binascii
-import math
+import codecs
 import re
-from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 import re2
 
 from .lookalikes import fold, needs_folding
+from .secret_names import is_secret_key, pair_secret
+from .secret_patterns import BASE64_MARKER, Rule, marker, rules_for
 
-#: Keys whose whole normalised name ends with one of these name a secret.
-_SECRET_KEY_SUFFIXES = ("password", "passwd", "passphrase", "secret", "token", "authorization",
-                        "cookie", "apikey", "privatekey", "clientsecret", "accesskey", "secretkey",
-                        "accountkey", "authkey", "sessionid", "credential", "credentials",
-                        "privatekeyid")
-#: ...or whose last word is one of these (DB_PASS, MYSQL_PWD, user_ssn; not "bypass").
-_SECRET_LAST_WORDS = frozenset({"pass", "pwd", "pw", "auth", "ssn"})
-#: How a secret's encoding is named after it (secret_hex, tokenB64, password_hash): dropped
-#: before the checks above.
-_ENCODING_TAIL = re.compile(r"(?:hex|b64|base64|bytes|str|string|value|data|raw|enc|encoded|hash)+$")
-_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+__all__ = ["MAX_DEPTH", "is_secret_key", "marker", "redact", "redact_text"]
+
 #: RE2 reads UTF-8, which a lone surrogate (a page's or a JSON escape's) cannot be.
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 MAX_DEPTH = 64
 
 
-def is_secret_key(key: str) -> bool:
-    """password, db_password, X-Api-Key, client_secret, accessToken, DB_PASS, secret_hex, ...
-
-    Look-alike spellings (fullwidth, Cyrillic letters, a soft hyphen inside) count as the word.
-    """
-    key = fold(key)
-    norm = re.sub(r"[^a-z0-9]", "", key.lower())
-    bare = _ENCODING_TAIL.sub("", norm) or norm
-    if any(n.endswith(w) for n in (norm, bare) for w in _SECRET_KEY_SUFFIXES):
-        return True
-    words = [w.lower() for w in _WORDS.findall(key)]
-    while len(words) > 1 and _ENCODING_TAIL.fullmatch(words[-1]):
-        words.pop()
-    return bool(words) and words[-1] in _SECRET_LAST_WORDS
-
-
-def marker(kind: str) -> str:
-    return f"[redacted: {kind}]"
-
-
-_BASE64_MARKER = "[omitted base64]"
-_KEYWORDS = (r"(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|auth[_-]?key|"
-             r"private[_-]?key(?:[_-]?id)?|client[_-]?secret|access[_-]?key|secret[_-]?access[_-]?key|"
-             r"secret[_-]?key|account[_-]?key|credentials?|cookie|ssn|[_.-]pass|[_.-]pw)")
-# A value in quotes (spaces allowed) or a bare word; `\\?` lets the rule see
-# through JSON that was itself escaped into a string.
-_VALUE = r"""(?:\\?["'](?P<q>[^"'\n\\]{3,})|(?P<s>[^\s"'`,;{}()\[\]\\<>]{3,}))"""
-
-
-class _Rule:
-    """One pattern; the named groups `s` / `q` (whichever took part) hold the secret."""
-
-    def __init__(self, kind: str, pattern: str, *, check: Callable[[str], bool] | None = None,
-                 replacement: str | None = None) -> None:
-        self.kind = kind
-        self.pattern = re2.compile(pattern)
-        self.groups = [self.pattern.groupindex[g] for g in ("s", "q") if g in self.pattern.groupindex]
-        self.check = check
-        self.replacement = replacement or marker(kind)
-
-
-def _is_entropic(token: str) -> bool:
-    """Random-looking: mixed case and digits, and many distinct symbols per character."""
-    if not (any(c.isupper() for c in token) and any(c.islower() for c in token)
-            and any(c.isdigit() for c in token)):
-        return False
-    counts = Counter(token)
-    n = len(token)
-    entropy = -sum(c / n * math.log2(c / n) for c in counts.values())
-    return entropy >= 3.5
-
-
-def _not_placeholder(value: str) -> bool:
-    return value.lower() not in {"null", "none", "true", "false", "undefined", "nil", "***", "****"}
-
-
-def _not_a_variable(value: str) -> bool:
-    return not value.startswith("$")
-
-
-def _is_ssn(value: str) -> bool:
-    """Issued-looking: area not 000, 666 or 9xx; group not 00; serial not 0000."""
-    area, group, serial = value.split("-")
-    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
-
-
-# Order matters: multi-line keys, header lines and URLs before the bare token
-# shapes they contain; keyword assignments before the generic entropy rule.
-_RULES: tuple[_Rule, ...] = (
-    _Rule("private key", r"(?P<s>-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-                         r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\z))"),
-    _Rule("private key", r"(?P<s>PuTTY-User-Key-File-\d+:[\s\S]*?(?:Private-MAC: *[0-9a-fA-F]+|\z))"),
-    _Rule("authorization header", r"(?im)^\s*(?:proxy-)?authorization\s*:\s*(?P<s>\S.*)$"),
-    _Rule("cookie header", r"(?im)^\s*(?:set-)?cookie\s*:\s*(?P<s>\S.*)$"),
-    _Rule("url credentials",
-          r"(?i)(?:^|[^a-z0-9+.-])[a-z][a-z0-9+.-]{0,30}://(?P<s>[^\s/:@]*:[^\s/@]+)@"),
-    _Rule("slack webhook", r"(?P<s>https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/+-]+)"),
-    _Rule("bearer token", r"(?i)\bbearer\s+(?P<s>[A-Za-z0-9\-._~+/]{8,}=*)"),
-    _Rule("basic credentials", r"(?i)\bbasic\s+(?P<s>[A-Za-z0-9+/]{8,}={0,2})"),
-    _Rule("jwt", r"(?P<s>\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)"),
-    _Rule("aws access key id",
-          r"(?P<s>\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16})\b"),
-    _Rule("github token", r"(?P<s>\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,})"),
-    _Rule("gitlab token", r"(?P<s>\bgl(?:pat|dt|rt|ptt|cbt|soat)-[A-Za-z0-9_-]{20,})"),
-    _Rule("slack token", r"(?P<s>\bxox[abposr]-[A-Za-z0-9-]{10,})"),
-    _Rule("api key", r"(?P<s>\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{16,}|\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,})"),
-    _Rule("google api key", r"(?P<s>\bAIza[0-9A-Za-z_-]{35})"),
-    _Rule("npm token", r"(?P<s>\bnpm_[A-Za-z0-9]{36})"),
-    _Rule("pypi token", r"(?P<s>\bpypi-AgE[A-Za-z0-9_-]{40,})"),
-    _Rule("sendgrid key", r"(?P<s>\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})"),
-    _Rule("twilio key", r"(?P<s>\b(?:AC|SK)[0-9a-f]{32})\b"),
-    _Rule("telegram bot token", r"(?P<s>\b[0-9]{8,10}:AA[0-9A-Za-z_-]{33})"),
-    _Rule("discord bot token", r"(?P<s>\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,})"),
-    _Rule("mailchimp key", r"(?P<s>\b[0-9a-f]{32}-us[0-9]{1,2})\b"),
-    _Rule("square token", r"(?P<s>\bsq0(?:atp|csp|idp)-[0-9A-Za-z_-]{22,})"),
-    # Passwords on command lines: `mysql -pSECRET`, `sshpass -p SECRET`, `curl -u user:pass`,
-    # `redis-cli -a SECRET`, `--password SECRET`.
-    _Rule("command-line password",
-          r"(?i)\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlpump|mariadb|"
-          r"mariadb-dump)\b[^\n|;&]*?\s-p(?P<s>[^\s'\"]+)"),
-    _Rule("command-line password", r"(?i)\bsshpass\s+-p\s*['\"]?(?P<s>[^\s'\"]+)"),
-    _Rule("command-line password", r"(?i)\bredis-cli\b[^\n|;&]*?\s-a\s+['\"]?(?P<s>[^\s'\"]+)"),
-    _Rule("command-line password",
-          r"(?i)\b(?:curl|wget)\b[^\n|;&]*?\s(?:-u|--user|--http-password|--password)[ =]\s*['\"]?"
-          r"(?P<s>[^\s'\"]+)"),
-    _Rule("command-line password",
-          r"(?i)(?:^|\s)--?[a-z0-9-]*(?:password|passwd|passphrase|token|secret|api-key|apikey)\s+"
-          r"(?P<s>[^\s'\"-][^\s'\"]*)"),
-    # `echo PW | docker login --password-stdin` (podman, helm, ... alike), and a here-string.
-    _Rule("command-line password",
-          r"(?i)\b(?:echo|printf)\s+(?:-[a-z]+\s+)*(?:['\"]%s(?:\\n)?['\"]\s+)?['\"]?(?P<s>[^\s'\"|;&]+)['\"]?"
-          r"\s*\|[^\n|;&]*--password-stdin", check=_not_a_variable),
-    _Rule("command-line password", r"(?i)--password-stdin\s*<<<\s*['\"]?(?P<s>[^\s'\"]+)",
-          check=_not_a_variable),
-    _Rule("secret assignment",
-          r"(?i)(?:^|[^A-Za-z0-9_.-])\\?[\"']?[A-Za-z0-9_.-]*?" + _KEYWORDS +
-          r"(?:[_-]?(?:key|value|b64|base64|base|hash|hex|str|string|text|data|bytes|file_content))?"
-          r"\\?[\"']?\s*(?::=|=>|=|:)\s*" + _VALUE,
-          check=_not_placeholder),
-    _Rule("azure storage key", r"(?i)\bAccountKey=(?P<s>[A-Za-z0-9+/=]{20,})"),
-    _Rule("social security number", r"\b(?P<s>[0-9]{3}-[0-9]{2}-[0-9]{4})\b", check=_is_ssn),
-    _Rule("base64 data", r"(?P<s>(?:[A-Za-z0-9+/]{4}){40,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)",
-          replacement=_BASE64_MARKER),
-    _Rule("high-entropy string", r"(?P<s>[A-Za-z0-9+/_=-]{20,})", check=_is_entropic),
-)
-
-
 _MARKER_OPEN = "[redacted: "
-_MARKER_MAX = 80  # longer than any marker this module writes for a text rule
+_MARKER_MAX = 120  # longer than any marker this module writes for a text rule
 
 
 def _inside_marker(text: str, at: int) -> bool:
@@ -194,54 +59,63 @@ def _inside_marker(text: str, at: int) -> bool:
     return 0 <= opened <= at and text.find("]", opened, at + 1) < 0
 
 
-# One pass over the text with every rule at once: most text holds no secret,
-# and RE2 answers "does any rule match?" in a single linear scan.
-_ANY = re2.compile("|".join(f"(?:{re.sub(r'[(][?]P<[a-z]+>', '(?:', r.pattern.pattern)})" for r in _RULES))
-
-
-#: Runs that may hold an encoded secret: hex (32+ digits) or base64 / base64url (20+).
-#: Every such run also matches `_ANY` (the high-entropy rule's character class), so
-#: text that `_ANY` passes over holds none.
-_ENCODED = re2.compile(r"[A-Za-z0-9+/_-]{20,}={0,2}")
+#: Runs that may hold an encoded secret: hex (32+ digits), base64 / base64url (20+) or
+#: base32 (padding up to six `=`). Every such run also matches `ANY` (the high-entropy
+#: rule's character class), so text that `ANY` passes over holds none.
+_ENCODED = re2.compile(r"[A-Za-z0-9+/_-]{20,}={0,6}")
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2}){16,}")
+_BASE32 = re.compile(r"[A-Z2-7]+=*|[a-z2-7]+=*")
 #: Decoding nests at most this deep (hex of base64 of a token): each layer is shorter.
 _DECODE_DEPTH = 2
 #: Rules that do not look across list items: joined short strings are not random keys.
 _NOT_ACROSS_ITEMS = frozenset({"base64 data", "high-entropy string"})
 
 
-def _decoded(run: str) -> tuple[str, str] | None:
-    """("hex" | "base64", the printable text a run encodes), or None when it encodes none."""
-    if _HEX.fullmatch(run):
-        how, raw = "hex", bytes.fromhex(run)
-    else:
-        body = run.rstrip("=")
-        urlsafe = "-" in body or "_" in body
-        if len(body) % 4 == 1 or (urlsafe and ("+" in body or "/" in body)):
-            return None
-        try:
-            raw = binascii.a2b_base64((body.replace("-", "+").replace("_", "/") if urlsafe else body)
-                                      + "=" * (-len(body) % 4), strict_mode=True)
-        except binascii.Error:
-            return None
-        how = "base64"
+def _printable(raw: bytes) -> str | None:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    return (how, text) if text.replace("\n", " ").replace("\t", " ").replace("\r", " ").isprintable() else None
+    return text if text.replace("\n", " ").replace("\t", " ").replace("\r", " ").isprintable() else None
 
 
-def _apply_rules(text: str, kinds: list[str], rules: tuple[_Rule, ...] = _RULES) -> str:
+def _decoded(run: str) -> tuple[str, str] | None:
+    """("hex" | "base64" | "base32", the printable text a run encodes), or None when it encodes none."""
+    if _HEX.fullmatch(run):
+        text = _printable(bytes.fromhex(run))
+        return ("hex", text) if text is not None else None
+    body = run.rstrip("=")
+    urlsafe = "-" in body or "_" in body
+    if len(body) % 4 != 1 and "=" not in run[len(body) + 2:] \
+            and not (urlsafe and ("+" in body or "/" in body)):
+        try:
+            raw = binascii.a2b_base64((body.replace("-", "+").replace("_", "/") if urlsafe else body)
+                                      + "=" * (-len(body) % 4), strict_mode=True)
+        except binascii.Error:
+            pass
+        else:
+            text = _printable(raw)
+            if text is not None:
+                return "base64", text
+    if _BASE32.fullmatch(run) and len(body) % 8 in (0, 2, 4, 5, 7):
+        try:
+            raw = base64.b32decode(body.upper() + "=" * (-len(body) % 8))
+        except binascii.Error:
+            return None
+        text = _printable(raw)
+        return ("base32", text) if text is not None else None
+    return None
+
+
+def _apply_rules(text: str, kinds: list[str], rules: tuple[Rule, ...]) -> str:
     for rule in rules:
-        def replace(m: Any, rule: _Rule = rule) -> str:
+        def replace(m: Any, rule: Rule = rule) -> str:
             for group in rule.groups:
                 start, end = m.span(group)
-                if start < 0:
+                if start < 0 or start == end:
                     continue
                 secret = m.group(group)
-                if _inside_marker(m.string, start) or secret == _BASE64_MARKER \
-                        or (rule.check is not None and not rule.check(secret)):
+                if _inside_marker(m.string, start) or secret == BASE64_MARKER or rule.refuses(m, secret):
                     return str(m.group(0))
                 kinds.append(rule.kind)
                 whole_start = m.start()
@@ -253,11 +127,17 @@ def _apply_rules(text: str, kinds: list[str], rules: tuple[_Rule, ...] = _RULES)
     return text
 
 
+def _rules(text: str) -> tuple[Rule, ...] | None:
+    """The rules that may match `text`, or None for none."""
+    return rules_for(text)
+
+
 def _scan(text: str, kinds: list[str], depth: int = 0) -> str:
-    """The rules, then hex and base64 runs decoded and scanned (a run hiding a secret goes whole)."""
-    if _ANY.search(text) is None:
+    """The rules, then hex, base64 and base32 runs decoded and scanned (a run hiding a secret goes whole)."""
+    rules = _rules(text)
+    if rules is None:
         return text
-    text = _apply_rules(text, kinds)
+    text = _apply_rules(text, kinds, rules)
     if depth >= _DECODE_DEPTH:
         return text
 
@@ -279,13 +159,45 @@ def _scan(text: str, kinds: list[str], depth: int = 0) -> str:
     return str(_ENCODED.sub(replace, text))
 
 
+#: rot13 is its own inverse and keeps every character where it was.
+_ROT13 = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+                       "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm")
+#: Words a secret's rot13 spelling shows (`cnffjbeq` is password): the rot13 pass runs only
+#: when one occurs, as a word's start or a token's prefix.
+_ROT13_GATE = re2.compile("(?i)" + "|".join(
+    re2.escape(codecs.encode(w, "rot13")) for w in (
+        "pass", "pwd", "secret", "token", "apikey", "api_key", "api-key", "authkey", "auth_", "private",
+        "credential", "cookie", "bearer", "basic ", "authorization", "ssn", "-----begin", "ghp_", "gho_",
+        "github_pat_", "glpat-", "xox", "sk-", "sk_", "pk_", "akia", "asia", "aiza", "npm_", "pypi-")))
+#: Kinds a rot13 pass finds in ordinary text by chance (scrambled text is random-looking).
+_ROT13_NOISE = frozenset({"high-entropy string", "base64 data", "social security number"})
+_ROT13_MARKER = re2.compile(r"\[erqnpgrq: ([^\]\n]{1,120})\]")
+
+
+def _unrot13(text: str, kinds: list[str]) -> str | None:
+    """The text with what its rot13 reading shows redacted (`cnffjbeq=uhagre2` holds password=hunter2),
+    or None when that reading shows no secret."""
+    if _ROT13_GATE.search(text) is None:
+        return None
+    found: list[str] = []
+    shown = _scan(text.translate(_ROT13), found)
+    if not any(k not in _ROT13_NOISE for k in found):
+        return None
+    kinds.extend(f"rot13-encoded {k}" for k in found)
+    # Back to the text as written; the new markers came back scrambled, and are unscrambled.
+    back = _ROT13_MARKER.sub(lambda m: marker("rot13-encoded " + str(m.group(1)).translate(_ROT13)),
+                             shown.translate(_ROT13))
+    return str(back).replace(BASE64_MARKER.translate(_ROT13), BASE64_MARKER)
+
+
 def redact_text(text: str) -> tuple[str, list[str]]:
     """Return the text with credentials replaced, and the kinds that were found.
 
     Text without a secret comes back unchanged, but for lone surrogates, which
     become U+FFFD (nothing could print or encode them). When a secret shows only
-    once the text is folded (percent-encoding, look-alike letters, invisible
-    characters), the folded text comes back, redacted.
+    once the text is folded (percent-encoding, HTML entities, look-alike letters,
+    invisible characters), the folded text comes back, redacted. A secret
+    written in rot13 is replaced where it stands.
     """
     kinds: list[str] = []
     if not text.isascii() and _LONE_SURROGATE.search(text):
@@ -297,8 +209,9 @@ def redact_text(text: str) -> tuple[str, list[str]]:
             more: list[str] = []
             again = _scan(folded, more)
             if more:
-                return again, kinds + more
-    return out, kinds
+                out, kinds = again, kinds + more
+    unrotated = _unrot13(out, kinds)
+    return (out if unrotated is None else unrotated), kinds
 
 
 def _across_items(items: list[Any], out: list[Any], kinds: list[str]) -> None:
@@ -328,9 +241,10 @@ def _across_items(items: list[Any], out: list[Any], kinds: list[str]) -> None:
                 at += len(items[i]) + len(sep)
             # U+FFFD for a lone surrogate (RE2 reads UTF-8) keeps every offset where it was.
             joined = _LONE_SURROGATE.sub("\ufffd", sep.join(items[i] for i in run))
-            if _ANY.search(joined) is None:
+            rules = _rules(joined)
+            if rules is None:
                 continue
-            for rule in _RULES:
+            for rule in rules:
                 if rule.kind in _NOT_ACROSS_ITEMS:
                     continue
                 for m in rule.pattern.finditer(joined):
@@ -339,8 +253,8 @@ def _across_items(items: list[Any], out: list[Any], kinds: list[str]) -> None:
                         continue  # one item shows it: that item's own scan decides
                     for group in rule.groups:
                         start, end = m.span(group)
-                        if start < 0 or _inside_marker(joined, start) \
-                                or (rule.check is not None and not rule.check(m.group(group))):
+                        if start < 0 or start == end or _inside_marker(joined, start) \
+                                or rule.refuses(m, m.group(group)):
                             continue
                         for i, lo, hi in spans:
                             if lo < end and hi > start:
@@ -361,7 +275,9 @@ def _unique(key: str, taken: dict[Any, Any]) -> str:
 
 
 def redact(value: Any) -> tuple[Any, list[str]]:
-    """Redact a JSON value: keys and strings are scanned; secret-named keys lose their values.
+    """Redact a JSON value: keys and strings are scanned; secret-named keys lose their values,
+    and so do name/value pairs whose name says secret (`{"name": "DB_PASSWORD", "value": …}`,
+    `{"Key": "Authorization", "Value": …}`, `["DB_PASSWORD", …]`), whatever the value's shape.
 
     Raises ValueError for a cyclic value or one nested deeper than 64 levels:
     callers turn that into their own refusal rather than recursing forever.
@@ -369,10 +285,22 @@ def redact(value: Any) -> tuple[Any, list[str]]:
     kinds: list[str] = []
     path: set[int] = set()
 
+    def hidden(shown_name: str) -> str:
+        kinds.append(f"{shown_name} value")
+        return marker(f"{shown_name} value")
+
+    def pair_name(v: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> tuple[str, list[Any]]:
+        """(the shown name, the keys or indexes of the values) of a secret name/value pair."""
+        pair = pair_secret(v)
+        if pair is None:
+            return "", []
+        shown, found = redact_text(pair[0])
+        kinds.extend(found)
+        return shown, pair[1]
+
     def walk(v: Any, key: str | None, shown_key: str, depth: int) -> Any:
         if key is not None and is_secret_key(key) and v not in (None, "", [], {}):
-            kinds.append(f"{shown_key} value")
-            return marker(f"{shown_key} value")
+            return hidden(shown_key)
         if isinstance(v, str):
             out, found = redact_text(v)
             kinds.extend(found)
@@ -384,6 +312,8 @@ def redact(value: Any) -> tuple[Any, list[str]]:
                 raise ValueError("value is cyclic")
             path.add(id(v))
             try:
+                # {"name": "DB_PASSWORD", "value": …}, ["DB_PASSWORD", …]: the name says secret.
+                shown_name, secret_at = pair_name(v)
                 if isinstance(v, dict):
                     out_dict: dict[Any, Any] = {}
                     for k, x in v.items():
@@ -393,9 +323,11 @@ def redact(value: Any) -> tuple[Any, list[str]]:
                         new_key: Any = k if shown == name else _unique(shown, out_dict)
                         if new_key in out_dict:
                             new_key = _unique(str(new_key), out_dict)
-                        out_dict[new_key] = walk(x, name, shown, depth + 1)
+                        out_dict[new_key] = hidden(shown_name) if k in secret_at \
+                            else walk(x, name, shown, depth + 1)
                     return out_dict
-                items = [walk(x, None, "", depth + 1) for x in v]
+                items = [hidden(shown_name) if i in secret_at else walk(x, None, "", depth + 1)
+                         for i, x in enumerate(v)]
                 _across_items(list(v), items, kinds)
                 return items
             finally:

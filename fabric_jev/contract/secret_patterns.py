@@ -1,0 +1,328 @@
+"""The text rules of redaction: what a credential looks like in text (contract §8). Pure code.
+
+Each rule is one RE2 pattern (linear time whatever the input) whose named
+group `s`, `q` or `d` (bare, single-quoted, double-quoted: whichever took
+part) holds the secret, and which may name the secret's name in group `n`
+(then the rule applies only when the name says secret, `is_secret_key`).
+Vendor token shapes come from kept rule sets (`vendor_rules`), not from here.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import re2
+
+from . import vendor_rules
+from .secret_names import is_secret_key
+from .vendor_rules import VendorRule
+
+BASE64_MARKER = "[omitted base64]"
+
+
+def marker(kind: str) -> str:
+    return f"[redacted: {kind}]"
+
+
+_KEYWORDS = (r"(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|auth[_-]?key|"
+             r"private[_-]?key(?:[_-]?id)?|client[_-]?secret|access[_-]?key|secret[_-]?access[_-]?key|"
+             r"secret[_-]?key|account[_-]?key|credentials?|cookie|ssn|[_.-]pass|[_.-]pw)")
+#: Words naming how a secret is written, after its name (secret_hex, token_b64).
+_NAME_TAIL = r"(?:[_-]?(?:key|value|b64|base64|base|hash|hex|str|string|text|data|bytes|file_content))?"
+# A value in quotes (spaces allowed) or a bare word; `\\?` lets the rule see
+# through JSON that was itself escaped into a string.
+_VALUE = r"""(?:\\?["'](?P<q>[^"'\n\\]{3,})|(?P<s>[^\s"'`,;{}()\[\]\\<>]{3,}))"""
+
+
+def _arg(bare: str = r"[^\s'\"|;&<>`-][^\s'\"|;&<>`]*") -> str:
+    """One shell argument: quoted (spaces allowed) or bare (by default not an option, `-x`)."""
+    return rf"""(?:'(?P<q>[^'\n]+)'|"(?P<d>[^"\n]+)"|(?P<s>{bare}))"""
+
+
+_ARG = _arg()
+_ATTACHED = _arg(r"[^\s'\"|;&<>`]+")  # glued to its option: `-pSECRET`, which may start with `-`
+_WINDOWS_ARG = _arg(r"[^\s/*'\"|;&<>`][^\s'\"|;&<>`]*")  # not `/switch`, not `*` (prompt)
+_QUOTED = r"""(?:'(?P<q>[^'\n]+)'|"(?P<d>[^"\n]+)")"""
+
+
+def _command(names: str, option: str) -> str:
+    """`option` given to one of the commands `names` (same line, before a pipe or `;`)."""
+    return rf"\b(?i:{names})(?:\.exe)?\b[^\n|;&]*?\s{option}"
+
+
+class Rule:
+    """One pattern; the first group of `groups` that took part (and is not empty) holds the secret."""
+
+    def __init__(self, kind: str, pattern: str | Any, *, check: Callable[[str], bool] | None = None,
+                 replacement: str | None = None, groups: list[int] | None = None) -> None:
+        self.kind = kind
+        self.pattern = re2.compile(pattern) if isinstance(pattern, str) else pattern
+        names = self.pattern.groupindex
+        self.groups = groups if groups is not None else [names[g] for g in ("s", "q", "d") if g in names]
+        self.name_group = names.get("n")
+        self.check = check
+        self.replacement = replacement or marker(kind)
+
+    def refuses(self, m: Any, secret: str) -> bool:
+        """Whether this match is no secret after all: a name that does not say secret, or the check."""
+        if self.name_group is not None and not is_secret_key(m.group(self.name_group) or ""):
+            return True
+        return self.check is not None and not self.check(secret)
+
+    @classmethod
+    def from_vendor(cls, rule: VendorRule) -> Rule:
+        pattern = rule.pattern
+        groups = [rule.secret_group] if rule.secret_group is not None \
+            else [*range(1, pattern.groups + 1), 0]
+        allowed = rule.allowed
+        return cls(rule.kind, pattern, groups=groups,
+                   check=None if allowed is None else (lambda s: allowed.search(s) is None))
+
+
+def _is_entropic(token: str) -> bool:
+    """Random-looking: mixed case and digits, and many distinct symbols per character."""
+    if not (any(c.isupper() for c in token) and any(c.islower() for c in token)
+            and any(c.isdigit() for c in token)):
+        return False
+    counts = Counter(token)
+    n = len(token)
+    entropy = -sum(c / n * math.log2(c / n) for c in counts.values())
+    return entropy >= 3.5
+
+
+def _not_placeholder(value: str) -> bool:
+    return value.lower() not in {"null", "none", "true", "false", "undefined", "nil", "***", "****"}
+
+
+def _not_a_variable(value: str) -> bool:
+    return not value.startswith("$")
+
+
+def _is_ssn(value: str) -> bool:
+    """Issued-looking: area not 000, 666 or 9xx; group not 00; serial not 0000."""
+    area, group, serial = value.split("-")
+    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
+
+
+def _is_basic_credentials(value: str) -> bool:
+    """`Basic <base64 of user:password>`: the word "basic" before an ordinary word is not one."""
+    body = value.rstrip("=")
+    try:
+        raw = base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return b":" in raw
+
+
+_PORT = re.compile(r"\d+(?:[/\s?#]|$)")
+
+
+def _userinfo_password(value: str) -> bool:
+    """`user:password` of a URL, not `host:8080/path` before an `@` further on."""
+    password = value.split(":", 1)[1] if ":" in value else value
+    return _PORT.match(password) is None and "://" not in value
+
+
+def _token_user(value: str) -> bool:
+    """A URL's user that is a token (`https://<40 hex>@github.com`), not a person's name."""
+    return len(value) >= 32 or any(c.isdigit() for c in value)
+
+
+_URL = r"(?i)(?:^|[^a-z0-9+.-])[a-z][a-z0-9+.-]{0,30}://"
+
+# Order matters: multi-line keys, header lines and URLs before the bare token
+# shapes they contain; vendor rules (inserted between HEAD and TAIL) before
+# keyword assignments; keyword assignments before the generic entropy rule.
+HEAD: tuple[Rule, ...] = (
+    Rule("private key", r"(?P<s>-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+                        r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\z))"),
+    Rule("private key", r"(?P<s>PuTTY-User-Key-File-\d+:[\s\S]*?(?:Private-MAC: *[0-9a-fA-F]+|\z))"),
+    Rule("authorization header", r"(?im)^\s*(?:proxy-)?authorization\s*:\s*(?P<s>\S.*)$"),
+    Rule("cookie header", r"(?im)^\s*(?:set-)?cookie\s*:\s*(?P<s>\S.*)$"),
+    # user:password@ (the password may hold `/`, as AWS secrets in `s3://KEY:SECRET@bucket` do),
+    # then one with spaces in it, then a token standing as the user.
+    Rule("url credentials", _URL + r"(?P<s>[^\s/:@]*:[^\s@]+)@", check=_userinfo_password),
+    Rule("url credentials", _URL + r"(?P<s>[^\s/:@]+:[^@\n]+?)@[A-Za-z0-9.-]+",
+         check=_userinfo_password),
+    Rule("url credentials", _URL + r"(?P<s>[A-Za-z0-9_~.-]{16,})@[A-Za-z0-9-]+\.", check=_token_user),
+    Rule("slack webhook", r"(?P<s>https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/+-]+)"),
+    Rule("bearer token", r"(?i)\bbearer\s+(?P<s>[A-Za-z0-9\-._~+/]{8,}=*)"),
+    Rule("basic credentials", r"(?i)\bbasic\s+(?P<s>[A-Za-z0-9+/]{8,}={0,2})", check=_is_basic_credentials),
+    Rule("jwt", r"(?P<s>\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)"),
+    Rule("aws access key id",
+         r"(?P<s>\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16})\b"),
+    Rule("github token", r"(?P<s>\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,})"),
+    Rule("gitlab token", r"(?P<s>\bgl(?:pat|dt|rt|ptt|cbt|soat)-[A-Za-z0-9_-]{20,})"),
+    Rule("slack token", r"(?P<s>\bxox[abposr]-[A-Za-z0-9-]{10,})"),
+    Rule("api key", r"(?P<s>\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{16,}|\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,})"),
+    Rule("google api key", r"(?P<s>\bAIza[0-9A-Za-z_-]{35})"),
+    Rule("npm token", r"(?P<s>\bnpm_[A-Za-z0-9]{36})"),
+    Rule("pypi token", r"(?P<s>\bpypi-AgE[A-Za-z0-9_-]{40,})"),
+    Rule("sendgrid key", r"(?P<s>\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})"),
+    Rule("twilio key", r"(?P<s>\b(?:AC|SK)[0-9a-f]{32})\b"),
+    Rule("telegram bot token", r"(?P<s>\b[0-9]{8,10}:AA[0-9A-Za-z_-]{33})"),
+    Rule("discord bot token", r"(?P<s>\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,})"),
+    Rule("mailchimp key", r"(?P<s>\b[0-9a-f]{32}-us[0-9]{1,2})\b"),
+    Rule("square token", r"(?P<s>\bsq0(?:atp|csp|idp)-[0-9A-Za-z_-]{22,})"),
+)
+
+_PIPED_TO = (r"(?:--password-stdin|--stdin\b|--passphrase-fd|\bsudo\b[^\n|;&]*?\s-[A-Za-z]*S\b|"
+             r"\bchpasswd\b|\bkinit\b|-passin\s+(?:stdin|fd:0))")
+
+TAIL: tuple[Rule, ...] = (
+    # Passwords on command lines: `mysql -pSECRET`, `sshpass -p SECRET`, `curl -u user:pass`,
+    # `redis-cli -a SECRET`, and the clients below, each with its own password option.
+    Rule("command-line password",
+         r"(?i)\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlpump|mariadb|"
+         r"mariadb-dump)\b[^\n|;&]*?\s-p(?P<s>[^\s'\"]+)"),
+    Rule("command-line password", r"(?i)\bsshpass\s+-p\s*['\"]?(?P<s>[^\s'\"]+)"),
+    Rule("command-line password", r"(?i)\bredis-cli\b[^\n|;&]*?\s-a\s+['\"]?(?P<s>[^\s'\"]+)"),
+    Rule("command-line password",
+         r"(?i)\b(?:curl|wget)\b[^\n|;&]*?\s(?:-u|--user|--http-password|--password)[ =]\s*['\"]?"
+         r"(?P<s>[^\s'\"]+)"),
+    Rule("command-line password", _command(
+        "mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop|mongofiles",
+        r"(?:-p|--password)(?:\s+|=)" + _ARG)),
+    Rule("command-line password", _command("sqlcmd|bcp|osql|isql", r"-P\s*" + _ARG)),
+    Rule("command-line password", _command(r"ldap[a-z]*", r"-w\s*" + _ARG)),
+    Rule("command-line password", _command("ldappasswd", r"-[as]\s*" + _ARG)),
+    Rule("command-line password", _command("openssl", r"-[kK]\s+" + _ARG)),
+    Rule("command-line password",
+         r"""(?:'pass:(?P<q>[^'\n]+)'|"pass:(?P<d>[^"\n]+)"|(?:^|[\s=])pass:(?P<s>[^\s'"|;&<>]+))"""),
+    Rule("command-line password", _command("7z|7za|7zr|7zz|7zg|rar|unrar|winrar", "-p" + _ATTACHED)),
+    Rule("command-line password", _command("unzip|zip|zipcloak|funzip", r"(?:-P|--password)\s*" + _ARG)),
+    # smbclient -U user%password (and the Samba tools alike), and its password after the share.
+    Rule("command-line password", _command(
+        r"smbclient|rpcclient|smbcacls|smbget|smbtree|smbmap|smbcquotas|net|winexe|samba-tool|mount\.cifs",
+        r"(?:-U|--user(?:name)?=?|-u)\s*"
+        r"""(?:'[^'%\n]*%(?P<q>[^'\n]+)'|"[^"%\n]*%(?P<d>[^"\n]+)"|"""
+        r"""[^\s'"%|;&<>]*%(?P<s>[^\s'"|;&<>]+))""")),
+    Rule("command-line password", r"\b(?i:smbclient)\s+(?:-\S+\s+)*(?://|\\\\)\S+\s+" + _ARG),
+    # htpasswd -b FILE USER PASSWORD, htpasswd -nb USER PASSWORD.
+    Rule("command-line password",
+         r"\b(?i:htpasswd)\s+(?:-[A-Za-z]+(?:\s+\d+)?\s+)*-[A-Za-z]*b[A-Za-z]*(?:\s+\d+)?\s+"
+         r"""(?:-[A-Za-z]+(?:\s+\d+)?\s+)*(?:'[^'\n]*'\s+|"[^"\n]*"\s+|[^\s|;&<>'"]+\s+){1,2}""" + _ARG),
+    Rule("command-line password", _command("ssh-keygen", r"-[NP]\s*" + _ARG)),
+    # net use \\server\share PASSWORD /user:NAME (or after /user:NAME); net user NAME PASSWORD.
+    Rule("command-line password",
+         r"(?i)\bnet\s+use\b[^\n|;&]*?(?:\\\\\S+|/user:\S+)\s+" + _WINDOWS_ARG),
+    Rule("command-line password", r"""(?i)\bnet\s+user\s+(?:"[^"\n]+"|[^\s"/]+)\s+""" + _WINDOWS_ARG),
+    Rule("command-line password",
+         r"(?i)(?:^|\s)--?[a-z0-9-]*(?:password|passwd|passphrase|token|secret|api-key|apikey)"
+         r"(?:[-_](?:hex|b64|base64|key|value|string|text))?\s+(?P<s>[^\s'\"-][^\s'\"]*)"),
+    # `echo PW | docker login --password-stdin` (podman, helm, ... alike), `| sudo -S`,
+    # `| passwd --stdin`, `| chpasswd`; and here-strings.
+    Rule("command-line password",
+         r"(?i)\b(?:echo|printf)\s+(?:-[a-z]+\s+)*(?:['\"]%s(?:\\n)?['\"]\s+)?"
+         + _arg(r"[^\s'\"|;&]+") + r"\s*\|[^\n|;&]*?" + _PIPED_TO, check=_not_a_variable),
+    Rule("command-line password",
+         r"(?i)(?:--password-stdin|--stdin\b|\bsudo\b[^\n|;&<]*?\s-[A-Za-z]*S\b[^\n|;&<]*?)\s*<<<\s*"
+         + _arg(r"[^\s'\"|;&<>]+"), check=_not_a_variable),
+    # .netrc: machine HOST login NAME password SECRET (one line or several).
+    Rule("command-line password",
+         r"(?i)\b(?:machine\s+\S+|default)(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+" + _ARG),
+    Rule("secret assignment",
+         r"(?i)(?:^|[^A-Za-z0-9_.-])\\?[\"']?[A-Za-z0-9_.-]*?" + _KEYWORDS + _NAME_TAIL +
+         r"\\?[\"']?\s*(?::=|=>|=|:)\s*" + _VALUE,
+         check=_not_placeholder),
+    # A long hex value after a secret's name with no `=` or `:` between: `secret_hex 4f5e…`,
+    # `secret_hex | 4f5e…`, `secret_hex` on one line and the value on the next.
+    Rule("secret assignment",
+         r"(?i)(?:^|[^A-Za-z0-9_.-])\\?[\"']?[A-Za-z0-9_.-]*?" + _KEYWORDS + _NAME_TAIL +
+         r"\\?[\"']?(?:\s*[|,>-]+\s*|\s+)\\?[\"']?(?P<s>(?:0x)?[0-9a-fA-F]{32,})\b"),
+    # SQL: IDENTIFIED BY 'pw', PASSWORD 'pw', SET PASSWORD … = PASSWORD('pw').
+    # A bare word after IDENTIFIED BY (Oracle) must end the statement or lead to the next clause:
+    # "identified by the patterns" in prose is no password.
+    Rule("sql password",
+         r"(?im)\bidentified\s+(?:with\s+\S+\s+)?by\s+(?:password\s+)?(?:" + _QUOTED +
+         r"|(?P<s>[^\s'\"|;&<>`]+)\s*(?:;|$|\s(?:default|quota|profile|password|account|temporary|container)\b))"),
+    Rule("sql password", r"(?i)\bset\s+password\b[^\n;=]*=\s*(?:password\s*\(\s*)?" + _ARG),
+    Rule("sql password", r"(?i)(?:^|[^\w'\"$.-])password\s*(?:=\s*)?(?:\(\s*)?" + _QUOTED),
+    # Name/value pairs in text: XML elements and attributes, JSON/YAML objects, CLI options, tuples.
+    Rule("secret pair",
+         r"<(?:[A-Za-z_][\w.-]*:)?(?P<n>[A-Za-z_][\w.-]*)(?:\s[^<>]*)?>\s*(?P<s>[^<\s][^<]*?)\s*</"),
+    Rule("secret pair",
+         r"<[\w:.-]+\s[^<>]*?\b(?i:key|name|id)\s*=\s*[\"'](?P<n>[^\"'<>\n]+)[\"'][^<>]*?"
+         r"\b(?i:value)\s*=\s*" + _QUOTED),
+    Rule("secret pair",
+         r"<[\w:.-]+\s[^<>]*?\b(?i:key|name)\s*=\s*[\"'](?P<n>[^\"'<>\n]+)[\"'][^<>]*>"
+         r"\s*(?P<s>[^<\s][^<]*?)\s*</"),
+    Rule("secret pair",
+         r"""(?i)["']?\b(?:name|key|parameter_?key|parameter_?name|option_?name|variable|header|field|id)"""
+         r"""["']?\s*[:=]\s*["']?(?P<n>[^"'\s,;{}\[\]]+)["']?\s*[,;]?\s*"""
+         r"""(?:["']?[\w-]+["']?\s*[:=]\s*(?:"[^"\n]*"|'[^'\n]*'|[\w.-]*)\s*[,;]?\s*){0,3}(?:-\s+)?"""
+         r"""["']?\b(?:value|val|parameter_?value|option_?value|secret_?value|data|default)["']?\s*[:=]\s*"""
+         r"""(?:"(?P<d>[^"\n]+)"|'(?P<q>[^'\n]+)'|(?P<s>[^\s"',;{}\[\]]+))"""),
+    Rule("secret pair",
+         r"""(?i)["']?\b(?:value|val|parameter_?value|secret_?value)["']?\s*[:=]\s*"""
+         r"""(?:"(?P<d>[^"\n]+)"|'(?P<q>[^'\n]+)'|(?P<s>[^\s"',;{}\[\]]+))["']?\s*[,;]?\s*"""
+         r"""(?:["']?[\w-]+["']?\s*[:=]\s*(?:"[^"\n]*"|'[^'\n]*'|[\w.-]*)\s*[,;]?\s*){0,3}"""
+         r"""["']?\b(?:name|key|parameter_?key|parameter_?name)["']?\s*[:=]\s*["']?(?P<n>[^"'\s,;{}\[\]]+)"""),
+    Rule("secret pair",
+         r"""(?i)--(?:name|key)[=\s]+["']?(?P<n>[^\s"']+)["']?"""
+         r"""(?:\s+--?[\w-]+(?:[=\s]+(?:"[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s"']*))?){0,4}"""
+         r"""\s+--(?:value|secret-string|secret-value)[=\s]+""" + _ARG),
+    Rule("secret pair",
+         r"""[\[(]\s*["'](?P<n>[^"'\n]+)["']\s*,\s*"""
+         r"""(?:"(?P<d>[^"\n]+)"|'(?P<q>[^'\n]+)'|(?P<s>[^\s"',\])]+))\s*[\])]"""),
+    Rule("azure storage key", r"(?i)\bAccountKey=(?P<s>[A-Za-z0-9+/=]{20,})"),
+    Rule("social security number", r"\b(?P<s>[0-9]{3}-[0-9]{2}-[0-9]{4})\b", check=_is_ssn),
+    Rule("base64 data", r"(?P<s>(?:[A-Za-z0-9+/]{4}){40,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)",
+         replacement=BASE64_MARKER),
+    Rule("high-entropy string", r"(?P<s>[A-Za-z0-9+/_=-]{20,})", check=_is_entropic),
+)
+
+OWN_RULES = HEAD + TAIL
+
+
+def _options() -> Any:
+    # A larger DFA budget than RE2's default 8 MiB, so that hostile text keeps to the fast
+    # DFA; when even that runs out, RE2 finishes the search with its NFA (still linear).
+    options = re2.Options()
+    options.max_mem = 64 << 20
+    options.log_errors = False
+    return options
+
+
+def _bare(rule: Rule) -> str:
+    return re.sub(r"[(][?]P<[a-z]+>", "(?:", rule.pattern.pattern)
+
+
+# One pass over the text with every own rule at once: most text holds no secret,
+# and RE2 answers "does any rule match?" in a single linear scan.
+ANY = re2.compile("|".join(f"(?:{_bare(r)})" for r in OWN_RULES), options=_options())
+# Then one more pass names the rules that match somewhere, and only those run. A set
+# whose DFA runs out of memory answers "none": then every rule runs.
+_WHICH = re2.Set.SearchSet(_options())
+for _rule in OWN_RULES:
+    _WHICH.Add(_bare(_rule))
+_WHICH.Compile()
+
+_VENDOR: dict[str, Rule] = {}
+
+
+def _vendor(rule: VendorRule) -> Rule:
+    found = _VENDOR.get(rule.id)
+    if found is None:
+        found = _VENDOR[rule.id] = Rule.from_vendor(rule)
+    return found
+
+
+def rules_for(text: str) -> tuple[Rule, ...] | None:
+    """The rules that may match `text`, in order (own rules that match somewhere, and the
+    vendor rules whose keywords occur in it), or None when none may."""
+    vendor = tuple(_vendor(v) for v in vendor_rules.rules_for(text))
+    if ANY.search(text) is None:
+        return vendor or None
+    hits = _WHICH.Match(text)
+    if hits is None:
+        return HEAD + vendor + TAIL
+    own = sorted(hits)
+    return (tuple(OWN_RULES[i] for i in own if i < len(HEAD)) + vendor
+            + tuple(OWN_RULES[i] for i in own if i >= len(HEAD)))
