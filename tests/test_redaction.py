@@ -294,3 +294,206 @@ def test_round_three_rules_leave_ordinary_text_alone(text: str) -> None:
 def test_round_three_rules_stay_linear(filler: str) -> None:
     redact_text(filler * (200_000 // len(filler)))
     redact([filler] * 20_000)
+
+
+# ---------------------------------------------------------------- round four (issue 33, redaction)
+# Every spelling of the round-four attacks, and the earlier rounds' that still leaked:
+# (text, the part of the secret that must not survive). Each leaked before this round.
+ZEROS = "0" * 64
+ROUND_FOUR = [
+ # passwords on other command lines
+ ("mongo -u admin -p hunter2x --authenticationDatabase admin", "hunter2x"),
+ ("mongosh 'mongodb://db:27017/app' -u root -p 'S3cret pw'", "S3cret pw"),
+ ("mongodump --uri mongodb://db -u bk -p dumpPw77 --gzip", "dumpPw77"),
+ ("sqlcmd -S db.local -U sa -P 'Pass123!' -Q 'SELECT 1'", "Pass123!"),
+ ("bcp dbo.t out t.dat -S db -U sa -PbcpPw9 -c", "bcpPw9"),
+ ("ldapsearch -x -D 'cn=admin,dc=ex,dc=com' -w ldapPw99 -b dc=ex,dc=com", "ldapPw99"),
+ ("ldappasswd -x -D cn=admin -w adminPw1 -s newUserPw2 uid=bob", "newUserPw2"),
+ ("openssl pkcs12 -in cert.p12 -passin pass:p12secret -nodes", "p12secret"),
+ ("openssl rsa -in k.pem -passout 'pass:two words' -aes256", "two words"),
+ ("openssl enc -aes-256-cbc -k encpass77 -in a -out b", "encpass77"),
+ ("7z a -pzipSecret9 backup.7z ./data", "zipSecret9"),
+ ("7za x '-pq uoted' backup.7z", "q uoted"),
+ ("unzip -P unzipPw42 archive.zip", "unzipPw42"),
+ ("zip -P zipPw43 -r out.zip dir", "zipPw43"),
+ ("smbclient //fs/share -U alice%smbPw123", "smbPw123"),
+ ("smbclient -L fs -U 'CORP\\alice%smb pw 2'", "smb pw 2"),
+ ("htpasswd -b /etc/nginx/.htpasswd admin htPw555", "htPw555"),
+ ("htpasswd -nbB admin htPw556 > users", "htPw556"),
+ ("ssh-keygen -t ed25519 -N 'key phrase 1' -f id", "key phrase 1"),
+ ("ssh-keygen -p -P oldPhrase -N newPhrase -f id", "newPhrase"),
+ ("echo 'sudoPw1!' | sudo -S apt-get install -y nginx", "sudoPw1!"),
+ ("echo sudoPw2 | sudo -kS systemctl restart app", "sudoPw2"),
+ ("sudo -S true <<< 'sudoPw3'", "sudoPw3"),
+ ("machine api.example.com login bob password netrcPw7", "netrcPw7"),
+ ("machine git.example.com\n  login bob\n  password netrcPw8", "netrcPw8"),
+ ("net use \\\\fs\\share /user:CORP\\alice NetPw#2024", "NetPw#2024"),
+ ("net use Z: \\\\fs\\share NetPw#2025 /user:alice /persistent:no", "NetPw#2025"),
+ ("net user svc_backup Backup#Pw1 /add", "Backup#Pw1"),
+ ("CREATE USER 'app'@'%' IDENTIFIED BY 'sqlPw2024';", "sqlPw2024"),
+ ("ALTER USER scott IDENTIFIED BY tiger99;", "tiger99"),
+ ("ALTER ROLE app WITH LOGIN PASSWORD 'pgRolePw1';", "pgRolePw1"),
+ ("ALTER LOGIN app WITH PASSWORD=N'MsSqlPw1!'", "MsSqlPw1!"),
+ ("SET PASSWORD FOR 'bob'@'%' = PASSWORD('oldMyPw2')", "oldMyPw2"),
+ ("<password>xmlPw321</password>", "xmlPw321"),
+ ("<db:Password>\n  xmlPw322\n</db:Password>", "xmlPw322"),
+ ('<add key="DbPassword" value="cfgPw323" />', "cfgPw323"),
+ ('<property name="hibernate.connection.password" value="hbPw324"/>', "hbPw324"),
+ ('<entry key="api.token">xmlTok325</entry>', "xmlTok325"),
+ # secrets given as name/value pairs, written as text
+ ('env:\n  - name: DB_PASSWORD\n    value: "k8sPw1"', "k8sPw1"),
+ ('{"name": "DB_PASSWORD", "value": "ecsPw2"}', "ecsPw2"),
+ ('{"name": "API_TOKEN", "type": "secure", "value": "ecsTok3"}', "ecsTok3"),
+ ('{"Value": "ssmPw4", "Name": "/prod/db/password"}', "ssmPw4"),
+ ('[["DB_PASSWORD", "pairPw5"]]', "pairPw5"),
+ ('{"key": "Authorization", "value": "Token hdrTok6"}', "hdrTok6"),
+ ("aws ssm put-parameter --name /prod/db/password --type SecureString --value ssmPw7", "ssmPw7"),
+ ("ParameterKey=DbPassword,ParameterValue=cfnsecretvalue", "cfnsecretvalue"),
+ # URL userinfo
+ ("postgres://admin:pa/ss/word@db.example.com/app", "pa/ss/word"),
+ ("mysql://root:my secret pw@db:3306/app", "my secret pw"),
+ ("git clone https://0123456789abcdef0123456789abcdef01234567@github.com/o/r", "0123456789abcdef01234567"),
+ ("https://ghtoken0123456789abcdef@github.com/o/r.git", "ghtoken0123456789abcdef"),
+ ("aws s3 cp s3://mykey:lowercase/secret/value@bucket/key .", "lowercase/secret/value"),
+ ("s3://key:secret/with+slash@bucket/path", "secret/with+slash"),
+ # vendor keys with low-entropy bodies (gitleaks' shapes; Kingfisher's for Ethereum)
+ ("token dop_v1_" + ZEROS, "dop_v1_" + ZEROS[:20]),
+ ("doo_v1_" + "a" * 64, "a" * 64),
+ ("shpat_" + "a" * 32, "a" * 32),
+ ("shpss_" + "0" * 32, "0" * 32),
+ ("mailgun: key-" + "0" * 32, "0" * 32),
+ ("dapi" + "0" * 32, "dapi" + "0" * 32),
+ ("hf_" + "a" * 34, "a" * 34),
+ ("api_org_" + "b" * 34, "b" * 34),
+ ("newrelic: NRAK-" + "A" * 27, "A" * 27),
+ ("AGE-SECRET-KEY-1" + "Q" * 58, "Q" * 58),
+ ("privateKeyToAccount('0x" + "1" * 64 + "')", "1" * 64),
+ ("wallet.set_eth_private_key('" + "2" * 64 + "')", "2" * 64),
+ # base32, HTML references, rot13
+ ("OBQXG43XN5ZGIPLIOVXHIZLSGJ4A====", "OBQXG43XN5ZGIPLIOVXHIZLSGJ4A"),
+ ("blob " + "obqxg43xn5zgiplbmjrxgojvmy", "obqxg43xn5zgiplbmjrxgojvmy"),
+ ("&#112;&#97;&#115;&#115;&#119;&#111;&#114;&#100;&#61;hunter2x", "hunter2x"),
+ ("&quot;password&quot;: &quot;hunter3x&quot;", "hunter3x"),
+ ("&#x70;assword=hunter4x", "hunter4x"),
+ ("cnffjbeq=uhagre2k", "uhagre2k"),
+ ("nja_npprff_gbxra: nopqrs123456", "nopqrs123456"),
+ ("Nhgubevmngvba: Ornere nopqrstuvwxyz12345", "nopqrstuvwxyz12345"),
+ # earlier rounds
+ ('echo -n "hunter 2x" | docker login --password-stdin', "hunter 2x"),
+ ("echo hunter5x | passwd --stdin bob", "hunter5x"),
+ (f"secret_hex {HEX64}", HEX64),
+ (f"secret_hex\n{HEX64}", HEX64),
+ (f"--secret-hex {HEX64}", HEX64),
+ (f"secret_hex | {HEX64}", HEX64),
+ (f"secret_hex -> 0x{HEX64}", HEX64),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), ROUND_FOUR, ids=[f"{i:02d}" for i in range(len(ROUND_FOUR))])
+def test_round_four_spellings_are_redacted(text: str, secret: str) -> None:
+    out, kinds = redact_text(text)
+    assert secret not in out and kinds, out
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("dop_v1_" + ZEROS, "digitalocean pat"), ("dor_v1_" + ZEROS, "digitalocean refresh token"),
+    ("shpat_" + "a" * 32, "shopify access token"), ("mailgun: key-" + "0" * 32, "mailgun private api token"),
+    ("dapi" + "0" * 32, "databricks api token"), ("hf_" + "a" * 34, "huggingface access token"),
+    ("newrelic: NRAK-" + "A" * 27, "new relic user api key"), ("AGE-SECRET-KEY-1" + "Q" * 58, "age secret key"),
+    ("ETH_PRIVATE_KEY=0x" + ZEROS, "ethereum private key"),
+])
+def test_vendor_keys_are_named_by_the_kept_rule_set(text: str, kind: str) -> None:
+    assert kind in redact_text(text)[1]
+
+
+def test_the_vendor_rules_are_the_kept_rule_sets_with_their_source() -> None:
+    from fabric_jev.contract.vendor_rules import all_rules, rule_sources
+
+    counts = rule_sources()
+    assert counts["gitleaks"] >= 200 and counts["kingfisher"] == 1
+    ids = {r.id for r in all_rules()}
+    assert {"digitalocean-pat", "shopify-access-token", "mailgun-private-api-token", "databricks-api-token",
+            "huggingface-access-token", "new-relic-user-api-key", "age-secret-key", "ethereum-private-key"} <= ids
+    assert "generic-api-key" not in ids  # our secret-assignment rule is the generic one
+    import importlib.resources
+
+    folder = importlib.resources.files("fabric_jev.contract").joinpath("secret_rules")
+    for name, licence in (("gitleaks.toml", "MIT"), ("kingfisher.toml", "Apache-2.0")):
+        text = folder.joinpath(name).read_text(encoding="utf-8")
+        assert f'licence = "{licence}"' in text and 'commit = "' in text
+    assert "Permission is hereby granted" in folder.joinpath("LICENSE.gitleaks").read_text(encoding="utf-8")
+    assert "Apache License" in folder.joinpath("LICENSE.kingfisher").read_text(encoding="utf-8")
+
+
+def test_a_vendor_rules_allowlist_is_kept() -> None:
+    # gitleaks' vault rule allows `s.` followed by letters only (a word, not a token).
+    assert redact_text("vault token s.abcdefghijklmnopqrstuvwx here") == \
+        ("vault token s.abcdefghijklmnopqrstuvwx here", [])
+    assert "vault service token" in redact_text("vault token s.abcdefghijkl0123456789ab here")[1]
+
+
+@pytest.mark.parametrize(("value", "secret"), [
+    ({"spec": {"containers": [{"env": [{"name": "DB_PASSWORD", "value": "k8sPw1"}]}]}}, "k8sPw1"),
+    ({"environment": [{"name": "API_TOKEN", "value": 12345678}]}, "12345678"),  # ECS, a number
+    ({"env": [["DB_PASSWORD", "pairPw2"]]}, "pairPw2"),
+    ({"env": [("MYSQL_PWD", "tuplePw3")]}, "tuplePw3"),
+    ({"headers": [{"key": "Authorization", "value": "Token abc123"}]}, "abc123"),
+    ({"header": [{"key": "X-Api-Key", "value": "pmKey4", "type": "text"}]}, "pmKey4"),  # Postman
+    ({"Parameter": {"Name": "/prod/db/password", "Value": "ssmPw3", "Type": "SecureString"}}, "ssmPw3"),
+    ({"Parameters": [{"ParameterKey": "DbPassword", "ParameterValue": "cfnPw4"}]}, "cfnPw4"),
+    ({"fields": [{"id": "password", "label": "Password", "value": "formPw5"}]}, "formPw5"),
+    ({"settings": [{"name": "client_secret", "value": {"v1": "nestedPw6", "v2": ["nestedPw7"]}}]}, "nestedPw"),
+    ({"settings": [{"name": "db_password", "value": ["listPw8"]}]}, "listPw8"),
+])
+def test_a_pair_whose_name_says_secret_loses_its_value_whatever_its_shape(value: Any, secret: str) -> None:
+    out, kinds = redact(value)
+    assert secret not in json.dumps(out) and any(k.endswith(" value") for k in kinds), out
+
+
+def test_pairs_keep_their_names_and_other_fields() -> None:
+    out, kinds = redact({"env": [{"name": "DB_PASSWORD", "value": "x1"}, {"name": "DB_USER", "value": "bob"}]})
+    assert out == {"env": [{"name": "DB_PASSWORD", "value": "[redacted: DB_PASSWORD value]"},
+                           {"name": "DB_USER", "value": "bob"}]}
+    assert kinds == ["DB_PASSWORD value"]
+
+
+@pytest.mark.parametrize("value", [
+    {"env": [{"name": "DB_USER", "value": "bob"}, {"name": "LOG_LEVEL", "value": "debug"}]},
+    {"headers": [{"key": "Accept", "value": "application/json"}]},
+    [["timeout", 30], ["tokens_used", 1500], ["passwordPolicy", "strict"]],
+    {"valueFrom": {"secretKeyRef": {"name": "db-secret", "key": "password"}}},  # a reference, no value
+    {"name": "DB_PASSWORD", "value": ""},
+])
+def test_pairs_that_hold_no_secret_stay(value: Any) -> None:
+    assert redact(value) == (value, [])
+
+
+# Near misses of the round-four rules, and ordinary text they must leave alone.
+NEAR_MISSES = [
+    "mongo --host db --port 27017 app", "unzip -p archive.zip notes.txt | less", "ssh-keygen -p -f ~/.ssh/id_ed25519",
+    "sudo -S -v", "7z x archive.7z -o/tmp/out", "htpasswd -c /etc/nginx/.htpasswd admin",
+    "net use Z: \\\\fs\\share /persistent:yes", "net user alice /domain", "openssl req -new -nodes -keyout k.pem",
+    "ldapsearch -x -W -b dc=example,dc=com", "sqlcmd -S db -E -Q 'SELECT 1'", "smbclient -L fs -N",
+    "Exceptions are identified by class instances.", "The tests pass: 40 of 40.", "git@github.com:org/repo.git",
+    "ssh://git@github.com/org/repo", "https://medium.com:443/@someone/a-post", "http://localhost:8080 or mail bob@example.com",
+    "tx 0x" + HEX64, '{"name": "username", "value": "bob"}', "<user>bob</user> <password/> <token></token>",
+    '("timeout", 30)', "R&D &amp; more", "Basic customization", "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567",
+    "machine learning is fun", "echo hello | sudo tee /etc/motd", "the password is required",
+    'kubectl create secret generic db --from-literal=user=bob', "identified by the patterns of leading underscores",
+]
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_round_four_rules_leave_near_misses_alone(text: str) -> None:
+    assert redact_text(text) == (text, [])
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("filler", [
+    "mongo -p ", "htpasswd -b ", "net use \\\\a ", "pass:", "<password>", "<a name='pw' ", '{"name": "password", ',
+    "name: x\n", "['token', ", "&#112;", "cnff", "machine x ", "secret_hex ", "s3://a:b/", "http://a:b c",
+    "AGE-SECRET-KEY-1", "dop_v1_", "mailgun=", "eth_private_key=", "OBQXG43X",
+])
+def test_round_four_rules_stay_linear(filler: str) -> None:
+    redact_text(filler * (200_000 // len(filler)))
+    redact([filler] * 20_000)

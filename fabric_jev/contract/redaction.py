@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import codecs
 import re
 from typing import Any
@@ -123,7 +124,7 @@ def _apply_rules(text: str, kinds: list[str], rules: tuple[Rule, ...]) -> str:
                 return str(whole[: start - whole_start] + rule.replacement + whole[end - whole_start:])
             return str(m.group(0))
 
-        text = rule.pattern.sub(replace, text)
+        text = rule.sub(replace, text)
     return text
 
 
@@ -214,6 +215,20 @@ def redact_text(text: str) -> tuple[str, list[str]]:
     return (out if unrotated is None else unrotated), kinds
 
 
+def _touched(spans: list[tuple[int, int, int]], starts: list[int], a: int, b: int,
+             most: int | None = None) -> list[int]:
+    """The items whose text overlaps [a, b): `spans` are (item, start, end), sorted and disjoint,
+    `starts` their starts. A bisection, not a walk over every item: a long list with many
+    matches stays linear."""
+    found: list[int] = []
+    j = max(bisect.bisect_right(starts, a) - 1, 0)
+    while j < len(spans) and spans[j][1] < b and (most is None or len(found) < most):
+        if spans[j][2] > a:
+            found.append(spans[j][0])
+        j += 1
+    return found
+
+
 def _across_items(items: list[Any], out: list[Any], kinds: list[str]) -> None:
     """Redact, in `out` (the items redacted one by one), what a secret spans only joined.
 
@@ -244,21 +259,21 @@ def _across_items(items: list[Any], out: list[Any], kinds: list[str]) -> None:
             rules = _rules(joined)
             if rules is None:
                 continue
+            starts = [lo for _, lo, _ in spans]
+
             for rule in rules:
                 if rule.kind in _NOT_ACROSS_ITEMS:
                     continue
-                for m in rule.pattern.finditer(joined):
-                    whole = m.span()
-                    if sum(lo < whole[1] and hi > whole[0] for _, lo, hi in spans) < 2:
+                for m, offset in rule.finditer(joined):
+                    if len(_touched(spans, starts, m.start() + offset, m.end() + offset, 2)) < 2:
                         continue  # one item shows it: that item's own scan decides
                     for group in rule.groups:
                         start, end = m.span(group)
-                        if start < 0 or start == end or _inside_marker(joined, start) \
+                        if start < 0 or start == end or _inside_marker(joined, start + offset) \
                                 or rule.refuses(m, m.group(group)):
                             continue
-                        for i, lo, hi in spans:
-                            if lo < end and hi > start:
-                                hit.setdefault(i, rule.kind)
+                        for i in _touched(spans, starts, start + offset, end + offset):
+                            hit.setdefault(i, rule.kind)
     for i, kind in sorted(hit.items()):
         kinds.append(kind)
         out[i] = marker(kind)

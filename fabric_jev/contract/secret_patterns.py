@@ -1,8 +1,8 @@
 """The text rules of redaction: what a credential looks like in text (contract §8). Pure code.
 
 Each rule is one RE2 pattern (linear time whatever the input) whose named
-group `s`, `q` or `d` (bare, single-quoted, double-quoted: whichever took
-part) holds the secret, and which may name the secret's name in group `n`
+group `s`, `q`, `d`, `t` or `u` (bare, single-quoted, double-quoted, ...:
+whichever took part) holds the secret, and which may name the secret's name in group `n`
 (then the rule applies only when the name says secret, `is_secret_key`).
 Vendor token shapes come from kept rule sets (`vendor_rules`), not from here.
 """
@@ -14,7 +14,7 @@ import binascii
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import re2
@@ -51,23 +51,47 @@ _WINDOWS_ARG = _arg(r"[^\s/*'\"|;&<>`][^\s'\"|;&<>`]*")  # not `/switch`, not `*
 _QUOTED = r"""(?:'(?P<q>[^'\n]+)'|"(?P<d>[^"\n]+)")"""
 
 
-def _command(names: str, option: str) -> str:
-    """`option` given to one of the commands `names` (same line, before a pipe or `;`)."""
-    return rf"\b(?i:{names})(?:\.exe)?\b[^\n|;&]*?\s{option}"
+def _command(names: str, option: str) -> Rule:
+    """A password given by `option` to one of the commands `names`: each such option of the
+    command (same line, before a pipe or `;`), not only its first."""
+    segment = rf"\b(?i:{names})(?:\.exe)?\b[^\n|;&]*"
+    return Rule("command-line password", rf"\b(?i:{names})(?:\.exe)?\b[^\n|;&]*?\s{option}",
+                segment=segment, inner=rf"\s{option}")
 
 
 class Rule:
     """One pattern; the first group of `groups` that took part (and is not empty) holds the secret."""
 
     def __init__(self, kind: str, pattern: str | Any, *, check: Callable[[str], bool] | None = None,
-                 replacement: str | None = None, groups: list[int] | None = None) -> None:
+                 replacement: str | None = None, groups: list[int] | None = None,
+                 segment: str | None = None, inner: str | None = None) -> None:
         self.kind = kind
         self.pattern = re2.compile(pattern) if isinstance(pattern, str) else pattern
-        names = self.pattern.groupindex
-        self.groups = groups if groups is not None else [names[g] for g in ("s", "q", "d") if g in names]
+        # A rule with a segment finds each stretch of text it applies to (a command line),
+        # then every match of `inner` inside it: one pass each, so still linear.
+        self.segment = re2.compile(segment) if segment is not None else None
+        self.inner = re2.compile(inner) if inner is not None else self.pattern
+        names = self.inner.groupindex
+        self.groups = groups if groups is not None else [names[g] for g in ("s", "q", "d", "t", "u") if g in names]
         self.name_group = names.get("n")
         self.check = check
         self.replacement = replacement or marker(kind)
+
+    def finditer(self, text: str) -> Iterator[tuple[Any, int]]:
+        """Each match, with the offset in `text` of the string it was found in."""
+        if self.segment is None:
+            for m in self.pattern.finditer(text):
+                yield m, 0
+            return
+        for seg in self.segment.finditer(text):
+            for m in self.inner.finditer(seg.group(0)):
+                yield m, seg.start()
+
+    def sub(self, replace: Callable[[Any], str], text: str) -> str:
+        if self.segment is None:
+            return str(self.pattern.sub(replace, text))
+        inner = self.inner
+        return str(self.segment.sub(lambda seg: inner.sub(replace, seg.group(0)), text))
 
     def refuses(self, m: Any, secret: str) -> bool:
         """Whether this match is no secret after all: a name that does not say secret, or the check."""
@@ -186,29 +210,30 @@ TAIL: tuple[Rule, ...] = (
     Rule("command-line password",
          r"(?i)\b(?:curl|wget)\b[^\n|;&]*?\s(?:-u|--user|--http-password|--password)[ =]\s*['\"]?"
          r"(?P<s>[^\s'\"]+)"),
-    Rule("command-line password", _command(
+    _command(
         "mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop|mongofiles",
-        r"(?:-p|--password)(?:\s+|=)" + _ARG)),
-    Rule("command-line password", _command("sqlcmd|bcp|osql|isql", r"-P\s*" + _ARG)),
-    Rule("command-line password", _command(r"ldap[a-z]*", r"-w\s*" + _ARG)),
-    Rule("command-line password", _command("ldappasswd", r"-[as]\s*" + _ARG)),
-    Rule("command-line password", _command("openssl", r"-[kK]\s+" + _ARG)),
+        r"(?:-p|--password)(?:\s+|=)" + _ARG),
+    _command("sqlcmd|bcp|osql|isql", r"-P\s*" + _ARG),
+    _command(r"ldap[a-z]*", r"-w\s*" + _ARG),
+    _command("ldappasswd", r"-[as]\s*" + _ARG),
+    _command("openssl", r"-[kK]\s+" + _ARG),
     Rule("command-line password",
          r"""(?:'pass:(?P<q>[^'\n]+)'|"pass:(?P<d>[^"\n]+)"|(?:^|[\s=])pass:(?P<s>[^\s'"|;&<>]+))"""),
-    Rule("command-line password", _command("7z|7za|7zr|7zz|7zg|rar|unrar|winrar", "-p" + _ATTACHED)),
-    Rule("command-line password", _command("unzip|zip|zipcloak|funzip", r"(?:-P|--password)\s*" + _ARG)),
+    _command("7z|7za|7zr|7zz|7zg|rar|unrar|winrar",
+             r"""(?:'-p(?P<t>[^'\n]+)'|"-p(?P<u>[^"\n]+)"|-p""" + _ATTACHED + ")"),
+    _command("unzip|zip|zipcloak|funzip", r"(?:-P|--password)\s*" + _ARG),
     # smbclient -U user%password (and the Samba tools alike), and its password after the share.
-    Rule("command-line password", _command(
+    _command(
         r"smbclient|rpcclient|smbcacls|smbget|smbtree|smbmap|smbcquotas|net|winexe|samba-tool|mount\.cifs",
         r"(?:-U|--user(?:name)?=?|-u)\s*"
         r"""(?:'[^'%\n]*%(?P<q>[^'\n]+)'|"[^"%\n]*%(?P<d>[^"\n]+)"|"""
-        r"""[^\s'"%|;&<>]*%(?P<s>[^\s'"|;&<>]+))""")),
+        r"""[^\s'"%|;&<>]*%(?P<s>[^\s'"|;&<>]+))"""),
     Rule("command-line password", r"\b(?i:smbclient)\s+(?:-\S+\s+)*(?://|\\\\)\S+\s+" + _ARG),
     # htpasswd -b FILE USER PASSWORD, htpasswd -nb USER PASSWORD.
     Rule("command-line password",
          r"\b(?i:htpasswd)\s+(?:-[A-Za-z]+(?:\s+\d+)?\s+)*-[A-Za-z]*b[A-Za-z]*(?:\s+\d+)?\s+"
          r"""(?:-[A-Za-z]+(?:\s+\d+)?\s+)*(?:'[^'\n]*'\s+|"[^"\n]*"\s+|[^\s|;&<>'"]+\s+){1,2}""" + _ARG),
-    Rule("command-line password", _command("ssh-keygen", r"-[NP]\s*" + _ARG)),
+    _command("ssh-keygen", r"-[NP]\s*" + _ARG),
     # net use \\server\share PASSWORD /user:NAME (or after /user:NAME); net user NAME PASSWORD.
     Rule("command-line password",
          r"(?i)\bnet\s+use\b[^\n|;&]*?(?:\\\\\S+|/user:\S+)\s+" + _WINDOWS_ARG),
@@ -243,7 +268,7 @@ TAIL: tuple[Rule, ...] = (
          r"(?im)\bidentified\s+(?:with\s+\S+\s+)?by\s+(?:password\s+)?(?:" + _QUOTED +
          r"|(?P<s>[^\s'\"|;&<>`]+)\s*(?:;|$|\s(?:default|quota|profile|password|account|temporary|container)\b))"),
     Rule("sql password", r"(?i)\bset\s+password\b[^\n;=]*=\s*(?:password\s*\(\s*)?" + _ARG),
-    Rule("sql password", r"(?i)(?:^|[^\w'\"$.-])password\s*(?:=\s*)?(?:\(\s*)?" + _QUOTED),
+    Rule("sql password", r"(?i)(?:^|[^\w'\"$.-])password\s*(?:=\s*)?(?:\(\s*)?N?" + _QUOTED),
     # Name/value pairs in text: XML elements and attributes, JSON/YAML objects, CLI options, tuples.
     Rule("secret pair",
          r"<(?:[A-Za-z_][\w.-]*:)?(?P<n>[A-Za-z_][\w.-]*)(?:\s[^<>]*)?>\s*(?P<s>[^<\s][^<]*?)\s*</"),
