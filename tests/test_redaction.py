@@ -497,3 +497,27 @@ def test_round_four_rules_leave_near_misses_alone(text: str) -> None:
 def test_round_four_rules_stay_linear(filler: str) -> None:
     redact_text(filler * (200_000 // len(filler)))
     redact([filler] * 20_000)
+
+
+# ---------------------------------------------------------------- false positives on ordinary text
+#: The most redaction may change of each corpus (tests/redaction_corpus.py); docs/observers.md
+#: gives the measured figures.
+FALSE_POSITIVE_BOUNDS = {"suite": 0.0, "eval-set": 0.0, "python-reference": 0.001}
+
+
+@pytest.mark.parametrize("corpus", sorted(FALSE_POSITIVE_BOUNDS))
+def test_the_false_positive_rate_on_ordinary_text_is_bounded(corpus: str) -> None:
+    from tests.redaction_corpus import false_positives, ordinary_corpora
+
+    texts = ordinary_corpora()[corpus]
+    changed = false_positives(texts)
+    assert len(texts) >= 50
+    assert len(changed) / len(texts) <= FALSE_POSITIVE_BOUNDS[corpus], changed[:5]
+
+
+def test_code_where_a_value_would_be_is_no_secret_but_a_value_is() -> None:
+    for text in ('password = getpass.getpass("Password: ")', 'token = os.environ["TOKEN"]',
+                 "export DIR=$PWD:/tmp", "--from-file=password=./db-password.txt"):
+        assert redact_text(text) == (text, [])
+    assert redact_text("password = hunter2x")[0] == "password = [redacted: secret assignment]"
+    assert redact_text("token = os.environ")[0] == "token = [redacted: secret assignment]"

@@ -116,7 +116,7 @@ def _apply_rules(text: str, kinds: list[str], rules: tuple[Rule, ...]) -> str:
                 if start < 0 or start == end:
                     continue
                 secret = m.group(group)
-                if _inside_marker(m.string, start) or secret == BASE64_MARKER or rule.refuses(m, secret):
+                if _inside_marker(m.string, start) or secret == BASE64_MARKER or rule.refuses(m, group):
                     return str(m.group(0))
                 kinds.append(rule.kind)
                 whole_start = m.start()
@@ -270,7 +270,7 @@ def _across_items(items: list[Any], out: list[Any], kinds: list[str]) -> None:
                     for group in rule.groups:
                         start, end = m.span(group)
                         if start < 0 or start == end or _inside_marker(joined, start + offset) \
-                                or rule.refuses(m, m.group(group)):
+                                or rule.refuses(m, group):
                             continue
                         for i in _touched(spans, starts, start + offset, end + offset):
                             hit.setdefault(i, rule.kind)

@@ -64,8 +64,9 @@ class Rule:
 
     def __init__(self, kind: str, pattern: str | Any, *, check: Callable[[str], bool] | None = None,
                  replacement: str | None = None, groups: list[int] | None = None,
-                 segment: str | None = None, inner: str | None = None) -> None:
+                 segment: str | None = None, inner: str | None = None, code_is_no_value: bool = False) -> None:
         self.kind = kind
+        self.code_is_no_value = code_is_no_value
         self.pattern = re2.compile(pattern) if isinstance(pattern, str) else pattern
         # A rule with a segment finds each stretch of text it applies to (a command line),
         # then every match of `inner` inside it: one pass each, so still linear.
@@ -93,11 +94,14 @@ class Rule:
         inner = self.inner
         return str(self.segment.sub(lambda seg: inner.sub(replace, seg.group(0)), text))
 
-    def refuses(self, m: Any, secret: str) -> bool:
-        """Whether this match is no secret after all: a name that does not say secret, or the check."""
+    def refuses(self, m: Any, group: int) -> bool:
+        """Whether this match is no secret after all: a name that does not say secret, code
+        where a value would be, or the rule's check."""
         if self.name_group is not None and not is_secret_key(m.group(self.name_group) or ""):
             return True
-        return self.check is not None and not self.check(secret)
+        if self.code_is_no_value and _is_code(m, group):
+            return True
+        return self.check is not None and not self.check(m.group(group))
 
     @classmethod
     def from_vendor(cls, rule: VendorRule) -> Rule:
@@ -121,7 +125,18 @@ def _is_entropic(token: str) -> bool:
 
 
 def _not_placeholder(value: str) -> bool:
-    return value.lower() not in {"null", "none", "true", "false", "undefined", "nil", "***", "****"}
+    """Not a placeholder (`null`, `***`) and not a relative or home path (`./db-password.txt`)."""
+    return value.lower() not in {"null", "none", "true", "false", "undefined", "nil", "***", "****"} \
+        and not value.startswith(("./", "../", "~/"))
+
+
+_IDENTIFIER_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def _is_code(m: Any, group: int) -> bool:
+    """`password = getpass.getpass(…)`, `token = os.environ[…]`: a name called or indexed is code."""
+    end = m.end(group)
+    return m.string[end:end + 1] in ("(", "[") and _IDENTIFIER_PATH.fullmatch(m.group(group)) is not None
 
 
 def _not_a_variable(value: str) -> bool:
@@ -253,9 +268,9 @@ TAIL: tuple[Rule, ...] = (
     Rule("command-line password",
          r"(?i)\b(?:machine\s+\S+|default)(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+" + _ARG),
     Rule("secret assignment",
-         r"(?i)(?:^|[^A-Za-z0-9_.-])\\?[\"']?[A-Za-z0-9_.-]*?" + _KEYWORDS + _NAME_TAIL +
+         r"(?i)(?:^|[^A-Za-z0-9_.$-])\\?[\"']?[A-Za-z0-9_.-]*?" + _KEYWORDS + _NAME_TAIL +
          r"\\?[\"']?\s*(?::=|=>|=|:)\s*" + _VALUE,
-         check=_not_placeholder),
+         check=_not_placeholder, code_is_no_value=True),
     # A long hex value after a secret's name with no `=` or `:` between: `secret_hex 4f5e…`,
     # `secret_hex | 4f5e…`, `secret_hex` on one line and the value on the next.
     Rule("secret assignment",
