@@ -11,10 +11,9 @@ Three corpora, none holding a credential:
 from __future__ import annotations
 
 import json
+import pydoc_data.topics
 import re
 from pathlib import Path
-
-import pydoc_data.topics
 
 from fabric_jev.contract.redaction import redact_text
 

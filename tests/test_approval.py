@@ -470,3 +470,39 @@ async def test_an_evaluator_error_quoting_a_secret_is_redacted_in_the_reason() -
         UpstreamError("upstream said: token ghp_abcdefghijklmnopqrstuvwxyz0123 is revoked")))
     assert decision.decision == "ask" and "the classifier failed" in decision.reason
     assert "ghp_abcdefghijklmnopqrstuvwxyz0123" not in decision.reason and "redacted" in decision.reason
+
+
+# ---------------------------------------------------------------- name/value pairs under auto (issue 33)
+PAIR_PROGRAM = """
+return await tools.call({ref: 'deploy.write', args: {
+  env: [{name: 'DB_PASSWORD', value: 'pairSecret-1'}, {name: 'DB_USER', value: 'app'}],
+  headers: [{key: 'Authorization', value: 'Token pairSecret-2'}],
+  params: [['API_TOKEN', 'pairSecret-3']],
+  ssm: {Name: '/prod/db/password', Value: 'pairSecret-4'},
+  cmd: 'mongo -u admin -p pairSecret-5 && echo pairSecret-6 | sudo -S true'}});
+"""
+
+
+async def test_under_auto_a_password_given_as_a_name_value_pair_never_reaches_the_classifiers_evaluator(
+        tmp_path: Path) -> None:
+    from fabric_jev import CapabilityRegistry, HostConfig, JevHost
+    from tests.conftest import program
+
+    registry = CapabilityRegistry()
+
+    async def write(args: Any, ctx: Any) -> Any:
+        return "written"
+
+    registry.register("deploy.write", write, "write")
+    config = HostConfig(approvals={"write": "auto"})
+    with mock(key="sk-approve") as url, front(Front(upstream=url)) as f:
+        ev = route_evaluator(f.url, tmp_path)
+        async with JevHost(config, capabilities=registry, evaluator=ev) as host:
+            env = await host.run(program(PAIR_PROGRAM, requires=["deploy.write"]), None, intent="deploy")
+        await ev.aclose()
+    assert env.approvals[0]["probability"] is not None  # the classifier answered
+    assert f.requests, "the classifier's evaluator was never called"
+    bodies = "".join(r.body.decode() for r in f.requests)
+    for n in range(1, 7):
+        assert f"pairSecret-{n}" not in bodies
+    assert "[redacted: DB_PASSWORD value]" in bodies and '"DB_USER\\",\\"value\\":\\"app' in bodies.replace(" ", "")

@@ -1,9 +1,11 @@
 """Fuzzing redaction: a secret planted anywhere in a random JSON value never comes out.
 
-The secret is one of the credential shapes the rules know, with a random body,
-planted as a whole string, inside text between separators, as an object key,
-under a secret-named key, split across list items, or respelled (fullwidth,
-percent-, hex- or base64-encoded). Whatever the rest of the value holds,
+The secret is one of the credential shapes the rules know (tokens, command-line
+passwords, vendor keys from the kept rule set, name/value pairs), with a random
+body, planted as a whole string, inside text between separators, as an object
+key, under a secret-named key, as the value of a name/value pair whose name says
+secret, split across list items, or respelled (fullwidth, percent-, hex-,
+base64- or base32-encoded, HTML character references). Whatever the rest of the value holds,
 `redact` returns a value without the secret's body, or refuses the value with
 its documented ValueError (cyclic, nested deeper than 64 levels).
 """
@@ -15,7 +17,7 @@ import json
 import string
 from typing import Any
 
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from fabric_jev.contract.redaction import MAX_DEPTH, redact, redact_text
@@ -34,7 +36,30 @@ def _body(size: int, alphabet: str = _ALNUM) -> st.SearchStrategy[str]:
 def _secrets(draw: st.DrawFn) -> tuple[str, str]:
     """(the secret as written, the part of it that must never come out)."""
     kind = draw(st.sampled_from(["github", "aws", "openai", "bearer", "password", "url", "pem", "jwt",
-                                 "slack", "docker", "assignment"]))
+                                 "slack", "docker", "assignment", "command", "vendor", "pair", "userinfo"]))
+    if kind == "command":
+        body = draw(_body(12))
+        shape = draw(st.sampled_from(["mongo -u admin -p {}", "sqlcmd -S db -U sa -P {}", "ldapsearch -x -w {} -b dc=x",
+                                      "7z a -p{} out.7z", "unzip -P {} a.zip", "smbclient //fs/s -U bob%{}",
+                                      "htpasswd -nb admin {}", "ssh-keygen -N {} -f k", "echo {} | sudo -S true",
+                                      "openssl enc -passin pass:{}", "machine h login u password {}",
+                                      "CREATE USER x IDENTIFIED BY '{}';", "<password>{}</password>"]))
+        return shape.format(body), body
+    if kind == "vendor":
+        prefix, alphabet, size = draw(st.sampled_from([("dop_v1_", "0123456789abcdef", 64), ("shpat_", "0123456789abcdef", 32),
+                                                       ("hf_", string.ascii_letters, 34), ("dapi", "0123456789abcdef", 32),
+                                                       ("AGE-SECRET-KEY-1", "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58)]))
+        body = draw(_body(size, alphabet))
+        return prefix + body, body
+    if kind == "pair":
+        body = draw(_body(14))
+        name = draw(st.sampled_from(["DB_PASSWORD", "API_TOKEN", "/prod/db/password", "Authorization", "client_secret"]))
+        shape = draw(st.sampled_from(['{{"name": "{}", "value": "{}"}}', '["{}", "{}"]', "- name: {}\n  value: {}",
+                                      '<add key="{}" value="{}"/>']))
+        return shape.format(name, body), body
+    if kind == "userinfo":
+        body = draw(_body(10)) + "/" + draw(_body(6))
+        return f"s3://key:{body}@bucket/path", body
     if kind == "github":
         body = draw(_body(36))
         return "ghp_" + body, body
@@ -76,7 +101,11 @@ _FILLER = st.text(alphabet=string.ascii_letters + " .,:;-_/()[]{}'\"=\n", max_si
 
 
 def _respelled(draw: st.DrawFn, secret: str) -> str:
-    how = draw(st.sampled_from(["plain", "plain", "plain", "fullwidth", "percent", "hex", "base64"]))
+    how = draw(st.sampled_from(["plain", "plain", "plain", "fullwidth", "percent", "hex", "base64", "html", "base32"]))
+    if how == "html":
+        return "".join(f"&#{ord(c)};" if c in "=:@/<>\"'" else c for c in secret)
+    if how == "base32":
+        return base64.b32encode(secret.encode()).decode()
     if how == "fullwidth":
         return secret.translate({c: c + 0xFEE0 for c in range(0x21, 0x7F)})
     if how == "percent":
@@ -93,14 +122,22 @@ def _planted(draw: st.DrawFn) -> tuple[Any, str]:
     """A random JSON value with a secret planted somewhere in it; and the secret's body."""
     secret, body = draw(_secrets())
     written = _respelled(draw, secret)
-    where = draw(st.sampled_from(["whole", "text", "key", "named", "split"]))
+    where = draw(st.sampled_from(["whole", "text", "key", "named", "split", "named pair"]))
     leaf: Any
     if where == "whole":
         leaf = written
     elif where == "text":
-        leaf = draw(_FILLER) + draw(_SEPARATORS) + written + draw(_SEPARATORS) + draw(_FILLER)
+        before, after = draw(_FILLER) + draw(_SEPARATORS), draw(_SEPARATORS) + draw(_FILLER)
+        assume(body not in before and body not in after)
+        leaf = before + written + after
     elif where == "key":
-        leaf = {written: draw(json_values(3))}
+        inner = draw(json_values(3))
+        assume(body not in json.dumps(inner, ensure_ascii=False))
+        leaf = {written: inner}
+    elif where == "named pair":
+        name = draw(st.sampled_from(["DB_PASSWORD", "X-Auth-Token", "/prod/api/secret", "MYSQL_PWD", "ssn"]))
+        leaf = draw(st.sampled_from([{"name": name, "value": written}, {"Name": name, "Value": written},
+                                     {"key": name, "value": written}, [name, written]]))
     elif where == "named":
         leaf = {draw(st.sampled_from(["password", "apiKey", "X-Auth-Token", "client_secret", "ｐａｓｓｗｏｒｄ",
                                       "pass\u00adword", "db_pass", "ssn"])): written}
@@ -110,6 +147,7 @@ def _planted(draw: st.DrawFn) -> tuple[Any, str]:
         body_parts = [p for p in leaf if len(p) >= 12 and p in body]
         body = max(body_parts, key=len) if body_parts else body
     value = draw(json_values(12))
+    assume(body not in json.dumps(value, ensure_ascii=False))  # the rest of the value holds no copy of it
     return _plant(draw, value, leaf), body
 
 

@@ -521,3 +521,75 @@ def test_code_where_a_value_would_be_is_no_secret_but_a_value_is() -> None:
         assert redact_text(text) == (text, [])
     assert redact_text("password = hunter2x")[0] == "password = [redacted: secret assignment]"
     assert redact_text("token = os.environ")[0] == "token = [redacted: secret assignment]"
+
+
+# ---------------------------------------------------------------- the new rules reach every consumer
+# Observer payloads, approval evidence (the classifier's), the question a person is asked,
+# assertion artifacts and pytest cassettes all redact through this module.
+CONSUMER_SAMPLES = [
+    ('{"env": [{"name": "DB_PASSWORD", "value": "consumerPw1"}]}', "consumerPw1"),
+    ("mongo -u admin -p consumerPw2 shop", "consumerPw2"),
+    ("dop_v1_" + "0" * 64, "0" * 64),
+    ("cnffjbeq=pbafhzrecj3", "pbafhzrecj3"),
+    ("<password>consumerPw4</password>", "consumerPw4"),
+]
+PAIR_VALUE = {"env": [{"name": "DB_PASSWORD", "value": "consumerPw5"}], "headers": [["Authorization", "Token t6"]]}
+
+
+@pytest.mark.parametrize(("text", "secret"), CONSUMER_SAMPLES)
+def test_round_four_rules_reach_observer_payloads_evidence_and_artifacts(text: str, secret: str) -> None:
+    from fabric_jev.contract.observe import ToolResult
+
+    options = ObserveOptions(events=("input", "tool_error"), include=("inputText", "toolResults"), max_chars=8192)
+    payload, _ = project(SessionEvent("input", 1, input_text=text), options)
+    tool, _ = project(SessionEvent("tool_error", 2, tool_name="shell", tool_results=(ToolResult("shell", True, text),)),
+                      options)
+    evidence, _ = build_evidence(ApprovalRequest(
+        user_text=text, action=ProposedAction("shell.run", "execute", "run", {"cmd": text, **PAIR_VALUE})))
+    artifact = Snapshot(elements=(Element(text=text),)).redacted_json()
+    for shown in (payload, tool, evidence, artifact):
+        dumped = json.dumps(shown)
+        assert secret not in dumped and "[redacted: " in dumped, dumped
+    assert "consumerPw5" not in json.dumps(evidence) and "Token t6" not in json.dumps(evidence)
+
+
+@pytest.mark.anyio
+async def test_round_four_rules_reach_the_question_a_person_is_asked() -> None:
+    from fabric_jev import CapabilityCall, CapabilityRegistry, JevHost
+    from tests.conftest import program
+
+    seen: list[CapabilityCall] = []
+
+    async def approver(call: CapabilityCall) -> str:
+        seen.append(call)
+        return "deny"
+
+    async def write(args: Any, ctx: Any) -> Any:
+        return "written"
+
+    registry = CapabilityRegistry()
+    registry.register("demo.write", write, "write")
+    args = json.dumps({"samples": [t for t, _ in CONSUMER_SAMPLES], **PAIR_VALUE})
+    async with JevHost(capabilities=registry, approver=approver) as host:
+        await host.run(program(f"try {{ await tools.call({{ref: 'demo.write', args: {args}}}); }} catch (e) {{}}",
+                               requires=["demo.write"]), None)
+    shown = json.dumps(seen[0].arguments) + seen[0].arguments_text
+    for secret in [s for _, s in CONSUMER_SAMPLES] + ["consumerPw5", "Token t6"]:
+        assert secret not in shown, shown
+
+
+@pytest.mark.anyio
+async def test_round_four_rules_reach_pytest_cassettes(tmp_path: Any) -> None:
+    from fabric_jev.contract.evaluation import validate_request
+    from fabric_jev.testing import RecordingEvaluator, ScriptedEvaluator
+
+    path = tmp_path / "c.jsonl"
+    question = {"q": {"type": "noul", "instructions": "Safe?"}}
+    ev = RecordingEvaluator(path, "new", record_from=lambda: ScriptedEvaluator({"q": {"noul": 0.5}}))
+    await ev.evaluate(validate_request({"state": PAIR_VALUE, "questions": question}), timeout=5)
+    for text, _ in CONSUMER_SAMPLES:
+        await ev.evaluate(validate_request({"state": text, "questions": question}), timeout=5)
+    await ev.aclose()
+    written = path.read_text(encoding="utf-8")
+    for secret in [s for _, s in CONSUMER_SAMPLES] + ["consumerPw5", "Token t6"]:
+        assert secret not in written

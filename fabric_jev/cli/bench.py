@@ -13,7 +13,8 @@ from typing import Any
 
 from .common import add_command, positive_int
 
-SUITES = ("host", "evaluators", "browser", "batch", "eval", "cli", "soak", "pytest", "typecheck", "rules")
+SUITES = ("host", "evaluators", "browser", "batch", "eval", "cli", "soak", "pytest", "typecheck", "rules",
+          "redaction")
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -86,6 +87,14 @@ async def _run(args: argparse.Namespace) -> int:
             report["rules"] = await anyio.to_thread.run_sync(bench_rules, min(args.samples, 15))
             if not args.json:
                 print_rules(report["rules"])
+        elif suite == "redaction":
+            import anyio.to_thread
+
+            from ..benchmarks.redaction import bench_redaction, print_redaction
+
+            report["redaction"] = await anyio.to_thread.run_sync(bench_redaction, min(args.samples, 15))
+            if not args.json:
+                print_redaction(report["redaction"])
         elif suite == "evaluators":
             from ..benchmarks.evaluators import _print_evaluators, bench_evaluators
 
@@ -107,11 +116,12 @@ def add_bench_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "soak (1,000 mixed runs; resources before and after), pytest (what the installed "
                     "pytest plugin costs a suite that does not use it), "
                     "typecheck (what checking programs costs), rules (what permission rules add to a "
-                    "capability call's decision).",
+                    "capability call's decision), redaction (what redacting costs, and its false "
+                    "positives on ordinary text).",
         codes=("0 measured", "2 a suite's missing piece (for example the browser connector)"))
     bench.add_argument("suite", nargs="?", default="all", choices=(*SUITES, "all"),
                        help="which suite to run (default all)")
     bench.add_argument("--samples", type=positive_int, default=50,
-                       help="samples per figure (default 50; the cli and pytest suites take at most 15)")
+                       help="samples per figure (default 50; the cli, pytest and redaction suites take at most 15)")
     bench.add_argument("--json", action="store_true", help="print the raw report as JSON")
     bench.set_defaults(handler=_run)

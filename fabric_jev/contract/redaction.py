@@ -264,8 +264,8 @@ def _across_items(items: list[Any], out: list[Any], kinds: list[str]) -> None:
             for rule in rules:
                 if rule.kind in _NOT_ACROSS_ITEMS:
                     continue
-                for m, offset in rule.finditer(joined):
-                    if len(_touched(spans, starts, m.start() + offset, m.end() + offset, 2)) < 2:
+                for m, offset, stands_from in rule.finditer(joined):
+                    if len(_touched(spans, starts, stands_from, m.end() + offset, 2)) < 2:
                         continue  # one item shows it: that item's own scan decides
                     for group in rule.groups:
                         start, end = m.span(group)
@@ -311,7 +311,8 @@ def redact(value: Any) -> tuple[Any, list[str]]:
             return "", []
         shown, found = redact_text(pair[0])
         kinds.extend(found)
-        return shown, pair[1]
+        # The marker names the pair by its name when that is a short name, not by any text.
+        return (shown if len(shown) <= 64 and not any(c.isspace() for c in shown) else "secret pair"), pair[1]
 
     def walk(v: Any, key: str | None, shown_key: str, depth: int) -> Any:
         if key is not None and is_secret_key(key) and v not in (None, "", [], {}):

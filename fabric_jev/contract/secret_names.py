@@ -27,6 +27,7 @@ _SECRET_LAST_WORDS = frozenset({"pass", "pwd", "pw", "auth", "ssn"})
 #: before the checks above.
 _ENCODING_TAIL = re.compile(r"(?:hex|b64|base64|bytes|str|string|value|data|raw|enc|encoded|hash)+$")
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_NAME = re.compile(r"[^\s]{1,128}")
 
 #: The field that names a pair, and the one that holds its value (compared lower-cased,
 #: without `_`/`-`): env entries, header lists, SSM, CloudFormation, form fields, settings.
@@ -74,7 +75,9 @@ def pair_secret(value: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> tuple[st
             if values and is_secret_key(value[name_key]):
                 return value[name_key], values
         return None
+    # A list's first item names the second only when it reads as a name (`DB_PASSWORD`,
+    # `X-Api-Key`, `/prod/db/password`): no spaces, not a sentence or a command line.
     if len(value) == 2 and isinstance(value[0], str) and _holds_something(value[1]) \
-            and is_secret_key(value[0]):
+            and _NAME.fullmatch(value[0]) is not None and is_secret_key(value[0]):
         return value[0], [1]
     return None

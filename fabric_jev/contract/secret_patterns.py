@@ -64,9 +64,11 @@ class Rule:
 
     def __init__(self, kind: str, pattern: str | Any, *, check: Callable[[str], bool] | None = None,
                  replacement: str | None = None, groups: list[int] | None = None,
-                 segment: str | None = None, inner: str | None = None, code_is_no_value: bool = False) -> None:
+                 segment: str | None = None, inner: str | None = None, code_is_no_value: bool = False,
+                 match_check: Callable[[Any], bool] | None = None) -> None:
         self.kind = kind
         self.code_is_no_value = code_is_no_value
+        self.match_check = match_check
         self.pattern = re2.compile(pattern) if isinstance(pattern, str) else pattern
         # A rule with a segment finds each stretch of text it applies to (a command line),
         # then every match of `inner` inside it: one pass each, so still linear.
@@ -78,15 +80,16 @@ class Rule:
         self.check = check
         self.replacement = replacement or marker(kind)
 
-    def finditer(self, text: str) -> Iterator[tuple[Any, int]]:
-        """Each match, with the offset in `text` of the string it was found in."""
+    def finditer(self, text: str) -> Iterator[tuple[Any, int, int]]:
+        """Each match, with the offset in `text` of the string it was found in, and where in
+        `text` what the match stands on starts (its segment's start: `mongo` of `mongo … -p x`)."""
         if self.segment is None:
             for m in self.pattern.finditer(text):
-                yield m, 0
+                yield m, 0, m.start()
             return
         for seg in self.segment.finditer(text):
             for m in self.inner.finditer(seg.group(0)):
-                yield m, seg.start()
+                yield m, seg.start(), seg.start()
 
     def sub(self, replace: Callable[[Any], str], text: str) -> str:
         if self.segment is None:
@@ -100,6 +103,8 @@ class Rule:
         if self.name_group is not None and not is_secret_key(m.group(self.name_group) or ""):
             return True
         if self.code_is_no_value and _is_code(m, group):
+            return True
+        if self.match_check is not None and not self.match_check(m):
             return True
         return self.check is not None and not self.check(m.group(group))
 
@@ -159,7 +164,7 @@ def _is_basic_credentials(value: str) -> bool:
     return b":" in raw
 
 
-_PORT = re.compile(r"\d+(?:[/\s?#]|$)")
+_PORT = re.compile(r"\d{1,5}[/\s?#]")  # a port (at most 65535) before a path
 
 
 def _userinfo_password(value: str) -> bool:
@@ -211,6 +216,24 @@ HEAD: tuple[Rule, ...] = (
     Rule("square token", r"(?P<s>\bsq0(?:atp|csp|idp)-[0-9A-Za-z_-]{22,})"),
 )
 
+_HTPASSWD = (r"\b(?i:htpasswd)\s+(?P<flags>(?:-[A-Za-z]+(?:\s+\d+)?\s+)+)"
+             r"""(?:'[^'\n]*'\s+|"[^"\n]*"\s+|[^\s|;&<>'"-][^\s|;&<>'"]*\s+)""")
+
+
+def _htpasswd_flags(m: Any) -> str:
+    return "".join(w[1:] for w in str(m.group("flags")).split() if w.startswith("-"))
+
+
+def _htpasswd_with_file(m: Any) -> bool:
+    flags = _htpasswd_flags(m)
+    return "b" in flags and "n" not in flags
+
+
+def _htpasswd_without_file(m: Any) -> bool:
+    flags = _htpasswd_flags(m)
+    return "b" in flags and "n" in flags
+
+
 _PIPED_TO = (r"(?:--password-stdin|--stdin\b|--passphrase-fd|\bsudo\b[^\n|;&]*?\s-[A-Za-z]*S\b|"
              r"\bchpasswd\b|\bkinit\b|-passin\s+(?:stdin|fd:0))")
 
@@ -244,10 +267,10 @@ TAIL: tuple[Rule, ...] = (
         r"""(?:'[^'%\n]*%(?P<q>[^'\n]+)'|"[^"%\n]*%(?P<d>[^"\n]+)"|"""
         r"""[^\s'"%|;&<>]*%(?P<s>[^\s'"|;&<>]+))"""),
     Rule("command-line password", r"\b(?i:smbclient)\s+(?:-\S+\s+)*(?://|\\\\)\S+\s+" + _ARG),
-    # htpasswd -b FILE USER PASSWORD, htpasswd -nb USER PASSWORD.
-    Rule("command-line password",
-         r"\b(?i:htpasswd)\s+(?:-[A-Za-z]+(?:\s+\d+)?\s+)*-[A-Za-z]*b[A-Za-z]*(?:\s+\d+)?\s+"
-         r"""(?:-[A-Za-z]+(?:\s+\d+)?\s+)*(?:'[^'\n]*'\s+|"[^"\n]*"\s+|[^\s|;&<>'"]+\s+){1,2}""" + _ARG),
+    # htpasswd -b FILE USER PASSWORD, htpasswd -nb USER PASSWORD (-n: no file). The options
+    # decide how many words come before the password.
+    Rule("command-line password", _HTPASSWD + r"{2}" + _ARG, match_check=_htpasswd_with_file),
+    Rule("command-line password", _HTPASSWD + r"{1}" + _ARG, match_check=_htpasswd_without_file),
     _command("ssh-keygen", r"-[NP]\s*" + _ARG),
     # net use \\server\share PASSWORD /user:NAME (or after /user:NAME); net user NAME PASSWORD.
     Rule("command-line password",
@@ -276,14 +299,6 @@ TAIL: tuple[Rule, ...] = (
     Rule("secret assignment",
          r"(?i)(?:^|[^A-Za-z0-9_.-])\\?[\"']?[A-Za-z0-9_.-]*?" + _KEYWORDS + _NAME_TAIL +
          r"\\?[\"']?(?:\s*[|,>-]+\s*|\s+)\\?[\"']?(?P<s>(?:0x)?[0-9a-fA-F]{32,})\b"),
-    # SQL: IDENTIFIED BY 'pw', PASSWORD 'pw', SET PASSWORD … = PASSWORD('pw').
-    # A bare word after IDENTIFIED BY (Oracle) must end the statement or lead to the next clause:
-    # "identified by the patterns" in prose is no password.
-    Rule("sql password",
-         r"(?im)\bidentified\s+(?:with\s+\S+\s+)?by\s+(?:password\s+)?(?:" + _QUOTED +
-         r"|(?P<s>[^\s'\"|;&<>`]+)\s*(?:;|$|\s(?:default|quota|profile|password|account|temporary|container)\b))"),
-    Rule("sql password", r"(?i)\bset\s+password\b[^\n;=]*=\s*(?:password\s*\(\s*)?" + _ARG),
-    Rule("sql password", r"(?i)(?:^|[^\w'\"$.-])password\s*(?:=\s*)?(?:\(\s*)?N?" + _QUOTED),
     # Name/value pairs in text: XML elements and attributes, JSON/YAML objects, CLI options, tuples.
     Rule("secret pair",
          r"<(?:[A-Za-z_][\w.-]*:)?(?P<n>[A-Za-z_][\w.-]*)(?:\s[^<>]*)?>\s*(?P<s>[^<\s][^<]*?)\s*</"),
@@ -311,6 +326,14 @@ TAIL: tuple[Rule, ...] = (
     Rule("secret pair",
          r"""[\[(]\s*["'](?P<n>[^"'\n]+)["']\s*,\s*"""
          r"""(?:"(?P<d>[^"\n]+)"|'(?P<q>[^'\n]+)'|(?P<s>[^\s"',\])]+))\s*[\])]"""),
+    # SQL: IDENTIFIED BY 'pw', PASSWORD 'pw', SET PASSWORD … = PASSWORD('pw').
+    # A bare word after IDENTIFIED BY (Oracle) must end the statement or lead to the next clause:
+    # "identified by the patterns" in prose is no password.
+    Rule("sql password",
+         r"(?im)\bidentified\s+(?:with\s+\S+\s+)?by\s+(?:password\s+)?(?:" + _QUOTED +
+         r"|(?P<s>[^\s'\"|;&<>`]+)\s*(?:;|$|\s(?:default|quota|profile|password|account|temporary|container)\b))"),
+    Rule("sql password", r"(?i)\bset\s+password\b[^\n;=]*=\s*(?:password\s*\(\s*)?" + _ARG),
+    Rule("sql password", r"(?i)(?:^|[^\w'\"$./-])password(?:\s+|\s*=\s*|\s*\(\s*)N?" + _QUOTED),
     Rule("azure storage key", r"(?i)\bAccountKey=(?P<s>[A-Za-z0-9+/=]{20,})"),
     Rule("social security number", r"\b(?P<s>[0-9]{3}-[0-9]{2}-[0-9]{4})\b", check=_is_ssn),
     Rule("base64 data", r"(?P<s>(?:[A-Za-z0-9+/]{4}){40,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)",

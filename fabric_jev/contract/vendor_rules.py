@@ -6,10 +6,11 @@ them: gitleaks' default rules (MIT) and Kingfisher's Ethereum private-key rule
 in RE2 syntax (gitleaks is written in Go, whose regexp is RE2), so they keep
 redaction's linear time.
 
-They are applied as gitleaks applies them, with two differences that suit
+They are applied as gitleaks applies them, with three differences that suit
 redaction better than scanning: entropy thresholds are not kept (a key whose
-body is `0000…` is still a key someone pasted), and a rule's file-path
-conditions do not exist (redaction sees text, not files). A rule runs only
+body is `0000…` is still a key someone pasted), a rule's file-path
+conditions do not exist (redaction sees text, not files), and a token may end
+at any word boundary, not only before a quote, a space or `;` (`dop_v1_…,`). A rule runs only
 when one of its keywords occurs in the text (case-insensitively), found for
 all rules at once by one RE2 set; its secret is the rule's `secretGroup`, else
 its first non-empty group, else the whole match; a secret its allowlist (or
@@ -30,6 +31,9 @@ import re2
 __all__ = ["VendorRule", "rule_sources", "rules_for"]
 
 _FILES = ("gitleaks.toml", "kingfisher.toml")
+#: How gitleaks ends most of its token patterns: a quote, a space, `;`, an escaped newline or the
+#: end. Redaction widens it to any word boundary, so `dop_v1_…,` in a list is a key too.
+_CLOSING = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ class VendorRule:
 
     @functools.cached_property
     def pattern(self) -> Any:
-        return re2.compile(self.regex)
+        return re2.compile(self.regex.replace(_CLOSING, r"(?:\b|$)"))
 
     @functools.cached_property
     def allowed(self) -> Any:
