@@ -553,8 +553,11 @@ def test_round_four_rules_reach_observer_payloads_evidence_and_artifacts(text: s
     assert "consumerPw5" not in json.dumps(evidence) and "Token t6" not in json.dumps(evidence)
 
 
-@pytest.mark.anyio
-async def test_round_four_rules_reach_the_question_a_person_is_asked() -> None:
+SHELL_SAMPLE = "cd /srv && mongo -u admin -p consumerPw7 && echo consumerPw8 | sudo -S ls"
+
+
+async def _asked(answer: str, *calls: dict[str, Any]) -> tuple[list[Any], Any]:
+    """The questions a person was asked about `calls` (made in turn by one run), and the envelope."""
     from fabric_jev import CapabilityCall, CapabilityRegistry, JevHost
     from tests.conftest import program
 
@@ -562,20 +565,39 @@ async def test_round_four_rules_reach_the_question_a_person_is_asked() -> None:
 
     async def approver(call: CapabilityCall) -> str:
         seen.append(call)
-        return "deny"
+        return answer
 
-    async def write(args: Any, ctx: Any) -> Any:
-        return "written"
+    async def run(args: Any, ctx: Any) -> Any:
+        return "done"
 
     registry = CapabilityRegistry()
-    registry.register("demo.write", write, "write")
-    args = json.dumps({"samples": [t for t, _ in CONSUMER_SAMPLES], **PAIR_VALUE})
+    registry.register("shell.run", run, "execute")
+    code = "".join(f"try {{ await tools.call({{ref: 'shell.run', args: {json.dumps(c)}}}); }} catch (e) {{}}\n"
+                   for c in calls)
     async with JevHost(capabilities=registry, approver=approver) as host:
-        await host.run(program(f"try {{ await tools.call({{ref: 'demo.write', args: {args}}}); }} catch (e) {{}}",
-                               requires=["demo.write"]), None)
-    shown = json.dumps(seen[0].arguments) + seen[0].arguments_text
-    for secret in [s for _, s in CONSUMER_SAMPLES] + ["consumerPw5", "Token t6"]:
+        env = await host.run(program(code, requires=["shell.run"]), None)
+    return seen, env
+
+
+@pytest.mark.anyio
+async def test_round_four_rules_reach_the_question_a_person_is_asked() -> None:
+    seen, env = await _asked("deny", {"command": SHELL_SAMPLE, "samples": [t for t, _ in CONSUMER_SAMPLES],
+                                      **PAIR_VALUE})
+    call = seen[0]
+    shown = json.dumps(call.to_json()) + call.arguments_text + json.dumps(call.commands) + str(call.always)
+    assert call.commands and call.always  # the segments and the pattern are shown, redacted
+    for secret in [s for _, s in CONSUMER_SAMPLES] + ["consumerPw5", "Token t6", "consumerPw7", "consumerPw8"]:
         assert secret not in shown, shown
+        assert secret not in json.dumps(env.to_json())
+
+
+@pytest.mark.anyio
+async def test_always_for_a_command_holding_a_password_still_answers_the_same_command() -> None:
+    # The person is shown the pattern redacted; the pattern kept for the run is the real one.
+    seen, env = await _asked("always", {"command": "mongo -u admin -p consumerPw9 shop"},
+                             {"command": "mongo -u admin -p consumerPw9 shop"})
+    assert len(seen) == 1 and "consumerPw9" not in str(seen[0].always)
+    assert [a["allowed"] for a in env.approvals] == [True, True]
 
 
 @pytest.mark.anyio

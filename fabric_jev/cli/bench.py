@@ -122,6 +122,7 @@ def add_bench_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     bench.add_argument("suite", nargs="?", default="all", choices=(*SUITES, "all"),
                        help="which suite to run (default all)")
     bench.add_argument("--samples", type=positive_int, default=50,
-                       help="samples per figure (default 50; the cli, pytest and redaction suites take at most 15)")
+                       help="samples per figure (default 50; the cli, pytest, rules and redaction suites take "
+                            "at most 15)")
     bench.add_argument("--json", action="store_true", help="print the raw report as JSON")
     bench.set_defaults(handler=_run)

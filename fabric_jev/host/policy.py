@@ -297,15 +297,18 @@ class PolicyGate:
             from ..contract.asking import CapabilityCall
 
             why = pending.why
+            # "Always" stores the pattern itself; the person is shown it redacted.
+            pattern = None if pending.floor is not None else _suggest(ref, pending.view)
             if why is None:
                 why = (f"the classifier: {decision.reason}" if decision is not None and policy == "auto"
                        else f"the {risk} policy is {policy}")
             approver, unavailable = await self._ask(CapabilityCall(
                 ref=ref, risk=risk, policy=policy, run_id=run_id, run_name=run_name,
                 arguments=shown, intent=shown_intent, classifier=_verdict(decision), asked_because=why,
-                commands=_segments(pending.view), always=None if pending.floor is not None else _suggest(
-                    ref, pending.view)),
-                None if audit is None else audit.standing, pending.view, floor=pending.floor is not None)
+                commands=_segments(_shown_view(pending.view, shown)),
+                always=None if pending.floor is not None else _shown_pattern(pattern)),
+                None if audit is None else audit.standing, pending.view, floor=pending.floor is not None,
+                always_pattern=pattern)
         who = self.approver_name if approver not in ("absent", "allowed_before", "denied_before") else None
         outcome = resolve(risk, policy, classifier=classifier, approver=approver, who=who,
                           unavailable=unavailable)
@@ -332,7 +335,8 @@ class PolicyGate:
         return (verdict if verdict in ("allow", "ask", "deny") else "error"), decision
 
     async def _ask(self, request: CapabilityCall, standing: StandingAnswers | None,
-                   view: Any = None, *, floor: bool = False) -> tuple[Answer, str | None]:
+                   view: Any = None, *, floor: bool = False,
+                   always_pattern: str | None = None) -> tuple[Answer, str | None]:
         """(the approver's answer, why no one could be asked) for one question, in its turn.
 
         A floor question is answered for this call only: an earlier "always" does not answer
@@ -358,7 +362,7 @@ class PolicyGate:
             # An answer given while this question waited may already decide it.
             if (earlier := earlier_answer()) is not None:
                 return earlier, None
-            answer, unavailable, rule = await self._answer(request)
+            answer, unavailable, rule = await self._answer(request, always_pattern)
         finally:
             self._turn.release()
         if floor and answer == "always":
@@ -372,7 +376,8 @@ class PolicyGate:
         while self.waiting < count:
             await self._queue_grew.wait()
 
-    async def _answer(self, request: CapabilityCall) -> tuple[Answer, str | None, Any]:
+    async def _answer(self, request: CapabilityCall,
+                      always_pattern: str | None = None) -> tuple[Answer, str | None, Any]:
         from ..contract.asking import UNAVAILABLE_REASON_CHARS, Unavailable
 
         assert self.approver is not None
@@ -398,11 +403,12 @@ class PolicyGate:
         answer = _approver_answer(value)
         rule = None
         if answer == "always" and request.always is not None:
-            # "Always for this pattern": the pattern the person was shown, for the rest of the run.
+            # "Always for this pattern": the pattern the person was shown (as it reads before
+            # redaction), for the rest of the run.
             from ..approval.rules import RuleError, parse_rule
 
             try:
-                rule = parse_rule(request.always, "allow", source="this run")
+                rule = parse_rule(always_pattern or request.always, "allow", source="this run")
             except RuleError:
                 rule = None
         return answer, None, rule
@@ -417,6 +423,23 @@ def _segments(view: Any) -> tuple[str, ...]:
         if script.compound:
             out.extend(script.shown_segments() or [script.raw])
     return tuple(out)
+
+
+def _shown_view(view: Any, shown: Any) -> Any:
+    """The call as a person is shown it: its view read again from the redacted arguments, so a
+    command's segments show `-p [redacted: …]`, not the password (redaction reads the whole
+    command: `echo PW | sudo -S …` is a password only with its pipe)."""
+    if view is None:
+        return None
+    from ..approval.rules import CallView
+
+    return CallView(view.ref, view.risk, shown, view.context)
+
+
+def _shown_pattern(pattern: str | None) -> str | None:
+    from ..contract.redaction import redact_text
+
+    return None if pattern is None else redact_text(pattern)[0]
 
 
 def _suggest(ref: str, view: Any) -> str | None:
