@@ -615,3 +615,23 @@ async def test_round_four_rules_reach_pytest_cassettes(tmp_path: Any) -> None:
     written = path.read_text(encoding="utf-8")
     for secret in [s for _, s in CONSUMER_SAMPLES] + ["consumerPw5", "Token t6"]:
         assert secret not in written
+
+
+def test_no_vendor_rule_matches_text_shorter_than_the_length_it_skips() -> None:
+    # Redaction skips the vendor rules for text shorter than vendor_rules.SHORTEST_MATCH; Python's
+    # parser reads these RE2 patterns once the few RE2-only spellings are put its way.
+    import warnings
+
+    from fabric_jev.contract import vendor_rules
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import sre_parse as parser
+
+    def shortest(regex: str) -> int:
+        for a, b in (("(?i)", ""), ("(?-i:", "(?:"), ("[[:alnum:]]", "[a-zA-Z0-9]"), ("[[:xdigit:]]", "[0-9a-f]"),
+                     ("[[:blank:]]", "[ \t]"), ("\\z", "\\Z")):
+            regex = regex.replace(a, b)
+        return int(parser.parse(regex).getwidth()[0])
+
+    assert min(shortest(r.regex) for r in vendor_rules.all_rules()) >= vendor_rules.SHORTEST_MATCH

@@ -18,7 +18,6 @@ and it is defense in depth, not a guarantee.
 
 from __future__ import annotations
 
-import html
 import re
 import unicodedata
 from urllib.parse import unquote
@@ -60,6 +59,8 @@ def fold(text: str) -> str:
     if not needs_folding(text):
         return text
     if "&" in text:
+        import html  # its table of named references loads only for text that may hold one
+
         text = html.unescape(text)
     # Twice at most: `%253D` is `%3D` encoded again; a third layer is not a spelling anyone types.
     for _ in range(2):

@@ -27,6 +27,8 @@ _SECRET_LAST_WORDS = frozenset({"pass", "pwd", "pw", "auth", "ssn"})
 #: before the checks above.
 _ENCODING_TAIL = re.compile(r"(?:hex|b64|base64|bytes|str|string|value|data|raw|enc|encoded|hash)+$")
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_NOT_ALNUM = re.compile(r"[^a-z0-9]")
+_SEPARATORS = re.compile(r"[_\-\s]")
 _NAME = re.compile(r"[^\s]{1,128}")
 
 #: The field that names a pair, and the one that holds its value (compared lower-cased,
@@ -43,9 +45,9 @@ def is_secret_key(key: str) -> bool:
     Look-alike spellings (fullwidth, Cyrillic letters, a soft hyphen inside) count as the word.
     """
     key = fold(key)
-    norm = re.sub(r"[^a-z0-9]", "", key.lower())
+    norm = _NOT_ALNUM.sub("", key.lower())
     bare = _ENCODING_TAIL.sub("", norm) or norm
-    if any(n.endswith(w) for n in (norm, bare) for w in _SECRET_KEY_SUFFIXES):
+    if norm.endswith(_SECRET_KEY_SUFFIXES) or bare.endswith(_SECRET_KEY_SUFFIXES):
         return True
     words = [w.lower() for w in _WORDS.findall(key)]
     while len(words) > 1 and _ENCODING_TAIL.fullmatch(words[-1]):
@@ -54,7 +56,7 @@ def is_secret_key(key: str) -> bool:
 
 
 def _field(key: Any) -> str:
-    return re.sub(r"[_\-\s]", "", str(key)).lower()
+    return _SEPARATORS.sub("", str(key)).lower()
 
 
 def _holds_something(value: Any) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import math
 import re
 from collections import Counter
@@ -69,16 +70,38 @@ class Rule:
         self.kind = kind
         self.code_is_no_value = code_is_no_value
         self.match_check = match_check
-        self.pattern = re2.compile(pattern) if isinstance(pattern, str) else pattern
+        # Patterns compile on first use: most text holds no secret, and most rules never run.
+        self.source: str = pattern if isinstance(pattern, str) else pattern.pattern
+        self._compiled = None if isinstance(pattern, str) else pattern
         # A rule with a segment finds each stretch of text it applies to (a command line),
         # then every match of `inner` inside it: one pass each, so still linear.
-        self.segment = re2.compile(segment) if segment is not None else None
-        self.inner = re2.compile(inner) if inner is not None else self.pattern
-        names = self.inner.groupindex
-        self.groups = groups if groups is not None else [names[g] for g in ("s", "q", "d", "t", "u") if g in names]
-        self.name_group = names.get("n")
+        self._segment, self._inner = segment, inner
+        self._groups = groups
         self.check = check
         self.replacement = replacement or marker(kind)
+
+    @functools.cached_property
+    def pattern(self) -> Any:
+        return self._compiled if self._compiled is not None else re2.compile(self.source)
+
+    @functools.cached_property
+    def segment(self) -> Any:
+        return re2.compile(self._segment) if self._segment is not None else None
+
+    @functools.cached_property
+    def inner(self) -> Any:
+        return re2.compile(self._inner) if self._inner is not None else self.pattern
+
+    @functools.cached_property
+    def groups(self) -> list[int]:
+        names = self.inner.groupindex
+        return self._groups if self._groups is not None else [names[g] for g in ("s", "q", "d", "t", "u")
+                                                              if g in names]
+
+    @functools.cached_property
+    def name_group(self) -> int | None:
+        found: int | None = self.inner.groupindex.get("n")
+        return found
 
     def finditer(self, text: str) -> Iterator[tuple[Any, int, int]]:
         """Each match, with the offset in `text` of the string it was found in, and where in
@@ -354,7 +377,7 @@ def _options() -> Any:
 
 
 def _bare(rule: Rule) -> str:
-    return re.sub(r"[(][?]P<[a-z]+>", "(?:", rule.pattern.pattern)
+    return re.sub(r"[(][?]P<[a-z]+>", "(?:", rule.source)
 
 
 # One pass over the text with every own rule at once: most text holds no secret,
@@ -362,10 +385,16 @@ def _bare(rule: Rule) -> str:
 ANY = re2.compile("|".join(f"(?:{_bare(r)})" for r in OWN_RULES), options=_options())
 # Then one more pass names the rules that match somewhere, and only those run. A set
 # whose DFA runs out of memory answers "none": then every rule runs.
-_WHICH = re2.Set.SearchSet(_options())
-for _rule in OWN_RULES:
-    _WHICH.Add(_bare(_rule))
-_WHICH.Compile()
+
+
+@functools.cache
+def _which() -> Any:
+    found = re2.Set.SearchSet(_options())
+    for rule in OWN_RULES:
+        found.Add(_bare(rule))
+    found.Compile()
+    return found
+
 
 _VENDOR: dict[str, Rule] = {}
 
@@ -383,7 +412,7 @@ def rules_for(text: str) -> tuple[Rule, ...] | None:
     vendor = tuple(_vendor(v) for v in vendor_rules.rules_for(text))
     if ANY.search(text) is None:
         return vendor or None
-    hits = _WHICH.Match(text)
+    hits = _which().Match(text)
     if hits is None:
         return HEAD + vendor + TAIL
     own = sorted(hits)

@@ -21,9 +21,7 @@ patterns compiled on first use, not at import.
 from __future__ import annotations
 
 import functools
-import tomllib
-from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import re2
@@ -31,19 +29,23 @@ import re2
 __all__ = ["VendorRule", "rule_sources", "rules_for"]
 
 _FILES = ("gitleaks.toml", "kingfisher.toml")
+#: No kept rule matches fewer characters (curl-auth-user's shortest match; a test keeps this true).
+SHORTEST_MATCH = 10
 #: How gitleaks ends most of its token patterns: a quote, a space, `;`, an escaped newline or the
 #: end. Redaction widens it to any word boundary, so `dop_v1_…,` in a list is a key too.
 _CLOSING = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
 
 
-@dataclass(frozen=True)
 class VendorRule:
-    id: str
-    source: str
-    regex: str
-    keywords: tuple[str, ...]
-    secret_group: int | None
-    allow: tuple[str, ...]
+    """One kept rule: its id, the rule set it comes from, its regex, keywords, secret group and
+    allowlist regexes (the rule's own and its rule set's)."""
+
+    __slots__ = ("__dict__", "allow", "id", "keywords", "regex", "secret_group", "source")
+
+    def __init__(self, id: str, source: str, regex: str, keywords: tuple[str, ...],
+                 secret_group: int | None, allow: tuple[str, ...]) -> None:
+        self.id, self.source, self.regex = id, source, regex
+        self.keywords, self.secret_group, self.allow = keywords, secret_group, allow
 
     @property
     def kind(self) -> str:
@@ -61,7 +63,9 @@ class VendorRule:
 
 
 def _read(name: str) -> dict[str, Any]:
-    text = resources.files(__package__).joinpath("secret_rules", name).read_text(encoding="utf-8")
+    import tomllib  # the rule files are read on first use, not at import
+
+    text = (Path(__file__).parent / "secret_rules" / name).read_text(encoding="utf-8")
     return tomllib.loads(text)
 
 
@@ -97,6 +101,8 @@ def _loaded() -> tuple[tuple[VendorRule, ...], dict[str, tuple[int, ...]], Any, 
 
 def rules_for(text: str) -> list[VendorRule]:
     """The rules whose keywords occur in the text, in the rule sets' order (one linear scan)."""
+    if len(text) < SHORTEST_MATCH:
+        return []
     rules, index, (found, keywords), always = _loaded()
     hits = found.Match(text.lower()) or []
     chosen = set(always)
