@@ -20,7 +20,8 @@ from fabric_jev.evaluators.status import status_report
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = ("TYPESAFE_API_KEY", "OPENROUTER_API_KEY", "TYPESAFE_OPENROUTER_API_KEY", "AI_GATEWAY_API_KEY",
         "JEV_AI_GATEWAY_API_KEY", "FABRIC_JEV_TYPESAFE_BASE_URL", "FABRIC_JEV_OPENROUTER_BASE_URL",
-        "FABRIC_JEV_VERCEL_AI_GATEWAY_BASE_URL")
+        "FABRIC_JEV_VERCEL_AI_GATEWAY_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "FABRIC_JEV_OPENAI_BASE_URL",
+        "FABRIC_JEV_OLLAMA_BASE_URL", "FABRIC_JEV_ANTHROPIC_BASE_URL")
 
 
 def status(tmp: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -61,7 +62,7 @@ def test_with_only_the_typesafe_key_every_route_says_where_it_stands(tmp_path: P
     # The default: local, offline, needing no key — not a "missing" one.
     assert out["route"] == "local" and out["selection"]["rule"] == "no route is configured: the offline local evaluator"
     by = rows(out)
-    assert list(by) == ["local", "typesafe", "openrouter", "vercel-ai-gateway"]
+    assert list(by) == ["local", "typesafe", "openrouter", "vercel-ai-gateway", "openai", "ollama", "anthropic"]
     assert by["local"]["mode"] == "offline" and by["local"]["credentials"]["source"] == "not needed"
     assert by["local"]["selected"] and by["local"]["enabled"]
     ts = by["typesafe"]
@@ -202,9 +203,11 @@ def test_status_opens_no_connection(tmp_path: Path) -> None:
         listener.setblocking(False)
         base = f"http://127.0.0.1:{listener.getsockname()[1]}"
         env = {"TYPESAFE_API_KEY": "sk-a", "OPENROUTER_API_KEY": "sk-b", "AI_GATEWAY_API_KEY": "sk-c",
+               "OPENAI_API_KEY": "sk-d", "ANTHROPIC_API_KEY": "sk-e",
                "FABRIC_JEV_TYPESAFE_BASE_URL": base, "FABRIC_JEV_OPENROUTER_BASE_URL": base,
-               "FABRIC_JEV_VERCEL_AI_GATEWAY_BASE_URL": base}
-        for route in ("typesafe", "openrouter", "vercel"):
+               "FABRIC_JEV_VERCEL_AI_GATEWAY_BASE_URL": base, "FABRIC_JEV_OPENAI_BASE_URL": base,
+               "FABRIC_JEV_OLLAMA_BASE_URL": base, "FABRIC_JEV_ANTHROPIC_BASE_URL": base}
+        for route in ("typesafe", "openrouter", "vercel", "openai:m", "ollama:qwen3:8b", "anthropic:m"):
             out = report(tmp_path, "--evaluator", route, env=env)
             assert out["ready"] is True
             assert all(r["endpoint"].startswith(base) for r in out["routes"] if r["name"] != "local")

@@ -21,13 +21,14 @@ EXIT_REJECTED = 2
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 EVALUATOR_HELP = ("the evaluator: local | fixture:FILE | cassette:FILE | record:FILE | typesafe | openrouter | "
-                  "vercel (default: the config's, else local)")
+                  "vercel | openai:MODEL | ollama:MODEL | anthropic:MODEL (default: the config's, else local)")
 CONFIG_HELP = "host config JSON file (limits, model, evaluator, connectors; see docs/programs.md)"
 #: Upper bounds on the files commands read: a file over its bound is refused before it is read.
 MAX_INPUT_BYTES = 1 << 20
 MAX_DICTIONARY_BYTES = 8 << 20
 MAX_SMALL_FILE_BYTES = 1 << 20
-PROFILE_HELP = "a profile for the local evaluator (from fabric-jev learn)"
+PROFILE_HELP = ("a profile: the local evaluator's (from fabric-jev learn), or a model route's temperatures "
+                "(docs/evaluators.md)")
 
 
 class BadInput(Exception):

@@ -20,7 +20,8 @@ from .common import (
 )
 
 #: `login`/`logout` take the names `--evaluator` takes; the auth store's own names still work.
-LOGIN_CHOICES = ("typesafe", "openrouter", "vercel", "jev", "vercel-ai-gateway")
+LOGIN_CHOICES = ("typesafe", "openrouter", "vercel", "openai", "anthropic", "jev", "vercel-ai-gateway")
+LOGIN_HELP = "typesafe | openrouter | vercel | openai | anthropic (also: jev, vercel-ai-gateway)"
 
 
 async def _cmd_evaluate(args: argparse.Namespace) -> int:
@@ -127,9 +128,10 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _store_name(name: str) -> str:
+    from ..evaluators.llm_routes import LLM_ROUTES
     from ..evaluators.routes import get_route
 
-    return get_route(name).store_key
+    return LLM_ROUTES[name].store_key if name in LLM_ROUTES else get_route(name).store_key
 
 
 async def _cmd_login(args: argparse.Namespace) -> int:
@@ -170,7 +172,8 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     st = add_command(
         sub, "status", help="show which evaluator would answer and every route's readiness",
         description="Print which evaluator the host would use and the rule that picked it, and for "
-                    "each route (local, typesafe, openrouter, vercel-ai-gateway): enabled or "
+                    "each route (local, typesafe, openrouter, vercel-ai-gateway, openai, ollama, anthropic): "
+                    "enabled or "
                     "disabled, offline or online, where its key would come from and why it is not "
                     "ready. `ready` is false without a key for the chosen route, or without the "
                     "local evaluator's weights. Keys are checked for presence only: never run a "
@@ -205,14 +208,14 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
         sub, "login", help="store an API key for a route in the private auth store",
         description="Store an API key for one upstream route. The key is read without echo from the "
                     "terminal, or as one line from standard input. Route names are the ones "
-                    "--evaluator takes.",
+                    "--evaluator takes (openai and anthropic: the model routes' keys; ollama needs none).",
         codes=("0 stored", "2 empty or multi-line key"))
     li.add_argument("name", choices=LOGIN_CHOICES, metavar="ROUTE",
-                    help="typesafe | openrouter | vercel (also: jev, vercel-ai-gateway)")
+                    help=LOGIN_HELP)
     li.set_defaults(handler=_cmd_login)
     lo = add_command(sub, "logout", help="remove a route's stored API key",
                      description="Remove one route's key from the auth store.",
                      codes=("0 removed, or there was none",))
     lo.add_argument("name", choices=LOGIN_CHOICES, metavar="ROUTE",
-                    help="typesafe | openrouter | vercel (also: jev, vercel-ai-gateway)")
+                    help=LOGIN_HELP)
     lo.set_defaults(handler=_cmd_logout)

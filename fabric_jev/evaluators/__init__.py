@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from .credentials import AuthStore, CredentialResolver
     from .fixture import FixtureEvaluator
     from .http import HttpEvaluator
+    from .llm import LlmEvaluator
+    from .llm_profile import LlmProfile
     from .local import LocalEvaluator
     from .recording import CassetteEvaluator, RecordingEvaluator
     from .routes import OPENROUTER, ROUTES, TYPESAFE, VERCEL, Route
@@ -28,6 +30,7 @@ _LAZY = {
     "AuthStore": ".credentials", "CredentialResolver": ".credentials",
     "FixtureEvaluator": ".fixture",
     "HttpEvaluator": ".http",
+    "LlmEvaluator": ".llm", "LlmProfile": ".llm_profile",
     "LocalEvaluator": ".local",
     **dict.fromkeys(("OPENROUTER", "ROUTES", "TYPESAFE", "VERCEL", "Route"), ".routes"),
     "build_evaluator": ".select", "evaluator_from_spec": ".select",
@@ -39,6 +42,7 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "OPENROUTER", "ROUTES", "TYPESAFE", "VERCEL", "AuthStore", "CassetteEvaluator",
-    "CredentialResolver", "Evaluator", "FixtureEvaluator", "HttpEvaluator", "LocalEvaluator",
+    "CredentialResolver", "Evaluator", "FixtureEvaluator", "HttpEvaluator", "LlmEvaluator", "LlmProfile",
+    "LocalEvaluator",
     "RecordingEvaluator", "Route", "build_evaluator", "evaluator_from_spec", "request_digest",
 ]

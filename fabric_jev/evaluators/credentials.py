@@ -12,7 +12,7 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -20,7 +20,17 @@ from .._files import atomic_write, config_dir
 from .._process import end_process_group, read_available, wait_process_exit
 from ..errors import ConfigError, CredentialError
 from .base import CredentialStatus
-from .routes import Route
+
+
+class KeyedRoute(Protocol):
+    """What a key lookup needs of a route: a System One `Route` or an `LlmRoute`."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def store_key(self) -> str: ...
+    @property
+    def env_keys(self) -> tuple[str, ...]: ...
 
 COMMAND_TIMEOUT_S = 5.0
 COMMAND_MAX_BYTES = 16_384
@@ -150,7 +160,7 @@ async def run_credential_command(argv: Sequence[str], *, timeout: float = COMMAN
 class CredentialResolver:
     """Looks a route's key up in order: auth store, environment, command (cached)."""
 
-    def __init__(self, route: Route, *, store: AuthStore | None = None,
+    def __init__(self, route: KeyedRoute, *, store: AuthStore | None = None,
                  command: Sequence[str] | None = None,
                  environ: Mapping[str, str] | None = None) -> None:
         self.route = route
@@ -175,9 +185,9 @@ class CredentialResolver:
 
     def missing_message(self) -> str:
         """What to do when no source has a key (the error and status say the same)."""
+        env = f"set {' or '.join(self.route.env_keys)}, " if self.route.env_keys else ""
         return (f"no credentials for the {self.route.name} route: run `fabric-jev login "
-                f"{self.route.name}`, set {' or '.join(self.route.env_keys)}, "
-                "or configure credentialCommand")
+                f"{self.route.name}`, {env}or configure credentialCommand")
 
     async def key(self) -> str:
         key = self.store.get(self.route.store_key)

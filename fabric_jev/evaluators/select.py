@@ -4,12 +4,16 @@ Specs: ``local`` (the default when no route is configured; ``--profile FILE``
 or the section's ``profile`` adapts it), ``fixture:FILE``,
 ``cassette:FILE`` (replay only), ``record:FILE`` (replay, recording misses
 from the evaluator `record_source` names), ``typesafe``, ``openrouter``,
-``vercel``. Cassettes are the pytest plugin's JSON Lines (cassette.py).
+``vercel``, and the model routes ``openai:MODEL``, ``ollama:MODEL``,
+``anthropic:MODEL`` (`llm_routes`; a profile there holds temperatures,
+`llm_profile`). Cassettes are the pytest plugin's JSON Lines (cassette.py).
 
 The config's ``evaluator`` section::
 
     {"kind": "typesafe", "baseUrls": {"typesafe": "http://127.0.0.1:8000"},
      "credentialCommand": ["pass", "show", "typesafe"], "disabled": ["openrouter"]}
+    {"kind": "ollama:qwen3:8b", "baseUrls": {"ollama": "http://127.0.0.1:11434/v1"},
+     "readout": "auto", "samples": 5, "concurrency": 4, "retries": 2, "extraBody": {...}}
 
 (``route``, the evaluator ``record:FILE`` records from, is any spec but a cassette.)
 
@@ -17,7 +21,8 @@ Which evaluator answers, by the first rule that applies (`select`): the
 command line's ``--evaluator``; the section's ``kind``; a configured model id
 that names a route (``typesafe/…`` → OpenRouter, ``typesafe-ai/…`` → Vercel);
 else the offline local evaluator. A route listed in ``disabled`` (``local``,
-``typesafe``, ``openrouter``, ``vercel``) is never built.
+``typesafe``, ``openrouter``, ``vercel``, ``openai``, ``ollama``,
+``anthropic``) is never built.
 """
 
 from __future__ import annotations
@@ -30,15 +35,20 @@ from typing import TYPE_CHECKING, Any
 from ..contract.config import HostConfig
 from ..errors import ConfigError
 from .base import Evaluator
+from .llm_routes import LLM_ROUTES
 from .routes import ROUTE_ALIASES, ROUTES, get_route, route_for_model
 
 if TYPE_CHECKING:  # each kind's module loads when that kind is built (start-up of `run`)
     from .credentials import AuthStore
 
-_SECTION_KEYS = {"kind", "baseUrls", "credentialCommand", "route", "profile", "disabled"}
+_SECTION_KEYS = {"kind", "baseUrls", "credentialCommand", "route", "profile", "disabled",
+                 # the model routes' own (llm.py)
+                 "readout", "samples", "concurrency", "retries", "extraBody"}
 _CASSETTE_KINDS = ("cassette", "record")
 #: The routes `disabled` may name (besides the aliases `jev` and `vercel-ai-gateway`).
-ROUTE_NAMES = ("local", "typesafe", "openrouter", "vercel-ai-gateway")
+ROUTE_NAMES = ("local", "typesafe", "openrouter", "vercel-ai-gateway", "openai", "ollama", "anthropic")
+_SPECS = ("local, fixture:FILE, cassette:FILE, record:FILE, typesafe, openrouter, vercel, openai:MODEL, "
+          "ollama:MODEL or anthropic:MODEL")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +63,12 @@ class Selection:
         """The route's name (`local`, `typesafe`, …), or the spec's kind (`fixture`, …)."""
         kind = self.spec.partition(":")[0]
         return ROUTES[ROUTE_ALIASES.get(kind, kind)].name if kind in ROUTES or kind in ROUTE_ALIASES else kind
+
+    @property
+    def model(self) -> str | None:
+        """The model a model route's spec names (``ollama:qwen3:8b`` → ``qwen3:8b``), else None."""
+        kind, _, model = self.spec.partition(":")
+        return model or None if kind in LLM_ROUTES else None
 
     def to_json(self) -> dict[str, str]:
         return {"route": self.route, "spec": self.spec, "rule": self.rule}
@@ -98,12 +114,12 @@ def disabled_routes(config: HostConfig) -> frozenset[str]:
         raise ConfigError("evaluator.disabled must be a list of route names")
     out = set()
     for name in raw:
-        if name == "local":
-            out.add("local")
+        if name == "local" or name in LLM_ROUTES:
+            out.add(name)
             continue
         if name not in ROUTES and name not in ROUTE_ALIASES:
             raise ConfigError(f"evaluator.disabled names an unknown route {name!r}; "
-                              "expected local, typesafe, openrouter or vercel")
+                              "expected local, typesafe, openrouter, vercel, openai, ollama or anthropic")
         out.add(get_route(name).name)
     return frozenset(out)
 
@@ -129,6 +145,34 @@ def build_route_evaluator(name: str, config: HostConfig, *, store: AuthStore | N
     return HttpEvaluator(route, model=config.model, credentials=resolver, base_urls=base_urls)
 
 
+def build_llm_evaluator(spec: str, config: HostConfig, *, store: AuthStore | None = None) -> Evaluator:
+    """An `openai:MODEL`, `ollama:MODEL` or `anthropic:MODEL` evaluator with the config's section."""
+    from .credentials import CredentialResolver
+    from .llm import DEFAULT_CONCURRENCY, DEFAULT_SAMPLES, LlmEvaluator
+    from .llm_routes import parse_llm_spec
+
+    section = _section(config)
+    route, model = parse_llm_spec(spec)
+    base_urls = section.get("baseUrls") or {}
+    if not isinstance(base_urls, dict):
+        raise ConfigError("evaluator.baseUrls must map route names to base URLs")
+    profile = None
+    if section.get("profile") is not None:
+        from .llm_profile import LlmProfile
+
+        if not isinstance(section["profile"], str):
+            raise ConfigError("evaluator.profile must be a file name")
+        profile = LlmProfile.load(section["profile"])
+    from .backoff import DEFAULT_RETRIES
+
+    resolver = CredentialResolver(route, store=store, command=section.get("credentialCommand"))
+    return LlmEvaluator(route, model, base_urls=base_urls, credentials=resolver,
+                        readout=section.get("readout", "auto"), samples=section.get("samples", DEFAULT_SAMPLES),
+                        concurrency=section.get("concurrency", DEFAULT_CONCURRENCY),
+                        retries=section.get("retries", DEFAULT_RETRIES), extra_body=section.get("extraBody"),
+                        profile=profile)
+
+
 def build_evaluator(spec: str | None, config: HostConfig, *,
                     store: AuthStore | None = None) -> Evaluator:
     section = _section(config)
@@ -139,8 +183,12 @@ def build_evaluator(spec: str | None, config: HostConfig, *,
                           f"it was chosen because {chosen.rule}")
     kind, _, arg = spec.partition(":")
     profile = section.get("profile")
-    if profile is not None and kind not in ("local", "record"):  # record: the evaluator it records from
-        raise ConfigError(f"a profile adapts the local evaluator only, not {kind!r}")
+    if profile is not None and kind not in ("local", "record") and kind not in LLM_ROUTES:
+        # record: the evaluator it records from
+        raise ConfigError(f"a profile adapts the local evaluator or a model route (openai, ollama, anthropic), "
+                          f"not {kind!r}")
+    if kind in LLM_ROUTES:
+        return build_llm_evaluator(spec, config, store=store)
     if kind == "local":
         from .local import LocalEvaluator
 
@@ -161,8 +209,7 @@ def build_evaluator(spec: str | None, config: HostConfig, *,
         return _cassette(kind, arg, config, store)
     if kind in ROUTES or kind in ROUTE_ALIASES:
         return build_route_evaluator(kind, config, store=store)
-    raise ConfigError(f"unknown evaluator {spec!r}; expected local, fixture:FILE, cassette:FILE, "
-                      "record:FILE, typesafe, openrouter or vercel")
+    raise ConfigError(f"unknown evaluator {spec!r}; expected {_SPECS}")
 
 
 def _cassette(kind: str, path: str, config: HostConfig, store: AuthStore | None) -> Evaluator:
@@ -190,14 +237,16 @@ def evaluator_from_spec(spec: str, config: HostConfig | None = None) -> Evaluato
     """The evaluator an `--evaluator SPEC` names, built as every command builds it.
 
     `spec` is ``local``, ``fixture:FILE``, ``cassette:FILE``, ``record:FILE``,
-    ``typesafe``, ``openrouter`` or ``vercel``; `config` supplies the model,
-    base URLs, credential command and local profile (its ``evaluator``
-    section). Raises `ConfigError` for an unknown spec or an unusable file.
+    ``typesafe``, ``openrouter``, ``vercel``, ``openai:MODEL``,
+    ``ollama:MODEL`` or ``anthropic:MODEL``; `config` supplies the model,
+    base URLs, credential command, the model routes' settings and the profile
+    (its ``evaluator`` section). Raises `ConfigError` for an unknown spec or an unusable file.
     The caller owns the result: ``await evaluator.aclose()`` when done (a
     `JevHost` closes the evaluator it was given).
     """
     if not isinstance(spec, str):
-        raise ConfigError(f"an evaluator spec is a string such as 'local' or 'fixture:FILE', not {type(spec).__name__}")
+        raise ConfigError("an evaluator spec is a string such as 'local', 'fixture:FILE' or 'ollama:MODEL', "
+                          f"not {type(spec).__name__}")
     return build_evaluator(spec, config or HostConfig())
 
 

@@ -1,7 +1,7 @@
 """What `fabric-jev status` reports: every route, whether it could answer now, and which one is used.
 
-For each of the four routes (the offline `local` evaluator and the three HTTP
-routes): whether the config enables it, its mode (offline: nothing leaves
+For each route (the offline `local` evaluator, the three System One routes,
+and the model routes `openai`, `ollama`, `anthropic`): whether the config enables it, its mode (offline: nothing leaves
 the host; online: requests go to an endpoint), where its key would come
 from, and — when it is not ready — why, with the fix. Plus the route the
 host would pick and the rule that picked it (`select.select`).
@@ -21,6 +21,8 @@ from ..contract.config import HostConfig
 from ..errors import ConfigError, RequestInvalid
 from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus, Mode
 from .credentials import AuthStore, CredentialResolver
+from .llm_routes import LLM_MODEL_RULE, LLM_ROUTES, base_url, is_llm_model, is_loopback_url, key_needed
+from .llm_routes import endpoint as llm_endpoint
 from .routes import ROUTES, endpoint
 from .select import Selection, disabled_routes, select
 
@@ -94,12 +96,49 @@ def _http(name: str, config: HostConfig, disabled: frozenset[str], selected: boo
     return RouteStatus(name, "online", enabled, selected, problem is None, problem, credentials, model, url)
 
 
+def _llm(name: str, config: HostConfig, disabled: frozenset[str], selection: Selection, store: AuthStore | None,
+         environ: Mapping[str, str] | None) -> RouteStatus:
+    """A model route: its base URL, where its key would come from (a loopback server needs none)."""
+    route = LLM_ROUTES[name]
+    section = config.evaluator
+    selected = selection.route == name
+    enabled = name not in disabled
+    problem: str | None = None if enabled else "disabled in the config (evaluator.disabled)"
+    model = selection.model if selected else None
+    if selected and model is not None and not is_llm_model(model):
+        problem = problem or f"model name {model[:140]!r} for the {name} route must be {LLM_MODEL_RULE}"
+    base_urls = section.get("baseUrls") or {}
+    try:
+        base: str | None = base_url(route, base_urls if isinstance(base_urls, dict) else {}, environ)
+    except ConfigError as exc:
+        base, problem = None, problem or str(exc)
+    mode: Mode = "offline" if base is not None and is_loopback_url(base) else "online"
+    url = llm_endpoint(route, base) if base is not None else None
+    if not route.takes_key:
+        return RouteStatus(name, mode, enabled, selected, problem is None, problem,
+                           NO_CREDENTIALS_NEEDED.to_json(), model, url)
+    try:
+        resolver = CredentialResolver(route, store=store, command=section.get("credentialCommand"), environ=environ)
+    except ConfigError as exc:
+        return RouteStatus(name, mode, enabled, selected, False, problem or str(exc),
+                           {"configured": False, "source": "missing", "verified": False}, model, url)
+    found = resolver.status()
+    credentials = found.to_json() if found.configured or base is None or key_needed(route, base) \
+        else NO_CREDENTIALS_NEEDED.to_json()
+    if found.detail:
+        credentials["from"] = found.detail
+    if problem is None and not found.configured and base is not None and key_needed(route, base):
+        problem = resolver.missing_message()
+    return RouteStatus(name, mode, enabled, selected, problem is None, problem, credentials, model, url)
+
+
 def route_statuses(config: HostConfig, selection: Selection, *, store: AuthStore | None = None,
                    environ: Mapping[str, str] | None = None) -> list[RouteStatus]:
-    """The four routes, local first (see the module doc)."""
+    """Every route, local first, then the System One routes and the model routes (see the module doc)."""
     disabled = disabled_routes(config)
     out = [_local(config, disabled, selection.route == "local")]
     out += [_http(name, config, disabled, selection.route == name, store, environ) for name in ROUTES]
+    out += [_llm(name, config, disabled, selection, store, environ) for name in LLM_ROUTES]
     return out
 
 

@@ -65,7 +65,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fabric-jev", "fabric-jev (judgment programs and page checks)")
     group.addoption("--jev-evaluator", metavar="SPEC", default=None,
                     help="the evaluator answers are recorded from: local, fixture:FILE, typesafe, "
-                         "openrouter, vercel (the CLI's --evaluator specs; default: the config's route, "
+                         "openrouter, vercel, openai:MODEL, ollama:MODEL, anthropic:MODEL (the CLI's "
+                         "--evaluator specs; default: the config's route, "
                          "else local)")
     group.addoption("--jev-record-mode", choices=RECORD_MODES, default=None,
                     help="what cassettes may do: none (replay only, the default), once (record tests "
