@@ -33,9 +33,10 @@ def test_tempering_keeps_the_pick_and_moves_the_confidence() -> None:
     assert noul["noul"] == pytest.approx(0.64 / 0.68)
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.anyio
 async def test_temperatures_are_fitted_on_the_training_share_and_measured_on_the_rest() -> None:
-    examples = read_labels(LABELS)
+    examples = read_labels(LABELS)[::3]  # a third of them, every question type still there
     fit = await learn_temperatures(LocalEvaluator(), examples, holdout=0.3)
     r = fit.report
     assert r["trained"] + r["heldOut"] == len(examples) and r["failed"] == 0

@@ -13,6 +13,7 @@ from typing import Any
 from ..contract.evaluation import EvaluationRequest
 from .common import median as _median
 from .encoder_threads import bench_encoder_threads, print_encoder_threads
+from .llm import bench_llm, print_llm
 
 _BENCH_FIXTURE = {"answers": {"refund": {"noul": 0.9},
                               "team": {"choice": "Billing"},
@@ -337,6 +338,7 @@ async def bench_evaluators(requests: int = 100, samples: int = 30) -> dict[str, 
         "local_profile": await _profile_cost(1000, samples),
         "shipped_example": _shipped_example_splits(20),
         "encoder_threads": bench_encoder_threads(),
+        "llm": await bench_llm(samples=min(samples, 5)),
     }
 
 
@@ -373,3 +375,4 @@ def _print_evaluators(r: dict[str, Any]) -> None:
           f"<= 0.10; accuracy median {se['accuracy_median']:.1%}, gain over the heuristic >= "
           f"{se['gain_min'] * 100:.0f} points")
     print_encoder_threads(r["encoder_threads"])
+    print_llm(r["llm"])

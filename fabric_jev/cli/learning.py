@@ -220,6 +220,8 @@ async def _cmd_learn(args: argparse.Namespace) -> int:
         raise ConfigError("--seed must be from 0 to 1000000")
     if args.folds == 1 or not 0 <= args.folds <= 50:
         raise ConfigError("--folds must be 0 (no cross-validation) or from 2 to 50")
+    if args.evaluator not in (None, "local"):
+        return await _cmd_learn_temperatures(args)
     examples = _examples(args)
     evaluator = LocalEvaluator()
     bar = _progress(len(examples), "learning")
@@ -238,6 +240,83 @@ async def _cmd_learn(args: argparse.Namespace) -> int:
         return EXIT_OK
     _print_learning(report)
     return EXIT_OK
+
+
+async def _cmd_learn_temperatures(args: argparse.Namespace) -> int:
+    """learn --evaluator ROUTE:MODEL: a temperature per question type, saved as the route's profile."""
+    from ..calibration.ask import AnswerCache
+    from ..calibration.learn_temperatures import learn_temperatures
+    from ..errors import ConfigError
+    from ..evaluators.llm_profile import LlmProfile
+    from ..evaluators.llm_routes import LLM_ROUTES
+    from ..evaluators.profile import profile_name
+    from ..evaluators.select import build_evaluator
+
+    kind, _, model = args.evaluator.partition(":")
+    if kind not in LLM_ROUTES or not model:
+        raise ConfigError(f"learn fits the local evaluator (no --evaluator) or a model route's temperatures "
+                          f"({', '.join(r + ':MODEL' for r in LLM_ROUTES)}), not {args.evaluator!r}")
+    config = config_from(args)
+    # The answers as the model gives them: a profile the config attaches is not what is being fitted.
+    config = config.model_copy(update={"evaluator": {k: v for k, v in config.evaluator.items() if k != "profile"}})
+    examples = _examples(args)
+    evaluator = build_evaluator(args.evaluator, config)
+    bar = _progress(len(examples), "asking")
+    cache = AnswerCache(Path(args.cache) if args.cache else None,
+                        identity=f"{args.evaluator}\n{json.dumps(config.evaluator, sort_keys=True)}")
+    try:
+        fit = await learn_temperatures(evaluator, examples, holdout=args.holdout, seed=args.seed,
+                                       target=args.target_precision, concurrency=args.concurrency,
+                                       timeout=config.request_timeout_ms / 1000 * 4,
+                                       on_done=lambda _: bar.update(), cache=cache)
+    finally:
+        bar.close()
+        await evaluator.aclose()
+    report = fit.report
+    if not report["before"]:
+        raise ConfigError(f"no example was answered ({report['failed']} failed; first error: "
+                          f"{(report['errors'] or ['none'])[0]})")
+    # How the answers were read (logprobs, or samples where the server gave none): the profile is
+    # applied only to answers read the same way.
+    readout = getattr(evaluator, "mode", None)
+    profile = LlmProfile(name=args.name or profile_name(args.out), route=kind, model=model,
+                         temperatures=fit.temperatures,
+                         readout=readout if readout in ("logprobs", "samples") else None,
+                         report={"examples": report["examples"], "trained": report["trained"], "seed": report["seed"],
+                                 "heldOut": {"examples": report["heldOut"], **{
+                                     k: {"before": report["before"][k], "after": report["after"][k]}
+                                     for k in ("accuracy", "brier", "ece")}}})
+    profile.save(args.out)
+    report = {**report, "profile": {"path": args.out, "temperatures": fit.temperatures}}
+    if args.json:
+        print_json(report)
+        return EXIT_OK
+    _print_temperatures(report, args.evaluator)
+    return EXIT_OK
+
+
+def _print_temperatures(report: dict[str, Any], spec: str) -> None:
+    w = sys.stdout.write
+    w(f"learn: {report['examples']} examples for {spec}; fitted on {report['trained']}, held out "
+      f"{report['heldOut']} ({_pct(report['holdout'])}), split per question signature"
+      + (f" (seed {report['seed']})" if report["seed"] else "") + "\n")
+    if report["failed"]:
+        w(f"  {report['failed']} examples failed and were left out (first error: {report['errors'][0]})\n")
+    before, after = report["before"], report["after"]
+    w("held-out       as answered   with temperatures\n")
+    for key, name, fmt in (("accuracy", "accuracy", _pct), ("ece", "ECE", "{:.3f}".format),
+                           ("brier", "Brier", "{:.3f}".format)):
+        w(f"  {name:<12} {fmt(before[key]):>11}   {fmt(after[key]):>17}\n")
+    for qtype, t in report["types"].items():
+        if t["temperature"] is None:
+            w(f"  [{qtype}] no training example: left at 1\n")
+            continue
+        line = f"  [{qtype}] temperature {t['temperature']:.2f} (fitted on {t['trained']})"
+        if t["before"] and t["after"]:
+            line += (f", held out {t['heldOut']}: ECE {t['before']['ece']:.3f} → {t['after']['ece']:.3f}, "
+                     f"Brier {t['before']['brier']:.3f} → {t['after']['brier']:.3f}")
+        w(line + "\n")
+    w(f"wrote {report['profile']['path']}\n")
 
 
 def _print_learning(report: dict[str, Any]) -> None:
@@ -300,12 +379,15 @@ def add_learning_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     cal.set_defaults(handler=_cmd_calibrate)
 
     le = add_command(
-        sub, "learn", help="fit a local-evaluator profile from labeled examples",
+        sub, "learn", help="fit a profile from labeled examples (the local evaluator, or a model's temperatures)",
         description="Fit a profile that adapts the local evaluator to labeled examples, per question "
                     "signature, on a training share; print the heuristic's and the profile's accuracy, "
                     "Brier and ECE on the held-out share and cross-validated over every example. Use it "
-                    "with --evaluator local --profile FILE. See docs/evaluators.md.",
-        codes=("0 profile written", "2 bad labels or options, or the local model is not installed"))
+                    "with --evaluator local --profile FILE. With --evaluator ROUTE:MODEL (openai, ollama, "
+                    "anthropic), fit that model's temperatures instead, one per question type, and print "
+                    "held-out accuracy, Brier and ECE as answered and with them. See docs/evaluators.md.",
+        codes=("0 profile written", "2 bad labels or options, the local model is not installed, or no "
+               "example could be answered"))
     _add_label_sources(le)
     le.add_argument("--out", required=True, metavar="PROFILE.json", help="where to write the profile")
     le.add_argument("--name", help="the profile's name in answers' model (default: from --out)")
@@ -319,4 +401,12 @@ def add_learning_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     le.add_argument("--target-precision", type=float, default=0.95,
                     help="the precision the reported thresholds keep (default 0.95)")
     le.add_argument("--json", action="store_true", help="print the report as JSON")
+    le.add_argument("--evaluator", metavar="ROUTE:MODEL",
+                    help="fit a model route's temperatures instead (openai:MODEL, ollama:MODEL, "
+                         "anthropic:MODEL): one per question type, saved as that route's profile")
+    le.add_argument("--config", help=CONFIG_HELP + " (with --evaluator: base URLs, credentials)")
+    le.add_argument("--concurrency", type=positive_int, default=4,
+                    help="with --evaluator: examples in flight at once (default 4)")
+    le.add_argument("--cache", metavar="FILE",
+                    help="with --evaluator: answer cache, so an interrupted run resumes (JSONL)")
     le.set_defaults(handler=_cmd_learn)
