@@ -187,3 +187,27 @@ def test_from_the_command_line_without_a_terminal_the_click_is_denied(
     [denied] = [a for a in env["approvals"] if not a["allowed"]]
     assert denied["ref"] == "browser.cdp" and denied["reason"] == (
         f"execute requires approval and {NO_TERMINAL} (the classifier could not allow it)")
+
+
+def test_always_offers_a_pattern_the_person_confirms_and_saves(
+        chromium: Launched, pages: Pages, tmp_path: Path) -> None:
+    """`a` shows the pattern it stands for; `p` saves it in the project's settings (the working
+    directory's .fabric-jev/settings.json), and the rule shows in the audit trail's later calls."""
+    url = pages.add("/terms.html", (EXAMPLE / "terms.html").read_text())
+    project = tmp_path / "project"
+    project.mkdir()
+    with Terminal(cli_files(chromium, url, tmp_path), env=cli_env(tmp_path), cwd=project) as term:
+        shown = term.expect("[y/a/n/N] ")
+        assert 'a = always for browser.cdp(method: "Input.dispatchMouseEvent") in this run' in " ".join(
+            shown.split())
+        term.type("a\n")
+        confirm = term.expect("[r/p/u] ")
+        assert 'always allow browser.cdp(method: "Input.dispatchMouseEvent")?' in confirm
+        term.type("p\n")
+        code, env, screen = term.finish()
+    assert code == 0, screen
+    assert env["result"]["clicked"] == "Accept" and screen.count("[y/a/n/N] ") == 1
+    saved = json.loads((project / ".fabric-jev" / "settings.json").read_text())
+    assert saved["rules"] == [{"allow": 'browser.cdp(method: "Input.dispatchMouseEvent")'}]
+    [asked] = [a for a in env["approvals"] if a["decidedBy"] == "approver"]
+    assert asked["reason"] == "the approver allowed it, and this ref for the rest of the run"
