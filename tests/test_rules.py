@@ -380,3 +380,15 @@ def test_settings_rules_shows_adds_after_confirmation_and_removes(tmp_path: Path
     removed = cli("settings", "rules", "--remove", rule, env=home)
     assert removed.returncode == 0 and json.loads(removed.stdout)["rules"] == []
     assert cli("settings", "rules", "--remove", rule, env=home).returncode == 1
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    (0.4999, "safe 0.4999 < 0.5000"), (0.5, "safe 0.50 ≥ 0.50"), (0.67, "safe 0.67 ≥ 0.50"),
+    (0.504, "safe 0.504 ≥ 0.500"), (0.4951, "safe 0.495 < 0.500"), (0.38, "safe 0.38 < 0.50"),
+])
+def test_probabilities_are_shown_with_the_precision_the_comparison_needs(value: float, shown: str) -> None:
+    from fabric_jev.approval.classifier import compare, decide
+
+    assert compare("safe", value, 0.5) == shown
+    verdict, reason = decide({"safe": 0.4999, "secrets": 0.5, "destructive": 0.49999, "sessionOwned": 0.5}, 0.5)
+    assert verdict == "ask" and "0.50 < 0.50" not in reason and "secrets 0.50 ≥ 0.50" in reason
