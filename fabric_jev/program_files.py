@@ -84,7 +84,7 @@ def load_program(path: str | Path, *, what: str = "program") -> dict[str, Any]:
             artifact["language"] = language
         return artifact
     try:
-        artifact = loads_bounded(raw, what=label, max_bytes=MAX_PROGRAM_FILE_BYTES)
+        artifact = loads_bounded(raw, what=label, max_bytes=MAX_PROGRAM_FILE_BYTES, unique_keys=True)
     except JSONInputError as exc:
         raise ProgramInvalid(str(exc)) from None
     if not isinstance(artifact, dict):

@@ -69,7 +69,9 @@ def _has_facets(view: CallView) -> bool:
 
 @lru_cache(maxsize=512)
 def _name_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("|".join(".*".join(re.escape(p) for p in pat.split("*")) for pat in patterns) + r"\Z")
+    # Every alternative anchored at the end: `a|b\Z` would leave all but the last a prefix match.
+    return re.compile("(?:" + "|".join(".*".join(re.escape(p) for p in pat.split("*")) for pat in patterns) + r")\Z",
+                      re.DOTALL)
 
 
 def _named(command: _shell.Simple, names: Sequence[str]) -> bool:

@@ -101,7 +101,7 @@ async def new_command(args: argparse.Namespace) -> int:
     from .._files import atomic_write
 
     name: str = args.name
-    if not NAME.match(name):
+    if not NAME.fullmatch(name):
         return fail(f"{name!r} is not a usable program name: a letter, then up to 63 letters, digits, "
                     "'-' or '_'")
     folder = Path(args.dir if args.dir is not None else name)

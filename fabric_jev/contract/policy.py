@@ -90,7 +90,7 @@ def check_override_target(target: Any) -> str:
     """A risk name or a capability ref (`--allow`/`--deny`'s argument); ValueError otherwise."""
     from .program import REF_PATTERN
 
-    if isinstance(target, str) and (target in RISKS or (3 <= len(target) <= 256 and REF_PATTERN.match(target))):
+    if isinstance(target, str) and (target in RISKS or (3 <= len(target) <= 256 and REF_PATTERN.fullmatch(target))):
         return target
     raise ValueError(f"{target!r} is neither a risk ({', '.join(RISKS)}) nor a capability ref "
                      "such as browser.cdp")

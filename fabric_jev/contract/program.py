@@ -71,7 +71,7 @@ class Program(WireModel):
         for ref in refs:
             if not 3 <= len(ref) <= 256:
                 raise ValueError(f"ref {ref[:64]!r} must be 3-256 characters")
-            if not REF_PATTERN.match(ref):
+            if not REF_PATTERN.fullmatch(ref):
                 raise ValueError(
                     f"ref {ref!r} must look like 'connector.capability' "
                     f"(pattern {REF_PATTERN.pattern})"

@@ -17,6 +17,9 @@ from .json_basics import did_you_mean, is_finite_number, path_step
 MAX_SCHEMA_BYTES = 16_384
 MAX_SCHEMA_NODES = 128
 MAX_SCHEMA_DEPTH = 12
+#: How deep an `enum` entry or a `const` may nest (as deep as a jev.evaluate request): every
+#: reader of a schema (validation, the type checker's declarations) may walk it recursively.
+MAX_VALUE_DEPTH = 32
 
 JSON_TYPES = frozenset({"null", "boolean", "object", "array", "number", "string", "integer"})
 _SCHEMA_MAP = "properties"
@@ -89,6 +92,11 @@ class _Walk:
             elif key == "enum":
                 if not isinstance(value, list) or not 1 <= len(value) <= 256:
                     raise self.fail(where, "enum must be an array of 1-256 values")
+                if _nesting(value) > MAX_VALUE_DEPTH + 1:
+                    raise self.fail(where, f"an enum value nests deeper than {MAX_VALUE_DEPTH} levels")
+            elif key == "const":
+                if _nesting(value) > MAX_VALUE_DEPTH:
+                    raise self.fail(where, f"const nests deeper than {MAX_VALUE_DEPTH} levels")
             elif key in _NUMBERS:
                 if not is_finite_number(value):
                     raise self.fail(where, f"{key} must be a finite number")
@@ -115,6 +123,22 @@ class _Walk:
             compile_pattern(value)
         except PatternInvalid as exc:
             raise self.fail(where, f"pattern {value[:80]!r}: {exc}") from None
+
+
+def _nesting(value: Any) -> int:
+    """How many containers deep `value` goes (a scalar: 0), without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        if isinstance(node, list):
+            deepest = max(deepest, depth + 1)
+            if deepest > MAX_VALUE_DEPTH + 1:
+                return deepest  # deep enough to refuse: the rest is not walked
+            stack.extend((item, depth + 1) for item in node)
+    return deepest
 
 
 def check_schema(schema: object, side: str) -> None:

@@ -72,7 +72,8 @@ def program_from_source(text: str, *, what: str, default_name: str | None = None
     line, column = _line_column(text, start)
     padded = "\n" * (line - 1) + " " * (column - 1) + text[start:end]
     try:
-        header = loads_bounded(padded, what=f"{what}: the @program comment", max_bytes=len(padded) * 4 + 16)
+        header = loads_bounded(padded, what=f"{what}: the @program comment", max_bytes=len(padded) * 4 + 16,
+                               unique_keys=True)
     except JSONInputError as exc:
         # A */ inside a JSON string ends the comment early, in the middle of that string.
         note = "; a */ inside a JSON string ends the comment: write it as *\\/" \

@@ -35,7 +35,7 @@ class CapabilityRegistry:
 
     def register(self, ref: str, handler: CapabilityHandler, risk: Risk = "execute") -> None:
         """Register `ref`; its risk picks the approvals policy every call passes (default execute)."""
-        if not REF_PATTERN.match(ref) or not 3 <= len(ref) <= 256:
+        if not REF_PATTERN.fullmatch(ref) or not 3 <= len(ref) <= 256:
             raise CapabilityError(f"invalid capability ref {ref!r}")
         if ref.startswith("jev."):
             raise CapabilityError(f"the jev.* namespace is reserved for the host: {ref}")

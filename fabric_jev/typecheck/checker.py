@@ -5,7 +5,10 @@
 refuses a program with type errors (`TypeScriptError`), `warn` lets it run and
 reports them, `off` skips the compiler. A verdict is looked up by digest in
 memory, then on disk, and only then compiled; one compile per digest at a
-time, and at most two compilers at once in a process (one per core).
+time, and at most two compilers at once in a process (one per core), shared
+fairly between programs (slots.py). A check that a cap stopped is remembered
+by digest too, so a relaunch under the same caps is refused (or, under
+`warn`, runs unchecked and says so) at once.
 
 The program's language is the one it declares (`Program.language`, which a
 program file's suffix gives: `.ts` is TypeScript, checked strictly, whatever
@@ -20,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -38,11 +42,11 @@ from . import cache
 from .compiler import Compiler, CompilerStopped, Missing, locate, run_compiler
 from .declarations import render, schema_type, wrap
 from .diagnostics import parse_output, place
-from .verdict import CheckReport, Verdict
+from .slots import FairSlots
+from .verdict import CheckReport, Stopped, Verdict
 
 #: Bump when the options, the wrapper or the meaning of a verdict change (part of every digest).
 CHECKER_VERSION = 3
-_LINE_BREAKS = frozenset("\n\r\u2028\u2029")  # what erasure never blanks (contract.typescript)
 #: Compilers running at once in one process.
 MAX_COMPILERS = max(1, min(2, os.cpu_count() or 1))
 DECLARATIONS_FILE = "jev.d.ts"
@@ -79,10 +83,11 @@ class CheckerUnavailable(Exception):
 
 
 class _LoopState:
-    """Per event loop: the compilers' limiter and the compiles in flight, by digest."""
+    """Per event loop: the compiler slots (shared fairly between programs) and the compiles in
+    flight, by digest."""
 
     def __init__(self) -> None:
-        self.limiter = anyio.CapacityLimiter(MAX_COMPILERS)
+        self.slots = FairSlots(MAX_COMPILERS)
         self.inflight: dict[str, anyio.Event] = {}
 
 
@@ -142,17 +147,32 @@ def read(code: str, language: Language | None = None) -> Reading:
     return Reading(Language.TYPESCRIPT, erased)
 
 
-def _write_project(program: Program, declarations: str, reading: Reading | None) -> tuple[Reading, Path]:
+def _tagged(name: str, tag: str) -> str:
+    """`jev.d.ts` → `jev-TAG.d.ts`: the name a file gets for one compile (diagnostics.parse_output)."""
+    stem, dot, suffix = name.partition(".")
+    return f"{stem}-{tag}{dot}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Project:
+    folder: Path
+    #: The files' names in this compile → the names diagnostics report.
+    files: dict[str, str]
+
+
+def _write_project(program: Program, declarations: str, reading: Reading | None) -> tuple[Reading, _Project]:
     """Read the code (when not yet read) and write the compiler's project into a new folder. Blocking."""
     if reading is None:
         reading = read(program.code, declared(program))
-    program_file = _PROGRAM_FILE[reading.language]
+    tag = secrets.token_hex(8)
+    program_file = _tagged(_PROGRAM_FILE[reading.language], tag)
+    declarations_file = _tagged(DECLARATIONS_FILE, tag)
     folder = Path(tempfile.mkdtemp(prefix="fabric-jev-tsc-"))
     try:
-        (folder / DECLARATIONS_FILE).write_text(declarations, encoding="utf-8", errors="surrogatepass")
+        (folder / declarations_file).write_text(declarations, encoding="utf-8", errors="surrogatepass")
         (folder / program_file).write_text(wrap(program.code, reading.language), encoding="utf-8",
                                            errors="surrogatepass")
-        config = {"compilerOptions": OPTIONS[reading.language], "files": [DECLARATIONS_FILE, program_file]}
+        config = {"compilerOptions": OPTIONS[reading.language], "files": [declarations_file, program_file]}
         (folder / "tsconfig.json").write_text(json.dumps(config), encoding="utf-8")
         # The compiler reads the package.json nearest to each file (how to read it): this one, so it
         # never climbs to one above the temporary folder, which anyone may have put there.
@@ -160,14 +180,16 @@ def _write_project(program: Program, declarations: str, reading: Reading | None)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    return reading, folder
+    return reading, _Project(folder, {declarations_file: DECLARATIONS_FILE,
+                                      program_file: _PROGRAM_FILE[reading.language]})
 
 
 async def _compile(program: Program, declarations: str, reading: Reading | None, compiler: Compiler,
                    tc: TypecheckConfig) -> Verdict:
     """One compiler run on the program. Its blocking parts (the tree-sitter reading, the files) run
     in one worker thread before and one after."""
-    done, folder = await anyio.to_thread.run_sync(_write_project, program, declarations, reading)
+    done, project = await anyio.to_thread.run_sync(_write_project, program, declarations, reading)
+    folder = project.folder
     language = done.language
     try:
         run = await run_compiler(compiler, ["-p", "tsconfig.json", "--singleThreaded"], folder,
@@ -178,7 +200,7 @@ async def _compile(program: Program, declarations: str, reading: Reading | None,
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(folder, ignore_errors=True))
-    raw = parse_output(run.output)
+    raw = parse_output(run.output, project.files)
     ours = _PROGRAM_FILE[language]
     foreign = [d for d in raw if d.error and d.file not in (ours, f"./{ours}")]
     if foreign:  # the declarations or the options: our fault, never the program's
@@ -195,23 +217,24 @@ async def _compile(program: Program, declarations: str, reading: Reading | None,
     return Verdict(language, diagnostics, compiler.name, cut=run.cut, erased=done.erased)
 
 
-def _stopped(language: Language, message: str) -> CompilerStopped:
+def _stopped(language: Language | None, message: str) -> CompilerStopped:
     exc = CompilerStopped(message)
     exc.language = language
     return exc
 
 
-def _from_disk(folder: Path, key: str, code: str) -> Verdict | None:
-    """A stored verdict, if its erased code can only have come from this code (blanks where the code
-    had annotations, nothing else changed): the sandbox runs it in place of the code. Blocking."""
+def _from_disk(folder: Path, key: str, program: Program) -> Verdict | Stopped | None:
+    """What the disk holds for `key`, its erased code checked against the source. Blocking.
+
+    The sandbox runs a TypeScript verdict's erased code in place of the code, so it is never
+    taken from the entry (a MAC proves who wrote it, not that it is right): the code is erased
+    again here and the entry must agree, else it is a miss.
+    """
     found = cache.read_disk(folder, key)
-    if found is None or found.erased is None:
+    if not isinstance(found, Verdict) or found.erased is None:
         return found
-    erased = found.erased
-    # Erasure keeps line breaks (contract.typescript): a blanked one would join lines, which can
-    # change what the code does (`return` then a value on the next line).
-    if len(erased) != len(code) or any(e != c and (e != " " or c in _LINE_BREAKS)
-                                       for e, c in zip(erased, code, strict=True)):
+    fresh = read(program.code, declared(program))
+    if fresh.erased != found.erased:
         return None
     return found
 
@@ -222,13 +245,26 @@ def _cache_folder(tc: TypecheckConfig) -> Path | None:
     return Path(tc.cache_dir).expanduser() if tc.cache_dir else cache.default_folder()
 
 
-async def _cached(key: str, folder: Path | None, code: str) -> Verdict | None:
-    """The verdict for `key` from memory, else from disk (then remembered); None on a miss."""
-    found = cache.remembered(key)
+def _stop_applies(found: Stopped, tc: TypecheckConfig) -> CompilerStopped | None:
+    """The remembered stop as the error to raise, when the caps now are no larger than then."""
+    if not found.covers(tc.timeout_ms, tc.memory_limit_bytes):
+        return None
+    return _stopped(found.language, found.remembered())
+
+
+async def _cached(key: str, folder: Path | None, program: Program, tc: TypecheckConfig) -> Verdict | None:
+    """The verdict for `key` from memory, else from disk (then remembered); None on a miss.
+    Raises CompilerStopped at once for a program whose check a cap stopped under these caps."""
+    found: Verdict | Stopped | None = cache.remembered(key) or cache.remembered_stop(key)
     if found is None and folder is not None:
-        found = await anyio.to_thread.run_sync(_from_disk, folder, key, code)
+        found = await anyio.to_thread.run_sync(_from_disk, folder, key, program)
         if found is not None:
             cache.remember(key, found)
+    if isinstance(found, Stopped):
+        stop = _stop_applies(found, tc)
+        if stop is not None:
+            raise stop
+        return None
     return found
 
 
@@ -244,6 +280,9 @@ async def _verdict(program: Program, key: str, declarations: str, compiler: Comp
         found = cache.remembered(key)
         if found is not None:
             return found, True
+        stop = cache.remembered_stop(key)
+        if stop is not None and (raised := _stop_applies(stop, tc)) is not None:
+            raise raised  # another launch's compile of it was just stopped by the same caps
         pending = state.inflight.get(key)
         if pending is None:
             break
@@ -251,11 +290,18 @@ async def _verdict(program: Program, key: str, declarations: str, compiler: Comp
     done = state.inflight[key] = anyio.Event()
     try:
         if not disk_checked:
-            found = await _cached(key, folder, program.code)
+            found = await _cached(key, folder, program, tc)
             if found is not None:
                 return found, True
-        async with state.limiter:
-            verdict = await _compile(program, declarations, reading, compiler, tc)
+        try:
+            async with state.slots.taken(program.name):
+                verdict = await _compile(program, declarations, reading, compiler, tc)
+        except CompilerStopped as exc:
+            stopped = Stopped(str(exc), exc.language, tc.timeout_ms, tc.memory_limit_bytes)
+            cache.remember(key, stopped)
+            if folder is not None:
+                await anyio.to_thread.run_sync(cache.write_disk, folder, key, stopped)
+            raise
         cache.remember(key, verdict)
         if folder is not None:
             await anyio.to_thread.run_sync(cache.write_disk, folder, key, verdict)
@@ -291,8 +337,12 @@ async def check_for_launch(program: Program, config: HostConfig, *, observed: bo
     if isinstance(compiler, Compiler):
         key = digest(program, declarations, compiler)
         # The common relaunch finds its verdict in memory: no thread, no disk, no compiler. A new
-        # process finds it on disk, before the code is read (which loads the TypeScript parser).
-        found = await _cached(key, _cache_folder(tc), program.code)
+        # process finds it on disk (JavaScript before the code is read, which loads the TypeScript
+        # parser; TypeScript's erased code is made again and compared).
+        try:
+            found = await _cached(key, _cache_folder(tc), program, tc)
+        except CompilerStopped as exc:
+            return _stopped_report(exc, tc, declared(program), compiler)
         if found is not None:
             return _apply(CheckReport(found.language, tc.mode(found.language), "", compiler.name, found,
                                       cached=True))
@@ -317,11 +367,22 @@ async def check_for_launch(program: Program, config: HostConfig, *, observed: bo
     try:
         verdict, cached = await _verdict(program, key, declarations, compiler, tc, reading, disk_checked=True)
     except CompilerStopped as exc:
-        if mode is CheckMode.ERROR:
-            raise TypeScriptError(clip_error(f"Jev program could not be type-checked: {exc}")) from None
-        return CheckReport(exc.language or language, mode, "stopped", compiler.name, reason=str(exc))
+        return _stopped_report(exc, tc, language, compiler)
     return _apply(CheckReport(verdict.language, tc.mode(verdict.language), "", compiler.name, verdict,
                               cached=cached))
+
+
+def _stopped_report(exc: CompilerStopped, tc: TypecheckConfig, language: Language | None,
+                    compiler: Compiler) -> CheckReport:
+    """A stopped check under the language's mode: refused under `error`, else run unchecked
+    (the report's reason says why, and `warnings` says it before the run)."""
+    language = exc.language or language
+    mode = tc.mode(language) if language is not None else tc.typescript
+    if mode is CheckMode.OFF:
+        return CheckReport(language, mode, "off")
+    if mode is CheckMode.ERROR:
+        raise TypeScriptError(clip_error(f"Jev program could not be type-checked: {exc}")) from None
+    return CheckReport(language, mode, "stopped", compiler.name, reason=str(exc))
 
 
 def _apply(report: CheckReport) -> CheckReport:

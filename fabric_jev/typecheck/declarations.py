@@ -175,7 +175,7 @@ def _literal(value: Any) -> str:
 
 
 def _key(name: str) -> str:
-    return name if _IDENTIFIER.match(name) and name not in _RESERVED else json.dumps(name, ensure_ascii=False)
+    return name if _IDENTIFIER.fullmatch(name) and name not in _RESERVED else json.dumps(name, ensure_ascii=False)
 
 
 def _comment(schema: dict[str, Any], indent: str) -> str:
@@ -191,7 +191,7 @@ def _union(parts: Iterable[str], glue: str) -> str:
     unique = list(dict.fromkeys(parts))
     if len(unique) == 1:
         return unique[0]
-    return glue.join(p if _ATOM.match(p) else f"({p})" for p in unique)
+    return glue.join(p if _ATOM.fullmatch(p) else f"({p})" for p in unique)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +241,7 @@ class _Writer:
             return "string"
         if kind == "array":
             item = self.type(schema["items"], indent) if "items" in schema else "unknown"
-            item = item if _ATOM.match(item) else f"({item})"
+            item = item if _ATOM.fullmatch(item) else f"({item})"
             return f"readonly {item}[]" if self.side == "output" else f"{item}[]"
         if kind == "object":
             return self._object(schema, indent)
@@ -295,7 +295,8 @@ def render(program: Program, *, observed: bool) -> str:
 
     `observed`: the run is spawned with `observe`, so `program.nextEvent` exists.
     """
-    out = [f"// The guest API of the Jev program {json.dumps(program.name, ensure_ascii=False)}, "
+    # ASCII escapes: a name may hold a line terminator (U+2028 ends a `//` comment as \n does).
+    out = [f"// The guest API of the Jev program {json.dumps(program.name)}, "
            "generated from its contract by fabric-jev.\n", _STATIC]
     out.append(f"/** The program's input (inputSchema). */\ntype JevInput = "
                f"{schema_type(program.input_schema, 'input')};\n")

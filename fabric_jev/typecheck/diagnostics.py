@@ -6,19 +6,28 @@ it. The program sits one line down in the file the compiler saw (the wrapper's
 header is above it), so its line is the file's line minus one; what the
 compiler places on the wrapper itself (a program that can end without
 returning) is placed at the end of the program.
+
+A message may quote the program's own text raw, line breaks included (an
+import specifier `'x\\njev.d.ts(1,1): error TS…'` is printed as written), so a
+line that looks like a diagnostic is one only when it names a file by the
+name this compile gave it: the checker names its files with a random tag
+the program cannot know, and maps the names back. Anything else after a
+diagnostic is the rest of its message. Diagnostics without a file (about
+the options) are printed before every other, so only there are they read.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .declarations import HEADER_LINES
 
-_LOCATED = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): "
-                      r"(?P<cat>error|warning) TS(?P<code>\d+): (?P<msg>.*)$")
-_GLOBAL = re.compile(r"^(?P<cat>error|warning) TS(?P<code>\d+): (?P<msg>.*)$")
+_LOCATED = re.compile(r"(?P<file>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): "
+                      r"(?P<cat>error|warning) TS(?P<code>\d+): (?P<msg>.*)")
+_GLOBAL = re.compile(r"(?P<cat>error|warning) TS(?P<code>\d+): (?P<msg>.*)")
 #: One diagnostic's message, elaboration included, is cut to this many characters.
 MAX_MESSAGE_CHARS = 600
 
@@ -88,10 +97,16 @@ class RawDiagnostic:
     message: str
 
 
-def parse_output(output: str) -> list[RawDiagnostic]:
-    """Every diagnostic in tsgo's plain output, elaboration lines joined to their message."""
+def parse_output(output: str, files: Mapping[str, str] | None = None) -> list[RawDiagnostic]:
+    """Every diagnostic in tsgo's plain output, elaboration lines joined to their message.
+
+    `files` maps the names this compile gave its files to the names reported (and said in
+    messages); when given, a line is a diagnostic only if it names one of them, and a file-less
+    one only before the first located one. Without it (output we wrote), any such line is.
+    """
     found: list[RawDiagnostic] = []
     parts: list[str] = []
+    located_seen = False
 
     def close() -> None:
         if found and parts:
@@ -100,23 +115,39 @@ def parse_output(output: str) -> list[RawDiagnostic]:
                                       " ".join([last.message, *parts]))
         parts.clear()
 
-    for line in output.splitlines():
-        located = _LOCATED.match(line)
-        bare = None if located else _GLOBAL.match(line)
+    def known(name: str) -> str | None:
+        if files is None:
+            return name
+        return files.get(name.removeprefix("./"))
+
+    # Only "\n" and "\r\n" end the compiler's lines; str.splitlines would also break at U+2028
+    # and friends, which a quoted specifier may hold.
+    for line in output.replace("\r\n", "\n").split("\n"):
+        located = _LOCATED.fullmatch(line)
+        file = None if located is None else known(located["file"].strip())
+        if located is not None and file is None:
+            located = None
+        bare = None if located or (files is not None and located_seen) else _GLOBAL.fullmatch(line)
         if located or bare:
             close()
             m = located or bare
             assert m is not None
-            found.append(RawDiagnostic(
-                located["file"].strip() if located else None,
-                int(located["line"]) if located else 0, int(located["col"]) if located else 0,
-                int(m["code"]), m["cat"] == "error", m["msg"].strip()))
-        elif found and line.startswith("  ") and line.strip():
-            parts.append(line.strip())
+            located_seen = located_seen or located is not None
+            found.append(RawDiagnostic(file, int(located["line"]) if located else 0,
+                                       int(located["col"]) if located else 0,
+                                       int(m["code"]), m["cat"] == "error", _named(m["msg"].strip(), files)))
+        elif found and line.strip() and (files is not None or line.startswith("  ")):
+            parts.append(_named(line.strip(), files))
         else:
             close()
     close()
     return found
+
+
+def _named(text: str, files: Mapping[str, str] | None) -> str:
+    for given, shown in (files or {}).items():
+        text = text.replace(given, shown)
+    return text
 
 
 def _hint(code: int, message: str) -> str | None:

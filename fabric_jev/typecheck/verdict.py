@@ -56,6 +56,42 @@ class Verdict:
                    compiler, cut, erased)
 
 
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """A check that a cap stopped: remembered per digest with the caps it had, so a relaunch under
+    caps no larger is answered at once (refused, or run unchecked under warn) instead of paying
+    the whole cap again."""
+
+    reason: str
+    language: Language | None
+    timeout_ms: int
+    memory_limit_bytes: int
+
+    def covers(self, timeout_ms: int, memory_limit_bytes: int) -> bool:
+        """Whether checking again under these caps would stop again (they are no larger)."""
+        return timeout_ms <= self.timeout_ms and memory_limit_bytes <= self.memory_limit_bytes
+
+    def remembered(self) -> str:
+        """The reason, as a relaunch says it."""
+        return (f"{self.reason}; remembered from an earlier check of this same program, so it was not "
+                "checked again (raise typecheck.timeoutMs or typecheck.memoryLimitBytes to try again)")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reason": self.reason, "language": None if self.language is None else self.language.value,
+                "timeoutMs": self.timeout_ms, "memoryLimitBytes": self.memory_limit_bytes}
+
+    @classmethod
+    def from_json(cls, data: object) -> Stopped:
+        if not isinstance(data, dict):
+            raise ValueError("not a stop")
+        reason, language = data.get("reason"), data.get("language")
+        timeout, memory = data.get("timeoutMs"), data.get("memoryLimitBytes")
+        if (not isinstance(reason, str) or not isinstance(timeout, int) or not isinstance(memory, int)
+                or not (language is None or isinstance(language, str))):
+            raise ValueError("not a stop")
+        return cls(reason, None if language is None else Language(language), timeout, memory)
+
+
 def _reading(language: Language) -> str:
     return "TypeScript" if language is Language.TYPESCRIPT else "JavaScript, checked by TypeScript"
 

@@ -73,7 +73,7 @@ class BrowserConfig:
                 raise ConfigError("browser wsUrl must not carry credentials")
         methods = raw.get("allowedMethods")
         if (not isinstance(methods, list | tuple) or not 1 <= len(methods) <= 128
-                or not all(isinstance(m, str) and METHOD_NAME.match(m) for m in methods)):
+                or not all(isinstance(m, str) and METHOD_NAME.fullmatch(m) for m in methods)):
             raise ConfigError("browser allowedMethods must list 1-128 exact method names "
                               "like Runtime.evaluate")
         timeout = raw.get("callTimeoutMs", DEFAULT_TIMEOUT_MS)
