@@ -38,10 +38,11 @@ settings.load_profile(os.environ.get("FABRIC_JEV_FUZZ", "suite"))
 
 #: Fixtures that start or use Chromium: a test that asks for one is a browser test, marked or not.
 BROWSER_FIXTURES = frozenset({"chromium", "jev_browser", "cdp", "jev_page", "pages", "other_pages"})
-#: Tests (files, or node ids) that take more than a few seconds each, measured with
-#: `pytest --durations=0`: marked `slow`, so `pytest -m "not browser and not slow and not llm"` is the quick
-#: subset (docs/contributing.md). A new test that is slow is added here.
-SLOW: frozenset[str] = frozenset()
+#: Tests that take more than a few seconds (all their parameters together), one node id a line in
+#: tests/slow_tests.txt, measured with `pytest --durations=0`: marked `slow`, so
+#: `pytest -m "not browser and not slow and not llm"` is the quick subset (docs/contributing.md).
+SLOW = frozenset(line.strip() for line in (Path(__file__).parent / "slow_tests.txt").read_text().splitlines()
+                 if line.strip() and not line.startswith("#"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -50,8 +51,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
         if "llama" in getattr(item, "fixturenames", ()):  # the real llama.cpp server: an `llm` test
             item.add_marker(pytest.mark.llm)
-        where = item.nodeid.split("::", 1)[0]
-        if where in SLOW or item.nodeid.split("[", 1)[0] in SLOW:
+        if item.nodeid.split("[", 1)[0] in SLOW:
             item.add_marker(pytest.mark.slow)
 
 
