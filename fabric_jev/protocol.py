@@ -15,11 +15,17 @@ Every capability declares a `Risk` (`read`, `write`, `execute`, `network`,
 `agent`; default `execute`): each call passes the host's approvals policy for
 that risk before the handler runs (docs/programs.md, "Risks and policies").
 The browser connector's `browser.connect` and `browser.cdp` are `execute`.
+
+Besides the protocol, what a connector package needs of the core and may not
+import from its private modules: `Waiter` (the one waiting funnel: a deadline,
+a backoff schedule and an attempt log, as `Check.eventually` waits), the process
+helpers its launchers use, and `runtime_js` for the scripts shipped with the core.
 """
 
 from __future__ import annotations
 
 from ._process import end_process_group, kill_process_group, read_available, wait_process_exit
+from ._waiting import Waiter
 from .contract.policy import Risk
 from .host.registry import (
     CallContext,
@@ -37,5 +43,5 @@ def runtime_js(name: str) -> str:
 
 
 __all__ = ["CallContext", "Capability", "CapabilityHandler", "CapabilityRegistry", "Connector",
-           "Risk", "end_process_group", "kill_process_group", "read_available", "runtime_js",
+           "Risk", "Waiter", "end_process_group", "kill_process_group", "read_available", "runtime_js",
            "wait_process_exit"]

@@ -18,10 +18,7 @@ import anyio.lowlevel
 
 from ..contract.config import HostConfig
 from ..host import CapabilityRegistry, JevHost
-from ..host.run import WorkerSource
-from ..sandbox.inprocess import InProcessWorker
-from ..sandbox.pool import WorkerPool
-from ..sandbox.session import WorkerLike
+from ..sandbox.inprocess import InProcessWorkers
 from .common import median as _median
 from .yardsticks import bare_echo_round_trip, in_process_launch
 
@@ -44,18 +41,6 @@ def _program(code: str, requires: list[str] | None = None) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- in-process floor
-
-
-class _InProcessWorkers:
-    async def acquire(self) -> WorkerLike:
-        return InProcessWorker()
-
-
-class _InProcessHost(JevHost):
-    """The same host, session and bridge with the guest context in-process: the floor."""
-
-    def _worker_source(self, pool: WorkerPool) -> WorkerSource:
-        return _InProcessWorkers()
 
 
 async def _floor_launch(samples: int) -> list[float]:
@@ -89,8 +74,9 @@ async def _host_launch(samples: int) -> list[float]:
     return out
 
 
-async def _host_rtt(calls: int, host_class: type[JevHost] = JevHost) -> float:
-    async with host_class() as host:
+async def _host_rtt(calls: int, *, floor: bool = False) -> float:
+    # The floor: the same host, session and bridge with the guest context in-process.
+    async with JevHost(workers=InProcessWorkers() if floor else None) as host:
         start = time.perf_counter()
         env = await host.run(_program(RTT_CODE), calls)
         elapsed = time.perf_counter() - start
@@ -98,9 +84,9 @@ async def _host_rtt(calls: int, host_class: type[JevHost] = JevHost) -> float:
     return elapsed / calls * 1e6
 
 
-async def _host_paced(n: int, spec: dict[str, int],
-                      host_class: type[JevHost] = JevHost) -> list[float]:
-    async with host_class(HostConfig(max_concurrent_runs=16, warm_workers=min(n, 16))) as host:
+async def _host_paced(n: int, spec: dict[str, int], *, floor: bool = False) -> list[float]:
+    config = HostConfig(max_concurrent_runs=16, warm_workers=min(n, 16))
+    async with JevHost(config, workers=InProcessWorkers() if floor else None) as host:
         await anyio.sleep(0.3)
         envs = [await host.spawn(_program(PACED_CODE), spec) for _ in range(n)]
         return [float((await host.wait(e.id)).result) for e in envs]
@@ -114,12 +100,12 @@ async def bench_host(samples: int = 50, rtt_calls: int = 2000, concurrent: int =
     host_rtt, floor_rtt, echo_rtt = [], [], []
     for _ in range(5):
         host_rtt.append(await _host_rtt(rtt_calls))
-        floor_rtt.append(await _host_rtt(rtt_calls, _InProcessHost))
+        floor_rtt.append(await _host_rtt(rtt_calls, floor=True))
         echo_rtt.append(await bare_echo_round_trip(RTT_CODE, rtt_calls, rtt_calls))
     solo = _median(await _host_paced(1, spec))
     many = await _host_paced(concurrent, spec)
-    floor_solo = _median(await _host_paced(1, spec, _InProcessHost))
-    floor_many = await _host_paced(concurrent, spec, _InProcessHost)
+    floor_solo = _median(await _host_paced(1, spec, floor=True))
+    floor_many = await _host_paced(concurrent, spec, floor=True)
     rtt = _median(host_rtt)
     return {
         "launch_to_first_tick_ms": {"host": _median(host_launch), "floor": _median(floor_launch),

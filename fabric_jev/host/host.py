@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
-from contextlib import AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, overload
@@ -50,7 +50,8 @@ class JevHost:
 
     def __init__(self, config: HostConfig | None = None, *, evaluator: Evaluator | str | None = None,
                  capabilities: CapabilityRegistry | None = None,
-                 approver: Approver | None = None, rules: Iterable[Rule] = ()) -> None:
+                 approver: Approver | None = None, rules: Iterable[Rule] = (),
+                 workers: WorkerSource | None = None) -> None:
         """`evaluator` is an Evaluator or a spec string as for `--evaluator`
         (``"fixture:FILE"``, ``"typesafe"``, ...); without one, the config's
         route, else the offline local evaluator. The host closes it.
@@ -58,7 +59,11 @@ class JevHost:
         hands on): ``async def approver(call: CapabilityCall) -> Decision``.
         Without one, those calls are refused. `rules` are permission rules besides the
         config's (the command line passes the project's and the user's settings here;
-        docs/approvals.md)."""
+        docs/approvals.md). `workers` is where runs take their worker: by default a warm pool
+        of sandboxed worker processes (`warmWorkers` of them), started when the host is
+        entered; a test or a benchmark may give its own `WorkerSource`, as httpx's clients take
+        a `transport=` (a source that is an async context manager is entered and closed with
+        the host; docs/architecture.md, "The worker source")."""
         self.config = config = config or HostConfig()
         if evaluator is None or isinstance(evaluator, str):
             from ..evaluators.select import build_evaluator
@@ -81,6 +86,7 @@ class JevHost:
         self._services: RunServices | None = None  # made on entry, once the pool exists
         self._observers: ObservationSource | None = None  # a bound session (bind_session)
         self._connectors: list[Connector] = []
+        self._workers = workers
         # Connectors named in the config come from their plugins (fabric_jev.plugins).
         for name, settings in config.connectors.items():
             from ..plugins import build_connector
@@ -94,14 +100,16 @@ class JevHost:
             raise RuntimeError("a JevHost can be entered only once")
         self._entered = True
         try:
-            pool = await self._stack.enter_async_context(WorkerPool(warm=self.config.warm_workers))
+            workers = self._workers if self._workers is not None else WorkerPool(warm=self.config.warm_workers)
+            if isinstance(workers, AbstractAsyncContextManager):
+                await self._stack.enter_async_context(workers)
             self._tg = await self._stack.enter_async_context(anyio.create_task_group())
         except BaseException:
             await self._stack.aclose()
             raise
         config = self.config
         self._services = RunServices(
-            self._worker_source(pool), session_limits(config.memory_limit_bytes),
+            workers, session_limits(config.memory_limit_bytes),
             CallServices(self.evaluator, self.capabilities, self.policy,
                          request_timeout_s=config.request_timeout_ms / 1000,
                          max_request_bytes=config.max_request_bytes),
@@ -256,9 +264,6 @@ class JevHost:
     def _session_text(self) -> str | None:
         """The bound session's latest real input, now."""
         return None if self._observers is None else self._observers.user_text
-
-    def _worker_source(self, pool: WorkerPool) -> WorkerSource:
-        return pool
 
     async def _launch(self, raw: Program | dict[str, Any], input: JsonInput, *, background: bool,
                       observe: dict[str, Any] | None, intent: str | None = None,

@@ -50,7 +50,9 @@ EMIT_MAX_BYTES = 4_096
 
 
 class WorkerSource(Protocol):
-    """Where a run takes its worker (the host's warm pool)."""
+    """Where a run takes its worker: the host's warm pool of worker processes by default, or
+    what `JevHost(workers=...)` was given (`InProcessWorkers` for the in-process floor). Each
+    worker serves one run; the run closes it when it ends."""
 
     async def acquire(self) -> WorkerLike: ...
 

@@ -5,7 +5,8 @@ They speak the wire, so they live beside it; the benchmarks time them
 
 * `InProcessWorker`: the guest in a QuickJS context inside the host process,
   speaking the same wire, so the same host and session drive it without a
-  process boundary (the in-process floor). `InProcessGuest` is that context.
+  process boundary (the in-process floor; `InProcessWorkers` is their source,
+  given to `JevHost(workers=...)`). `InProcessGuest` is that context.
 * `echo_until_done`: a real worker running a program, driven by a bare
   blocking loop that answers every host call at once with `null` — the
   process boundary and the guest's work, with no host logic.
@@ -123,6 +124,16 @@ class _InProcessTransport:
 
     async def flusher(self) -> None:
         await anyio.sleep_forever()
+
+
+class InProcessWorkers:
+    """A worker source (`JevHost(workers=InProcessWorkers())`) whose workers run the guest in
+    this process: the host, session and wire without the process boundary. The floor the host
+    is measured against; there is no hard CPU bound (a runaway slice freezes the host), so never
+    for programs you do not trust."""
+
+    async def acquire(self) -> InProcessWorker:
+        return InProcessWorker()
 
 
 class InProcessWorker:

@@ -5,6 +5,8 @@
 - assertions: `assert_`, `assert_eventually`, `check_done`, `expect`;
 - verification dictionaries as tests: `plan_checks`, `replay_plan`;
 - a whole eval over a labeled dataset: `eval_program` (docs/eval.md);
+- the worker seam: `JevHost(workers=...)` takes a `WorkerSource`; `InProcessWorkers`
+  runs guests without the process boundary (the floor benchmarks measure against);
 - the pytest plugin's fixtures (`jev_host`, `jev_evaluator`, `jev_page`) live in
   `fabric_jev.testing.plugin`, loaded by pytest through the `pytest11` entry point.
 
@@ -19,6 +21,8 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ..evaluators.fixture import FixtureEvaluator
+    from ..host.run import WorkerSource
+    from ..sandbox.inprocess import InProcessWorkers
     from .cassettes import Cassette, CassetteMiss, RecordingEvaluator, RecordMode
     from .checks import DoneCheck, Expectation, assert_, assert_eventually, check_done, expect
     from .evals import eval_program
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "FixtureEvaluator": "..evaluators.fixture",
+    "WorkerSource": "..host.run", "InProcessWorkers": "..sandbox.inprocess",
     **dict.fromkeys(("Cassette", "CassetteMiss", "RecordMode", "RecordingEvaluator"), ".cassettes"),
     **dict.fromkeys(("DoneCheck", "Expectation", "assert_", "assert_eventually", "check_done", "expect"),
                     ".checks"),
@@ -42,7 +47,8 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [
-    "Cassette", "CassetteMiss", "CheckOutcome", "DoneCheck", "Expectation", "FixtureEvaluator", "PlanCheck",
-    "RecordMode", "RecordingEvaluator", "ScriptedEvaluator", "assert_", "assert_eventually", "check_done",
-    "eval_program", "expect", "load_plan", "open_connections", "plan_checks", "replay_plan", "worker_pid",
+    "Cassette", "CassetteMiss", "CheckOutcome", "DoneCheck", "Expectation", "FixtureEvaluator",
+    "InProcessWorkers", "PlanCheck", "RecordMode", "RecordingEvaluator", "ScriptedEvaluator", "WorkerSource",
+    "assert_", "assert_eventually", "check_done", "eval_program", "expect", "load_plan", "open_connections",
+    "plan_checks", "replay_plan", "worker_pid",
 ]

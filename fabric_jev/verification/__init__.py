@@ -1,14 +1,36 @@
-"""Verification dictionaries: compile an intent once, replay with zero model calls."""
+"""Verification dictionaries: compile an intent once, replay with zero model calls.
 
-from .channels import Channels, MemoryChannels, MemoryElement, PollOutcome, ReaderFailed, poll
+Channels other than the in-memory ones (the browser connector's) locate a dictionary's
+`Target` with `select_targets` over their elements' `TargetFields`, under `SeeOptions`.
+"""
+
+from .channels import (
+    Channels,
+    MemoryChannels,
+    MemoryElement,
+    PollOutcome,
+    ReaderFailed,
+    TargetFields,
+    poll,
+    select_targets,
+)
 from .compile import CompileResult, Plan, build_request, compile_verification
-from .dictionary import Dictionary, DictionaryCheck, DictionaryInvalid, parse_dictionary
+from .dictionary import (
+    Dictionary,
+    DictionaryCheck,
+    DictionaryInvalid,
+    SeeOptions,
+    Target,
+    TargetSpec,
+    parse_dictionary,
+)
 from .digest import canonical, dictionary_digest
 from .run import Observation, PlanInvalid, RunResult, VerificationFailed, parse_plan, run_verification
 
 __all__ = [
     "Channels", "CompileResult", "Dictionary", "DictionaryCheck", "DictionaryInvalid", "MemoryChannels",
     "MemoryElement", "Observation", "Plan", "PlanInvalid", "PollOutcome", "ReaderFailed",
-    "RunResult", "VerificationFailed", "build_request", "canonical", "compile_verification",
-    "dictionary_digest", "parse_dictionary", "parse_plan", "poll", "run_verification",
+    "RunResult", "SeeOptions", "Target", "TargetFields", "TargetSpec", "VerificationFailed", "build_request",
+    "canonical", "compile_verification", "dictionary_digest", "parse_dictionary", "parse_plan", "poll",
+    "run_verification", "select_targets",
 ]

@@ -9,11 +9,9 @@ from typing import Any
 
 import anyio
 
-from fabric_jev._waiting import Waiter
 from fabric_jev.assertions import Element, FailureKind, Predicate, PredicateOutcome, Snapshot, check
-from fabric_jev.verification import PollOutcome, poll
-from fabric_jev.verification.channels import TargetFields, select_targets
-from fabric_jev.verification.dictionary import SeeOptions, Target
+from fabric_jev.protocol import Waiter
+from fabric_jev.verification import PollOutcome, SeeOptions, Target, TargetFields, poll, select_targets
 
 from .cdp import CDPConnection
 from .checks import PageSource
