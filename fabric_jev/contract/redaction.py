@@ -1,27 +1,28 @@
 """Credential redaction applied before text leaves the host (contract §8, §9).
 
 One rule set, used identically for observer payloads, approval evidence and
-assertion artifacts. Defense in depth, not a guarantee: keys that name
-secrets have their values replaced, and text that looks like a credential is
-replaced by a marker that names its kind (`[redacted: bearer token]`), so a
-classifier can still see that a credential was there without receiving it.
+questions, assertion artifacts and cassettes. Defense in depth, not a
+guarantee: keys that name secrets have their values replaced, and so do
+name/value pairs whose name says secret (`secret_names`); text that looks
+like a credential is replaced by a marker that names its kind
+(`[redacted: bearer token]`), so a classifier can still see that a credential
+was there without receiving it.
 
-The rules follow the plugin families of a well-kept secret scanner
-(detect-secrets): private keys, cloud and service tokens with a known shape
-(AWS, GitHub, GitLab, Slack, Stripe, Google, npm, PyPI, SendGrid, Twilio,
-Telegram, Discord, Mailchimp, Square, Azure), JWTs, credentials in URLs and
-headers, keyword assignments (`password=…`, `"DB_PASS": …`), passwords on
-command lines (`mysql -pPASSWORD`, `sshpass -p`, `curl -u user:pass`,
-`echo PW | docker login --password-stdin`), US social security numbers and
-high-entropy strings. The patterns run on RE2, whose matching time is linear
-in the text whatever the input: hostile text cannot make redaction slow.
+The text rules (`secret_patterns`) follow the plugin families of a well-kept
+secret scanner (detect-secrets) — private keys, service tokens, JWTs,
+credentials in URLs and headers, keyword assignments, passwords on command
+lines, pairs written as text, US social security numbers, high-entropy
+strings — and vendor token shapes come from kept rule sets read as data
+(`vendor_rules`: gitleaks, Kingfisher). Every pattern runs on RE2, whose
+matching time is linear in the text whatever the input: hostile text cannot
+make redaction slow.
 
 Spellings that hide a secret from a pattern but not from a reader are undone
-first (`lookalikes.fold`: percent-encoding, fullwidth and look-alike letters,
-soft hyphens and other invisible characters), hex- and base64-encoded text
-is decoded and scanned, dictionary keys are scanned like any string, and the
-strings of a list are also scanned joined, so a key split across items is
-found.
+(`lookalikes.fold`: HTML references, percent-encoding, fullwidth and
+look-alike letters, invisible characters; rot13), hex-, base64- and
+base32-encoded text is decoded and scanned, dictionary keys are scanned like
+any string, and the strings of a list are also scanned joined, so a key split
+across items is found.
 """
 
 from __future__ import annotations
@@ -128,14 +129,9 @@ def _apply_rules(text: str, kinds: list[str], rules: tuple[Rule, ...]) -> str:
     return text
 
 
-def _rules(text: str) -> tuple[Rule, ...] | None:
-    """The rules that may match `text`, or None for none."""
-    return rules_for(text)
-
-
 def _scan(text: str, kinds: list[str], depth: int = 0) -> str:
     """The rules, then hex, base64 and base32 runs decoded and scanned (a run hiding a secret goes whole)."""
-    rules = _rules(text)
+    rules = rules_for(text)
     if rules is None:
         return text
     text = _apply_rules(text, kinds, rules)
@@ -256,7 +252,7 @@ def _across_items(items: list[Any], out: list[Any], kinds: list[str]) -> None:
                 at += len(items[i]) + len(sep)
             # U+FFFD for a lone surrogate (RE2 reads UTF-8) keeps every offset where it was.
             joined = _LONE_SURROGATE.sub("\ufffd", sep.join(items[i] for i in run))
-            rules = _rules(joined)
+            rules = rules_for(joined)
             if rules is None:
                 continue
             starts = [lo for _, lo, _ in spans]
