@@ -118,3 +118,7 @@ def test_settings_are_checked_and_named() -> None:
             parse_settings(raw, "header")
     merged = EvalSettings(tolerance={"a": 1}).merged(EvalSettings(match="whole", tolerance={"b": 2}))
     assert merged.match == "whole" and dict(merged.tolerance) == {"a": 1, "b": 2}
+    # A header's "whole" is overridden by an explicit "partial" (the command line's --match partial)...
+    assert EvalSettings(match="whole").merged(EvalSettings(match="partial")).match == "partial"
+    # ... and kept when the settings on top say nothing about it.
+    assert EvalSettings(match="whole").merged(EvalSettings(tolerance={"x": 1})).match == "whole"

@@ -77,7 +77,7 @@ def _settings(args: argparse.Namespace) -> EvalSettings | None:
         except ValueError as exc:
             raise BadInput(str(exc)) from None
     if args.tolerance or args.match:
-        given = EvalSettings(match=args.match or "partial", tolerance=dict(args.tolerance or ()))
+        given = EvalSettings(match=args.match, tolerance=dict(args.tolerance or ()))
         settings = (settings or EvalSettings()).merged(given)
     return settings
 
@@ -110,7 +110,7 @@ async def eval_command(args: argparse.Namespace) -> int:
         return fail("eval needs PROGRAM and --dataset FILE (or --compare A.json B.json)")
     if args.resume and args.out is None:
         return fail("--resume continues an --out folder: give --out DIR")
-    from ..batch import Tally
+    from ..batch import BatchOutcome, Tally
     from ..batch.display import make_display
     from ..evals.compare import leaves
     from ..evals.dataset import read_dataset
@@ -140,7 +140,7 @@ async def eval_command(args: argparse.Namespace) -> int:
         tally.skipped = skipped
         display.start()
 
-    def progressed(outcome: Any) -> None:
+    def progressed(outcome: BatchOutcome) -> None:
         tally.add(outcome)
         display.update(outcome)
 

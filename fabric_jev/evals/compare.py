@@ -44,7 +44,8 @@ ENUM_LIKE = 20
 class EvalSettings:
     """How expected values are compared, and which question answers which field."""
 
-    match: Match = "partial"
+    #: None: not said here (partial, unless merged settings say otherwise).
+    match: Match | None = None
     #: Absolute tolerance per numeric field (dotted path, or `*` for every number).
     tolerance: Mapping[str, float] = field(default_factory=dict)
     #: Question id → the field its answer maps to, where the names differ.
@@ -60,12 +61,12 @@ class EvalSettings:
         """These settings with `other`'s given values on top."""
         if other is None:
             return self
-        return EvalSettings(match=other.match if other.match != "partial" else self.match,
+        return EvalSettings(match=other.match or self.match,
                             tolerance={**self.tolerance, **other.tolerance},
                             questions={**self.questions, **other.questions})
 
     def to_json(self) -> dict[str, Any]:
-        return {"match": self.match, "tolerance": dict(sorted(self.tolerance.items())),
+        return {"match": self.match or "partial", "tolerance": dict(sorted(self.tolerance.items())),
                 "questions": dict(sorted(self.questions.items()))}
 
 
@@ -76,8 +77,8 @@ def parse_settings(raw: object, where: str) -> EvalSettings:
     unknown = sorted(set(raw) - {"match", "tolerance", "questions"})
     if unknown:
         raise ValueError(f"{where} has an unknown key {unknown[0]!r} (known: match, tolerance, questions)")
-    match = raw.get("match", "partial")
-    if match not in MATCHES:
+    match = raw.get("match")
+    if match is not None and match not in MATCHES:
         raise ValueError(f"{where}: match must be 'partial' or 'whole'")
     tolerance = raw.get("tolerance", {})
     if isinstance(tolerance, int | float) and not isinstance(tolerance, bool):

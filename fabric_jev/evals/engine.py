@@ -32,7 +32,7 @@ from .records import EvalRecord, RecordedJudgment
 from .summary import EvalSummary, summarize
 
 if TYPE_CHECKING:
-    from ..contract.evaluation import Evaluation
+    from ..contract.evaluation import Evaluation, EvaluationRequest
 
 #: The name of the program given first, the baseline every variant is compared with.
 BASE = "base"
@@ -54,7 +54,7 @@ class _Borrowed:
     def __init__(self, inner: Evaluator) -> None:
         self._inner = inner
 
-    async def evaluate(self, request: Any, *, timeout: float) -> Evaluation:
+    async def evaluate(self, request: EvaluationRequest, *, timeout: float) -> Evaluation:
         return await self._inner.evaluate(request, timeout=timeout)
 
     def status(self) -> EvaluatorStatus:

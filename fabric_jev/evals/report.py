@@ -305,7 +305,7 @@ def render(summary: EvalSummary, results: Sequence[EvalRecord | BadLine] | None 
         f"<p class=note>Dataset <code>{esc(d.path)}</code> ({esc(d.format)}): "
         f"{num(d.lines, 'int', 'dataset', 'lines')} lines, {num(d.cases, 'int', 'dataset', 'cases')} run, "
         f"{num(d.bad, 'int', 'dataset', 'bad')} bad. "
-        f"Expected values compared {esc(settings.match)}ly; {tolerance}.</p>"
+        f"Expected values compared {'whole' if settings.match == 'whole' else 'partially'}; {tolerance}.</p>"
         '<nav><a href="#matrix">matrix</a><a href="#cells">cells</a><a href="#worst">worst lines</a>'
         f"{'<a href=#bad>bad lines</a>' if d.bad else ''}</nav></header>"
         f'{_matrix(summary)}<section id="cells">{cells}</section>{_worst()}{_bad(summary)}'

@@ -59,7 +59,7 @@ def eval_program(
         given = {ANY_FIELD: float(tolerance)}
     elif tolerance is not None:
         given = {k: float(v) for k, v in tolerance.items()}
-    settings = EvalSettings(match=match or "partial", tolerance=given) if given or match else None
+    settings = EvalSettings(match=match, tolerance=given) if given or match else None
 
     async def main() -> EvalSummary:
         return await run_eval(program, dataset, evaluators=chosen, variants=dict(variants or {}), config=config,
