@@ -28,7 +28,7 @@ from ..evaluators.base import Evaluator, EvaluatorStatus
 from .compare import EvalSettings
 from .dataset import Dataset, EvalCase, Key, read_dataset
 from .files import RecordKey, ResultsFolder, record_key
-from .records import EvalRecord, RecordedJudgment
+from .records import PROVENANCE_KEYS, EvalRecord, RecordedJudgment
 from .summary import EvalSummary, summarize
 
 if TYPE_CHECKING:
@@ -92,17 +92,17 @@ def variants_of(program: ProgramSource, variants: Mapping[str, ProgramSource]) -
 
 
 def provenance_of(evaluation: Evaluation, status: EvaluatorStatus) -> dict[str, JsonValue]:
-    """Who gave an answer: route, model, readout, profile and calibration.
+    """Who gave an answer: route, model, readout, profile and calibration (and whatever else the
+    evaluation says of itself: sample counts, valid mass, a replay).
 
-    An evaluation that names its own provenance is taken at its word; otherwise
-    it is what the evaluator's status says (the embedded evaluator reads a
-    heuristic; the others do not say how they read their answers).
+    An evaluation that names its own provenance is taken at its word, whole;
+    otherwise it is what the evaluator's status says (the embedded evaluator
+    reads a heuristic; the others do not say how they read their answers).
     """
     own = getattr(evaluation, "provenance", None)
-    if own is not None and hasattr(own, "to_json"):
-        named = own.to_json()
-        if isinstance(named, dict):
-            return {key: named.get(key) for key in ("route", "model", "readout", "profile", "calibration")}
+    named = own.to_json() if own is not None and hasattr(own, "to_json") else None
+    if isinstance(named, dict):
+        return {**dict.fromkeys(PROVENANCE_KEYS), **named}
     return {"route": status.route, "model": evaluation.model or status.model,
             "readout": "heuristic" if status.route == "local" else None,
             "profile": None if status.profile is None else status.profile.name, "calibration": None}

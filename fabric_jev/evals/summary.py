@@ -46,6 +46,8 @@ FORMAT: Literal["fabric-jev-eval"] = "fabric-jev-eval"
 WORST_KEPT = 20
 #: The confusion matrix's column for a result that has no value for the field.
 NONE_LABEL = "(none)"
+#: Provenance keys that describe one evaluation rather than its answerer (left out of a cell's list).
+PER_EVALUATION = frozenset({"validMass", "lowMass"})
 #: Which question types map straight to which kinds of field.
 _FITS: dict[str, tuple[FieldKind, ...]] = {"noul": ("boolean",), "choice": ("enum", "string"),
                                             "score": ("number",)}
@@ -403,7 +405,8 @@ def summarize_cell(records: Sequence[EvalRecord], *, settings: EvalSettings, kin
     provenance: list[dict[str, JsonValue]] = []
     for record in records:
         for judgment in record.judgments:
-            seen = dict(judgment.provenance)
+            # The answerer, without what differs from one evaluation to the next.
+            seen = {k: v for k, v in judgment.provenance.items() if k not in PER_EVALUATION}
             if seen not in provenance:
                 provenance.append(seen)
     extras = Counter(v.field for r in records for v in r.fields if v.extra)
