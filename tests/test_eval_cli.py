@@ -252,3 +252,31 @@ async def test_batch_and_eval_run_on_one_engine(tmp_path: Path) -> None:
         assert (record.state, record.result) == (outcome.state, outcome.result)
         assert [dict(j.answers) for j in record.judgments] == [j.evaluation.answers for j in outcome.judgments]
     assert summary.cells[0].lines == 5
+
+
+@pytest.mark.anyio
+async def test_an_evaluator_that_names_no_provenance_is_described_by_its_status(tmp_path: Path) -> None:
+    import dataclasses
+
+    from fabric_jev.evaluators.base import EvaluatorStatus
+    from fabric_jev.evaluators.fixture import FixtureEvaluator
+
+    class Silent:
+        """An application's own evaluator: its answers say nothing of who gave them."""
+
+        def __init__(self) -> None:
+            self.inner = FixtureEvaluator.from_file(EXAMPLE / "fixture.json")
+
+        async def evaluate(self, request: Any, *, timeout: float) -> Any:
+            return dataclasses.replace(await self.inner.evaluate(request, timeout=timeout), provenance=None)
+
+        def status(self) -> EvaluatorStatus:
+            return EvaluatorStatus("in-house", "model-7")
+
+        async def aclose(self) -> None:
+            return None
+
+    summary = await run_eval(PROGRAM, dataset(tmp_path, 2), evaluators=[Silent()])  # type: ignore[list-item]
+    assert summary.cells[0].evaluator == "in-house"
+    assert summary.cells[0].provenance == [{"route": "in-house", "model": "fixture-triage", "readout": "unknown",
+                                            "profile": None, "calibration": None}]

@@ -95,16 +95,14 @@ def provenance_of(evaluation: Evaluation, status: EvaluatorStatus) -> dict[str, 
     """Who gave an answer: route, model, readout, profile and calibration (and whatever else the
     evaluation says of itself: sample counts, valid mass, a replay).
 
-    An evaluation that names its own provenance is taken at its word, whole;
-    otherwise it is what the evaluator's status says (the embedded evaluator
-    reads a heuristic; the others do not say how they read their answers).
+    Every evaluator of fabric-jev names its provenance (`Evaluation.provenance`),
+    taken whole; an application's own evaluator that names none is described by
+    its status (the route and model it reports; the readout unknown).
     """
-    own = getattr(evaluation, "provenance", None)
-    named = own.to_json() if own is not None and hasattr(own, "to_json") else None
-    if isinstance(named, dict):
+    if evaluation.provenance is not None:
+        named: dict[str, JsonValue] = evaluation.provenance.to_json()
         return {**dict.fromkeys(PROVENANCE_KEYS), **named}
-    return {"route": status.route, "model": evaluation.model or status.model,
-            "readout": "heuristic" if status.route == "local" else None,
+    return {"route": status.route, "model": evaluation.model or status.model, "readout": "unknown",
             "profile": None if status.profile is None else status.profile.name, "calibration": None}
 
 
