@@ -280,3 +280,15 @@ async def test_an_evaluator_that_names_no_provenance_is_described_by_its_status(
     assert summary.cells[0].evaluator == "in-house"
     assert summary.cells[0].provenance == [{"route": "in-house", "model": "fixture-triage", "readout": "unknown",
                                             "profile": None, "calibration": None}]
+
+
+def test_text_from_the_dataset_cannot_act_on_the_terminal(tmp_path: Path) -> None:
+    hostile = "x\x1b]52;c;aGk=\x07\u202e\x9b2J\nforged row"
+    data = dataset(tmp_path, 0, {"id": hostile, "input": {"text": hostile}, "expected": {"route": "billing"}},
+                   {"id": "k", "input": {"text": "x"}, "expected": {"route": "billing"}, hostile: 1})
+    done = cli("eval", PROGRAM, "--dataset", str(data), "--evaluator", FIXTURE)
+    assert done.returncode == 0, done.stderr
+    for stream in (done.stdout, done.stderr):
+        assert not any(ch in stream for ch in "\x1b\x07\u202e\x9b"), stream
+        assert "\nforged row" not in stream
+    assert "worst lines" in done.stdout and "\\u001b" in done.stdout  # the failed line is shown, escaped

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol, TextIO
 
+from ..contract.terminal import one_line
 from .records import REJECTED, STATES, BatchOutcome, Tally
 
 
@@ -62,7 +63,8 @@ class PlainDisplay:
         t = self.tally
         total = "?" if t.total is None else str(t.total)
         # Counted as a resumed bar should: what is done, this time and earlier, of the whole file.
-        self._write(f"{self.name}: [{t.skipped + t.done}/{total}] line {outcome.line} id {outcome.id}: "
+        # An id comes from the inputs: made terminal-safe, it cannot act on a terminal or break the line.
+        self._write(f"{self.name}: [{t.skipped + t.done}/{total}] line {outcome.line} id {one_line(str(outcome.id))}: "
                     f"{outcome.state}"
                     f" ({t.not_completed} not completed, "
                     f"{_rate(t.done, time.perf_counter() - self.started):.1f}/s)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -27,6 +27,8 @@ from .common import (
 
 if TYPE_CHECKING:
     from ..evals.compare import EvalSettings
+    from ..evals.dataset import BadLine
+    from ..evals.records import EvalRecord
     from ..evals.summary import EvalSummary
 
 
@@ -123,8 +125,10 @@ async def eval_command(args: argparse.Namespace) -> int:
     dataset = await anyio.to_thread.run_sync(lambda: read_dataset(
         args.dataset, input_schema=base.input_schema, output_schema=base.output_schema, split=args.split))
     _check_gates(args.fail_under or [], {path for case in dataset.cases for path, _ in leaves(case.expected)})
+    from ..contract.terminal import one_line
+
     for bad in dataset.bad[:20]:
-        sys.stderr.write(f"eval: {bad.error}\n")
+        sys.stderr.write(f"eval: {one_line(bad.error)}\n")
     if len(dataset.bad) > 20:
         sys.stderr.write(f"eval: … and {len(dataset.bad) - 20} more bad lines (the summary lists them all)\n")
     if not dataset.cases:
@@ -190,7 +194,7 @@ async def _report(args: argparse.Namespace, summary: EvalSummary) -> None:
 
     from ..evals.report import write_report
 
-    records: Any = None
+    records: list[EvalRecord | BadLine] | None = None
     if args.out:
         from ..evals.files import RESULTS, read_results
 

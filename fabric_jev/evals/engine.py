@@ -188,8 +188,11 @@ async def run_eval(
     matrix = variants_of(program, variants or {})
     base = matrix[0].program
     if not isinstance(dataset, Dataset):
-        dataset = read_dataset(dataset, input_schema=base.input_schema, output_schema=base.output_schema,
-                               split=split)
+        import anyio.to_thread
+
+        source = dataset  # read in a thread: a large file (or a datasets import) must not stall the loop
+        dataset = await anyio.to_thread.run_sync(lambda: read_dataset(
+            source, input_schema=base.input_schema, output_schema=base.output_schema, split=split))
     settings = (dataset.settings or EvalSettings()).merged(settings)
     cases = {case.key: case for case in dataset.cases}
     lent = _Evaluators([], [])
@@ -240,7 +243,8 @@ async def run_eval(
         finally:
             if folder is not None:
                 folder.close()
-        ranked = sorted(records.values(), key=lambda r: (order.index(r.cell), r.line))
+        position = {cell: i for i, cell in enumerate(order)}
+        ranked = sorted(records.values(), key=lambda r: (position[r.cell], r.line))
         summary = summarize(ranked, program=base.name, dataset=dataset, settings=settings,
                             output_schema=base.output_schema, cells=order)
         if folder is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from ..contract.terminal import terminal_safe
 from .diff import Change, EvalDiff
 from .summary import EvalSummary
 
@@ -85,7 +86,13 @@ def format_summary(summary: EvalSummary) -> str:
         out += [f"  {b.error}" for b in d.bad_lines[:SHOWN]]
         if d.bad > SHOWN:
             out.append(f"  … and {d.bad - SHOWN} more (summary.json and the report list them all)")
-    return "\n".join(out)
+    return _safe(out)
+
+
+def _safe(lines: list[str]) -> str:
+    """The lines for a terminal: names and values come from the dataset and the program, so each line
+    is made terminal-safe (an escape sequence or a newline in a label cannot act or forge a row)."""
+    return "\n".join(terminal_safe(line) for line in lines)
 
 
 def _delta(change: Change, *, percent: bool = False, digits: int = 3) -> str:
@@ -126,4 +133,4 @@ def format_diff(diff: EvalDiff) -> str:
     for side, names in (("only in " + diff.before, diff.only_before), ("only in " + diff.after, diff.only_after)):
         if names:
             out += ["", f"{side}: {', '.join(names)}"]
-    return "\n".join(out)
+    return _safe(out)
