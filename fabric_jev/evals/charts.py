@@ -59,8 +59,13 @@ def _pass_rates(plt: Any, summary: EvalSummary, path: Path) -> Path:
     ax.barh(ys, rates, color="#4878d0", alpha=0.8, height=0.6)
     ax.errorbar(rates, ys, xerr=[low, high], fmt="none", ecolor="#1f2f4f", capsize=4, linewidth=1.2)
     for y, cell in zip(ys, cells, strict=True):
-        where = (min(cell.pass_rate_interval.high + 0.01, 0.8), y)
-        ax.annotate(f"{cell.pass_rate:.1%} ({cell.passed}/{cell.lines})", where, va="center", fontsize=8.5)
+        text = f"{cell.pass_rate:.1%} ({cell.passed}/{cell.lines})"
+        low_end, high_end = cell.pass_rate_interval.low, cell.pass_rate_interval.high
+        if high_end < 0.78:  # right of the interval
+            ax.annotate(text, (high_end + 0.015, y), va="center", fontsize=8.5)
+        else:  # no room there: inside the bar, left of the interval
+            ax.annotate(text, (max(low_end - 0.015, 0.01), y), va="center", ha="right" if low_end > 0.2 else "left",
+                        fontsize=8.5, color="white" if low_end > 0.2 else "black")
     ax.set_yticks(ys, [c.name for c in cells], fontsize=8.5)
     ax.set_xlim(0, 1)
     ax.set_xlabel("pass rate, with its 95% Wilson interval")
