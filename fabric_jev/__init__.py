@@ -6,8 +6,10 @@ script that only needs `run_program` never pays for the HTTP client or numpy.
 Extras (``pip install --find-links DIR 'fabric-jev[browser,mcp]'``, DIR being the
 wheelhouse ``./scripts/wheelhouse DIR`` builds in a clone): ``browser`` (the CDP
 browser connector, fabric-jev-browser), ``mcp`` (``fabric-jev mcp``), ``report``
-(matplotlib charts for ``fabric-jev calibrate --report``), ``ray`` (``fabric-jev
-batch --ray``), ``bench`` (the peers ``fabric-jev bench`` measures).
+(matplotlib charts for ``fabric-jev calibrate --report`` and ``fabric-jev eval
+--report``), ``datasets`` (``fabric-jev eval`` on Hugging Face datasets exports),
+``ray`` (``fabric-jev batch --ray``), ``bench`` (the peers ``fabric-jev bench``
+measures).
 """
 
 import types as _types
