@@ -130,3 +130,114 @@ def format_checker() -> Any:
 
         checker.checks(name)(checks)
     return checker
+
+
+# ---------------------------------------------------------------- patterns other engines read alike
+
+# Escapes with one meaning in RE2, ECMA-262 (with or without the u flag) and Python's `re`.
+_PORTABLE_CLASS_ESCAPES = frozenset("dDwWsS")
+_PORTABLE_CONTROL_ESCAPES = frozenset("nrtfv")
+_SYNTAX = frozenset("^$\\.*+?()[]{}|/")
+_QUANTIFIER_BRACES = re2.compile(r"^\{[0-9]+(?:,[0-9]*)?\}")
+_HEX2 = frozenset("0123456789abcdefABCDEF")
+
+
+def _portable_escape(pattern: str, i: int, *, in_class: bool) -> int | None:
+    """The index after the escape at `i` (a backslash), or None when engines read it differently."""
+    if i + 1 >= len(pattern):
+        return None
+    c = pattern[i + 1]
+    if c in _PORTABLE_CLASS_ESCAPES or c in _PORTABLE_CONTROL_ESCAPES or c in _SYNTAX:
+        return i + 2
+    if c in "bB" and not in_class:  # a word boundary (inside a class, \b is a backspace in ECMA only)
+        return i + 2
+    if c == "-" and in_class:
+        return i + 2
+    if c == "x" and len(pattern) >= i + 4 and set(pattern[i + 2:i + 4]) <= _HEX2:
+        return i + 4
+    if c == "u" and len(pattern) >= i + 6 and set(pattern[i + 2:i + 6]) <= _HEX2:
+        return i + 6
+    return None  # \pL, \z, \A, \Z, \Q…\E, \x{…}, back-references, octal, \C, …
+
+
+def portable_pattern(pattern: str) -> bool:
+    """Whether `pattern` (which RE2 accepts) means the same to ECMA-262 (with or without the u flag)
+    and to Python's `re`, so a published schema may carry it: JSON Schema validators in clients
+    compile patterns with their own engine, and one that fails to compile can break the client.
+
+    Conservative: the common core only (literals, `.`, classes with ranges and the portable
+    escapes, groups `(…)`/`(?:…)`, alternation, `^`/`$` and the quantifiers `* + ? {n,m}` with
+    an optional lazy `?`); anything else is not portable.
+    """
+    i, n = 0, len(pattern)
+    quantifiable = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            after = _portable_escape(pattern, i, in_class=False)
+            if after is None:
+                return False
+            quantifiable = pattern[i + 1] not in "bB"
+            i = after
+        elif c == "[":
+            i += 1
+            if i < n and pattern[i] == "^":
+                i += 1
+            if i < n and pattern[i] == "]":
+                return False  # `[]…]`: an empty class to ECMA, a literal ] to Python and RE2
+            while i < n and pattern[i] != "]":
+                if pattern[i] == "\\":
+                    after = _portable_escape(pattern, i, in_class=True)
+                    if after is None:
+                        return False
+                    i = after
+                elif pattern[i] == "[" or pattern.startswith(("--", "&&", "~~", "||"), i):
+                    return False  # POSIX classes, nested sets and set operations (Python warns, v flag)
+                else:
+                    i += 1
+            if i >= n:
+                return False
+            i += 1
+            quantifiable = True
+        elif c == "(":
+            if pattern.startswith("(?", i):
+                if not pattern.startswith("(?:", i):
+                    return False  # named groups, flags, lookaround: spelled differently or missing
+                i += 3
+            else:
+                i += 1
+            quantifiable = False
+        elif c in "*+?":
+            if not quantifiable:
+                return False
+            i += 1
+            if i < n and pattern[i] == "?":
+                i += 1  # lazy
+            if i < n and pattern[i] in "*+":
+                return False  # possessive in Python 3.11+, an error elsewhere
+            quantifiable = False
+        elif c == "{":
+            braces = _QUANTIFIER_BRACES.search(pattern[i:i + 24])
+            if braces is None or not quantifiable:
+                return False  # a lone brace: a literal to Python and RE2, an error to ECMA's u flag
+            i += len(braces.group())
+            if i < n and pattern[i] == "?":
+                i += 1
+            quantifiable = False
+        elif c in "}]":
+            return False  # a lone closer: an error to ECMA's u flag
+        else:
+            quantifiable = c not in "^$|)"
+            if c == ")":
+                quantifiable = True
+            i += 1
+    import re
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            re.compile(pattern)
+    except (re.error, Warning, RecursionError):
+        return False
+    return True

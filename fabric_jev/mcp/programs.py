@@ -2,8 +2,14 @@
 `--program-tools`, a tool of its own, named after the program and typed by its schemas.
 
 An agent then lists what it may run, reads a program if it wants to, and calls it as
-a typed tool: it never writes the artifact. The folder is read again at every list
-and every call, so programs added or edited while the server runs are seen.
+a typed tool: it never writes the artifact. The folder is looked at again at every list,
+so programs added or edited while the server runs are seen, but a file is parsed again
+only when its modification time or size changed (a file that is not a program is
+remembered as such too). What is looked at is bounded: MAX_SCANNED_FOLDERS folders,
+MAX_SCANNED_FILES candidate files, each first sniffed (a program file opens with `{` or a
+`/* @program` comment), so a folder of junk costs a bounded walk, once parsed, and a
+program sorted after it is still listed: only valid programs count towards MAX_LISTED.
+A tool call finds its program by the last listing and checks only that file.
 """
 
 from __future__ import annotations
@@ -12,6 +18,9 @@ import json
 import logging
 import os
 import re
+import stat
+import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +34,17 @@ log = logging.getLogger("fabric_jev.mcp")
 
 #: Resource URIs: this prefix and the program file's path inside the folder.
 URI_PREFIX = "fabric-jev://programs/"
-#: At most this many program files are listed (sorted by path); the rest are left out, with a warning.
+#: At most this many programs are listed (sorted by path); the rest are left out, with a warning.
 MAX_LISTED = 256
 #: How deep below the folder program files are looked for.
 MAX_DEPTH = 4
+#: Folders walked per listing (the folder itself first, then breadth first, sorted by name).
+MAX_SCANNED_FOLDERS = 512
+#: Files with a program's suffix looked at per listing.
+MAX_SCANNED_FILES = 4096
+#: What is read of a file to tell whether it may be a program at all.
+_SNIFF_BYTES = 512
+_OPENS_LIKE_A_PROGRAM = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*(?:\{|/\*\*?[ \t]*@program\b)")
 SUFFIXES = (".json", *SOURCE_SUFFIXES)
 _NOT_IN_A_TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -51,14 +67,16 @@ class ListedProgram:
         return self.program.input_schema.get("type") != "object"
 
     def input_schema(self) -> dict[str, Any]:
+        """The tool's published input schema (see `published`): the run checks the program's own."""
+        schema: dict[str, Any] = published(self.program.input_schema)
         if not self.wraps_input:
-            return dict(self.program.input_schema)
-        return {"type": "object", "properties": {"input": self.program.input_schema}, "required": ["input"],
+            return schema
+        return {"type": "object", "properties": {"input": schema}, "required": ["input"],
                 "additionalProperties": False}
 
     def output_schema(self) -> dict[str, Any]:
-        """The run's envelope, its `result` typed by the program's outputSchema."""
-        properties = {**ENVELOPE_SCHEMA["properties"], "result": self.program.output_schema}
+        """The run's envelope, its `result` typed by the program's outputSchema (as published)."""
+        properties = {**ENVELOPE_SCHEMA["properties"], "result": published(self.program.output_schema)}
         return {**ENVELOPE_SCHEMA, "properties": properties}
 
     def description(self) -> str:
@@ -73,6 +91,34 @@ class ListedProgram:
         return arguments.get("input") if self.wraps_input else arguments
 
 
+_SUBSCHEMA_KEYS = ("additionalProperties", "items")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf")
+
+
+def published(schema: Any) -> Any:
+    """A program's schema as a tool publishes it: without the `pattern`s that another engine
+    could read otherwise or refuse (formats.portable_pattern). A client validates arguments and
+    results with its own regex engine (the Python SDK's client with `re`, JavaScript ones with
+    ECMA-262): an RE2-only `\\pL` or `\\z` makes it fail. The pattern still holds: the run
+    validates input and result against the program's own schema, with RE2."""
+    from ..contract.formats import portable_pattern
+
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "pattern" and isinstance(value, str) and not portable_pattern(value):
+            continue
+        if key == "properties" and isinstance(value, dict):
+            value = {name: published(sub) for name, sub in value.items()}
+        elif key in _SUBSCHEMA_KEYS:
+            value = published(value)
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            value = [published(sub) for sub in value]
+        out[key] = value
+    return out
+
+
 def tool_name(program_name: str) -> str:
     """An MCP tool name (letters, digits, _ and -, at most 64) made from a program's name."""
     return _NOT_IN_A_TOOL_NAME.sub("_", program_name)[:64]
@@ -80,6 +126,14 @@ def tool_name(program_name: str) -> str:
 
 class UnknownResource(LookupError):
     """A resource URI that names no program of the folder."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """A file as last parsed: its stat stamp, and the program it holds (None: not a program)."""
+
+    stamp: tuple[int, int]  # (mtime_ns, size)
+    program: Program | None
 
 
 class ProgramCatalog:
@@ -94,32 +148,95 @@ class ProgramCatalog:
         self.root, self.load = root, load
         self.tools = tools
         self.reserved = reserved  # the built-in tools' names, which no program may take
+        self._seen: dict[str, _Seen] = {}
+        self._tools: dict[str, str] = {}  # tool name → path, from the last listing
+        self._lock = threading.Lock()  # listings run in worker threads
+        self.parsed = 0  # files parsed so far (each changed file once)
 
-    def _paths(self) -> list[str]:
-        root = self.root
-        found: list[str] = []
-        for here, dirs, files in os.walk(root):  # symlinked folders are not followed
-            depth = len(Path(here).relative_to(root).parts)
-            dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < MAX_DEPTH else []
-            found.extend(Path(here, f).relative_to(root).as_posix() for f in files
-                         if f.lower().endswith(SUFFIXES) and not f.startswith("."))
+    def _candidates(self) -> list[tuple[str, tuple[int, int]]]:
+        """Files with a program's suffix and their stamps, by a bounded breadth-first walk."""
+        found: list[tuple[str, tuple[int, int]]] = []
+        queue: deque[tuple[Path, int]] = deque([(self.root, 0)])
+        folders = 0
+        capped = False
+        while queue:
+            here, depth = queue.popleft()
+            folders += 1
+            if folders > MAX_SCANNED_FOLDERS:
+                capped = True
+                break
+            try:
+                with os.scandir(here) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                try:
+                    if entry.is_dir(follow_symlinks=False):  # symlinked folders are not followed
+                        if depth + 1 <= MAX_DEPTH:
+                            queue.append((Path(entry.path), depth + 1))
+                        continue
+                    if not entry.name.lower().endswith(SUFFIXES):
+                        continue
+                    info = entry.stat()
+                except OSError:
+                    continue
+                if not stat.S_ISREG(info.st_mode):
+                    continue
+                if len(found) >= MAX_SCANNED_FILES:
+                    capped = True
+                    break
+                found.append((Path(entry.path).relative_to(self.root).as_posix(), (info.st_mtime_ns, info.st_size)))
+            if capped:
+                break
+        if capped:
+            log.warning("the programs folder is larger than %d folders or %d program-like files; the rest is "
+                        "not looked at", MAX_SCANNED_FOLDERS, MAX_SCANNED_FILES)
         found.sort()
-        if len(found) > MAX_LISTED:
-            log.warning("the programs folder has %d program files; the first %d are listed", len(found),
-                        MAX_LISTED)
-        return found[:MAX_LISTED]
+        return found
 
-    def programs(self) -> list[ListedProgram]:
-        """Every file that holds a valid program, sorted by path; the others (an input file,
-        a broken program) are left out and logged."""
-        listed: list[ListedProgram] = []
-        taken = set(self.reserved)
-        for path in self._paths():
+    def _program(self, path: str, stamp: tuple[int, int]) -> Program | None:
+        """The program in `path`, parsed only when its stamp changed since the last time."""
+        with self._lock:
+            seen = self._seen.get(path)
+        if seen is not None and seen.stamp == stamp:
+            return seen.program
+        program: Program | None = None
+        if self._sniff(path):
             try:
                 program = parse_program(self.load(path))
             except Exception as exc:  # not a program (or not readable): it is simply not listed
                 log.info("not listed: %s: %s", path, " ".join(str(exc).split())[:300])
+            self.parsed += 1
+        with self._lock:
+            self._seen[path] = _Seen(stamp, program)
+        return program
+
+    def _sniff(self, path: str) -> bool:
+        """Whether the file opens as a program does; junk is left out without being read whole."""
+        try:
+            with open(self.root / path, "rb") as f:
+                head = f.read(_SNIFF_BYTES)
+        except OSError:
+            return False
+        return _OPENS_LIKE_A_PROGRAM.match(head) is not None
+
+    def programs(self) -> list[ListedProgram]:
+        """Every file that holds a valid program, sorted by path; the others (an input file,
+        a broken program, junk) are left out and logged."""
+        listed: list[ListedProgram] = []
+        taken = set(self.reserved)
+        candidates = self._candidates()
+        for path, stamp in candidates:
+            program = self._program(path, stamp)
+            if program is None:
                 continue
+            if len(listed) >= MAX_LISTED:
+                log.warning("the programs folder has more than %d programs; the first %d are listed",
+                            MAX_LISTED, MAX_LISTED)
+                break
             name: str | None = None
             if self.tools:
                 name = tool_name(program.name)
@@ -129,6 +246,11 @@ class ProgramCatalog:
                 else:
                     taken.add(name)
             listed.append(ListedProgram(path, program, name))
+        present = {path for path, _ in candidates}
+        with self._lock:
+            for gone in set(self._seen) - present:
+                del self._seen[gone]
+            self._tools = {p.tool: p.path for p in listed if p.tool is not None}
         return listed
 
     def resources(self) -> list[Any]:
@@ -158,6 +280,19 @@ class ProgramCatalog:
                 for p in self.programs() if p.tool is not None]
 
     def find_tool(self, name: str) -> ListedProgram | None:
+        """The program a tool name stands for: by the last listing, its one file checked again
+        (re-parsed only if it changed); the folder is listed again only for a name not known."""
         if not self.tools or name in self.reserved:
             return None
+        with self._lock:
+            path = self._tools.get(name)
+        if path is not None:
+            try:
+                info = os.stat(self.root / path, follow_symlinks=False)
+            except OSError:
+                info = None
+            if info is not None and stat.S_ISREG(info.st_mode):
+                program = self._program(path, (info.st_mtime_ns, info.st_size))
+                if program is not None and tool_name(program.name) == name:
+                    return ListedProgram(path, program, name)
         return next((p for p in self.programs() if p.tool == name), None)

@@ -98,7 +98,8 @@ def session_tools(launch_properties: dict[str, Any], one_program: dict[str, Any]
                            "piece is returned once (peek: look without taking). A piece whose turn was "
                            "overtaken before you read it (a newer completed turn, new input, compaction, "
                            "Main halted) is marked stale. With waitMs, wait up to that long for the first "
-                           "piece. Also each observer's state and counts (adviceDelivered, adviceSuppressed).",
+                           "piece (closing the session ends the wait at once). Also each observer's state and "
+                           "counts (adviceDelivered, adviceSuppressed).",
             "input": {"type": "object", "properties": {
                 "sessionId": _SESSION_ID,
                 "waitMs": {"type": "integer", "minimum": 0, "maximum": 300_000, "default": 0},

@@ -55,6 +55,13 @@ class ObservedSession:
         self.observers: list[str] = []
         self._sequence = 0
         self._arrived = anyio.Event()
+        #: Closed (jev_session_close): no call waits for advice any more.
+        self.closed = False
+
+    def close(self) -> None:
+        """End every wait for advice at once: nothing more can arrive."""
+        self.closed = True
+        self._arrived.set()
 
     async def _deliver(self, advice: Advice) -> None:
         self._sequence += 1
@@ -82,9 +89,9 @@ class ObservedSession:
         return None
 
     async def take(self, wait_s: float, *, peek: bool = False) -> list[dict[str, Any]]:
-        if not self.outbox and wait_s > 0:
+        if not self.outbox and wait_s > 0 and not self.closed:
             with anyio.move_on_after(wait_s):
-                await self._arrived.wait()
+                await self._arrived.wait()  # advice, or the session's close
         out = []
         for item in list(self.outbox):
             entry: dict[str, Any] = {
@@ -169,6 +176,7 @@ class SessionTools:
 
     async def _session_close(self, arguments: dict[str, Any]) -> Any:
         session = self._get(arguments["sessionId"])
+        session.close()  # a jev_advice waiting on it answers now, not at the end of its waitMs
         session.main.shutdown()
         for run_id in session.observers:  # shutdown cancelled them: wait until each is terminal
             with contextlib.suppress(UnknownRun):

@@ -28,7 +28,7 @@ import pydantic
 from mcp.shared.message import SessionMessage
 
 from .._json import STRUCTURE_TOKEN, JSONInputError, loads_bounded
-from .lines import CUT_MARK, MAX_LINE_BYTES
+from .lines import CROWDED_MARK, CUT_MARK, MAX_LINE_BYTES, MAX_LINE_VALUES
 
 log = logging.getLogger("fabric_jev.mcp")
 
@@ -94,8 +94,12 @@ def error_for(exc: Exception) -> types.JSONRPCError | None:
         return None
     first = errors[0]
     raw = first.get("input")
-    cut = first["type"] == "json_invalid" and isinstance(raw, str) and raw.endswith(CUT_MARK + "\n")
-    if cut:
+    crowded = first["type"] == "json_invalid" and isinstance(raw, str) and raw.endswith(CROWDED_MARK + "\n")
+    cut = crowded or (first["type"] == "json_invalid" and isinstance(raw, str) and raw.endswith(CUT_MARK + "\n"))
+    if crowded:
+        code, message = types.PARSE_ERROR, (f"Parse error: the message holds more than {MAX_LINE_VALUES} JSON "
+                                            "values")
+    elif cut:
         code, message = types.PARSE_ERROR, f"Parse error: the message is longer than {MAX_LINE_BYTES} bytes"
     elif first["type"] == "json_invalid" and isinstance(raw, str) and _holds_lone_surrogate(raw):
         # The SDK's parser says "unexpected end of hex escape": name the real cause.
