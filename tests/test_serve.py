@@ -718,3 +718,70 @@ def test_what_is_not_readable_http_gets_the_parsers_plain_400() -> None:
         assert head.startswith(b"HTTP/1.1 400 ") and b"text/plain" in head and b"close" in head.lower()
         assert b"Invalid HTTP request received." in body
     assert ok.status_code == 200
+
+
+# ---------------------------------------------------------------- churn and the reserve (issue 33)
+
+
+def keyed_request(key: bytes, scheme: bytes = b"Bearer") -> bytes:
+    body = json.dumps(STATE_OK).encode()
+    return (b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nAuthorization: " + scheme + b" " + key
+            + b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+@pytest.mark.anyio
+async def test_a_request_head_waiting_unread_is_not_shed_for_a_burst_of_newcomers() -> None:
+    """Under churn, connections are accepted in bursts and read later: a real client's
+    connection is "fresh" with its whole request waiting in the socket while hundreds of
+    one-byte connections arrive. It is kept in reserve; the one-byte ones are shed.
+
+    The clients connect while the server's loop cannot run (this test runs on that loop and
+    blocks it), so every accept of the burst happens before any read, every time."""
+    key = b"churn-key-0123456789"
+    ports: list[int] = []
+    ready = anyio.Event()
+
+    def on_ready(port: int) -> None:
+        ports.append(port)
+        ready.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(partial(serve, fixture(), key=key.decode(), limits=ServeLimits(max_connections=4),
+                              ready=on_ready))
+        await ready.wait()
+        port = ports[0]
+
+        def one_byte() -> socket.socket:
+            s = socket.create_connection(("127.0.0.1", port), timeout=30)
+            s.sendall(b"P")
+            return s
+
+        # Blocking calls on the loop's own thread: nothing of the server runs until the await below.
+        before = [one_byte() for _ in range(3)]
+        client = socket.create_connection(("127.0.0.1", port), timeout=30)
+        client.sendall(keyed_request(key))
+        after = [one_byte() for _ in range(12)]
+        try:
+            status, payload = await anyio.to_thread.run_sync(lambda: status_and_json(read_response(client)))
+            # Shedding happened as the burst was admitted, before the request was served: by now
+            # each shed connection has its 503 and its close waiting to be read.
+            readable, _, _ = select.select(before + after, [], [], 0)
+            answers = [status_and_json(read_response(s)) for s in readable]
+        finally:
+            for s in [client, *before, *after]:
+                s.close()
+        tg.cancel_scope.cancel()
+    assert status == 200 and payload["answers"]["q"]["noul"] == 0.5
+    # 16 connections for 4 places: the client's and three one-byte ones stay.
+    assert len(answers) == 12
+    assert {(code, p["detail"]["error_type"]) for code, p in answers} == {(503, "overloaded")}
+
+
+def test_the_bearer_scheme_is_case_insensitive() -> None:
+    key = b"case-key-0123456789"
+    with running(fixture(), key=key.decode()) as (_, port):
+        answers = [status_and_json(raw_exchange(port, keyed_request(key, scheme)))[0]
+                   for scheme in (b"Bearer", b"bearer", b"BEARER", b"bEaReR")]
+        wrong = status_and_json(raw_exchange(port, keyed_request(key, b"Basic")))
+    assert answers == [200] * 4
+    assert wrong[0] == 401

@@ -10,12 +10,20 @@ Protocol that owns the socket and hands the bytes on; it uses only the
 asyncio Protocol and Transport interfaces, never uvicorn's internals.
 
 * **A cap that sheds the least useful connection first.** At the cap, a new
-  connection closes the oldest one that has sent nothing, else the oldest
-  kept-alive one waiting between requests, else the oldest one still sending
-  its headers (none of them authenticated yet), else the oldest one still
-  sending its body (a body that never ends must not hold a place). A
-  connection whose whole request is in is never shed; only when every one
-  is being served, the newcomer gets a JSON 503 and is closed.
+  connection closes the oldest one that has not yet sent a whole request
+  head (whether it sent nothing or a few bytes: under churn, a real client's
+  connection is "fresh" for the moment before its bytes are read, so fresh
+  ones are not shed before trickling ones), else the oldest kept-alive one
+  waiting between requests, else the oldest one still sending its body (a
+  body that never ends must not hold a place). A connection whose complete
+  request head has arrived, and that the app has not started on yet, is
+  kept in reserve: it is never shed for a newcomer, whether its head was
+  already read or is still waiting, unread, in its socket (looked at with
+  MSG_PEEK: a burst of accepts comes before the reads). A connection whose whole
+  request is in is never shed; only when nothing else can be, the newcomer
+  gets a JSON 503 and is closed. Each kind is kept in its own ordered
+  table, so choosing whom to shed costs the same at 10,000 connections a
+  second as at one.
 * **A header timeout** from the connection (or the end of the previous
   response) to the end of the next request's headers; trickling one byte
   at a time cannot reset it.
@@ -30,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import itertools
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -46,7 +53,7 @@ Peer = tuple[str, int]
 
 
 class Phase(enum.Enum):
-    """Where a connection is in its request cycle, in the order it is shed under pressure."""
+    """Where a connection is in its request cycle."""
 
     #: Connected, not a byte received yet.
     FRESH = 0
@@ -58,6 +65,15 @@ class Phase(enum.Enum):
     RECEIVING = 3
     #: The whole request is in: the app is serving it. Never shed.
     SERVING = 4
+
+
+#: The sheddable phases, in the order they are shed: those without a whole request head first
+#: (fresh or reading alike, by age), then kept-alive ones, then bodies still arriving.
+_SHED_GROUP = {Phase.FRESH: 0, Phase.READING: 0, Phase.IDLE: 1, Phase.RECEIVING: 2}
+#: Connections looked at for one newcomer before a group is given up as all in reserve.
+_LOOKS_PER_GROUP = 64
+_PEEK_BYTES = 16384
+_HEAD_END = b"\r\n\r\n"
 
 
 def overloaded(message: str) -> bytes:
@@ -75,28 +91,52 @@ class Connections:
         cap = limits.max_connections
         self.busy = overloaded(f"All {cap} connections are serving requests; retry later")
         self.make_room = overloaded(f"Closed to make room for a request ({cap} connections at most); retry")
-        self._open: dict[Guard, None] = {}  # admitted and not closed, in admission order
+        self.count = 0  # admitted and not closed
+        # Sheddable connections per group, oldest first (dicts keep insertion order).
+        self._groups: tuple[dict[Guard, None], ...] = ({}, {}, {})
         self._by_peer: dict[Peer, Guard] = {}
-        self._clock = itertools.count()
-
-    def tick(self) -> int:
-        """A monotonic order of phase changes: "oldest" means the longest in its phase."""
-        return next(self._clock)
 
     def admit(self, guard: Guard) -> bool:
-        if len(self._open) >= self.limits.max_connections:
-            victim = min((g for g in self._open if g.phase is not Phase.SERVING),
-                         key=lambda g: (g.phase.value, g.since), default=None)
+        if self.count >= self.limits.max_connections:
+            victim = self._victim()
             if victim is None:
                 return False
             victim.shed()
-        self._open[guard] = None
+        self.count += 1
+        guard.admitted = True
+        self._groups[0][guard] = None
         if guard.peer is not None:
             self._by_peer[guard.peer] = guard
         return True
 
+    def _victim(self) -> Guard | None:
+        """The oldest connection of the first group that has one not in reserve."""
+        for group in self._groups:
+            for looked, guard in enumerate(group):
+                if looked >= _LOOKS_PER_GROUP:
+                    break
+                if not guard.sent_a_head():
+                    return guard
+        return None
+
+    def moved(self, guard: Guard, before: Phase, after: Phase) -> None:
+        """Keep the tables in step with a phase change (fresh to reading keeps its age)."""
+        old, new = _SHED_GROUP.get(before), _SHED_GROUP.get(after)
+        if old == new:
+            return
+        if old is not None:
+            self._groups[old].pop(guard, None)
+        if new is not None:
+            self._groups[new][guard] = None
+
     def forget(self, guard: Guard) -> None:
-        self._open.pop(guard, None)
+        if not guard.admitted:
+            return
+        guard.admitted = False
+        self.count -= 1
+        group = _SHED_GROUP.get(guard.phase)
+        if group is not None:
+            self._groups[group].pop(guard, None)
         if guard.peer is not None and self._by_peer.get(guard.peer) is guard:
             del self._by_peer[guard.peer]
 
@@ -175,7 +215,10 @@ class Guard(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer: Peer | None = None
         self.phase = Phase.FRESH
-        self.since = connections.tick()
+        self.admitted = False
+        #: The request head being read is complete (its blank line has arrived).
+        self.headed = False
+        self._tail = b""  # the last bytes of the head so far: its blank line may span two reads
         self.protocol_paused = False
         self._backlog = bytearray()
         self._eof = False
@@ -209,6 +252,9 @@ class Guard(asyncio.Protocol):
             return  # refused or shed: nothing more is read
         if self.phase in (Phase.FRESH, Phase.IDLE):
             self._enter(Phase.READING)
+        if self.phase is Phase.READING and not self.headed:
+            self.headed = _HEAD_END in data or (bool(self._tail) and _HEAD_END in self._tail + data[:3])
+            self._tail = data[-3:]
         if not self._backlog and not self.protocol_paused and len(data) <= SLICE_BYTES:
             self.protocol.data_received(data)  # the common case: a small read, handed on at once
             return
@@ -257,6 +303,7 @@ class Guard(asyncio.Protocol):
         if self.transport is None or self.transport.is_closing() or self.protocol is None:
             return
         # Bytes of a pipelined request may already be in; otherwise it waits, kept alive.
+        self.headed, self._tail = False, b""
         self._enter(Phase.IDLE)
         self._time_headers()
 
@@ -272,8 +319,33 @@ class Guard(asyncio.Protocol):
         self.transport.close()
 
     def _enter(self, phase: Phase) -> None:
-        self.phase = phase
-        self.since = self.connections.tick()
+        before, self.phase = self.phase, phase
+        if self.admitted:
+            self.connections.moved(self, before, phase)
+
+    def sent_a_head(self) -> bool:
+        """Whether a complete request head has arrived: handed on already, or still unread in the
+        socket (a connection accepted in the same burst as many others is read only later)."""
+        if self.phase is Phase.RECEIVING:
+            return False  # its head was accepted; a body that never ends must not hold a place
+        if self.headed:
+            return True
+        if self.phase is Phase.READING or self.transport is None:
+            return False  # bytes read, and no blank line among them
+        sock = self.transport.get_extra_info("socket")
+        if sock is None:
+            return False
+        try:
+            peek = socket.socket(sock.family, sock.type, sock.proto, fileno=sock.fileno())
+        except OSError:
+            return False
+        try:
+            waiting = peek.recv(_PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except OSError:  # nothing waiting (EAGAIN), or the peer is gone
+            waiting = b""
+        finally:
+            peek.detach()  # the fd stays the transport's
+        return _HEAD_END in waiting
 
     def _time_headers(self) -> None:
         self._stop_header_timer()

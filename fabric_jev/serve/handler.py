@@ -62,10 +62,12 @@ class JevServer:
     def _auth(self, headers: Mapping[str, str]) -> Response | None:
         if self.key is None:
             return None
-        given = headers.get("authorization", "")
-        if not given.startswith("Bearer ") or not given[7:]:
+        # The scheme is case-insensitive (RFC 9110 §11.1): `bearer KEY` is `Bearer KEY`.
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        token = token.lstrip(" ")
+        if scheme.lower() != "bearer" or not token:
             return error(401, "authentication_error", "Missing API key: send Authorization: Bearer <key>")
-        if not hmac.compare_digest(given[7:].encode(), self.key.encode()):
+        if not hmac.compare_digest(token.encode(), self.key.encode()):
             return error(401, "authentication_error", "Invalid API key")
         return None
 
