@@ -25,6 +25,7 @@ helpers its launchers use, and `runtime_js` for the scripts shipped with the cor
 from __future__ import annotations
 
 from ._process import end_process_group, kill_process_group, read_available, wait_process_exit
+from ._runtime_js import runtime_js_path
 from ._waiting import Waiter
 from .contract.policy import Risk
 from .host.registry import (
@@ -34,7 +35,6 @@ from .host.registry import (
     CapabilityRegistry,
     Connector,
 )
-from .sandbox.js import runtime_js_path
 
 
 def runtime_js(name: str) -> str:

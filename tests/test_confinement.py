@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from fabric_jev import JevHost, RunState
-from fabric_jev.sandbox.js import runtime_js_path
+from fabric_jev._runtime_js import runtime_js_path
 from fabric_jev.testing import worker_pid
 from tests.conftest import program
 

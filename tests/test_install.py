@@ -35,7 +35,7 @@ def test_wheel_in_a_fresh_venv_runs_an_example_with_the_local_model(tmp_path: Pa
     [wheel] = dist.glob("fabric_jev-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names)
-    assert "fabric_jev/runtime_js/prelude.js" in names
+    assert "fabric_jev/runtime_js/prelude.js" in names and "fabric_jev/runtime_js/jev.d.ts" in names
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], tmp_path, env)
@@ -58,6 +58,9 @@ def test_wheel_in_a_fresh_venv_runs_an_example_with_the_local_model(tmp_path: Pa
                 tmp_path, env)
     envelope = json.loads(done.stdout)
     assert envelope["state"] == "completed", envelope
+    # The guest API's declarations are read from the installed package.
+    declarations = _run([str(cli), "types", str(EXAMPLE / "program.json")], tmp_path, env).stdout
+    assert "interface JevProgramCore {" in declarations and "\ntype JevInput = " in declarations
     where = _run([str(py), "-c", "import fabric_jev; print(fabric_jev.__file__)"], tmp_path, env).stdout
     assert where.startswith(str(venv)), where  # the installed wheel ran, not the checkout
 

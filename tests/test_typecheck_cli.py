@@ -86,10 +86,13 @@ def test_types_prints_the_declarations(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert "type JevInput = {\n  ticket: string;\n};" in done.stdout
     assert "type JevOutput = string;" in done.stdout
-    assert 'call(request: { ref: "jev.evaluate" | "kv.get"; args?: unknown }): Promise<any>;' in done.stdout
-    assert "nextEvent" not in done.stdout and "fetch" not in done.stdout
-    assert "nextEvent(): Promise<JevObservedEvent>;" in cli("types", write(tmp_path, "p.json", GOOD_TS),
-                                                              "--observe").stdout
+    assert 'interface JevTools extends JevToolsOf<"jev.evaluate" | "kv.get"> {}' in done.stdout
+    assert "interface Jev extends JevEvaluating {}" in done.stdout
+    # The guest API (runtime_js/jev.d.ts) comes first; the program's own parts pick from it.
+    assert done.stdout.index("interface JevObserving {") < done.stdout.index("\ntype JevInput = ")
+    assert "interface JevProgram extends JevProgramCore {}" in done.stdout
+    assert "interface JevProgram extends JevProgramCore, JevObserving {}" in cli(
+        "types", write(tmp_path, "p.json", GOOD_TS), "--observe").stdout
 
 
 def test_run_refuses_typescript_with_type_errors(tmp_path: Path, home: dict[str, str]) -> None:

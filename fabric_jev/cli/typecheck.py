@@ -81,9 +81,11 @@ def add_typecheck_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
 
     types: Any = add_command(
         sub, "types", help="print the TypeScript declarations a program is checked against",
-        description="Print the declarations `fabric-jev check` and launches check a program against "
-                    "(input, output, tools.call refs, jev.evaluate, program, console, timers), generated "
-                    "from its contract. Save them as jev.d.ts next to the code for an editor.",
+        description="Print the declarations `fabric-jev check` and launches check a program against: "
+                    "the guest API (program, jev, tools, console, timers), then what the program's "
+                    "contract gives it (input, output, tools.call refs, whether jev.evaluate, "
+                    "program.nextEvent and program.advise exist). Save them as jev.d.ts next to the code "
+                    "for an editor.",
         codes=("0 printed", "2 bad input"))
     types.add_argument("program", help=PROGRAM_HELP)
     types.add_argument("--observe", action="store_true", help=OBSERVE_HELP)

@@ -20,9 +20,9 @@ from typing import Any
 
 import anyio
 
+from .._runtime_js import runtime_js_path
 from . import _wire
 from .connection import Listener
-from .js import runtime_js_path
 from .pool import Worker
 
 

@@ -31,9 +31,9 @@ import anyio
 import anyio.abc
 
 from .._process import wait_process_exit
+from .._runtime_js import runtime_js_path
 from ..errors import SandboxUnavailable
 from .connection import WorkerConnection
-from .js import runtime_js_path
 
 _WORKER_MAIN = Path(__file__).with_name("_worker_main.py")
 _EXIT_CODES_KEPT = 1024

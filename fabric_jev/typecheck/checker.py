@@ -40,7 +40,7 @@ from ..contract.typecheck import CheckMode, Language
 from ..errors import TypeScriptError, clip_error
 from . import cache
 from .compiler import Compiler, CompilerStopped, Missing, locate, run_compiler
-from .declarations import render, schema_type, wrap
+from .declarations import DECLARATIONS_FILE, render, schema_type, wrap
 from .diagnostics import parse_output, place
 from .slots import FairSlots
 from .verdict import CheckReport, Stopped, Verdict
@@ -49,7 +49,6 @@ from .verdict import CheckReport, Stopped, Verdict
 CHECKER_VERSION = 3
 #: Compilers running at once in one process.
 MAX_COMPILERS = max(1, min(2, os.cpu_count() or 1))
-DECLARATIONS_FILE = "jev.d.ts"
 # The guest's built-ins: ES2025 and the later parts QuickJS-ng already has (Array.fromAsync,
 # DisposableStack, Error.isError). No DOM, no Node.
 LIB = ("es2025", "esnext.array", "esnext.disposable", "esnext.error")

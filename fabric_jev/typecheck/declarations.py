@@ -1,11 +1,13 @@
-"""The guest API as TypeScript declarations, generated from one program's own contract.
+"""The declarations a program is type-checked against: the guest API and its own contract.
 
-Pure: no I/O. `input` is typed from `inputSchema`, the program's result from
-`outputSchema`, `tools.call`'s `ref` from `requires`, and `jev.evaluate` is
+The guest API is declared once, in runtime_js/jev.d.ts beside the prelude
+that implements it (read on first use, then kept). What differs between
+programs is written here from the program's contract, in the types that
+file leaves open: `input` is typed from `inputSchema`, the program's result
+from `outputSchema`, `tools.call`'s `ref` from `requires`, and which parts of
+`jev` and `program` exist from `requires` and `observe`. `jev.evaluate` is
 generic over its questions, so each answer is typed by its question (a
-choice by its criteria's keys). Only what the guest really has is declared:
-the ES2025 library (the compiler's own files), `program`, `console`, the
-timers and the few globals the sandbox adds; no DOM, no Node, no `fetch`.
+choice by its criteria's keys). Apart from that one read, pure: no I/O.
 
 A program is checked as the body of one function, wrapped on lines of its
 own (`wrap`), so the compiler's line and column numbers are the program's own
@@ -18,8 +20,10 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Literal
 
+from .._runtime_js import runtime_js_path
 from ..contract.program import Program
 from ..contract.typecheck import Language
 
@@ -39,128 +43,14 @@ _RESERVED = frozenset({"constructor", "__proto__"})
 _OBJECT_MEMBERS = frozenset({"constructor", "toString", "toLocaleString", "valueOf", "hasOwnProperty",
                              "isPrototypeOf", "propertyIsEnumerable"})
 
-# The part of the declarations that does not depend on the program.
-_STATIC = """\
-/** Any JSON value. */
-type JevJson = null | boolean | number | string | JevJson[] | { [key: string]: JevJson };
-/** What `state` and `instructions` may be: text, a list or an object. */
-type JevText = string | object;
+#: The guest API's declarations, beside the prelude that implements them (runtime_js/jev.d.ts).
+DECLARATIONS_FILE = "jev.d.ts"
 
-/** A choice among options: `criteria` maps each option key to its description (or null). */
-interface JevChoiceQuestion {
-  type: "choice";
-  instructions: JevText;
-  criteria: { readonly [option: string]: string | null };
-}
-/** A position on 2-10 ordered levels, described in order. */
-interface JevScoreQuestion {
-  type: "score";
-  instructions: JevText;
-  criteria: readonly string[];
-}
-/** The probability of yes; `criteria` may say what true and false mean. */
-interface JevNoulQuestion {
-  type: "noul";
-  instructions: JevText;
-  criteria?: { readonly true?: string | null; readonly false?: string | null };
-}
-type JevQuestion = JevChoiceQuestion | JevScoreQuestion | JevNoulQuestion;
-type JevQuestions = { readonly [id: string]: JevQuestion };
 
-interface JevChoiceAnswer<Option extends string = string> {
-  type: "choice";
-  /** One of the question's option keys. */
-  choice: Option;
-  probabilities: { [K in Option]: number };
-  confidence: number;
-}
-interface JevScoreAnswer {
-  type: "score";
-  /** The probability-weighted level, from 0 to (levels - 1). */
-  score: number;
-  legend: { [level: string]: string };
-  probabilities: { [level: string]: number };
-  confidence: number;
-}
-/** A noul answer: `{type, noul}`. Its probability of yes is the field `noul` (there is no
- *  `probability`); a choice answer has `choice`, `probabilities` and `confidence`. */
-interface JevNoulAnswer {
-  type: "noul";
-  /** The probability of yes, in [0, 1]: the noul answer's one field. */
-  noul: number;
-}
-/** The answer to a question whose type is known only at run time: any of the three shapes, so
- *  every field is there to read (`type` says which are meant). */
-interface JevAnyAnswer {
-  type: JevQuestion["type"];
-  choice: string;
-  score: number;
-  noul: number;
-  legend: { [level: string]: string };
-  probabilities: { [key: string]: number };
-  confidence: number;
-}
-/** The answer to a question: its shape follows the question's type. A question whose type is not
- *  known before the call (built at run time) may have any of the three shapes. */
-type JevAnswer<Q> = [JevQuestion] extends [Q] ? JevAnyAnswer
-  : Q extends { type: "choice"; criteria: infer C } ? JevChoiceAnswer<keyof C & string>
-  : Q extends { type: "score" } ? JevScoreAnswer
-  : Q extends { type: "noul" } ? JevNoulAnswer
-  : never;
-interface JevEvaluation<Q> {
-  /** One answer per question, keyed by the question's id. */
-  answers: { [K in keyof Q]: JevAnswer<Q[K]> };
-  usage: { input_tokens: number; output_tokens: number };
-  model: string;
-}
-
-interface JevConsole {
-  log(...values: unknown[]): void;
-  info(...values: unknown[]): void;
-  warn(...values: unknown[]): void;
-  error(...values: unknown[]): void;
-  debug(...values: unknown[]): void;
-}
-declare const console: JevConsole;
-/** A guest timer (at most 128 pending); the id is for clearTimeout/clearInterval. */
-declare function setTimeout(callback: (...args: any[]) => void, ms?: number, ...args: any[]): number;
-declare function setInterval(callback: (...args: any[]) => void, ms?: number, ...args: any[]): number;
-declare function clearTimeout(id?: number | null): void;
-declare function clearInterval(id?: number | null): void;
-declare function queueMicrotask(callback: () => void): void;
-declare function atob(data: string): string;
-declare function btoa(data: string): string;
-declare const performance: { now(): number };
-"""
-
-_OBSERVED = """\
-/** One event of the observed Main session (docs/observers.md). */
-interface JevObservedEvent {
-  id: string;
-  sequence: number;
-  event: "input" | "turn_end" | "tool_error" | "agent_end" | "agent_settled";
-  source: "main";
-  sessionId: string;
-  revision: number;
-  at: string;
-  payload: {
-    turnIndex: number;
-    automatic?: boolean;
-    inputText?: string;
-    stopReason?: string | null;
-    toolResultCount?: number;
-    assistantText?: string[];
-    toolResults?: { toolName: string; isError: boolean; text: string }[];
-    toolName?: string | null;
-    isError?: boolean;
-  };
-  /** The text was cut to the observer's maxChars. */
-  truncated: boolean;
-}
-"""
-
-_ADVICE_RESULT = ('{ delivered: true } | { delivered: false; reason: "disabled" | "stale" | "duplicate" | '
-                  '"budget" | "feedback" | "delivery_failed" }')
+@cache
+def guest_api() -> str:
+    """The text of runtime_js/jev.d.ts: read on the first check, then kept."""
+    return runtime_js_path(DECLARATIONS_FILE).read_text(encoding="utf-8")
 
 
 def _literal(value: Any) -> str:
@@ -291,44 +181,32 @@ def program_refs(program: Program) -> list[str]:
 
 
 def render(program: Program, *, observed: bool) -> str:
-    """The declarations for one program: the static guest API plus its own input, output and refs.
+    """The declarations for one program: the guest API (jev.d.ts) and what its contract gives it.
 
-    `observed`: the run is spawned with `observe`, so `program.nextEvent` exists.
+    The contract gives the types jev.d.ts leaves to each program: `JevInput`, `JevOutput`, the refs
+    `tools.call` takes, and which parts of `jev` and `program` exist. `observed`: the run is spawned
+    with `observe`, so `program.nextEvent` exists.
     """
-    # ASCII escapes: a name may hold a line terminator (U+2028 ends a `//` comment as \n does).
-    out = [f"// The guest API of the Jev program {json.dumps(program.name)}, "
-           "generated from its contract by fabric-jev.\n", _STATIC]
-    out.append(f"/** The program's input (inputSchema). */\ntype JevInput = "
-               f"{schema_type(program.input_schema, 'input')};\n")
-    out.append(f"/** What the program returns (outputSchema). */\ntype JevOutput = "
-               f"{schema_type(program.output_schema, 'output')};\n")
-    out.append("declare let input: JevInput;\n")
     refs = program_refs(program)
     ref_type = " | ".join(json.dumps(r) for r in refs) if refs else "never"
-    out.append("interface JevTools {\n"
-               "  /** Calls a capability listed in requires; host errors arrive as a thrown Error. */\n"
-               f"  call(request: {{ ref: {ref_type}; args?: unknown }}): Promise<any>;\n}}\n"
-               "declare const tools: JevTools;\n")
-    if "jev.evaluate" in program.requires:
-        out.append("interface Jev {\n"
-                   "  /** Asks Jev a batch of typed questions about `state`. */\n"
-                   "  evaluate<const Q extends JevQuestions>(request: { state: JevText; questions: Q; "
-                   "model?: string }): Promise<JevEvaluation<Q>>;\n}\n")
-    else:
-        out.append("interface Jev {}\n")
-    out.append("declare const jev: Jev;\n")
-    members = ["  /** A cancellable wait: ms finite, from 0 to the run's timeout. */\n"
-               "  sleep(ms: number): Promise<null>;",
-               "  /** One progress event (at most 4,096 bytes of JSON). */\n"
-               "  emit(value: unknown): Promise<null>;"]
+    parts = ["JevProgramCore"]
     if observed:
-        out.append(_OBSERVED)
-        members.append("  /** The next observed Main-session event. */\n  nextEvent(): Promise<JevObservedEvent>;")
+        parts.append("JevObserving")
     if "jev.advise" in program.requires:
-        members.append("  /** Advice to the Main session about the last event taken. */\n"
-                       f"  advise(advice: {{ eventId: string; message: string }}): Promise<{_ADVICE_RESULT}>;")
-    out.append("interface JevProgram {\n" + "\n".join(members) + "\n}\ndeclare const program: JevProgram;\n")
-    return "".join(out)
+        parts.append("JevAdvising")
+    # ASCII escapes: a name may hold a line terminator (U+2028 ends a `//` comment as \n does).
+    return "".join([
+        f"// The declarations the Jev program {json.dumps(program.name)} is checked against: fabric-jev's "
+        "guest API, then what the program's contract gives it.\n",
+        guest_api(),
+        "\n// What this program's contract gives it.\n",
+        f"/** The program's input (inputSchema). */\ntype JevInput = {schema_type(program.input_schema, 'input')};\n",
+        f"/** What the program returns (outputSchema). */\ntype JevOutput = "
+        f"{schema_type(program.output_schema, 'output')};\n",
+        f"interface JevTools extends JevToolsOf<{ref_type}> {{}}\n",
+        "interface Jev extends JevEvaluating {}\n" if "jev.evaluate" in program.requires else "interface Jev {}\n",
+        f"interface JevProgram extends {', '.join(parts)} {{}}\n",
+    ])
 
 
 def wrap(code: str, language: Language) -> str:

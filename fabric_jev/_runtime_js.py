@@ -1,11 +1,13 @@
-"""Locate the JavaScript that ships with the package (runtime_js/)."""
+"""Locate what ships with the package in runtime_js/: the guest's prelude, the page scripts, and
+the guest API's declarations. (Not a layer: the sandbox reads the prelude, the type check the
+declarations, connectors the page scripts through `fabric_jev.protocol.runtime_js`.)"""
 
 from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
 
-_PACKAGE = Path(__file__).resolve().parent.parent
+_PACKAGE = Path(__file__).resolve().parent
 
 
 @cache
