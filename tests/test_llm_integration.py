@@ -187,3 +187,24 @@ def test_run_names_the_model_that_answered(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == pytest.approx(0.8)
     assert done.stderr == "fabric-jev: answered by ollama stub-model-2025 (logprobs)\n"
+
+
+@pytest.mark.timeout(300)
+def test_serve_in_front_of_a_model_route_passes_jevcompat(tmp_path: Path) -> None:
+    """Every MUST and SHOULD of the wire spec, 255-option choices (read in rounds) and 128 questions
+    included, with `serve --evaluator ollama:…` in front of the stub."""
+    from tests.test_serve import conformance
+
+    def steady(text: str) -> dict[str, float]:
+        if text.endswith("Answer Yes or No."):
+            return {"Yes": 0.7, "No": 0.3}
+        if "Answer with one letter" in text:
+            return {"A": 0.5, "B": 0.3, "C": 0.2}
+        return {"0": 0.2, "1": 0.5, "2": 0.3}
+
+    with stub_server(Stub(steady)) as stub, \
+            served("--evaluator", "ollama:judge", env={"FABRIC_JEV_OLLAMA_BASE_URL": stub.url}) as url:
+        report = conformance(url, tmp_path)
+    summary = report["summary"]
+    assert summary["verdict"] == "conformant" and summary["SHOULD"]["failed"] == 0, json.dumps(summary)  # type: ignore[index]
+    assert stub.problems == []
