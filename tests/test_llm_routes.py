@@ -162,6 +162,8 @@ async def test_no_logprobs_and_sampling_takes_over(tmp_path: Path) -> None:
     assert asked == 1 + 3 * 3  # the logprobs request that came back without them, then 3 samples a question
     assert all("response_format" in s.body for s in stub.seen[1:])  # the evaluator keeps to samples
     assert len(stub.seen) == asked + 9
+    # Usage counts every answered request: the first evaluation's logprobs request too.
+    assert (first.usage.output_tokens, second.usage.output_tokens) == (10, 9)
     for result in (first, second):
         assert result.provenance.readout == "samples" and result.provenance.samples == 3
         # Three samples of the most likely label each, smoothed: (3 + 0.5) / (3 + 0.5 * labels).

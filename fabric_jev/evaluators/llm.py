@@ -155,15 +155,16 @@ class LlmEvaluator:
 
     async def _evaluate(self, request: EvaluationRequest) -> Evaluation:
         key = await self._key()
+        spent: list[Reply] = []  # every answered request counts toward usage, a logprobs one that failed too
         if self.mode == "logprobs":
             try:
-                return await self._answer(request, key, "logprobs")
+                return await self._answer(request, key, "logprobs", spent)
             except _NoLogprobs:
                 if self.readout != "auto":
                     raise AnswerInvalid(f"the {self.route.name} server gave no logprobs for {self.model}; "
                                         "set evaluator.readout to samples (or auto)") from None
                 self.mode = "samples"  # this server will not give them: sample from now on
-        return await self._answer(request, key, "samples")
+        return await self._answer(request, key, "samples", spent)
 
     async def _key(self) -> str | None:
         if not self.route.takes_key:
@@ -175,9 +176,9 @@ class LlmEvaluator:
         except EvaluationError:
             return None
 
-    async def _answer(self, request: EvaluationRequest, key: str | None, mode: Literal["logprobs", "samples"]
-                      ) -> Evaluation:
-        turn = _Turn()
+    async def _answer(self, request: EvaluationRequest, key: str | None, mode: Literal["logprobs", "samples"],
+                      spent: list[Reply]) -> Evaluation:
+        turn = _Turn(replies=spent)
         prefix = state_block(request.state)
         labels = request_labels(request)  # the Messages wire's one answer tool
 
