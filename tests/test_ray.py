@@ -79,7 +79,8 @@ async def test_an_input_whose_actor_dies_is_retried_on_another(cluster: str, tmp
     assert len(actors) == 2 and actors[0] != actors[1]
     assert [o.to_json() for o in outcomes] == [{
         "line": 1, "id": 1, "state": "completed", "result": {"n": 1, "ok": 0.75}, "evaluations": 1,
-        "toolCalls": 1, "usage": {"input_tokens": 10, "output_tokens": 2}}]
+        "toolCalls": 1, "usage": {"input_tokens": 10, "output_tokens": 2},
+        "evaluator": {"route": "fixture", "model": "fixture", "readout": "fixture", "calibration": "none"}}]
 
 
 @pytest.mark.anyio
