@@ -15,7 +15,7 @@ import pydoc_data.topics
 import re
 from pathlib import Path
 
-from fabric_jev.contract.redaction import redact_text
+from fabric_jev.redaction.redactor import redact_text
 
 DATA = Path(__file__).resolve().parent / "data"
 

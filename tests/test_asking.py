@@ -9,7 +9,7 @@ import pytest
 from anyio import wait_all_tasks_blocked
 
 from fabric_jev import CapabilityCall, CapabilityRegistry, ConfigError, FixtureEvaluator, HostConfig, JevHost
-from fabric_jev.contract.asking import (
+from fabric_jev.approval.question import (
     ARGUMENT_STRING_CHARS,
     ARGUMENTS_SHOWN_CHARS,
     Unavailable,

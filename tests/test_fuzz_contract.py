@@ -28,7 +28,6 @@ from fabric_jev.contract.evaluation import (
     validate_answers,
     validate_request,
 )
-from fabric_jev.contract.key_echo import carries_key
 from fabric_jev.contract.program import parse_program
 from fabric_jev.contract.schema_subset import ALLOWED_KEYWORDS, check_schema
 from fabric_jev.contract.values import ValueRejected, check_value, is_finite_number
@@ -40,6 +39,7 @@ from fabric_jev.errors import (
     RequestInvalid,
     SchemaInvalid,
 )
+from fabric_jev.redaction.key_echo import carries_key
 from fabric_jev.verification.dictionary import parse_dictionary
 from tests.fuzz_support import NASTY_TEXT, fuzz_timeout, json_values, mutated
 

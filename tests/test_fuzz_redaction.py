@@ -20,7 +20,7 @@ from typing import Any
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from fabric_jev.contract.redaction import MAX_DEPTH, redact, redact_text
+from fabric_jev.redaction.redactor import MAX_DEPTH, redact, redact_text
 from tests.fuzz_support import NASTY_TEXT, fuzz_timeout, json_values
 
 pytestmark = fuzz_timeout

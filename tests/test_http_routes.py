@@ -214,7 +214,7 @@ async def test_a_large_answer_is_parsed_and_searched_for_the_key_off_the_event_l
     # Near the 1 MiB cap the key search takes 0.1-0.3 s: on the event loop it stalled every other run.
     import threading
 
-    from fabric_jev.contract import key_echo
+    from fabric_jev.redaction import key_echo
 
     searched_on: list[bool] = []
     search = key_echo.carries_key

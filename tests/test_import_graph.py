@@ -69,7 +69,7 @@ def test_the_import_graph_has_no_cycle() -> None:
 def test_the_reader_sees_imports_of_every_kind() -> None:
     graph = _graph()
     assert "fabric_jev.host.calls" in graph["fabric_jev.host.run"]
-    assert "fabric_jev.contract.typescript" in graph["fabric_jev.host.run"]  # inside a function
+    assert "fabric_jev.typecheck.erasure" in graph["fabric_jev.host.run"]  # inside a function
 
 
 WIRE_TAG = re.compile(r"""b["'][A-Z]["']""")

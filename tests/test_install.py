@@ -36,6 +36,8 @@ def test_wheel_in_a_fresh_venv_runs_an_example_with_the_local_model(tmp_path: Pa
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names)
     assert "fabric_jev/runtime_js/prelude.js" in names and "fabric_jev/runtime_js/jev.d.ts" in names
+    rules = "fabric_jev/redaction/secret_rules/"  # the vendor rule sets are data, with their licences
+    assert {f"{rules}{n}" for n in ("gitleaks.toml", "kingfisher.toml", "LICENSE.gitleaks", "LICENSE.kingfisher")} <= set(names)
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], tmp_path, env)
@@ -61,6 +63,11 @@ def test_wheel_in_a_fresh_venv_runs_an_example_with_the_local_model(tmp_path: Pa
     # The guest API's declarations are read from the installed package.
     declarations = _run([str(cli), "types", str(EXAMPLE / "program.json")], tmp_path, env).stdout
     assert "interface JevProgramCore {" in declarations and "\ntype JevInput = " in declarations
+    # The installed rule sets are read: a vendor token (gitleaks' Hugging Face rule) is named by its kind.
+    token = "hf_" + "a" * 34
+    redacted = _run([str(py), "-c", "import sys; from fabric_jev.redaction import redact_text; "
+                     "print(redact_text(sys.argv[1]))", token], tmp_path, env).stdout
+    assert token not in redacted and "huggingface access token" in redacted, redacted
     where = _run([str(py), "-c", "import fabric_jev; print(fabric_jev.__file__)"], tmp_path, env).stdout
     assert where.startswith(str(venv)), where  # the installed wheel ran, not the checkout
 

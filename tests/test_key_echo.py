@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fabric_jev.contract.key_echo import carries_key
+from fabric_jev.redaction.key_echo import carries_key
 
 KEY = "sk-or-v1-" + "5f0c8e2a9b7d4163a0e8c1f2d3b4a5968778695a4b3c2d1e0f9e8d7c6b5a4938"
 B64 = base64.b64encode(KEY.encode()).decode()

@@ -11,8 +11,8 @@ import pytest
 
 from fabric_jev import ProgramInvalid
 from fabric_jev.contract.program import parse_program
-from fabric_jev.contract.source import program_from_source
 from fabric_jev.program_files import load_program
+from fabric_jev.program_files.header import program_from_source
 from tests.cli_support import cli
 
 HEADER = """/* @program

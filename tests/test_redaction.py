@@ -8,7 +8,7 @@ import pytest
 from fabric_jev.approval import ApprovalRequest, ProposedAction, build_evidence
 from fabric_jev.assertions.snapshot import Element, Snapshot
 from fabric_jev.contract.observe import ObserveOptions, SessionEvent, project
-from fabric_jev.contract.redaction import is_secret_key, redact, redact_text
+from fabric_jev.redaction.redactor import is_secret_key, redact, redact_text
 
 
 @pytest.mark.parametrize(("text", "kind", "secret"), [
@@ -177,7 +177,7 @@ def test_one_rule_for_observer_payloads_approval_evidence_and_assertion_artifact
 
 
 def test_high_entropy_rule_leaves_identifiers_and_digests_alone() -> None:
-    for text in ("tokens: 1500, maxTokens=200", "fabric_jev/contract/redaction.py", "TestRedaction2Cases",
+    for text in ("tokens: 1500, maxTokens=200", "fabric_jev/redaction/redactor.py", "TestRedaction2Cases",
                  "commit 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b", "550e8400-e29b-41d4-a716-446655440000",
                  "docker run -p8080:80 nginx", "--password-file /etc/pw", "password: null"):
         assert redact_text(text) == (text, [])
@@ -407,7 +407,7 @@ def test_vendor_keys_are_named_by_the_kept_rule_set(text: str, kind: str) -> Non
 
 
 def test_the_vendor_rules_are_the_kept_rule_sets_with_their_source() -> None:
-    from fabric_jev.contract.vendor_rules import all_rules, rule_sources
+    from fabric_jev.redaction.vendor_rules import all_rules, rule_sources
 
     counts = rule_sources()
     assert counts["gitleaks"] >= 200 and counts["kingfisher"] == 1
@@ -417,7 +417,7 @@ def test_the_vendor_rules_are_the_kept_rule_sets_with_their_source() -> None:
     assert "generic-api-key" not in ids  # our secret-assignment rule is the generic one
     import importlib.resources
 
-    folder = importlib.resources.files("fabric_jev.contract").joinpath("secret_rules")
+    folder = importlib.resources.files("fabric_jev.redaction").joinpath("secret_rules")
     for name, licence in (("gitleaks.toml", "MIT"), ("kingfisher.toml", "Apache-2.0")):
         text = folder.joinpath(name).read_text(encoding="utf-8")
         assert f'licence = "{licence}"' in text and 'commit = "' in text
@@ -622,7 +622,7 @@ def test_no_vendor_rule_matches_text_shorter_than_the_length_it_skips() -> None:
     # parser reads these RE2 patterns once the few RE2-only spellings are put its way.
     import warnings
 
-    from fabric_jev.contract import vendor_rules
+    from fabric_jev.redaction import vendor_rules
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)

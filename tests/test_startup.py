@@ -12,7 +12,7 @@ from pathlib import Path
 #: Jev, a status, a profile, another evaluator kind, a connector, another command.
 NOT_LOADED = (
     "jsonschema", "httpx", "numpy", "fabric_jev_browser",
-    "fabric_jev.contract.evaluation", "fabric_jev.contract.asking", "fabric_jev.contract.redaction",
+    "fabric_jev.contract.evaluation", "fabric_jev.approval.question", "fabric_jev.redaction",
     "fabric_jev.contract.observe", "fabric_jev.host.status", "fabric_jev.host.observers",
     "fabric_jev.evaluators.profile", "fabric_jev.evaluators.cassette", "fabric_jev.evaluators.fixture",
     "fabric_jev.evaluators.credentials", "fabric_jev.evaluators.http", "fabric_jev.approval.classifier",

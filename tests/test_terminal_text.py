@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric_jev.contract.terminal import fit_row, one_line, terminal_safe
+from fabric_jev.terminal import fit_row, one_line, terminal_safe
 from tests.cli_support import cli
 from tests.conftest import program
 from tests.pty_support import Terminal

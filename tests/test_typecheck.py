@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from fabric_jev import FixtureEvaluator, HostConfig, JevHost, RunState, TypeScriptError
+from fabric_jev.contract.languages import Language
 from fabric_jev.contract.program import parse_program
-from fabric_jev.contract.typecheck import Language
 from fabric_jev.typecheck import cache, checker
 from fabric_jev.typecheck.compiler import Compiler, locate
 from tests.conftest import child_pids

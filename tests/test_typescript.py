@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from fabric_jev import CompileError, FixtureEvaluator, HostConfig, JevHost, RunState, TypeScriptError
-from fabric_jev.contract.typescript import strip_types
+from fabric_jev.typecheck.erasure import strip_types
 from tests.conftest import program
 
 pytestmark = pytest.mark.anyio
@@ -153,7 +153,7 @@ def test_a_parse_over_the_time_cap_is_refused() -> None:
 
 
 async def test_a_launch_over_the_time_cap_is_rejected(host: JevHost, monkeypatch: pytest.MonkeyPatch) -> None:
-    import fabric_jev.contract.typescript as typescript
+    import fabric_jev.typecheck.erasure as typescript
 
     monkeypatch.setattr(typescript, "PARSE_CAP_S", 0.0)
     with pytest.raises(CompileError, match="TypeScript: parsing took longer than 0 s"):

@@ -186,7 +186,7 @@ async def classify(request: ApprovalRequest, *, evaluator: Evaluator | str | Non
 def _one_line(exc: BaseException) -> str:
     """An error's text for a reason that is shown to a person and kept in the audit trail:
     redacted like the evidence (a custom evaluator's error may quote anything), one line, cut."""
-    from ..contract.redaction import redact_text
+    from ..redaction.redactor import redact_text
 
     text = " ".join(str(exc).split()) or type(exc).__name__
     return redact_text(text)[0][:300]

@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..contract.redaction import redact
 from ..contract.values import JsonValue
+from ..redaction.redactor import redact
 
 ENTRY_CHARS = 6_000
 CONVERSATION_CHARS = 24_000

@@ -153,7 +153,7 @@ class CheckResult:
             lines.append("  artifacts: " + ", ".join(f"{k}={v}" for k, v in sorted(self.artifacts.items())))
         # Redacted like the trace and snapshot artifacts: a failure's message lands in test
         # reports and CI logs, and the page text it quotes may hold a credential.
-        from ..contract.redaction import redact_text
+        from ..redaction.redactor import redact_text
 
         return redact_text("\n".join(lines))[0]
 
@@ -497,7 +497,7 @@ class Check:
         result.artifacts["trace"] = f"{stem}.trace.json"
         # The same redaction as the snapshot artifact, observer payloads and approval
         # evidence: nearest matches, actual values and the URL can carry credentials.
-        from ..contract.redaction import redact
+        from ..redaction.redactor import redact
 
         trace, _ = redact(result.trace_event())
         atomic_write(self.artifacts_dir / f"{stem}.trace.json",

@@ -103,7 +103,7 @@ class Snapshot(BaseModel):
 
     def redacted_json(self) -> dict[str, Any]:
         """The snapshot for artifacts: values of password fields are never written."""
-        from ..contract.redaction import redact
+        from ..redaction.redactor import redact
 
         data = self.model_dump(mode="json")
         for e in data["elements"]:

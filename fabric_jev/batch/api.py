@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 
-from ..contract.asking import Approver
+from ..approval.question import Approver
 from ..contract.config import HostConfig
 from ..contract.program import Program, parse_program
 from ..errors import ConfigError, JevError

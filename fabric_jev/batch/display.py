@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol, TextIO
 
-from ..contract.terminal import one_line
+from ..terminal import one_line
 from .records import REJECTED, STATES, BatchOutcome, Tally
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 from anyio.abc import ObjectReceiveStream
 
-from ..contract.asking import Approver
+from ..approval.question import Approver
 from ..contract.config import HostConfig
 from ..contract.program import Program
 from ..errors import InputInvalid

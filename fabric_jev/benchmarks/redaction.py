@@ -83,7 +83,7 @@ def _cpu(fn: Any) -> float:
 
 def _first_use() -> dict[str, float]:
     code = {"floor": "import re2",
-            "redaction": "from fabric_jev.contract.redaction import redact_text; "
+            "redaction": "from fabric_jev.redaction import redact_text; "
                          "redact_text('password=x and dop_v1_' + '0' * 64)"}
     times: dict[str, list[float]] = {k: [] for k in code}
     for _ in range(5):
@@ -97,7 +97,7 @@ def _first_use() -> dict[str, float]:
 def bench_redaction(samples: int = 15) -> dict[str, Any]:
     import re2
 
-    from ..contract.redaction import redact, redact_text
+    from ..redaction.redactor import redact, redact_text
 
     absent = re2.compile("\x00never here\x00")
     paragraphs, lines, value = _paragraphs(), _secret_lines(), _deployment()

@@ -77,7 +77,7 @@ def _unwrap(exc: BaseException) -> BaseException:
 
 def _one_line(text: str) -> str:
     # An error can quote a program's text, a file name or a compiler's diagnostic: the one renderer.
-    from ..contract.terminal import one_line
+    from ..terminal import one_line
 
     return one_line(text, "(no message)")
 

@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from ..contract.terminal import one_line
 from ..errors import JevError
+from ..terminal import one_line
 from .common import BadInput, add_command, config_from, load_json, print_json
 
 

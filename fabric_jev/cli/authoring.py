@@ -146,8 +146,8 @@ async def _checked(program: Program, where: str) -> bool:
     """The type check a launch would do: False (after saying why, one line each) for TypeScript with
     errors, which every launch would refuse in the default mode. JavaScript's errors are listed and
     packed, as a launch runs them; without a compiler the artifact is packed unchecked, and said so."""
-    from ..contract.terminal import one_line
-    from ..contract.typecheck import Language
+    from ..contract.languages import Language
+    from ..terminal import one_line
     from ..typecheck.checker import CheckerUnavailable, check
     from ..typecheck.compiler import CompilerStopped
 

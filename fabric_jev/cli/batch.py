@@ -127,11 +127,11 @@ async def _dry_run(raw_program: Any, args: argparse.Namespace, config: HostConfi
     from ..batch import read_inputs
     from ..batch.files import read_in_thread
     from ..contract.program import parse_program
-    from ..contract.terminal import one_line
-    from ..contract.typescript import check_syntax
     from ..contract.values import ValueRejected, check_value
     from ..errors import CompileError, TypeScriptError
+    from ..terminal import one_line
     from ..typecheck.checker import check_for_launch
+    from ..typecheck.erasure import check_syntax
 
     program = parse_program(raw_program)
     try:

@@ -143,7 +143,7 @@ def print_json(value: Any) -> None:
 
 def fail(message: str, code: int = EXIT_REJECTED) -> int:
     """Print one `fabric-jev: …` line on stderr (terminal-safe: it may quote a file name) and return the exit code."""
-    from ..contract.terminal import one_line
+    from ..terminal import one_line
 
     sys.stderr.write(f"fabric-jev: {one_line(message)}\n")
     return code

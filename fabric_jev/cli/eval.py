@@ -125,7 +125,7 @@ async def eval_command(args: argparse.Namespace) -> int:
     dataset = await anyio.to_thread.run_sync(lambda: read_dataset(
         args.dataset, input_schema=base.input_schema, output_schema=base.output_schema, split=args.split))
     _check_gates(args.fail_under or [], {path for case in dataset.cases for path, _ in leaves(case.expected)})
-    from ..contract.terminal import one_line
+    from ..terminal import one_line
 
     for bad in dataset.bad[:20]:
         sys.stderr.write(f"eval: {one_line(bad.error)}\n")

@@ -81,7 +81,7 @@ async def _cmd_status(args: argparse.Namespace) -> int:
     if report["ready"]:
         return 0
     # A script can test the exit status; the report above (or its JSON) says why.
-    from ..contract.terminal import one_line
+    from ..terminal import one_line
 
     sys.stderr.write(f"fabric-jev: status: the chosen route {one_line(str(report['route']))} is not ready: "
                      f"{one_line(str(report.get('problem') or 'no reason given'))}\n")

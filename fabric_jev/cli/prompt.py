@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, TextIO
 
 import anyio
 
-from ..contract.terminal import terminal_safe
+from ..terminal import terminal_safe
 
 if TYPE_CHECKING:  # loaded by whoever asks: a run that asks nothing never loads it
-    from ..contract.asking import CapabilityCall, Reply, Unavailable
+    from ..approval.question import CapabilityCall, Reply, Unavailable
 
 _CONFIRM: dict[Reply, str] = {
     "allow": "allowed this once",
@@ -67,7 +67,7 @@ class TerminalApprover:
         self.closed = False
 
     async def __call__(self, call: CapabilityCall) -> Reply | Unavailable:
-        from ..contract.asking import Unavailable
+        from ..approval.question import Unavailable
 
         async with self._one_at_a_time:
             if self.closed:
@@ -107,7 +107,7 @@ class TerminalApprover:
     async def _ask(self, call: CapabilityCall) -> Reply | Unavailable:
         import time
 
-        from ..contract.asking import parse_typed_reply
+        from ..approval.question import parse_typed_reply
 
         # Keys typed before the question do not answer it. The question's own prompt must be on
         # screen before an answer counts: when the question before ended unanswered (it timed
@@ -288,7 +288,7 @@ class NoTerminal:
     name = "terminal"
 
     async def __call__(self, call: CapabilityCall) -> Unavailable:
-        from ..contract.asking import Unavailable
+        from ..approval.question import Unavailable
 
         return Unavailable(NO_TERMINAL)
 

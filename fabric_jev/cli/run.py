@@ -77,7 +77,7 @@ async def _run(args: argparse.Namespace) -> int:
     def show(event: ProgressEvent) -> None:
         if args.quiet:
             return
-        from ..contract.terminal import fit_row, terminal_safe  # only a run that shows progress loads it
+        from ..terminal import fit_row, terminal_safe  # only a run that shows progress loads it
 
         # The program's text through the one renderer: JSON leaves C1 controls (U+009B starts an
         # escape sequence on many terminals) and bidirectional overrides as they are. On a terminal
@@ -128,7 +128,7 @@ async def _run(args: argparse.Namespace) -> int:
         print_json(envelope.result)
     if not completed:
         # The envelope says it all, but a failure should not need jq to be seen.
-        from ..contract.terminal import one_line
+        from ..terminal import one_line
 
         summary = f"the run ended {envelope.state.value}"
         if envelope.error:
@@ -175,7 +175,7 @@ def answered_by(evaluator: dict[str, Any]) -> str:
     """The line `run` prints on standard error: who answered the run's evaluations, with a
     warning when the offline heuristic did (its judgments are rough) or labels got little mass."""
     from ..contract.provenance import Provenance
-    from ..contract.terminal import one_line  # model names and question ids come from outside
+    from ..terminal import one_line  # model names and question ids come from outside
 
     provenance = Provenance.model_validate(evaluator, by_alias=True, by_name=False)
     line = f"fabric-jev: answered by {provenance.describe()}"

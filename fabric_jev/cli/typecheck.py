@@ -36,7 +36,7 @@ async def check_command(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"file": args.program, **report})
         return EXIT_OK if report["clean"] else EXIT_NOT_COMPLETED
-    from ..contract.terminal import one_line
+    from ..terminal import one_line
 
     # The file's name and the compiler's messages (which quote the program's text, an import
     # specifier holding OSC 52 or a bidi override for one) reach the terminal through the one renderer.

@@ -67,7 +67,7 @@ async def _cmd_verify_compile(args: argparse.Namespace) -> int:
     if result.status == "ready":
         return 0
     # Standard output is often a file (`> plan.json`): the reason must reach the terminal too.
-    from ..contract.terminal import one_line
+    from ..terminal import one_line
 
     reason = result.reason or "no reason given"
     sys.stderr.write(f"fabric-jev: verify compile: the plan is {one_line(result.status)}, not ready: "

@@ -13,10 +13,10 @@ from pydantic.alias_generators import to_camel
 from .._json import JSONInputError, read_json_file
 from ..errors import ConfigError
 from .json_basics import unknown_keys
+from .languages import CheckMode, Language
 from .model_id import MODEL_ID_RULE, is_model_id
 from .policy import Policy, Risk, parse_approvals, parse_overrides
 from .program import ProgramLimits, validate_as
-from .typecheck import CheckMode, Language
 from .values import is_finite_number
 from .wire_model import WireModel
 

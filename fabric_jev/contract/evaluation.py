@@ -305,7 +305,7 @@ def parse_response_bytes(request: EvaluationRequest, raw: bytes, *, secret: str 
     except JSONInputError as exc:
         raise AnswerInvalid(str(exc)) from None
     if secret:
-        from .key_echo import carries_key  # RE2 and the folding tables: only where a key was sent
+        from ..redaction.key_echo import carries_key  # RE2 and the folding tables: only where a key was sent
 
         if carries_key(body, secret):
             raise AnswerInvalid("evaluator response contains the credential it was sent with; refused")

@@ -8,8 +8,8 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ..errors import ProgramInvalid
+from ..redaction.redactor import redact
 from .program import validate_as
-from .redaction import redact
 from .wire_model import WireModel
 
 EventKind = Literal["input", "turn_end", "tool_error", "agent_end", "agent_settled"]

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..approval.question import Approver
 from ..batch.records import BatchItem, BatchOutcome
 from ..batch.records import Judgment as BatchJudgment
-from ..contract.asking import Approver
 from ..contract.config import HostConfig
 from ..contract.program import Program, parse_program
 from ..contract.values import JsonValue

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ..contract.terminal import terminal_safe
+from ..terminal import terminal_safe
 from .diff import Change, EvalDiff
 from .summary import EvalSummary
 

@@ -7,7 +7,7 @@ and `calibrate`/`learn --from-cassette` (docs/testing.md, "Cassette files")::
     {"digest":"<sha256>","evaluation":{"answers":{...},"model":"...","usage":{...}},"request":{...}}
 
 `request` is the wire request (state, questions, model) redacted by the rules of
-contract/redaction.py, and `digest` is the SHA-256 of that redacted request as
+redaction/redactor.py, and `digest` is the SHA-256 of that redacted request as
 canonical JSON (sorted keys, no whitespace, UTF-8). Digesting what is shown,
 not what was asked, does two things: a digest gives away nothing the line does
 not show (an unsalted digest of the real request let a redacted password be
@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._files import atomic_write
-from ..contract.terminal import terminal_safe
 from ..errors import ConfigError
+from ..terminal import terminal_safe
 
 if TYPE_CHECKING:
     from ..contract.evaluation import EvaluationRequest
@@ -74,8 +74,8 @@ def digest_of(shown: Any) -> str:
 
 
 def redacted(value: Any) -> Any:
-    """A JSON value with what looks like a credential redacted (contract/redaction.py)."""
-    from ..contract.redaction import redact
+    """A JSON value with what looks like a credential redacted (redaction/redactor.py)."""
+    from ..redaction.redactor import redact
 
     return redact(value)[0]
 

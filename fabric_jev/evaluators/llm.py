@@ -328,7 +328,7 @@ def _parse_body(raw: bytes, key: str | None, route: str) -> object:
     except JSONInputError as exc:
         raise AnswerInvalid(str(exc)) from None
     if key:
-        from ..contract.key_echo import carries_key
+        from ..redaction.key_echo import carries_key
 
         if carries_key(body, key):
             raise AnswerInvalid(f"the {route} server's response contains the credential it was sent with; refused")

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.lowlevel
 
-from ..contract.terminal import terminal_safe
 from ..errors import CassetteMiss, ConfigError
+from ..terminal import terminal_safe
 from .base import NO_CREDENTIALS_NEEDED, Evaluator, EvaluatorStatus
 from .cassette import DIFF_LINES, Cassette, Recording, digest_of, redacted, shown_request
 

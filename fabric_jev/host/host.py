@@ -31,8 +31,8 @@ from .registry import CapabilityRegistry, Connector
 from .run import Run, RunServices, WorkerSource, session_limits
 
 if TYPE_CHECKING:
+    from ..approval.question import Approver  # loaded when a call must be asked
     from ..approval.rules import Rule
-    from ..contract.asking import Approver  # loaded when a call must be asked
     from .status import HostStatus  # loaded when a status is asked for (start-up of `run`)
 
 

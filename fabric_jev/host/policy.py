@@ -33,7 +33,7 @@ from ..contract.wire_model import utc_time, wire_time
 from ..evaluators.base import Evaluator
 
 if TYPE_CHECKING:  # loaded when a call must be asked: a run that asks nothing never loads it
-    from ..contract.asking import Approver, CapabilityCall, Verdict
+    from ..approval.question import Approver, CapabilityCall, Verdict
 
 AUDIT_KEEP = 64
 
@@ -55,7 +55,7 @@ def _approver_answer(value: Any) -> Answer:
 
 def _verdict(decision: Any) -> Verdict | None:
     """The classifier's Decision as the approver sees it."""
-    from ..contract.asking import Verdict
+    from ..approval.question import Verdict
 
     if decision is None:
         return None
@@ -274,7 +274,7 @@ class PolicyGate:
         if audit is not None and actions is None:
             actions = audit.actions()
         policy = pending.policy
-        from ..contract.redaction import redact, redact_text  # its rules load only when a call must be asked
+        from ..redaction.redactor import redact, redact_text  # its rules load only when a call must be asked
 
         try:
             shown, _ = redact(arguments)
@@ -294,7 +294,7 @@ class PolicyGate:
         approver: Answer = "absent"
         unavailable: str | None = None
         if needs_approver(policy, classifier):
-            from ..contract.asking import CapabilityCall
+            from ..approval.question import CapabilityCall
 
             why = pending.why
             # "Always" stores the pattern itself; the person is shown it redacted.
@@ -378,7 +378,7 @@ class PolicyGate:
 
     async def _answer(self, request: CapabilityCall,
                       always_pattern: str | None = None) -> tuple[Answer, str | None, Any]:
-        from ..contract.asking import UNAVAILABLE_REASON_CHARS, Unavailable
+        from ..approval.question import UNAVAILABLE_REASON_CHARS, Unavailable
 
         assert self.approver is not None
         failed = False
@@ -396,7 +396,7 @@ class PolicyGate:
         if failed:
             return "error", None, None
         if isinstance(value, Unavailable):
-            from ..contract.redaction import redact_text
+            from ..redaction.redactor import redact_text
 
             reason, _ = redact_text(" ".join(str(value.reason).split())[:UNAVAILABLE_REASON_CHARS])
             return "absent", reason or None, None
@@ -437,7 +437,7 @@ def _shown_view(view: Any, shown: Any) -> Any:
 
 
 def _shown_pattern(pattern: str | None) -> str | None:
-    from ..contract.redaction import redact_text
+    from ..redaction.redactor import redact_text
 
     return None if pattern is None else redact_text(pattern)[0]
 

@@ -400,8 +400,8 @@ async def _sleep_then_reply(seconds: float, reply: Reply) -> None:
 async def _erase_types(code: str, as_javascript: CompileError) -> str:
     import anyio.to_thread
 
-    from ..contract.typescript import strip_types
     from ..errors import TypeScriptError
+    from ..typecheck.erasure import strip_types
 
     try:
         # In a thread: parsing is capped (PARSE_CAP_S) but the event loop keeps serving other runs.

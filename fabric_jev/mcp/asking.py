@@ -21,7 +21,7 @@ from typing import Any
 
 import mcp_types as types
 
-from ..contract.asking import REPLIES, CapabilityCall, Reply, Unavailable
+from ..approval.question import REPLIES, CapabilityCall, Reply, Unavailable
 
 NO_ELICITATION = "the MCP client cannot be asked (it does not declare the elicitation capability)"
 NO_CLIENT = "no MCP client has connected"

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract.program import Program, parse_program
-from ..contract.source import SOURCE_SUFFIXES
+from ..program_files.header import SOURCE_SUFFIXES
 from .tools import ENVELOPE_SCHEMA
 
 log = logging.getLogger("fabric_jev.mcp")

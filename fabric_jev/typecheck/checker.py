@@ -15,7 +15,7 @@ program file's suffix gives: `.ts` is TypeScript, checked strictly, whatever
 its code); without one, the reading the sandbox runs: code with nothing
 TypeScript-only in it is JavaScript (checked with checkJs), anything else is
 TypeScript. The sandbox still runs TypeScript by erasing its annotations
-(`contract.typescript`); the compiler only checks.
+(`typecheck.erasure`); the compiler only checks.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import anyio.to_thread
 from anyio.lowlevel import RunVar
 
 from ..contract.config import HostConfig, TypecheckConfig
+from ..contract.languages import CheckMode, Language
 from ..contract.program import Program
-from ..contract.typecheck import CheckMode, Language
 from ..errors import TypeScriptError, clip_error
 from . import cache
 from .compiler import Compiler, CompilerStopped, Missing, locate, run_compiler
@@ -130,7 +130,7 @@ def read(code: str, language: Language | None = None) -> Reading:
 
     Blocking (a tree-sitter parse, capped): call it in a worker thread.
     """
-    from ..contract.typescript import PARSE_CAP_S, strip_types
+    from .erasure import PARSE_CAP_S, strip_types
 
     if language is Language.JAVASCRIPT:
         return Reading(language)

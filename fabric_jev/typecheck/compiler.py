@@ -31,7 +31,7 @@ from pathlib import Path
 import anyio
 
 from .._process import end_process_group, read_available, wait_process_exit
-from ..contract.typecheck import Language
+from ..contract.languages import Language
 
 ENV_OVERRIDE = "FABRIC_JEV_TSGO"
 #: Output kept from one run; the rest is read and dropped (a count of errors is still exact

@@ -24,8 +24,8 @@ from functools import cache
 from typing import Any, Literal
 
 from .._runtime_js import runtime_js_path
+from ..contract.languages import Language
 from ..contract.program import Program
-from ..contract.typecheck import Language
 
 Side = Literal["input", "output"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..contract.typecheck import CheckMode, Language
+from ..contract.languages import CheckMode, Language
 from .diagnostics import Diagnostic
 
 #: Errors listed in a refused launch's message (the rest are counted).
@@ -139,7 +139,7 @@ class CheckReport:
         """What a launch that goes on despite its check should say first, one line each, terminal-safe:
         each type error as `WHERE:LINE:COLUMN: warning TSNNNN: message`, then a line that counts them
         (mode warn), or why the check stopped. Empty for a clean, unchecked or unavailable check."""
-        from ..contract.terminal import one_line  # the one renderer: messages quote the program's text
+        from ..terminal import one_line  # the one renderer: messages quote the program's text
 
         if self.outcome == "stopped":
             return [one_line(f"{where}: the type check stopped ({self.reason}); the program runs unchecked")]

@@ -19,9 +19,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .policy import Policy, Risk
-from .terminal import terminal_safe
-from .values import JsonValue
+from ..contract.policy import Policy, Risk
+from ..contract.values import JsonValue
+from ..terminal import terminal_safe
 
 #: Each string inside the arguments is cut to this many characters (in the middle: head and tail stay).
 ARGUMENT_STRING_CHARS = 1_000
@@ -155,7 +155,7 @@ def parse_typed_reply(text: str) -> Reply | None:
 
 
 def printable(text: str) -> str:
-    """`text` made safe for a terminal: the one renderer, `fabric_jev.contract.terminal.terminal_safe`."""
+    """`text` made safe for a terminal: the one renderer, `fabric_jev.terminal.terminal_safe`."""
     return terminal_safe(text)
 
 

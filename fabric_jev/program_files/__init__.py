@@ -1,7 +1,7 @@
 """Reading a program from a file: the one loader every command and the MCP server use.
 
 A file is either the JSON artifact (`program.json`) or program source that
-carries its contract (`triage.ts`, `triage.js`; see `contract.source`). Both
+carries its contract (`triage.ts`, `triage.js`; see `program_files.header`). Both
 come back as the JSON artifact, which `JevHost.run` and friends validate.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ._json import JSONInputError, loads_bounded, read_bounded
-from .contract.source import is_source_name, looks_like_source, program_from_source
-from .errors import ProgramInvalid
+from .._json import JSONInputError, loads_bounded, read_bounded
+from ..errors import ProgramInvalid
+from .header import is_source_name, looks_like_source, program_from_source
 
 __all__ = ["MAX_PROGRAM_FILE_BYTES", "load_program", "program_name_of"]
 
