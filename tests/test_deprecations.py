@@ -63,3 +63,17 @@ def test_an_unknown_attribute_is_still_an_attribute_error() -> None:
                                    "startedAt": "2025-01-31T09:30:00.123Z"})
     with pytest.raises(AttributeError, match="startedAtt"):
         env.startedAtt  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_redaction_read_through_its_old_contract_path_with_a_warning() -> None:
+    import fabric_jev.redaction as redaction
+
+    with pytest.warns(DeprecationWarning, match=r"fabric_jev\.contract\.redaction is deprecated .*"
+                                                r"use fabric_jev\.redaction\.redact_text") as caught:
+        from fabric_jev.contract.redaction import redact_text
+    assert caught[0].filename == __file__  # the warning points at the line that imports the old name
+    assert redact_text is redaction.redact_text
+    text, kinds = redact_text("password=hunter22hunter")
+    assert "hunter22hunter" not in text and kinds == ["secret assignment"]
+    with pytest.raises(ImportError):
+        from fabric_jev.contract.redaction import no_such_name  # type: ignore[attr-defined]  # noqa: F401
