@@ -12,13 +12,13 @@ from fabric_jev import CapabilityCall, CapabilityRegistry, ConfigError, FixtureE
 from fabric_jev.approval.question import (
     ARGUMENT_STRING_CHARS,
     ARGUMENTS_SHOWN_CHARS,
+    ClassifierVerdict,
     Unavailable,
-    Verdict,
     parse_typed_reply,
     printable,
 )
 from fabric_jev.contract.policy import PolicyOverrides
-from fabric_jev.host.policy import AuditTrail, PolicyGate
+from fabric_jev.host.gate import AuditTrail, PolicyGate
 from fabric_jev.host.registry import CallContext
 from tests.conftest import program
 
@@ -58,7 +58,7 @@ def gate(approver: Any, **kwargs: Any) -> PolicyGate:
 def test_the_request_shows_redacted_clipped_printable_arguments() -> None:
     call = CapabilityCall(ref="demo.write", risk="write", policy="ask", run_id="r", run_name="w\x1b[2Kriter",
                           arguments={"text": "x" * 5000, "evil": "ok\x1b[1A\x9b2K\u202eevil\nline"},
-                          intent="save it", classifier=Verdict("ask", "safe 0.20 < 0.50"))
+                          intent="save it", classifier=ClassifierVerdict("ask", "safe 0.20 < 0.50"))
     assert call.program == "w\x1b[2Kriter"
     assert len(call.arguments["text"]) < ARGUMENT_STRING_CHARS + 40
     # Cut in the middle: the head and the tail both stay.

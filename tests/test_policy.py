@@ -12,7 +12,7 @@ import pytest
 from fabric_jev import CapabilityCall, CapabilityRegistry, FixtureEvaluator, HostConfig, JevHost
 from fabric_jev.contract.policy import POLICIES, RISKS, resolve
 from fabric_jev.errors import CapabilityError, ConfigError
-from fabric_jev.host.policy import PolicyGate
+from fabric_jev.host.gate import PolicyGate
 from fabric_jev.host.registry import CallContext
 from fabric_jev.testing import ScriptedEvaluator
 from tests.conftest import program

@@ -9,19 +9,17 @@ malformed answers, HTTP errors, timeouts, missing credentials.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 
 from ..contract.evaluation import validate_request
-from ..contract.policy import Policy
+from ..contract.policy import Policy, Ruling
 from ..contract.values import is_finite_number
 from ..errors import EvaluationError, JevError
 from ..evaluators.base import Evaluator
 from .evidence import ApprovalRequest, build_evidence
 from .settings import check_threshold
-
-Verdict = Literal["allow", "ask", "deny"]
 
 MAX_TIMEOUT_S = 30.0
 #: The evaluator gets the bound itself; this much later the classifier stops
@@ -56,7 +54,7 @@ QUESTIONS: dict[str, dict[str, Any]] = {
 
 @dataclass(frozen=True)
 class Decision:
-    decision: Verdict
+    decision: Ruling
     reason: str
     probabilities: dict[str, float] | None = None
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
@@ -68,7 +66,7 @@ class Decision:
                 "usage": self.usage, "model": self.model, "redacted": list(self.redacted)}
 
 
-def decide(probabilities: dict[str, float], threshold: float) -> tuple[Verdict, str]:
+def decide(probabilities: dict[str, float], threshold: float) -> tuple[Ruling, str]:
     """The allow rule: safe ≥ threshold AND secrets < 0.5 AND destructive < 0.5."""
     safe, secrets = probabilities["safe"], probabilities["secrets"]
     destructive, owned = probabilities["destructive"], probabilities["sessionOwned"]

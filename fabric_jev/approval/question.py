@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..contract.policy import Policy, Risk
+from ..contract.policy import Policy, Risk, Ruling
 from ..contract.values import JsonValue
 from ..terminal import terminal_safe
 
@@ -44,10 +44,11 @@ TYPED_REPLIES: dict[str, Reply] = {"y": "allow", "yes": "allow", "a": "always", 
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class ClassifierVerdict:
     """The auto-approval classifier's verdict on the call, as an approver sees it."""
 
-    decision: str  # "allow" | "ask" | "deny" (an `auto` call reaches an approver only when not "allow")
+    #: An `auto` call reaches an approver only when this is not "allow".
+    decision: Ruling
     reason: str
     probabilities: Mapping[str, float] | None = None
 
@@ -80,7 +81,7 @@ class CapabilityCall:
     run_name: str
     arguments: JsonValue
     intent: str | None
-    classifier: Verdict | None = None
+    classifier: ClassifierVerdict | None = None
     #: Why a person is asked: the rule or floor entry, the risk's policy, or the classifier's verdict.
     asked_because: str | None = None
     #: Every segment of a compound shell command in the arguments (after ;, &&, ||, |), in order.

@@ -40,14 +40,13 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
-from ..contract.policy import RISKS
+from ..contract.policy import RISKS, Ruling
 from . import paths as _paths
 from . import shell as _shell
 
-Decision = Literal["allow", "ask", "deny"]
-DECISIONS: tuple[Decision, ...] = get_args(Decision)
+RULINGS: tuple[Ruling, ...] = get_args(Ruling)
 KEYWORDS = frozenset({"inside-tree", "same-origin", "read-only-script", "any"})
 
 #: The arguments each facet reads, at the top level or inside params/args/arguments/input.
@@ -456,7 +455,7 @@ def _matcher(key: str, value: Any, keyword: str | None) -> _Matcher:
 
 @dataclass(slots=True)
 class Rule:
-    decision: Decision
+    decision: Ruling
     target: str
     matchers: tuple[_Matcher, ...]
     #: Where it was written: "config", "project settings", "user settings", "default rules", "this run".
@@ -575,7 +574,7 @@ _TARGET = re.compile(r"[A-Za-z0-9_*][A-Za-z0-9_.*\-]{0,255}")
 _DECODER = json.JSONDecoder()
 
 
-def parse_rule(text: str, decision: Decision | None = None, *, source: str = "config",
+def parse_rule(text: str, decision: Ruling | None = None, *, source: str = "config",
                lifts: Iterable[str] = (), operands: str | None = None, without: Iterable[str] = (),
                note: str | None = None) -> Rule:
     """A rule from its text: ``allow shell.exec(cmd: "pytest *")``, or the pattern alone with
@@ -586,7 +585,7 @@ def parse_rule(text: str, decision: Decision | None = None, *, source: str = "co
         raise RuleError(f"a rule holds at most {MAX_RULE_CHARS} characters")
     rest = text.strip()
     first, _, after = rest.partition(" ")
-    if first in DECISIONS:
+    if first in RULINGS:
         if decision is not None and decision != first:
             raise RuleError(f"the rule {text!r} says {first} under {decision}")
         decision, rest = first, after.strip()
@@ -685,8 +684,8 @@ def _rule_of(item: Any, source: str) -> Rule:
         return parse_rule(item, source=source)
     if not isinstance(item, dict):
         raise RuleError("a rule must be an object {\"allow\"|\"ask\"|\"deny\": \"ref(...)\"} or a string")
-    decisions = [d for d in DECISIONS if d in item]
-    unknown = set(item) - {*DECISIONS, "lifts", "operands", "without", "note", "from"}
+    decisions = [d for d in RULINGS if d in item]
+    unknown = set(item) - {*RULINGS, "lifts", "operands", "without", "note", "from"}
     if len(decisions) != 1 or unknown:
         raise RuleError("a rule holds exactly one of allow, ask, deny"
                         + (f" (unknown keys: {', '.join(sorted(map(str, unknown)))})" if unknown else ""))
@@ -704,7 +703,7 @@ def _rule_of(item: Any, source: str) -> Rule:
 
 @dataclass(frozen=True, slots=True)
 class RuleMatch:
-    decision: Decision
+    decision: Ruling
     rule: Rule
 
 
@@ -794,7 +793,7 @@ class RuleSet:
     def _plan(self, ref: str, risk: str) -> dict[str, _Plan]:
         plans = self._plans.get((ref, risk))
         if plans is None:
-            plans = {d: _Plan() for d in DECISIONS}
+            plans = {d: _Plan() for d in RULINGS}
             for position, rule in enumerate(self.candidates(ref, risk)):
                 plan = plans[rule.decision]
                 item = (position, rule)
@@ -814,7 +813,7 @@ class RuleSet:
                 self._plans[(ref, risk)] = plans
         return plans
 
-    def first(self, decision: Decision, view: CallView) -> Rule | None:
+    def first(self, decision: Ruling, view: CallView) -> Rule | None:
         for rule in self._plan(view.ref, view.risk)[decision].chosen(view):
             if rule.matches(view):
                 return rule

@@ -21,15 +21,15 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Literal
 
+from ..contract.policy import Ruling
 from .floor import FloorEntry, floor_hits
 from .rules import CallView, Rule, RuleSet, parse_rules
 
 
 @dataclass(frozen=True, slots=True)
 class Screening:
-    decision: Literal["allow", "ask", "deny"]
+    decision: Ruling
     reason: str
     rule: Rule | None = None
     floor: FloorEntry | None = None

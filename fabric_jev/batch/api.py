@@ -12,7 +12,7 @@ from ..contract.config import HostConfig
 from ..contract.program import Program, parse_program
 from ..errors import ConfigError, JevError
 from ..evaluators.base import Evaluator
-from .local import Emit, run_local
+from .local_backend import Emit, run_local
 from .records import BatchItem, BatchOutcome
 
 #: The inputs of a batch: values or `BatchItem`s, from an iterable or an async iterable.

@@ -14,7 +14,7 @@ import anyio
 
 from ..contract.config import HostConfig
 from ..contract.program import Program, parse_program
-from .local import run_item
+from .local_backend import run_item
 from .records import BatchItem, BatchOutcome
 
 

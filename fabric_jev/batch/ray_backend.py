@@ -22,7 +22,7 @@ import anyio
 from ..contract.config import HostConfig
 from ..contract.program import Program
 from ..errors import BatchError, JevError
-from .local import Emit
+from .local_backend import Emit
 from .records import BatchItem, BatchOutcome
 
 ACTOR_DIED_TWICE = "the Ray actor running this input died, and so did the one it was retried on"

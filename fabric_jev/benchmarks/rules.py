@@ -53,7 +53,7 @@ def two_hundred_rules() -> list[dict[str, Any]]:
 
 def _gate(rules: list[dict[str, Any]], defaults: bool) -> Any:
     from ..contract.config import HostConfig
-    from ..host.policy import PolicyGate, host_rules
+    from ..host.gate import PolicyGate, host_rules
 
     config = HostConfig(rules=rules, default_rules=defaults, approvals={"execute": "ask", "read": "ask"})
     return PolicyGate(dict(config.approvals), approver=None, evaluator=None, threshold=0.5,

@@ -17,7 +17,7 @@ async def _cmd_approve(args: argparse.Namespace) -> int:
     from ..approval import ApprovalRequest, ProposedAction, classify
     from ..approval.rules import CallView, RuleContext
     from ..approval.screen import screen, screen_defaults
-    from ..host.policy import host_rules
+    from ..host.gate import host_rules
 
     try:
         raw = load_json(args.action, "action")

@@ -29,6 +29,9 @@ Policy = Literal["allow", "ask", "deny", "auto"]
 Answer = Literal["allow", "ask", "deny", "error", "timeout", "absent", "always", "deny_all",
                  "allowed_before", "denied_before"]
 DecidedBy = Literal["policy", "rule", "classifier", "approver"]
+#: What a permission rule, the floor's screen or the auto-approval classifier rules for one
+#: call: let it run, ask a person, or refuse it.
+Ruling = Literal["allow", "ask", "deny"]
 
 RISKS: tuple[Risk, ...] = get_args(Risk)
 POLICIES: tuple[Policy, ...] = get_args(Policy)

@@ -37,7 +37,7 @@ from .llm_prompt import SYSTEM, Ask, ask, request_labels, state_block
 from .llm_routes import LlmRoute, base_url, endpoint, is_llm_model, is_loopback_url, key_needed
 from .llm_wire import (
     OWN_FIELDS,
-    Reply,
+    Completion,
     anthropic_headers,
     chat_headers,
     chat_logprobs_body,
@@ -69,7 +69,7 @@ class _Turn:
 
     claimed: bool = False
     first_done: anyio.Event = field(default_factory=anyio.Event)
-    replies: list[Reply] = field(default_factory=list)
+    replies: list[Completion] = field(default_factory=list)
 
 
 class LlmEvaluator:
@@ -155,7 +155,7 @@ class LlmEvaluator:
 
     async def _evaluate(self, request: EvaluationRequest) -> Evaluation:
         key = await self._key()
-        spent: list[Reply] = []  # every answered request counts toward usage, a logprobs one that failed too
+        spent: list[Completion] = []  # every answered request counts toward usage, a logprobs one that failed too
         if self.mode == "logprobs":
             try:
                 return await self._answer(request, key, "logprobs", spent)
@@ -177,7 +177,7 @@ class LlmEvaluator:
             return None
 
     async def _answer(self, request: EvaluationRequest, key: str | None, mode: Literal["logprobs", "samples"],
-                      spent: list[Reply]) -> Evaluation:
+                      spent: list[Completion]) -> Evaluation:
         turn = _Turn(replies=spent)
         prefix = state_block(request.state)
         labels = request_labels(request)  # the Messages wire's one answer tool
@@ -219,7 +219,7 @@ class LlmEvaluator:
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
     def _evaluation(self, request: EvaluationRequest, results: Sequence[tuple[tuple[float, ...], float]],
-                    replies: Sequence[Reply], mode: Literal["logprobs", "samples"]) -> Evaluation:
+                    replies: Sequence[Completion], mode: Literal["logprobs", "samples"]) -> Evaluation:
         profile = self.profile if self.profile is not None and self.profile.applies_to(mode) else None
         answers: dict[str, Any] = {}
         valid: dict[str, float] = {}
@@ -244,7 +244,7 @@ class LlmEvaluator:
 
     # ------------------------------------------------------------------ one HTTP request
 
-    async def _send(self, body: bytes, key: str | None, turn: _Turn, *, logprobs: bool) -> Reply:
+    async def _send(self, body: bytes, key: str | None, turn: _Turn, *, logprobs: bool) -> Completion:
         first = not turn.claimed
         turn.claimed = True
         if not first:

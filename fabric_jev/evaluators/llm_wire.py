@@ -37,9 +37,9 @@ _TOOL_NAME = "answer"
 
 
 @dataclass(frozen=True, slots=True)
-class Reply:
-    """What one response says: the model's id as the server named it, tokens, and the first token's
-    candidates (a logprobs request) or the label a sample named."""
+class Completion:
+    """What one completion (a response of either wire) says: the model's id as the server named it,
+    tokens, and the first token's candidates (a logprobs request) or the label a sample named."""
 
     model: str
     input_tokens: int
@@ -95,7 +95,7 @@ def _model(body: dict[str, Any], requested: str) -> str:
     return model
 
 
-def read_chat(body: object, requested: str, *, logprobs: bool) -> Reply:
+def read_chat(body: object, requested: str, *, logprobs: bool) -> Completion:
     """A Chat Completions response: the first choice's first token's candidates, or its JSON label."""
     if not isinstance(body, dict):
         raise AnswerInvalid("the server's response is not a JSON object")
@@ -107,10 +107,10 @@ def read_chat(body: object, requested: str, *, logprobs: bool) -> Reply:
     model = _model(body, requested)
     tokens_in, tokens_out = _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
     if logprobs:
-        return Reply(model, tokens_in, tokens_out, candidates=_candidates(_get(choice, "logprobs", "choices[0]")))
+        return Completion(model, tokens_in, tokens_out, candidates=_candidates(_get(choice, "logprobs", "choices[0]")))
     message = _get(choice, "message", "choices[0]")
     content = _get(message, "content", "choices[0].message") if message is not None else None
-    return Reply(model, tokens_in, tokens_out, pick=_label_of(content))
+    return Completion(model, tokens_in, tokens_out, pick=_label_of(content))
 
 
 def _candidates(logprobs: Any) -> tuple[tuple[str, float], ...] | None:
@@ -173,7 +173,7 @@ def messages_body(model: str, system: str, state: str, question: str, labels: Se
             "tools": [tool], "tool_choice": {"type": "tool", "name": _TOOL_NAME}}
 
 
-def read_messages(body: object, requested: str) -> Reply:
+def read_messages(body: object, requested: str) -> Completion:
     """A Messages response: the label its `answer` tool call names."""
     if not isinstance(body, dict):
         raise AnswerInvalid("the server's response is not a JSON object")
@@ -190,7 +190,7 @@ def read_messages(body: object, requested: str) -> Reply:
             break
     # Input tokens: the uncached ones, and those written to or read from the prompt cache.
     tokens_in = _tokens(usage, "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    return Reply(_model(body, requested), tokens_in, _tokens(usage, "output_tokens"), pick=pick)
+    return Completion(_model(body, requested), tokens_in, _tokens(usage, "output_tokens"), pick=pick)
 
 
 def anthropic_headers(key: str | None) -> dict[str, str]:
@@ -208,5 +208,5 @@ def chat_headers(key: str | None) -> dict[str, str]:
     return headers
 
 
-__all__ = ["OWN_FIELDS", "Reply", "anthropic_headers", "chat_headers", "chat_logprobs_body", "chat_sample_body",
+__all__ = ["OWN_FIELDS", "Completion", "anthropic_headers", "chat_headers", "chat_logprobs_body", "chat_sample_body",
            "messages_body", "read_chat", "read_messages"]

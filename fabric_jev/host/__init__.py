@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ..approval.question import Approver, CapabilityCall, Unavailable, Verdict
+    from ..approval.question import Approver, CapabilityCall, ClassifierVerdict, Unavailable
     from .calls import EvaluationListener
     from .host import JevHost
     from .observers import Advice, AdviceLatch, MainSession, Observer
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "JevHost": ".host", "EvaluationListener": ".calls",
     **dict.fromkeys(("Advice", "AdviceLatch", "MainSession", "Observer"), ".observers"),
-    **dict.fromkeys(("Approver", "CapabilityCall", "Unavailable", "Verdict"), "..approval.question"),
+    **dict.fromkeys(("Approver", "CapabilityCall", "Unavailable", "ClassifierVerdict"), "..approval.question"),
     "CallContext": ".registry", "CapabilityRegistry": ".registry",
 }
 
@@ -29,4 +29,4 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = ["Advice", "AdviceLatch", "Approver", "CallContext", "CapabilityCall", "CapabilityRegistry",
-           "EvaluationListener", "JevHost", "MainSession", "Observer", "Unavailable", "Verdict"]
+           "ClassifierVerdict", "EvaluationListener", "JevHost", "MainSession", "Observer", "Unavailable"]

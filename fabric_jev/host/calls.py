@@ -30,8 +30,8 @@ from ..contract.program import Program, not_granted
 from ..contract.values import JsonValue, ValueRejected, normalize_json
 from ..errors import CapabilityError, EvaluationError, HostCallRefused, JevError, ProgramInvalid, clip_error
 from ..evaluators.base import Evaluator
+from .gate import CALLER_GRANT, AuditTrail, Pending, PolicyGate
 from .observing import ObserverHandle, UserText
-from .policy import CALLER_GRANT, AuditTrail, Pending, PolicyGate
 from .registry import CallContext, CapabilityHandler, CapabilityRegistry
 
 if TYPE_CHECKING:  # the request's models load with a run's first jev.evaluate (start-up of `run`)
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the request's models load with a run's first jev.evaluate (
     from ..contract.provenance import AnswererLog, Provenance
 
 #: Answers one guest call: (ok, JSON text of the value or the error message).
-Reply = Callable[[bool, str], None]
+Settler = Callable[[bool, str], None]
 
 
 class EvaluationListener(Protocol):
@@ -112,23 +112,23 @@ class CapabilityCalls:
             self._answerers = AnswererLog()
         self._answerers.add(provenance)
 
-    def start(self, kind: str, args: Any, reply: Reply, tasks: anyio.abc.TaskGroup) -> None:
-        """A guest's call (`evaluate`, `tool` or `advise`), answered through `reply`."""
+    def start(self, kind: str, args: Any, settle: Settler, tasks: anyio.abc.TaskGroup) -> None:
+        """A guest's call (`evaluate`, `tool` or `advise`), answered through `settle`."""
         try:
             call = self._validate_guest(kind, args)
         except JevError as exc:
-            reply(False, str(exc))
+            settle(False, str(exc))
             return
         decided = self._services.gate.triage(call.ref, call.risk, call.arguments, self.origins)
         if isinstance(decided, Pending):  # the classifier or a person: deciding waits, in a task of the run
-            tasks.start_soon(self._decide_then_invoke, call, reply, tasks, decided)
+            tasks.start_soon(self._decide_then_invoke, call, settle, tasks, decided)
             return
         policy, outcome = decided
         if self._recorded(call, policy, outcome, None):
-            self._invoke(call, reply, tasks)
+            self._invoke(call, settle, tasks)
         else:
             self._budget.refund_call()
-            reply(False, denial_message(call.ref, outcome))
+            settle(False, denial_message(call.ref, outcome))
 
     async def call_now(self, ref: str, args: JsonValue) -> dict[str, Any]:
         """The run's caller's call (`JevHost.advise`): the same path; refusals raise."""
@@ -191,14 +191,14 @@ class CapabilityCalls:
             arguments=call.arguments, intent=self._intent(), audit=self._audit, pending=pending,  # the user's words now
             origins=self.origins)
 
-    async def _decide_then_invoke(self, call: ValidCall, reply: Reply,
+    async def _decide_then_invoke(self, call: ValidCall, settle: Settler,
                                   tasks: anyio.abc.TaskGroup, pending: Pending | None = None) -> None:
         policy, outcome, probability = await self._decide(call, pending)
         if self._recorded(call, policy, outcome, probability):
-            self._invoke(call, reply, tasks)
+            self._invoke(call, settle, tasks)
         else:
             self._budget.refund_call()
-            reply(False, denial_message(call.ref, outcome))
+            settle(False, denial_message(call.ref, outcome))
 
     def _recorded(self, call: ValidCall, policy: Policy, outcome: PolicyOutcome,
                   probability: float | None) -> bool:
@@ -208,7 +208,7 @@ class CapabilityCalls:
 
     # ------------------------------------------------------------------ 4. invoke
 
-    def _invoke(self, call: ValidCall, reply: Reply, tasks: anyio.abc.TaskGroup) -> None:
+    def _invoke(self, call: ValidCall, settle: Settler, tasks: anyio.abc.TaskGroup) -> None:
         """The one place an allowed guest capability call reaches its target."""
         target = call.target
         if call.ref == "jev.evaluate":  # validated as an EvaluationRequest: its module is loaded
@@ -217,64 +217,64 @@ class CapabilityCalls:
             assert isinstance(target, EvaluationRequest)
             denied = self._budget.begin_evaluation()
             if denied is not None:
-                reply(False, denied)
+                settle(False, denied)
                 return
-            tasks.start_soon(self._evaluate, target, reply)
+            tasks.start_soon(self._evaluate, target, settle)
         elif isinstance(target, AdviceRequest):
             assert self._observation is not None  # launch requires observe for jev.advise
-            tasks.start_soon(answer_when_done, self._observation.advise(target), reply)
+            tasks.start_soon(answer_when_done, self._observation.advise(target), settle)
         else:  # neither jev.* ref: the registry's handler
             ctx = CallContext(run_id=self._run_id, run_name=self._program.name, ref=call.ref)
-            tasks.start_soon(self._tool, cast("CapabilityHandler", target), call.arguments, ctx, reply)
+            tasks.start_soon(self._tool, cast("CapabilityHandler", target), call.arguments, ctx, settle)
 
-    async def _evaluate(self, request: EvaluationRequest, reply: Reply) -> None:
+    async def _evaluate(self, request: EvaluationRequest, settle: Settler) -> None:
         services, budget = self._services, self._budget
         try:
             evaluation = await services.evaluator.evaluate(request, timeout=services.request_timeout_s)
         except EvaluationError as exc:
             budget.end_evaluation()
-            reply(False, clip_error(str(exc)))
+            settle(False, clip_error(str(exc)))
             return
         except Exception as exc:  # an evaluator bug: the run sees a clean error
             budget.end_evaluation()
-            reply(False, f"jev.evaluate failed: {type(exc).__name__}")
+            settle(False, f"jev.evaluate failed: {type(exc).__name__}")
             return
         denied = budget.end_evaluation(evaluation.usage.input_tokens, evaluation.usage.output_tokens)
         self._answered(evaluation)  # even when withheld: it answered, and its tokens were counted
         if denied is not None:
-            reply(False, denied)
+            settle(False, denied)
             return
         if self.listener is not None:
             self.listener(request, evaluation)
         # The guest gets the answers; who answered is the envelope's to say.
-        reply(True, json.dumps(evaluation.to_json(evaluator=False)))
+        settle(True, json.dumps(evaluation.to_json(evaluator=False)))
 
     async def _tool(self, handler: CapabilityHandler, args: Any, ctx: CallContext,
-                    reply: Reply) -> None:
+                    settle: Settler) -> None:
         # A program launched from inside this handler can hold no more than this one.
         CALLER_GRANT.set(self._requires)
         try:
             value = normalize_json(await handler(args, ctx), f"{ctx.ref} result")
         except JevError as exc:
-            reply(False, clip_error(str(exc)))
+            settle(False, clip_error(str(exc)))
             return
         except ValueRejected as exc:
-            reply(False, str(exc))
+            settle(False, str(exc))
             return
         except Exception as exc:  # handler errors reach the guest as messages, not traces
-            reply(False, clip_error(f"{ctx.ref} failed: {exc}"))
+            settle(False, clip_error(f"{ctx.ref} failed: {exc}"))
             return
-        reply(True, json.dumps(value))
+        settle(True, json.dumps(value))
 
 
-async def answer_when_done(awaitable: Awaitable[Any], reply: Reply) -> None:
-    """Reply with what `awaitable` gives, or with the message of the JevError it raises."""
+async def answer_when_done(awaitable: Awaitable[Any], settle: Settler) -> None:
+    """Settle with what `awaitable` gives, or with the message of the JevError it raises."""
     try:
         value = await awaitable
     except JevError as exc:
-        reply(False, clip_error(str(exc)))
+        settle(False, clip_error(str(exc)))
         return
-    reply(True, json.dumps(value))
+    settle(True, json.dumps(value))
 
 
 #: At most this many origins are taken from one run's input.

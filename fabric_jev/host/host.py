@@ -24,9 +24,9 @@ from ..evaluators.base import Evaluator
 from ..sandbox.pool import WorkerPool
 from ..typecheck.checker import checker_status
 from .calls import CallServices, EvaluationListener
+from .gate import PolicyGate, host_rules
 from .launch import admit, load_run, queue_run
 from .observing import ObservationSource
-from .policy import PolicyGate, host_rules
 from .registry import CapabilityRegistry, Connector
 from .run import Run, RunServices, WorkerSource, session_limits
 

@@ -21,8 +21,8 @@ from ..contract.values import JsonInput, ValueRejected, checked_json
 from ..errors import CapabilityError, InputInvalid, ProgramInvalid
 from ..typecheck.checker import check_for_launch
 from ..typecheck.verdict import CheckReport
+from .gate import CALLER_GRANT, AuditTrail, PolicyGate
 from .observing import ObservationSource, UserText, user_text
-from .policy import CALLER_GRANT, AuditTrail, PolicyGate
 from .registry import CapabilityRegistry
 from .run import Run, RunServices
 

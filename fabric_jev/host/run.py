@@ -28,9 +28,9 @@ from ..contract.wire_model import utc_now
 from ..errors import CompileError, clip_error
 from ..sandbox.connection import asyncio_loop
 from ..sandbox.session import Ended, Ending, Event, HostCall, Logs, SessionLimits, WorkerLike, WorkerSession
-from .calls import CallServices, CapabilityCalls, EvaluationListener, Reply, answer_when_done
+from .calls import CallServices, CapabilityCalls, EvaluationListener, Settler, answer_when_done
+from .gate import AuditTrail
 from .observing import ObserverHandle, UserText, user_text
-from .policy import AuditTrail
 from .registry import Connector
 from .ring import LogBuffer, ProgressRing
 
@@ -326,46 +326,46 @@ class Run:
 
     # ------------------------------------------------------------------ host calls
 
-    def _answer(self, kind: str, args: Any, reply: Reply, tasks: anyio.abc.TaskGroup) -> None:
+    def _answer(self, kind: str, args: Any, settle: Settler, tasks: anyio.abc.TaskGroup) -> None:
         """Each host call is counted against the budgets first, then answered through
-        `reply`, which settles the guest's promise. Calls that wait run as tasks of the
+        `settle`, which settles the guest's promise. Calls that wait run as tasks of the
         run, so its end cancels them."""
         if kind not in CALL_KINDS:
-            reply(False, f"unknown host call {kind!r}")
+            settle(False, f"unknown host call {kind!r}")
             return
         denied = self.budget.begin_call()
         if denied is not None:
-            reply(False, denied)
+            settle(False, denied)
         elif kind == "emit":
-            self._emit(args, reply)
+            self._emit(args, settle)
         elif kind == "sleep":
-            self._sleep(args, reply, tasks)
+            self._sleep(args, settle, tasks)
         elif kind == "nextEvent":
             if self.observation is None:
-                reply(False, "program.nextEvent needs spawn with observe")
+                settle(False, "program.nextEvent needs spawn with observe")
             else:
-                tasks.start_soon(answer_when_done, self.observation.next_event(), reply)
+                tasks.start_soon(answer_when_done, self.observation.next_event(), settle)
         else:
-            self._calls.start(kind, args, reply, tasks)
+            self._calls.start(kind, args, settle, tasks)
 
-    def _emit(self, value: Any, reply: Reply) -> None:
+    def _emit(self, value: Any, settle: Settler) -> None:
         if not _surely_small(value):
             try:
                 check_decoded(value, {}, "program.emit value", EMIT_MAX_BYTES)
             except ValueRejected as exc:
-                reply(False, str(exc))
+                settle(False, str(exc))
                 return
         self.ring.append(value)
-        reply(True, "null")
+        settle(True, "null")
 
-    def _sleep(self, ms: Any, reply: Reply, tasks: anyio.abc.TaskGroup) -> None:
+    def _sleep(self, ms: Any, settle: Settler, tasks: anyio.abc.TaskGroup) -> None:
         if (isinstance(ms, bool) or not isinstance(ms, int | float)
                 or not 0 <= ms <= self.limits.timeout_ms):
-            reply(False, "Invalid program.sleep duration")
+            settle(False, "Invalid program.sleep duration")
             return
         loop = asyncio_loop()
         if loop is None:
-            tasks.start_soon(_sleep_then_reply, ms / 1000, reply)
+            tasks.start_soon(_sleep_then_settle, ms / 1000, settle)
             return
         # On asyncio a loop timer answers the guest directly: far cheaper than a
         # task per sleep, which matters for many paced programs. The run's end
@@ -374,7 +374,7 @@ class Run:
 
         def wake() -> None:
             timers.discard(handle)
-            reply(True, "null")
+            settle(True, "null")
 
         handle = loop.call_later(ms / 1000, wake)
         timers.add(handle)
@@ -392,9 +392,9 @@ def _surely_small(value: Any) -> bool:
     return isinstance(value, str) and len(value) * 6 + 2 <= EMIT_MAX_BYTES
 
 
-async def _sleep_then_reply(seconds: float, reply: Reply) -> None:
+async def _sleep_then_settle(seconds: float, settle: Settler) -> None:
     await anyio.sleep(seconds)
-    reply(True, "null")
+    settle(True, "null")
 
 
 async def _erase_types(code: str, as_javascript: CompileError) -> str:

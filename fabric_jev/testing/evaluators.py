@@ -24,7 +24,7 @@ from ..evaluators.fixture import expand_answer
 Answers: TypeAlias = Mapping[str, Mapping[str, Any]]
 #: One step of a script: answers, an exception to raise, or a function of the request
 #: that returns answers (or awaits them).
-Reply: TypeAlias = (Answers | BaseException
+ScriptedReply: TypeAlias = (Answers | BaseException
                     | Callable[[EvaluationRequest], Answers | Awaitable[Answers]])
 
 
@@ -44,7 +44,7 @@ class ScriptedEvaluator:
     was asked, in order.
     """
 
-    def __init__(self, *replies: Reply, model: str = "scripted",
+    def __init__(self, *replies: ScriptedReply, model: str = "scripted",
                  usage: tuple[int, int] = (0, 0)) -> None:
         if not replies:
             raise ValueError("a scripted evaluator needs at least one reply")
@@ -87,4 +87,4 @@ class ScriptedEvaluator:
         self.closed = True
 
 
-__all__ = ["Answers", "Reply", "ScriptedEvaluator"]
+__all__ = ["Answers", "ScriptedEvaluator", "ScriptedReply"]

@@ -16,17 +16,26 @@ if TYPE_CHECKING:
     from .compiler import CompilerStopped, locate
     from .declarations import render
     from .diagnostics import Diagnostic
-    from .verdict import CheckReport, Verdict
+    from .verdict import CheckReport, CompilerVerdict
 
 _LAZY = {
     **dict.fromkeys(("CheckerUnavailable", "check", "check_for_launch"), ".checker"),
     **dict.fromkeys(("CompilerStopped", "locate"), ".compiler"),
     "render": ".declarations",
     "Diagnostic": ".diagnostics",
-    **dict.fromkeys(("CheckReport", "Verdict"), ".verdict"),
+    **dict.fromkeys(("CheckReport", "CompilerVerdict"), ".verdict"),
 }
 
 __getattr__ = lazy_exports(__name__, _LAZY)
 
-__all__ = ["CheckReport", "CheckerUnavailable", "CompilerStopped", "Diagnostic", "Verdict", "check",
-           "check_for_launch", "locate", "render"]
+__all__ = [
+    "CheckReport",
+    "CheckerUnavailable",
+    "CompilerStopped",
+    "CompilerVerdict",
+    "Diagnostic",
+    "check",
+    "check_for_launch",
+    "locate",
+    "render",
+]

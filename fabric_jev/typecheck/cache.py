@@ -35,7 +35,7 @@ from typing import Any
 
 from .._files import atomic_write
 from .._json import JSONInputError, loads_bounded
-from .verdict import Stopped, Verdict
+from .verdict import CompilerVerdict, Stopped
 
 log = logging.getLogger("fabric_jev.typecheck")
 
@@ -48,16 +48,16 @@ KEY_FILE = "verdicts.key"
 _KEY_BYTES = 32
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
-_memory: OrderedDict[str, Verdict | Stopped] = OrderedDict()
+_memory: OrderedDict[str, CompilerVerdict | Stopped] = OrderedDict()
 
 
-def remembered(digest: str) -> Verdict | None:
+def remembered(digest: str) -> CompilerVerdict | None:
     """The verdict for `digest` this process has, if any (a remembered stop is not a verdict)."""
     found = _memory.get(digest)
     if found is None:
         return None
     _memory.move_to_end(digest)
-    return found if isinstance(found, Verdict) else None
+    return found if isinstance(found, CompilerVerdict) else None
 
 
 def remembered_stop(digest: str) -> Stopped | None:
@@ -65,7 +65,7 @@ def remembered_stop(digest: str) -> Stopped | None:
     return found if isinstance(found, Stopped) else None
 
 
-def remember(digest: str, outcome: Verdict | Stopped) -> None:
+def remember(digest: str, outcome: CompilerVerdict | Stopped) -> None:
     _memory[digest] = outcome
     _memory.move_to_end(digest)
     while len(_memory) > MAX_MEMORY_ENTRIES:
@@ -174,7 +174,7 @@ def _mac(key: bytes, digest: str, body: dict[str, Any]) -> str:
     return hmac.new(key, material.encode("ascii"), hashlib.sha256).hexdigest()
 
 
-def read_disk(folder: Path, digest: str) -> Verdict | Stopped | None:
+def read_disk(folder: Path, digest: str) -> CompilerVerdict | Stopped | None:
     """What is stored for `digest`, or None (absent, unreadable, not ours or not a verdict). Blocking."""
     if not _usable(folder):
         return None
@@ -193,12 +193,12 @@ def read_disk(folder: Path, digest: str) -> Verdict | Stopped | None:
             return None
         if "stopped" in body:
             return Stopped.from_json(body["stopped"])
-        return Verdict.from_json(body["verdict"])
+        return CompilerVerdict.from_json(body["verdict"])
     except (JSONInputError, ValueError):
         return None
 
 
-def write_disk(folder: Path, digest: str, outcome: Verdict | Stopped) -> None:
+def write_disk(folder: Path, digest: str, outcome: CompilerVerdict | Stopped) -> None:
     """Store a verdict or a stop; a folder that cannot be used only costs the next process a
     compile. Blocking."""
     with contextlib.suppress(OSError):

@@ -43,7 +43,7 @@ from .compiler import Compiler, CompilerStopped, Missing, locate, run_compiler
 from .declarations import DECLARATIONS_FILE, render, schema_type, wrap
 from .diagnostics import parse_output, place
 from .slots import FairSlots
-from .verdict import CheckReport, Stopped, Verdict
+from .verdict import CheckReport, CompilerVerdict, Stopped
 
 #: Bump when the options, the wrapper or the meaning of a verdict change (part of every digest).
 CHECKER_VERSION = 3
@@ -184,7 +184,7 @@ def _write_project(program: Program, declarations: str, reading: Reading | None)
 
 
 async def _compile(program: Program, declarations: str, reading: Reading | None, compiler: Compiler,
-                   tc: TypecheckConfig) -> Verdict:
+                   tc: TypecheckConfig) -> CompilerVerdict:
     """One compiler run on the program. Its blocking parts (the tree-sitter reading, the files) run
     in one worker thread before and one after."""
     done, project = await anyio.to_thread.run_sync(_write_project, program, declarations, reading)
@@ -213,7 +213,7 @@ async def _compile(program: Program, declarations: str, reading: Reading | None,
     if run.returncode not in (0, 1, 2) or (run.returncode != 0 and not diagnostics):
         head = " ".join(run.output.split())[:300] or "no output"
         raise _stopped(language, f"the type checker failed (exit {run.returncode}): {head}")
-    return Verdict(language, diagnostics, compiler.name, cut=run.cut, erased=done.erased)
+    return CompilerVerdict(language, diagnostics, compiler.name, cut=run.cut, erased=done.erased)
 
 
 def _stopped(language: Language | None, message: str) -> CompilerStopped:
@@ -222,7 +222,7 @@ def _stopped(language: Language | None, message: str) -> CompilerStopped:
     return exc
 
 
-def _from_disk(folder: Path, key: str, program: Program) -> Verdict | Stopped | None:
+def _from_disk(folder: Path, key: str, program: Program) -> CompilerVerdict | Stopped | None:
     """What the disk holds for `key`, its erased code checked against the source. Blocking.
 
     The sandbox runs a TypeScript verdict's erased code in place of the code, so it is never
@@ -230,7 +230,7 @@ def _from_disk(folder: Path, key: str, program: Program) -> Verdict | Stopped | 
     again here and the entry must agree, else it is a miss.
     """
     found = cache.read_disk(folder, key)
-    if not isinstance(found, Verdict) or found.erased is None:
+    if not isinstance(found, CompilerVerdict) or found.erased is None:
         return found
     fresh = read(program.code, declared(program))
     if fresh.erased != found.erased:
@@ -251,10 +251,10 @@ def _stop_applies(found: Stopped, tc: TypecheckConfig) -> CompilerStopped | None
     return _stopped(found.language, found.remembered())
 
 
-async def _cached(key: str, folder: Path | None, program: Program, tc: TypecheckConfig) -> Verdict | None:
+async def _cached(key: str, folder: Path | None, program: Program, tc: TypecheckConfig) -> CompilerVerdict | None:
     """The verdict for `key` from memory, else from disk (then remembered); None on a miss.
     Raises CompilerStopped at once for a program whose check a cap stopped under these caps."""
-    found: Verdict | Stopped | None = cache.remembered(key) or cache.remembered_stop(key)
+    found: CompilerVerdict | Stopped | None = cache.remembered(key) or cache.remembered_stop(key)
     if found is None and folder is not None:
         found = await anyio.to_thread.run_sync(_from_disk, folder, key, program)
         if found is not None:
@@ -268,7 +268,7 @@ async def _cached(key: str, folder: Path | None, program: Program, tc: Typecheck
 
 
 async def _verdict(program: Program, key: str, declarations: str, compiler: Compiler, tc: TypecheckConfig,
-                   reading: Reading | None, *, disk_checked: bool = False) -> tuple[Verdict, bool]:
+                   reading: Reading | None, *, disk_checked: bool = False) -> tuple[CompilerVerdict, bool]:
     """The verdict for a program (and whether it was cached), compiling only on a miss.
 
     `disk_checked`: the caller has just missed on disk for `key`, so it is not read again.
@@ -310,7 +310,7 @@ async def _verdict(program: Program, key: str, declarations: str, compiler: Comp
         done.set()
 
 
-async def check(program: Program, *, observed: bool = False, config: TypecheckConfig | None = None) -> Verdict:
+async def check(program: Program, *, observed: bool = False, config: TypecheckConfig | None = None) -> CompilerVerdict:
     """The compiler's verdict on a program, whatever the host's modes.
 
     Raises `CheckerUnavailable` without a compiler and `CompilerStopped` when a cap stops it.

@@ -15,7 +15,7 @@ LISTED_IN_ENVELOPE = 20
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class CompilerVerdict:
     """What the compiler said about one program: the same for every launch with the same digest."""
 
     language: Language
@@ -46,7 +46,7 @@ class Verdict:
                 "diagnostics": [d.to_json() for d in self.diagnostics], "erased": self.erased}
 
     @classmethod
-    def from_json(cls, data: object) -> Verdict:
+    def from_json(cls, data: object) -> CompilerVerdict:
         if not isinstance(data, dict) or not isinstance(data.get("diagnostics"), list):
             raise ValueError("not a verdict")
         compiler, cut, erased = data.get("compiler"), data.get("cut"), data.get("erased")
@@ -109,7 +109,7 @@ class CheckReport:
     mode: CheckMode
     outcome: str
     compiler: str | None = None
-    verdict: Verdict | None = None
+    verdict: CompilerVerdict | None = None
     reason: str | None = None
     #: The verdict came from the cache (memory or disk): no compiler ran for this launch.
     cached: bool = False

@@ -33,7 +33,7 @@ from ..contract.wire_model import utc_time, wire_time
 from ..evaluators.base import Evaluator
 
 if TYPE_CHECKING:  # loaded when a call must be asked: a run that asks nothing never loads it
-    from ..approval.question import Approver, CapabilityCall, Verdict
+    from ..approval.question import Approver, CapabilityCall, ClassifierVerdict
 
 AUDIT_KEEP = 64
 
@@ -53,15 +53,15 @@ def _approver_answer(value: Any) -> Answer:
     return "deny"
 
 
-def _verdict(decision: Any) -> Verdict | None:
+def _verdict(decision: Any) -> ClassifierVerdict | None:
     """The classifier's Decision as the approver sees it."""
-    from ..approval.question import Verdict
+    from ..approval.question import ClassifierVerdict
 
     if decision is None:
         return None
     probabilities = getattr(decision, "probabilities", None)
-    return Verdict(decision=str(decision.decision), reason=str(decision.reason),
-                   probabilities=dict(probabilities) if isinstance(probabilities, dict) else None)
+    return ClassifierVerdict(decision=decision.decision, reason=str(decision.reason),
+                             probabilities=dict(probabilities) if isinstance(probabilities, dict) else None)
 
 
 _Decision = tuple[int, float, str, Risk, Policy, PolicyOutcome, "float | None"]
