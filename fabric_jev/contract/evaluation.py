@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._json import JSONInputError, loads_bounded
+from .._surrogates import has_lone_surrogate
 from ..errors import AnswerInvalid, RequestInvalid
 from .json_basics import key_names, unknown_keys
 from .model_id import MODEL_ID_RULE, is_model_id
@@ -24,7 +24,6 @@ if TYPE_CHECKING:  # pydantic's model loads with the first answer that names its
 
 QuestionType = Literal["noul", "choice", "score"]
 MAX_QUESTIONS = 128
-_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 MAX_DEPTH = 32
 MAX_NODES = 100_000
 MAX_RESPONSE_BYTES = 1 << 20
@@ -286,7 +285,7 @@ def validate_answers(request: EvaluationRequest, body: object, *,
         output_tokens=_count(usage_raw.get("output_tokens"), "usage.output_tokens"),
     )
     model = body.get("model", "")
-    if not isinstance(model, str) or len(model) > 128 or _LONE_SURROGATE.search(model):
+    if not isinstance(model, str) or len(model) > 128 or has_lone_surrogate(model):
         raise AnswerInvalid("evaluator response model is not a string of at most 128 characters")
     return Evaluation(answers=rebuilt, usage=usage, model=model, provenance=provenance)
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 # Re-exported: they were defined here first, and most of the package reads them from here.
+from .._surrogates import without_lone_surrogates
 from .json_basics import is_finite_number as is_finite_number
 from .json_basics import key_names as key_names
 from .json_basics import path_step as path_step
@@ -27,7 +27,6 @@ JsonInput: TypeAlias = Union[bool, int, float, str, Sequence["JsonInput"], Mappi
 
 
 MAX_VALUE_BYTES = 32_768
-_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 class ValueRejected(ValueError):
     """A value is not finite JSON, too large, or off its schema (message says which side)."""
 
@@ -61,7 +60,7 @@ def normalize_json(value: object, side: str) -> JsonValue:
                 raise ValueRejected(f"{side} is not finite JSON: {v!r} at {path}")
             return v
         if isinstance(v, str):
-            return _LONE_SURROGATE.sub("\ufffd", v) if _LONE_SURROGATE.search(v) else v
+            return without_lone_surrogates(v)
         if isinstance(v, list | tuple):
             return [walk(x, f"{path}[{i}]", depth + 1) for i, x in enumerate(v)]
         if isinstance(v, dict):
@@ -69,7 +68,7 @@ def normalize_json(value: object, side: str) -> JsonValue:
             for k, x in v.items():
                 if not isinstance(k, str):
                     raise ValueRejected(f"{side} is not JSON: object key {k!r} at {path}")
-                key = _LONE_SURROGATE.sub("\ufffd", k) if _LONE_SURROGATE.search(k) else k
+                key = without_lone_surrogates(k)
                 out[key] = walk(x, path + path_step(k), depth + 1)
             return out
         raise ValueRejected(f"{side} is not JSON: {type(v).__name__} at {path}")

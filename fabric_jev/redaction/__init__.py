@@ -8,7 +8,7 @@ rules `secret_patterns.py`'s, vendor token shapes the kept rule sets in
 upstream answer that carries the key it was sent with, in any spelling. Both see
 through look-alike spellings (`lookalikes.fold`).
 
-This room imports nothing of fabric-jev's: the contract, the host and the drivers
+This room stands only on the floor (`_surrogates`): the contract, the host and the drivers
 all stand on it. Names load on first use (RE2 and the rule sets are not small).
 """
 

@@ -36,14 +36,13 @@ from typing import Any
 
 import re2
 
+from .._surrogates import without_lone_surrogates
 from .lookalikes import fold, needs_folding
 from .secret_names import is_secret_key, pair_secret
 from .secret_patterns import BASE64_MARKER, Rule, marker, rules_for
 
 __all__ = ["MAX_DEPTH", "is_secret_key", "marker", "redact", "redact_text"]
 
-#: RE2 reads UTF-8, which a lone surrogate (a page's or a JSON escape's) cannot be.
-_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 MAX_DEPTH = 64
 
 
@@ -197,8 +196,8 @@ def redact_text(text: str) -> tuple[str, list[str]]:
     written in rot13 is replaced where it stands.
     """
     kinds: list[str] = []
-    if not text.isascii() and _LONE_SURROGATE.search(text):
-        text = _LONE_SURROGATE.sub("\ufffd", text)
+    if not text.isascii():  # RE2 reads UTF-8, which a lone surrogate (a page's or a JSON escape's) cannot be
+        text = without_lone_surrogates(text)
     out = _scan(text, kinds)
     if needs_folding(out):
         folded = fold(out)
@@ -251,7 +250,7 @@ def _across_items(items: list[Any], out: list[Any], kinds: list[str]) -> None:
                     spans.append((i, at, at + len(items[i])))
                 at += len(items[i]) + len(sep)
             # U+FFFD for a lone surrogate (RE2 reads UTF-8) keeps every offset where it was.
-            joined = _LONE_SURROGATE.sub("\ufffd", sep.join(items[i] for i in run))
+            joined = without_lone_surrogates(sep.join(items[i] for i in run))
             rules = rules_for(joined)
             if rules is None:
                 continue

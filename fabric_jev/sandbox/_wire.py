@@ -38,7 +38,6 @@ from typing import Any, NamedTuple
 
 HEADER = struct.Struct(">I")
 _LOAD, _SETTLE, _READY, _LOAD_FAILED, _OUTBOX, _FATAL = b"L", b"S", b"R", b"E", b"O", b"F"
-_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 # Every JSON escape, taken whole and left to right, so `\\ud800` (an escaped
 # backslash, then text) is never read as a surrogate escape: a high+low pair
 # first, then a lone surrogate (group 1), then any other escape.
@@ -167,7 +166,8 @@ def _json(payload: bytes) -> Any:
 
 
 def _text(payload: bytes) -> str:
-    return _LONE_SURROGATE.sub("\ufffd", payload.decode("utf-8", "replace"))
+    # Python's UTF-8 decoder never makes a surrogate: an encoded one is invalid UTF-8, replaced.
+    return payload.decode("utf-8", "replace")
 
 
 def decode(tag: bytes, payload: bytes) -> Message:

@@ -217,7 +217,9 @@ def _safe(name: str) -> str:
     """A file name for a test's name: what a file name cannot hold (and a lone surrogate, which
     no file system encodes) becomes `-`; a name over MAX_NAME_BYTES in UTF-8 is cut at a
     character to 100 bytes, plus a digest of the whole name."""
-    safe = re.sub(r"[<>?%*:|\"'/\\\s\x00-\x1f\ud800-\udfff]", "-", name)
+    from .._surrogates import SURROGATES
+
+    safe = re.sub(rf"[<>?%*:|\"'/\\\s\x00-\x1f{SURROGATES}]", "-", name)
     encoded = safe.encode("utf-8")
     if len(encoded) > MAX_NAME_BYTES:
         head = encoded[:100].decode("utf-8", "ignore")  # the character cut in two is dropped whole
