@@ -157,11 +157,16 @@ def _question(qid: Any, raw: Any, wire: bool = False) -> Question:
     return Question(id=qid, type=qtype, instructions=instructions, criteria=criteria)
 
 
-def validate_request(raw: object, *, max_bytes: int = 131_072, wire: bool = False) -> EvaluationRequest:
+def validate_request(raw: object, *, max_bytes: int = 131_072, wire: bool = False,
+                     measured: bool = False) -> EvaluationRequest:
     """Check a jev.evaluate request against every rule of contract §5.
 
     ``wire=True`` is the server's reading of the same request: unknown top-level
     fields are ignored and a noul may omit instructions, as the wire spec asks.
+    ``measured=True``: `raw` was just parsed from at most `max_bytes` bytes of JSON by
+    `loads_bounded` (depth ≤ MAX_DEPTH, every number finite, no lone surrogate) and its bytes
+    counted at most MAX_NODES values (`_json.values_at_most`), so the walk that measures it
+    again and the serialization that sizes it again are skipped: the server's hot path.
     """
     if not isinstance(raw, dict):
         raise RequestInvalid("jev.evaluate expects an object {state, questions, model?}")
@@ -173,14 +178,15 @@ def validate_request(raw: object, *, max_bytes: int = 131_072, wire: bool = Fals
                              f"{unknown_keys(extra, ('state', 'questions', 'model'))}")
     if "state" not in raw or not _is_text(raw["state"]):
         raise RequestInvalid("jev.evaluate state must be a string, array or object")
-    _measure(raw)
-    try:
-        size = len(json.dumps(raw, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
-    except UnicodeEncodeError:
-        raise RequestInvalid("jev.evaluate request contains a lone surrogate (an unpaired "
-                             "\\uD800-\\uDFFF), which is not Unicode text") from None
-    if size > max_bytes:
-        raise RequestInvalid(f"jev.evaluate request exceeds {max_bytes} bytes")
+    if not measured:
+        _measure(raw)
+        try:
+            size = len(json.dumps(raw, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+        except UnicodeEncodeError:
+            raise RequestInvalid("jev.evaluate request contains a lone surrogate (an unpaired "
+                                 "\\uD800-\\uDFFF), which is not Unicode text") from None
+        if size > max_bytes:
+            raise RequestInvalid(f"jev.evaluate request exceeds {max_bytes} bytes")
     questions = raw.get("questions")
     if not isinstance(questions, dict) or not 1 <= len(questions) <= MAX_QUESTIONS:
         raise RequestInvalid(f"jev.evaluate needs 1-{MAX_QUESTIONS} questions keyed by id")

@@ -147,11 +147,24 @@ class Connections:
 
 class _ProtocolTransport(asyncio.Transport):
     """The transport the HTTP protocol sees: the real one, except that its pausing of reads is
-    combined with the guard's (reading goes on only when neither wants a pause)."""
+    combined with the guard's (reading goes on only when neither wants a pause), and that a
+    response's head and body leave in one send.
+
+    uvicorn writes a response's head and its body separately, one send each: two syscalls and
+    two wake-ups of the client. A response head is held back and leaves with the next write
+    (the body, written in the same step); a head with nothing after it in that step (100
+    Continue, say) leaves at the end of the step. Closing hands anything held over first."""
 
     def __init__(self, real: asyncio.Transport, guard: Guard) -> None:
         super().__init__()
         self._real, self._guard = real, guard
+        self._held: bytes | None = None
+        self._loop = asyncio.get_running_loop()
+
+    def _flush(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            self._real.write(held)
 
     def pause_reading(self) -> None:
         self._guard.protocol_paused = True
@@ -172,9 +185,11 @@ class _ProtocolTransport(asyncio.Transport):
         return self._real.is_closing()
 
     def close(self) -> None:
+        self._flush()
         self._real.close()
 
     def abort(self) -> None:
+        self._held = None
         self._real.abort()
 
     def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
@@ -184,12 +199,24 @@ class _ProtocolTransport(asyncio.Transport):
         return self._real.get_protocol()
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        self._real.write(data)
+        if not data:
+            return
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._real.write(held + bytes(data))
+        elif data[:5] == b"HTTP/" and data[-4:] == b"\r\n\r\n":
+            self._held = bytes(data)  # a head: it waits for its body, at most to the step's end
+            self._loop.call_soon(self._flush)
+        else:
+            self._real.write(data)
 
     def writelines(self, list_of_data: Any) -> None:
-        self._real.writelines(list_of_data)
+        for data in list_of_data:
+            self.write(data)
 
     def write_eof(self) -> None:
+        self._flush()
         self._real.write_eof()
 
     def can_write_eof(self) -> bool:
@@ -199,7 +226,7 @@ class _ProtocolTransport(asyncio.Transport):
         self._real.set_write_buffer_limits(high, low)
 
     def get_write_buffer_size(self) -> int:
-        return self._real.get_write_buffer_size()
+        return self._real.get_write_buffer_size() + (0 if self._held is None else len(self._held))
 
     def get_write_buffer_limits(self) -> tuple[int, int]:
         return self._real.get_write_buffer_limits()

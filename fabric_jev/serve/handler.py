@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from .._json import JSONInputError, loads_bounded
-from ..contract.evaluation import MAX_DEPTH, EvaluationRequest, validate_request
+from .._json import JSONInputError, loads_bounded, values_at_most
+from ..contract.evaluation import MAX_DEPTH, MAX_NODES, EvaluationRequest, validate_request
 from ..errors import EvaluationError, RequestInvalid, UpstreamError
 from ..evaluators.base import Evaluator
 from .limits import ServeLimits
@@ -84,10 +84,13 @@ class JevServer:
             return error(405, "method_not_allowed", "Use POST /v1/systemone")
         return self._auth(headers)
 
-    async def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response:
-        refused = self.refusal(method, path, headers)
-        if refused:
-            return refused
+    async def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes, *,
+                     admitted: bool = False) -> Response:
+        """The answer to one request; `admitted`: `refusal` already passed these headers."""
+        if not admitted:
+            refused = self.refusal(method, path, headers)
+            if refused:
+                return refused
         path = path.split("?", 1)[0]
         if method == "GET" and path == "/v1/models":
             model = self.evaluator.status().model
@@ -105,14 +108,20 @@ class JevServer:
         request = EvaluationRequest(state=parsed.state, questions=parsed.questions, model=None)
         if self._evaluations is None:
             self._evaluations = anyio.CapacityLimiter(self.limits.max_evaluations)
+        limiter = self._evaluations
         try:
-            async with self._evaluations:
-                evaluation = await self.evaluator.evaluate(request, timeout=self.limits.request_timeout_s)
+            limiter.acquire_nowait()  # no checkpoint when a place is free: one loop turn less per request
+        except anyio.WouldBlock:
+            await limiter.acquire()
+        try:
+            evaluation = await self.evaluator.evaluate(request, timeout=self.limits.request_timeout_s)
         except UpstreamError as exc:
             status = 429 if exc.status in (429, 529) else 502
             return error(status, "upstream_error", str(exc))
         except EvaluationError as exc:
             return error(502, "evaluator_error", str(exc))
+        finally:
+            limiter.release()
         # Extensions of the wire format are prefixed x_ (the spec asks it): who answered is x_provenance,
         # the shape every other result calls `evaluator`; x_evaluator is the route alone, as before.
         out = evaluation.to_json(evaluator=False)
@@ -133,7 +142,10 @@ class JevServer:
         # `model` is optional, as the docs say: the SDKs' default alias stands in.
         if raw.get("model") is None:
             raw["model"] = DEFAULT_MODEL
+        # Parsed just now from at most max_body_bytes, depth and numbers checked: when its bytes
+        # count few enough values, it need not be walked and serialized again to be measured.
+        measured = values_at_most(body, MAX_NODES) <= MAX_NODES
         try:
-            return validate_request(raw, max_bytes=self.limits.max_body_bytes, wire=True)
+            return validate_request(raw, max_bytes=self.limits.max_body_bytes, wire=True, measured=measured)
         except RequestInvalid as exc:
             return _invalid(str(exc))
