@@ -293,3 +293,20 @@ def test_every_public_model_has_snake_case_attributes_and_datetime_timestamps() 
     stamps = {f"{name}.{field}": str(kind) for name, cls in models.items() for field, kind in _fields(cls).items()
               if field == "at" or field.endswith("_at")}
     assert stamps and all(re.search(r"\b(datetime|AwareDatetime)\b", kind) for kind in stamps.values()), stamps
+
+
+def test_to_json_is_the_one_serializer_and_omits_what_is_declared_omitted() -> None:
+    from pydantic import Field
+
+    from fabric_jev.contract.wire_model import UtcTime, WireModel, omit_none
+
+    class Shape(WireModel):
+        started_at: UtcTime
+        note: str | None = Field(default=None, exclude_if=omit_none)
+        kept: str | None = None
+        parts: tuple[int, ...] = ()
+
+    at = datetime(2025, 1, 31, 9, 30, 0, 123000, tzinfo=UTC)
+    assert json.dumps(Shape(started_at=at, parts=(1, 2)).to_json()) == (
+        '{"startedAt": "2025-01-31T09:30:00.123Z", "kept": null, "parts": [1, 2]}')
+    assert list(Shape(started_at=at, note="n").to_json()) == ["startedAt", "note", "kept", "parts"]

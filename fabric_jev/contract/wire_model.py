@@ -3,7 +3,10 @@
 A `WireModel` field `started_at` reads and writes the JSON key `startedAt`
 (pydantic's `to_camel` alias generator). Python code constructs a model by
 either name; every serialization (`model_dump`, `model_dump_json`, `to_json`)
-writes the alias, so the JSON is the contract's byte for byte. JSON read from
+writes the alias, so the JSON is the contract's byte for byte. `to_json` is the
+one serializer of every wire shape: the keys in field order, and a key the
+wire leaves out when it has nothing to say is a field declared with
+``Field(exclude_if=...)`` (``omit_none`` for the usual test). JSON read from
 outside (a program artifact, a config file, a dictionary) is validated by its
 contract names only (`validate_json_object`): a snake_case key there is an
 unknown key, as it always was.
@@ -79,6 +82,15 @@ class WireModel(BaseModel):
                           f"use .{field}", DeprecationWarning, stacklevel=2)
             value = getattr(self, field)
             return wire_time(value) if isinstance(value, datetime) else value
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object the wire shows (see the module doc)."""
+        return self.model_dump(mode="json")
+
+
+def omit_none(value: object) -> bool:
+    """`Field(exclude_if=omit_none)`: a key the wire leaves out while it is None."""
+    return value is None
 
 
 def _camel_fields(model: type[BaseModel]) -> dict[str, str]:

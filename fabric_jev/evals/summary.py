@@ -224,9 +224,6 @@ class EvalSummary(_Model):
             raise KeyError(f"{len(found)} cells match evaluator={evaluator!r} variant={variant!r} (cells: {names})")
         return found[0]
 
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
-
     @classmethod
     def from_json(cls, raw: object, where: str = "summary") -> EvalSummary:
         try:
