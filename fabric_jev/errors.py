@@ -1,5 +1,8 @@
 """The exception tree. Every error fabric-jev raises derives from JevError.
 
+Defined here and exported from `fabric_jev`, but for the few a room defines for its own
+callers, which name the room and are exported from it.
+
     JevError
     ├── LaunchRejected            a run was not created (contract §2)
     │   ├── HostClosed
@@ -16,16 +19,23 @@
     │   └── ProfileInvalid        a local-evaluator profile that cannot be used
     ├── LabelsInvalid             a labels file (or cassette read as labels) with a bad line
     ├── SandboxUnavailable        worker processes cannot be started
+    ├── WorkerGone                (sandbox) a worker's socket closed: the session ends the run killed or crashed
+    ├── ValueRejected             (contract) a value not finite JSON, too large or off its schema (a ValueError)
+    ├── CheckerUnavailable        (typecheck) no TypeScript compiler is installed
+    ├── CompilerStopped           (typecheck) the compiler hit its time or memory cap, or failed
+    ├── ListenError               (serve) the port cannot be listened on (an OSError, with its errno)
     ├── BatchError                a batch's files or cluster cannot be used (fabric_jev.batch)
     ├── EvalError                 an eval's dataset, settings, results or summary cannot be used
     ├── HostCallRefused           a guest's host call was refused (the guest sees the message)
     ├── EvaluationError           jev.evaluate failed (see evaluators)
     │   ├── RequestInvalid        the request breaks contract §5
     │   ├── AnswerInvalid         the upstream answer breaks contract §5
+    │   │   └── NoValidLabel      (evaluators.readout) none of the labels among the next tokens
     │   ├── UpstreamError         HTTP status, timeout, transport (no bodies)
     │   ├── CredentialError       a key could not be found or produced
     │   └── CassetteMiss          a request a cassette does not hold, in a mode that may not record it
     ├── QuerySyntaxError          an assertion query that does not parse
+    ├── VisionError               (assertions) a vision endpoint could not be asked, or answered off shape
     ├── DictionaryInvalid         a verification dictionary, plan or binding breaks the rules
     │   └── PlanInvalid
     ├── ReaderFailed              a verification reader raised (terminal for its check)

@@ -46,6 +46,41 @@ def test_the_exception_tree_is_documented_where_it_is_defined_and_in_the_docs() 
             assert re.search(rf"(── |\n    |\n){name}\b", text), f"{name} missing from the tree in {where}"
 
 
+#: Modules that run as programs, not imported: the worker's entry point and `python -m` shims.
+NOT_IMPORTED = {"fabric_jev.sandbox._worker_main", "fabric_jev.__main__", "fabric_jev.cli.__main__"}
+
+
+def _exported_exceptions() -> dict[str, tuple[str, type[BaseException]]]:
+    """Every exception class any public module of the package exports (`__all__`): name → (module,
+    class). A private module's (`_json.JSONInputError`) is always wrapped by its callers."""
+    import importlib
+    import pkgutil
+
+    found: dict[str, tuple[str, type[BaseException]]] = {}
+    for info in pkgutil.walk_packages(fabric_jev.__path__, "fabric_jev."):
+        if info.name in NOT_IMPORTED or info.name.rsplit(".", 1)[-1].startswith("_"):
+            continue
+        module = importlib.import_module(info.name)
+        for name in getattr(module, "__all__", ()):
+            value = getattr(module, name)
+            if isinstance(value, type) and issubclass(value, BaseException):
+                found.setdefault(name, (info.name, value))
+    return found
+
+
+def test_every_exception_any_module_exports_is_in_the_tree() -> None:
+    exported = _exported_exceptions()
+    # The rooms' own, besides errors.py's: the type check's, the sandbox's, a value's, serve's.
+    assert {"CheckerUnavailable", "CompilerStopped", "WorkerGone", "ValueRejected", "ListenError",
+            "AssertionFailed", "VerificationFailed"} <= set(exported)
+    doc = errors.__doc__ or ""
+    architecture = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for name, (module, cls) in exported.items():
+        assert issubclass(cls, fabric_jev.JevError), f"{module}.{name} is not a JevError"
+        for text, where in ((doc, "errors.py"), (architecture, "docs/architecture.md")):
+            assert re.search(rf"(── |\n    |\n){name}\b", text), f"{name} ({module}) missing from the tree in {where}"
+
+
 def test_both_assertion_failures_share_one_base() -> None:
     from fabric_jev.assertions import AssertionFailed
     from fabric_jev.verification import VerificationFailed

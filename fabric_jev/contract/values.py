@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 # Re-exported: they were defined here first, and most of the package reads them from here.
 from .._surrogates import without_lone_surrogates
+from ..errors import JevError
 from .json_basics import is_finite_number as is_finite_number
 from .json_basics import key_names as key_names
 from .json_basics import path_step as path_step
@@ -27,8 +28,9 @@ JsonInput: TypeAlias = Union[bool, int, float, str, Sequence["JsonInput"], Mappi
 
 
 MAX_VALUE_BYTES = 32_768
-class ValueRejected(ValueError):
-    """A value is not finite JSON, too large, or off its schema (message says which side)."""
+class ValueRejected(JevError, ValueError):
+    """A value is not finite JSON, too large, or off its schema (message says which side). Also a
+    ValueError. At launch it is reported as InputInvalid, from a run as its error."""
 
 
 # One encoder, built once: json.dumps with options builds a new one per call.

@@ -27,7 +27,7 @@ from ..contract.advice import ADVICE_SHAPE, AdviceRequest, parse_advice
 from ..contract.budget import RunBudget
 from ..contract.policy import BUILTIN_RISKS, Policy, PolicyOutcome, Risk, denial_message
 from ..contract.program import Program, not_granted
-from ..contract.values import JsonValue, ValueRejected, normalize_json
+from ..contract.values import JsonValue, normalize_json
 from ..errors import CapabilityError, EvaluationError, HostCallRefused, JevError, ProgramInvalid, clip_error
 from ..evaluators.base import Evaluator
 from .gate import CALLER_GRANT, AuditTrail, Pending, PolicyGate
@@ -255,11 +255,8 @@ class CapabilityCalls:
         CALLER_GRANT.set(self._requires)
         try:
             value = normalize_json(await handler(args, ctx), f"{ctx.ref} result")
-        except JevError as exc:
+        except JevError as exc:  # ValueRejected too: a result that is not finite JSON
             settle(False, clip_error(str(exc)))
-            return
-        except ValueRejected as exc:
-            settle(False, str(exc))
             return
         except Exception as exc:  # handler errors reach the guest as messages, not traces
             settle(False, clip_error(f"{ctx.ref} failed: {exc}"))

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import anyio
 import sniffio
 
+from ..errors import JevError
 from ._wire import FrameBuffer
 
 _READ_CHUNK = 1 << 18
@@ -31,8 +32,9 @@ def asyncio_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-class WorkerGone(Exception):
-    """The worker's socket reached end-of-file (it exited or was killed)."""
+class WorkerGone(JevError):
+    """The worker's socket reached end-of-file (it exited or was killed). The session turns it
+    into how the run ended (`killed` or `crashed`); it never reaches a caller of the host."""
 
 
 class WorkerConnection:

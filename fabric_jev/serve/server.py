@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio
 
+from ..errors import JevError
 from ..evaluators.base import Evaluator
 from .asgi import JevApp, Message, Receive, Scope, Send
 from .guard import Connections, guarded
@@ -33,8 +34,9 @@ _BACKLOG = 1024
 log = logging.getLogger("fabric_jev.serve")
 
 
-class ListenError(OSError):
-    """The port cannot be listened on (busy, out of range, not permitted)."""
+class ListenError(JevError, OSError):
+    """The port cannot be listened on (busy, out of range, not permitted); also an OSError, with
+    its `errno`."""
 
 
 class _Tracked:

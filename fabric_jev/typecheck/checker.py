@@ -37,7 +37,7 @@ from anyio.lowlevel import RunVar
 from ..contract.config import HostConfig, TypecheckConfig
 from ..contract.languages import CheckMode, Language
 from ..contract.program import Program
-from ..errors import TypeScriptError, clip_error
+from ..errors import JevError, TypeScriptError, clip_error
 from . import cache
 from .compiler import Compiler, CompilerStopped, Missing, locate, run_compiler
 from .declarations import DECLARATIONS_FILE, render, schema_type, wrap
@@ -77,7 +77,7 @@ OPTIONS: dict[Language, dict[str, Any]] = {
 _PROGRAM_FILE = {Language.TYPESCRIPT: "program.ts", Language.JAVASCRIPT: "program.js"}
 
 
-class CheckerUnavailable(Exception):
+class CheckerUnavailable(JevError):
     """No compiler is installed; the message says what is missing and how to get it."""
 
 

@@ -32,6 +32,7 @@ import anyio
 
 from .._process import end_process_group, read_available, wait_process_exit
 from ..contract.languages import Language
+from ..errors import JevError
 
 ENV_OVERRIDE = "FABRIC_JEV_TSGO"
 #: Output kept from one run; the rest is read and dropped (a count of errors is still exact
@@ -79,7 +80,7 @@ class CompilerRun:
     cut: bool
 
 
-class CompilerStopped(Exception):
+class CompilerStopped(JevError):
     """The run hit a cap or failed to start; the message says which, for the author to read."""
 
     #: The language the program was being checked as (set by the checker).
