@@ -10,6 +10,7 @@ the host.
 
 from __future__ import annotations
 
+import enum
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -74,11 +75,20 @@ class RunServices:
     connectors: Sequence[Connector] = ()
 
 
+class RunEndKind(enum.StrEnum):
+    """How a run's driver saw it end; `Run._finish` maps each to a terminal `RunState`."""
+
+    COMPLETED = "completed"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+
 @dataclass(frozen=True, slots=True)
 class RunEnd:
     """How the run's driver saw it end, before the terminal precedence is applied."""
 
-    kind: str  # "completed" | "error" | "timeout" | "cancelled"
+    kind: RunEndKind
     result: Any = None
     error: str | None = None
 
@@ -167,7 +177,7 @@ class Run:
         failed to load after waiting in the queue (`error`, e.g. a compile error)."""
         if self.observation is not None:
             self.observation.cancel()
-        self._finish(RunEnd("cancelled") if error is None else RunEnd("error", error=error))
+        self._finish(RunEnd(RunEndKind.CANCELLED) if error is None else RunEnd(RunEndKind.ERROR, error=error))
         self.done.set()
 
     async def stop(self) -> Envelope:
@@ -237,7 +247,7 @@ class Run:
         """Run the loaded program to its end. `released` is told before waiters wake."""
         session = self._session
         assert session is not None, "load() first"
-        end = RunEnd("cancelled")
+        end = RunEnd(RunEndKind.CANCELLED)
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
@@ -249,9 +259,9 @@ class Run:
                         end = await self._pump(session, tasks)
                         tasks.cancel_scope.cancel()
                 if deadline.cancelled_caught:
-                    end = RunEnd("timeout", error=DEADLINE_EXCEEDED.format(timeout_ms=self.limits.timeout_ms))
+                    end = RunEnd(RunEndKind.TIMEOUT, error=DEADLINE_EXCEEDED.format(timeout_ms=self.limits.timeout_ms))
         except Exception as exc:  # a host bug must still end the run, not the host
-            end = RunEnd("error", error=f"Jev host error: {type(exc).__name__}: {exc}")
+            end = RunEnd(RunEndKind.ERROR, error=f"Jev host error: {type(exc).__name__}: {exc}")
         finally:
             for timer in self._timers:
                 timer.cancel()
@@ -295,11 +305,11 @@ class Run:
             try:
                 result = check_decoded(ended.result, self.program.output_schema, "output")
             except ValueRejected as exc:
-                return RunEnd("error", error=str(exc))
-            return RunEnd("completed", result=result)
+                return RunEnd(RunEndKind.ERROR, error=str(exc))
+            return RunEnd(RunEndKind.COMPLETED, result=result)
         if ended.ending is Ending.TIMED_OUT:
-            return RunEnd("timeout", error=ended.error)
-        return RunEnd("error", error=ended.error)
+            return RunEnd(RunEndKind.TIMEOUT, error=ended.error)
+        return RunEnd(RunEndKind.ERROR, error=ended.error)
 
     def _finish(self, end: RunEnd) -> None:
         """Apply the terminal precedence of contract §2."""
@@ -308,14 +318,14 @@ class Run:
             # The guest's own report of it, when it let it escape, also says where the call was.
             failure = self.budget.failure
             said = (end.error or "").removeprefix("Error: ")
-            if end.kind == "error" and said.startswith(failure):
+            if end.kind is RunEndKind.ERROR and said.startswith(failure):
                 failure = said
             state, error, result = RunState.FAILED, failure, None
-        elif end.kind == "timeout":
+        elif end.kind is RunEndKind.TIMEOUT:
             state, error, result = RunState.TIMED_OUT, end.error, None
-        elif end.kind == "cancelled" or self._cancel_requested:
+        elif end.kind is RunEndKind.CANCELLED or self._cancel_requested:
             state, error, result = RunState.CANCELLED, None, None
-        elif end.kind == "error":
+        elif end.kind is RunEndKind.ERROR:
             state, error, result = RunState.FAILED, end.error, None
         else:
             state, error, result = RunState.COMPLETED, None, end.result
