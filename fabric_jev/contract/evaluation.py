@@ -16,7 +16,7 @@ from .._json import JSONInputError, loads_bounded
 from .._surrogates import has_lone_surrogate
 from ..errors import AnswerInvalid, RequestInvalid
 from .json_basics import key_names, unknown_keys
-from .model_id import MODEL_ID_RULE, is_model_id
+from .model_id import MODEL_ID_RULE
 from .values import JsonValue, is_finite_number
 
 if TYPE_CHECKING:  # pydantic's model loads with the first answer that names its answerer
@@ -86,10 +86,6 @@ class Evaluation:
         return out
 
 
-def _is_text(v: Any) -> bool:
-    return isinstance(v, str | list | dict)
-
-
 def _measure(value: Any) -> tuple[int, int]:
     """(nodes, depth) of a JSON value, refusing non-finite numbers and non-JSON types."""
     nodes = 0
@@ -118,66 +114,27 @@ def _measure(value: Any) -> tuple[int, int]:
     return nodes, deepest
 
 
-def _question(qid: Any, raw: Any, wire: bool = False) -> Question:
-    if not isinstance(qid, str) or not 1 <= len(qid) <= 128:
-        raise RequestInvalid("jev.evaluate question ids must be 1-128 characters")
-    where = f"question {qid!r}"
-    if not isinstance(raw, dict):
-        raise RequestInvalid(f"{where} must be an object {{type, instructions, criteria?}}")
-    extra = set(raw) - {"type", "instructions", "criteria"}
-    if extra:
-        raise RequestInvalid(f"{where} has unknown keys: {unknown_keys(extra, ('type', 'instructions', 'criteria'))}")
-    qtype = raw.get("type")
-    if qtype not in ("noul", "choice", "score"):
-        raise RequestInvalid(f"{where} has type {qtype!r}: {_FREE_TEXT}")
-    instructions = raw.get("instructions")
-    # On the wire a noul may rely on its criteria alone (spec: noul.no-instructions).
-    optional = wire and qtype == "noul" and instructions is None
-    if not optional and not _is_text(instructions):
-        raise RequestInvalid(f"{where} needs instructions (a string, array or object)")
-    criteria = raw.get("criteria")
-    if qtype == "choice":
-        if not isinstance(criteria, dict) or not 1 <= len(criteria) <= 255:
-            raise RequestInvalid(f"{where}: choice criteria must be an object of 1-255 options")
-        for name, desc in criteria.items():
-            if not 1 <= len(name) <= 256:
-                raise RequestInvalid(f"{where}: option names must be 1-256 characters")
-            if desc is not None and not _is_text(desc):
-                raise RequestInvalid(f"{where}: option {name!r} needs a description or null")
-    elif qtype == "score":
-        if not isinstance(criteria, list) or not 2 <= len(criteria) <= 10:
-            raise RequestInvalid(f"{where}: score criteria must be an array of 2-10 levels")
-        if not all(_is_text(level) for level in criteria):
-            raise RequestInvalid(f"{where}: every score level needs a description")
-    elif criteria is not None:
-        if not isinstance(criteria, dict) or set(criteria) - {"true", "false"}:
-            raise RequestInvalid(f"{where}: noul criteria may only have 'true' and 'false' keys")
-        if not all(v is None or _is_text(v) for v in criteria.values()):
-            raise RequestInvalid(f"{where}: noul criteria values must be descriptions or null")
-    return Question(id=qid, type=qtype, instructions=instructions, criteria=criteria)
-
-
 def validate_request(raw: object, *, max_bytes: int = 131_072, wire: bool = False,
                      measured: bool = False) -> EvaluationRequest:
     """Check a jev.evaluate request against every rule of contract §5.
 
-    ``wire=True`` is the server's reading of the same request: unknown top-level
+    Its shape is the typed model in `evaluation_shape` (the one MCP clients are shown); what no
+    model states — size in bytes, depth, node count, finite numbers, Unicode text — is checked
+    here first. ``wire=True`` is the server's reading of the same request: unknown top-level
     fields are ignored and a noul may omit instructions, as the wire spec asks.
     ``measured=True``: `raw` was just parsed from at most `max_bytes` bytes of JSON by
     `loads_bounded` (depth ≤ MAX_DEPTH, every number finite, no lone surrogate) and its bytes
     counted at most MAX_NODES values (`_json.values_at_most`), so the walk that measures it
     again and the serialization that sizes it again are skipped: the server's hot path.
     """
+    from pydantic import ValidationError
+
+    from .evaluation_shape import EvaluateRequest, WireEvaluateRequest
+
     if not isinstance(raw, dict):
         raise RequestInvalid("jev.evaluate expects an object {state, questions, model?}")
-    extra = set(raw) - {"state", "questions", "model"}
-    if extra and wire:
-        raw = {k: v for k, v in raw.items() if k not in extra}
-    elif extra:
-        raise RequestInvalid(f"jev.evaluate request has unknown keys: "
-                             f"{unknown_keys(extra, ('state', 'questions', 'model'))}")
-    if "state" not in raw or not _is_text(raw["state"]):
-        raise RequestInvalid("jev.evaluate state must be a string, array or object")
+    if wire:  # neither measured nor kept: the server does not read them
+        raw = {k: v for k, v in raw.items() if k in EvaluateRequest.model_fields}
     if not measured:
         _measure(raw)
         try:
@@ -187,17 +144,70 @@ def validate_request(raw: object, *, max_bytes: int = 131_072, wire: bool = Fals
                                  "\\uD800-\\uDFFF), which is not Unicode text") from None
         if size > max_bytes:
             raise RequestInvalid(f"jev.evaluate request exceeds {max_bytes} bytes")
-    questions = raw.get("questions")
-    if not isinstance(questions, dict) or not 1 <= len(questions) <= MAX_QUESTIONS:
-        raise RequestInvalid(f"jev.evaluate needs 1-{MAX_QUESTIONS} questions keyed by id")
-    model = raw.get("model")
-    if model is not None and not is_model_id(model):
-        raise RequestInvalid(f"jev.evaluate model must be {MODEL_ID_RULE}")
+    try:
+        shape = (WireEvaluateRequest if wire else EvaluateRequest).model_validate(raw)
+    except ValidationError as exc:
+        raise RequestInvalid(_refusal(exc, raw)) from None
     return EvaluationRequest(
-        state=raw["state"],
-        questions=tuple(_question(qid, q, wire) for qid, q in questions.items()),
-        model=model,
+        state=shape.state,
+        questions=tuple(Question(id=qid, type=q.type, instructions=q.instructions, criteria=q.criteria)
+                        for qid, q in shape.questions.items()),
+        model=shape.model,
     )
+
+
+def _refusal(exc: Any, raw: dict[str, Any]) -> str:
+    """The first rule a request breaks, in contract §5's words, from the model's errors (in the
+    order of its fields: state, then each question in turn, then model)."""
+    from .evaluation_shape import (
+        MAX_LEVELS,
+        MAX_OPTION_KEY_CHARS,
+        MAX_OPTIONS,
+        MAX_QUESTION_ID_CHARS,
+        MIN_LEVELS,
+        EvaluateRequest,
+        NoulQuestion,
+    )
+
+    errors: list[dict[str, Any]] = exc.errors(include_url=False, include_context=False, include_input=False)
+    extra = [e["loc"][0] for e in errors if e["type"] == "extra_forbidden" and len(e["loc"]) == 1]
+    if extra:
+        return f"jev.evaluate request has unknown keys: {unknown_keys(set(extra), tuple(EvaluateRequest.model_fields))}"
+    loc = errors[0]["loc"]
+    if loc[0] == "state":
+        return "jev.evaluate state must be a string, array or object"
+    if loc[0] == "model":
+        return f"jev.evaluate model must be {MODEL_ID_RULE}"
+    if len(loc) == 1:
+        return f"jev.evaluate needs 1-{MAX_QUESTIONS} questions keyed by id"
+    if loc[2:] == ("[key]",):
+        return f"jev.evaluate question ids must be 1-{MAX_QUESTION_ID_CHARS} characters"
+    qid, where = loc[1], f"question {loc[1]!r}"
+    question = raw["questions"][qid]
+    # The same keys in every type of question: unknown ones are named first, whatever else is wrong.
+    fields = tuple(NoulQuestion.model_fields)
+    if isinstance(question, dict) and set(question) - set(fields):
+        return f"{where} has unknown keys: {unknown_keys(set(question) - set(fields), fields)}"
+    if len(loc) == 2:
+        if errors[0]["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            return f"{where} has type {question.get('type')!r}: {_FREE_TEXT}"
+        return f"{where} must be an object {{type, instructions, criteria?}}"
+    qtype, field, inside = loc[2], loc[3], loc[4:]
+    if field == "instructions":
+        return f"{where} needs instructions (a string, array or object)"
+    if qtype == "choice":
+        if not inside:
+            return f"{where}: choice criteria must be an object of 1-{MAX_OPTIONS} options"
+        if inside[1:] == ("[key]",):
+            return f"{where}: option names must be 1-{MAX_OPTION_KEY_CHARS} characters"
+        return f"{where}: option {inside[0]!r} needs a description or null"
+    if qtype == "score":
+        if not inside:
+            return f"{where}: score criteria must be an array of {MIN_LEVELS}-{MAX_LEVELS} levels"
+        return f"{where}: every score level needs a description"
+    if len(inside) > 1:
+        return f"{where}: noul criteria values must be descriptions or null"
+    return f"{where}: noul criteria may only have 'true' and 'false' keys"
 
 
 def _probability(v: Any, where: str) -> float:

@@ -24,7 +24,7 @@ from mcp.server.lowlevel import Server
 
 from ..contract.config import HostConfig
 from ..contract.evaluation import validate_request
-from ..errors import JevError, LaunchRejected, ProgramInvalid
+from ..errors import JevError, LaunchRejected, ProgramInvalid, RequestInvalid
 from ..host import JevHost
 from ..program_files import load_program
 from .asking import CURRENT_CALL, ElicitationApprover, ToolCall
@@ -32,7 +32,7 @@ from .lines import claimed_stdin
 from .programs import ListedProgram, ProgramCatalog, UnknownResource
 from .session_tools import SESSION_TOOL_NAMES
 from .sessions import SessionError, SessionTools
-from .tools import TOOLS
+from .tools import CHECKED_BY_THEIR_MODEL, TOOLS
 from .unreadable import AnsweringUnreadable
 
 log = logging.getLogger("fabric_jev.mcp")
@@ -102,7 +102,8 @@ class JevTools:
     async def call(self, name: str, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
         if name not in TOOLS:
             raise ToolError(f"unknown tool {name!r} (tools: {', '.join(TOOLS)})")
-        _check_arguments(name, arguments)
+        if name not in CHECKED_BY_THEIR_MODEL:
+            _check_arguments(name, arguments)
         if self.approver is not None:
             self.approver.connected(ctx.session)
         # Runs started by this call ask its client (on this call's channel while it is open).
@@ -198,7 +199,10 @@ class JevTools:
             raise ToolError(f"the type checker is not available: {exc}") from None
 
     async def _jev_evaluate(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
-        request = validate_request(arguments, max_bytes=self.config.max_request_bytes)
+        try:
+            request = validate_request(arguments, max_bytes=self.config.max_request_bytes)
+        except RequestInvalid as exc:
+            raise ToolError(f"invalid arguments for jev_evaluate: {exc}") from None
         evaluation = await self.host.evaluator.evaluate(request, timeout=self.config.request_timeout_ms / 1000)
         return evaluation.to_json()
 

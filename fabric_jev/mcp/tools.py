@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..contract.envelope import RunState
+from ..contract.evaluation_shape import EvaluateRequest
+from .schemas import derived_schema
 from .session_tools import session_tools
 
 PROGRAM_SCHEMA: dict[str, Any] = {
@@ -123,18 +125,6 @@ HOST_STATUS_SCHEMA: dict[str, Any] = {
     "required": ["runs"],
 }
 
-QUESTION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "type": {"enum": ["choice", "score", "noul"]},
-        "instructions": either("string", "array", "object"),
-        "criteria": {**either("object", "array"),
-                     "description": "choice: {option: description|null}; score: [level, ...] (2-10); "
-                                    "noul: optional {true, false}."},
-    },
-    "required": ["type", "instructions"],
-}
-
 EVALUATION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -235,13 +225,7 @@ TOOLS: dict[str, dict[str, Any]] = {
     "jev_evaluate": {
         "description": "Ask Jev one typed batch of questions (choice, score, noul) about a state and "
                        "return the validated answers with probabilities.",
-        "input": {"type": "object", "properties": {
-            "state": {**either("string", "array", "object"), "description": "What the questions are about."},
-            "questions": {"type": "object", "minProperties": 1, "maxProperties": 128,
-                          "additionalProperties": QUESTION_SCHEMA,
-                          "description": "Questions by id (1-128 characters)."},
-            "model": {"type": "string", "minLength": 1, "maxLength": 128}},
-            "required": ["state", "questions"], "additionalProperties": False},
+        "input": derived_schema(EvaluateRequest),
         "output": EVALUATION_SCHEMA,
     },
     "jev_approve": {
@@ -273,3 +257,8 @@ TOOLS["jev_join"] = {**TOOLS["jev_wait"],
 
 # Observers over MCP: their specs live beside them (session_tools.py), served by sessions.py.
 TOOLS.update(session_tools(_LAUNCH_PROPERTIES, _ONE_PROGRAM, ENVELOPE_SCHEMA))
+
+#: Tools whose arguments are read by the contract model their input schema is derived from: the
+#: model's refusal, in the contract's words, is what the client is told (a JSON Schema validator
+#: says only "is not valid under any of the given schemas" of a question with a wrong field).
+CHECKED_BY_THEIR_MODEL = frozenset({"jev_evaluate"})
