@@ -12,7 +12,6 @@ from .check import (
     VisionProvider,
     check,
 )
-from .diff import SnapshotDiff, added, changed, modified, removed
 from .escalation import Escalation, EscalationPolicy, FailureEvent, FailureKind, RecoveryAction
 from .nearest import Near, nearest
 from .predicates import (
@@ -40,6 +39,7 @@ from .predicates import (
 )
 from .query import Condition, Query, QuerySyntaxError, where
 from .snapshot import Confidence, Element, Snapshot, confidence
+from .snapshot_diff import SnapshotDiff, added, changed, modified, removed
 from .vision import AnthropicVision, GeminiVision, OpenAIVision, VisionError, vision_provider
 
 __all__ = [

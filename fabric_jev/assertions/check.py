@@ -27,11 +27,11 @@ import anyio
 from .._files import atomic_write
 from .._waiting import Waiter
 from ..errors import CheckFailed
-from .diff import describe_changes
 from .escalation import Escalation, EscalationPolicy, FailureEvent, FailureKind, RecoveryAction
 from .nearest import Near, nearest
 from .predicates import Predicate, PredicateOutcome
 from .snapshot import QUIET_SETTLED_MS, Element, Snapshot, confidence
+from .snapshot_diff import describe_changes
 
 #: The reason codes a finished check can carry (FailureKind values; `low_confidence`
 #: appears only on single attempts and as a timeout's `last_reason`: never judged).

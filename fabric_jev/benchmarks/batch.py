@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import logging
 import time
+from statistics import median
 from typing import Any
 
 import anyio
 
 from ..contract.config import HostConfig
 from ..evaluators.fixture import FixtureEvaluator
-from .common import median
 
 PROGRAM: dict[str, Any] = {
     "name": "bench-batch",

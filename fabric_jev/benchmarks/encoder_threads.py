@@ -15,9 +15,8 @@ import json
 import os
 import subprocess
 import sys
+from statistics import median
 from typing import Any
-
-from .common import median
 
 _PROBE = """
 import json, statistics, sys, time

@@ -8,10 +8,10 @@ import socket
 import sys
 import time
 from pathlib import Path
+from statistics import median as _median
 from typing import Any
 
 from ..contract.evaluation import EvaluationRequest
-from .common import median as _median
 from .encoder_threads import bench_encoder_threads, print_encoder_threads
 from .llm import bench_llm, print_llm
 

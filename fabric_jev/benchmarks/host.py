@@ -11,6 +11,7 @@ Yardsticks (`fabric_jev.benchmarks.yardsticks`), measured in the same run:
 from __future__ import annotations
 
 import time
+from statistics import median as _median
 from typing import Any
 
 import anyio
@@ -19,7 +20,6 @@ import anyio.lowlevel
 from ..contract.config import HostConfig
 from ..host import CapabilityRegistry, JevHost
 from ..sandbox.inprocess import InProcessWorkers
-from .common import median as _median
 from .yardsticks import bare_echo_round_trip, in_process_launch
 
 TICK_CODE = "await tools.call({ref: 'bench.tick'}); return null;"

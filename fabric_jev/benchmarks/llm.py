@@ -22,9 +22,9 @@ import json
 import tempfile
 import time
 from pathlib import Path
+from statistics import median as _median
 from typing import Any
 
-from .common import median as _median
 from .llama_server import LlamaServer, LlamaServerMissing, llama_server, locate_model, locate_server
 
 _ROOT = Path(__file__).resolve().parents[2]

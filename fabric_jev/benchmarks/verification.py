@@ -28,7 +28,7 @@ from ..evaluators.fixture import FixtureEvaluator
 from ..verification.channels import MemoryChannels, MemoryElement
 from ..verification.compile import compile_verification
 from ..verification.dictionary import Dictionary, parse_dictionary
-from ..verification.run import Observation, VerificationFailed, run_verification
+from ..verification.replay import Observation, VerificationFailed, run_verification
 
 REPLAYS = 3
 

@@ -160,7 +160,7 @@ async def _cmd_calibrate(args: argparse.Namespace) -> int:
     }
     pngs: list[Path] = []
     if args.report:
-        from ..calibration.report import write_pngs
+        from ..calibration.diagrams import write_pngs
 
         folder = Path(args.report)
         # Titled by what actually answered (the profile, say), not only by the evaluator's name.

@@ -26,7 +26,7 @@ from ..verification import (
     parse_plan,
     run_verification,
 )
-from ..verification.run import check_plan_fits
+from ..verification.replay import check_plan_fits
 from .pages import BrowserPage
 
 

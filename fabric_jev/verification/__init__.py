@@ -25,7 +25,7 @@ from .dictionary import (
     parse_dictionary,
 )
 from .digest import canonical, dictionary_digest
-from .run import Observation, PlanInvalid, RunResult, VerificationFailed, parse_plan, run_verification
+from .replay import Observation, PlanInvalid, RunResult, VerificationFailed, parse_plan, run_verification
 
 __all__ = [
     "Channels", "CompileResult", "Dictionary", "DictionaryCheck", "DictionaryInvalid", "MemoryChannels",
