@@ -1,0 +1,84 @@
+"""The JSON lines and files the host writes, byte for byte: results.jsonl, batch output lines, and
+the other shapes that became typed models (issue 34). The strings were written by the hand-written
+`to_json` methods the models replaced; a model's JSON must not move by one byte."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fabric_jev.batch.records import BatchOutcome
+from fabric_jev.evals.compare import EvalSettings
+from fabric_jev.evals.dataset import BadLine, EvalCase
+from fabric_jev.evals.records import EvalRecord, RecordedJudgment, read_line
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# ------------------------------------------------------------------------------- results.jsonl
+
+SETTINGS = EvalSettings(match=None, tolerance={"z": 0.5, "a": 1.0}, questions={"q": "route"})
+JUDGMENT = RecordedJudgment(
+    answers={"route": {"type": "choice", "choice": "billing", "probabilities": {"billing": 0.75, "tech": 0.25}}},
+    usage={"input_tokens": 12, "output_tokens": 1},
+    provenance={"route": "local", "model": "m", "readout": "heuristic", "profile": None, "calibration": None})
+
+
+def test_eval_settings_json() -> None:
+    assert compact(SETTINGS.to_json()) == '{"match":"partial","tolerance":{"a":1.0,"z":0.5},"questions":{"q":"route"}}'
+    assert compact(EvalSettings(match="whole").to_json()) == '{"match":"whole","tolerance":{},"questions":{}}'
+
+
+def _records() -> dict[str, EvalRecord]:
+    case = EvalCase(3, "t3", {"text": "refund ✓"}, {"route": "billing", "urgency": 2, "address": {"city": "Oslo"}})
+    return {
+        "judged": EvalRecord.judged(("local", "base"), case, state="completed",
+                                    result={"route": "tech", "urgency": 2.25, "address": {}}, error=None,
+                                    settings=SETTINGS, evaluations=1, tool_calls=2,
+                                    usage={"input_tokens": 12, "output_tokens": 1}, started=1767225600.125,
+                                    seconds=0.0042, judgments=(JUDGMENT,)),
+        "nulls": EvalRecord.judged(("fixture:a.json", "v2"), EvalCase(4, 4, None, {"x": None}), state="completed",
+                                   result={"x": None, "y": [1, 2.5]}, error=None, settings=EvalSettings(match="whole")),
+        "failed": EvalRecord.judged(("local", "base"), EvalCase(5, "t5", [1], True), state="failed", result=None,
+                                    error="boom", settings=SETTINGS),
+        "null result": EvalRecord.judged(("local", "base"), EvalCase(6, "t6", 1, None), state="completed",
+                                         result=None, error=None, settings=SETTINGS),
+    }
+
+
+RESULT_LINES = {
+    "judged": '{"evaluator":"local","variant":"base","line":3,"id":"t3","input":{"text":"refund ✓"},"expected":{"route":"billing","urgency":2,"address":{"city":"Oslo"}},"state":"completed","result":{"route":"tech","urgency":2.25,"address":{}},"passed":false,"fields":{"route":{"ok":false,"actual":"tech"},"urgency":{"ok":false,"actual":2.25},"address.city":{"ok":false}},"evaluations":1,"toolCalls":2,"usage":{"input_tokens":12,"output_tokens":1},"started":1767225600.125,"seconds":0.0042,"judgments":[{"answers":{"route":{"type":"choice","choice":"billing","probabilities":{"billing":0.75,"tech":0.25}}},"usage":{"input_tokens":12,"output_tokens":1},"provenance":{"route":"local","model":"m","readout":"heuristic","profile":null,"calibration":null}}]}',
+    "nulls": '{"evaluator":"fixture:a.json","variant":"v2","line":4,"id":4,"input":null,"expected":{"x":null},"state":"completed","result":{"x":null,"y":[1,2.5]},"passed":false,"fields":{"x":{"ok":true,"actual":null},"y":{"ok":false,"actual":[1,2.5],"extra":true}},"evaluations":0,"toolCalls":0,"usage":{"input_tokens":0,"output_tokens":0},"started":0.0,"seconds":0.0,"judgments":[]}',
+    "failed": '{"evaluator":"local","variant":"base","line":5,"id":"t5","input":[1],"expected":true,"state":"failed","error":"boom","passed":false,"fields":{"$":{"ok":false}},"evaluations":0,"toolCalls":0,"usage":{"input_tokens":0,"output_tokens":0},"started":0.0,"seconds":0.0,"judgments":[]}',
+    "null result": '{"evaluator":"local","variant":"base","line":6,"id":"t6","input":1,"expected":null,"state":"completed","result":null,"passed":true,"fields":{"$":{"ok":true,"actual":null}},"evaluations":0,"toolCalls":0,"usage":{"input_tokens":0,"output_tokens":0},"started":0.0,"seconds":0.0,"judgments":[]}',
+}
+
+
+def test_results_lines_byte_for_byte_and_read_back() -> None:
+    for name, record in _records().items():
+        line = compact(record.to_json())
+        assert line == RESULT_LINES[name], name
+        again = read_line(json.loads(line))
+        assert isinstance(again, EvalRecord) and compact(again.to_json()) == line, name
+
+
+def test_a_bad_line() -> None:
+    bad = BadLine(7, "dataset line 7: not JSON")
+    assert compact(bad.to_json()) == '{"line":7,"bad":"dataset line 7: not JSON"}'
+    assert read_line(json.loads(compact(bad.to_json()))) == bad
+
+
+# ------------------------------------------------------------------------------- batch output lines
+
+def test_batch_lines_byte_for_byte() -> None:
+    line = {"line": 2, "id": "k", "state": "completed", "result": None, "evaluations": 1, "toolCalls": 4,
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+            "evaluator": {"route": "ollama", "model": "q", "readout": "logprobs", "calibration": "none"}}
+    assert compact(BatchOutcome.from_json(line).to_json()) == '{"line":2,"id":"k","state":"completed","result":null,"evaluations":1,"toolCalls":4,"usage":{"input_tokens":3,"output_tokens":1},"evaluator":{"route":"ollama","model":"q","readout":"logprobs","calibration":"none"}}'
+    failed = BatchOutcome(line=9, id=9, state="timed_out", error="too slow", evaluations=2, tool_calls=0, started=5.0)
+    assert compact(failed.to_json()) == '{"line":9,"id":9,"state":"timed_out","error":"too slow","evaluations":2,"toolCalls":0,"usage":{"input_tokens":0,"output_tokens":0}}'
+    rejected = BatchOutcome(line=10, id="x", state="rejected", error="not JSON")
+    assert compact(rejected.to_json()) == '{"line":10,"id":"x","state":"rejected","error":"not JSON","evaluations":0,"toolCalls":0,"usage":{"input_tokens":0,"output_tokens":0}}'
+    assert BatchOutcome.from_json(json.loads(compact(failed.to_json()))) == failed
