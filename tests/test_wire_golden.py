@@ -65,7 +65,7 @@ def test_results_lines_byte_for_byte_and_read_back() -> None:
 
 
 def test_a_bad_line() -> None:
-    bad = BadLine(7, "dataset line 7: not JSON")
+    bad = BadLine(line=7, error="dataset line 7: not JSON")
     assert compact(bad.to_json()) == '{"line":7,"bad":"dataset line 7: not JSON"}'
     assert read_line(json.loads(compact(bad.to_json()))) == bad
 

@@ -96,9 +96,9 @@ def synthetic_summary(lines: int, *, seed: int = 7) -> tuple[EvalSummary, list[E
                           "probabilities": {k: confidence if k == choice else rest
                                             for k in ("billing", "technical", "other")}},
                 "urgent": {"type": "noul", "noul": noul}}
-            judgment = RecordedJudgment(answers, {"input_tokens": 40, "output_tokens": 2},
-                                {"route": "fixture", "model": "synthetic", "readout": None, "profile": None,
-                                 "calibration": None})
+            judgment = RecordedJudgment(answers=answers, usage={"input_tokens": 40, "output_tokens": 2},
+                                        provenance={"route": "fixture", "model": "synthetic", "readout": None,
+                                                    "profile": None, "calibration": None})
             state = "completed" if rng.random() > 0.01 else "failed"
             records.append(EvalRecord.judged(
                 ("fixture", variant), case, state=state, result=result if state == "completed" else None,

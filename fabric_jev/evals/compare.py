@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeGuard, cast
+from typing import Annotated, Any, Literal, TypeGuard, cast
+
+from pydantic import ConfigDict, Field, PlainSerializer, SerializerFunctionWrapHandler, model_serializer
+from pydantic import JsonValue as Json  # a model field's JSON: pydantic's own recursive alias
 
 from ..contract.values import JsonValue
+from ..contract.wire_model import WireModel
 
 #: The field name of a comparison with the whole result.
 WHOLE = "$"
@@ -40,16 +43,24 @@ FieldKind = Literal["enum", "boolean", "number", "string", "value"]
 ENUM_LIKE = 20
 
 
-@dataclass(frozen=True, slots=True)
-class EvalSettings:
-    """How expected values are compared, and which question answers which field."""
+def _sorted(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(sorted(mapping.items()))
+
+
+class EvalSettings(WireModel):
+    """How expected values are compared, and which question answers which field.
+
+    Its JSON (the summary's `settings`) says what applied: `match` "partial" when
+    nothing said otherwise, the names in sorted order."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     #: None: not said here (partial, unless merged settings say otherwise).
-    match: Match | None = None
+    match: Annotated[Match | None, PlainSerializer(lambda match: match or "partial")] = None
     #: Absolute tolerance per numeric field (dotted path, or `*` for every number).
-    tolerance: Mapping[str, float] = field(default_factory=dict)
+    tolerance: Annotated[dict[str, float], PlainSerializer(_sorted)] = Field(default_factory=dict)
     #: Question id → the field its answer maps to, where the names differ.
-    questions: Mapping[str, str] = field(default_factory=dict)
+    questions: Annotated[dict[str, str], PlainSerializer(_sorted)] = Field(default_factory=dict)
 
     def tolerance_for(self, path: str) -> float:
         found = self.tolerance.get(path)
@@ -64,10 +75,6 @@ class EvalSettings:
         return EvalSettings(match=other.match or self.match,
                             tolerance={**self.tolerance, **other.tolerance},
                             questions={**self.questions, **other.questions})
-
-    def to_json(self) -> dict[str, Any]:
-        return {"match": self.match or "partial", "tolerance": dict(sorted(self.tolerance.items())),
-                "questions": dict(sorted(self.questions.items()))}
 
 
 def parse_settings(raw: object, where: str) -> EvalSettings:
@@ -101,27 +108,29 @@ def check_tolerance(value: object, where: str) -> float:
     return float(value)
 
 
-@dataclass(frozen=True, slots=True)
-class FieldVerdict:
-    """One expected field against the result."""
+class FieldVerdict(WireModel):
+    """One expected field against the result; its JSON is ``{ok, actual?, extra?}`` (a record's
+    `fields` names it)."""
 
-    field: str
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    field: str = Field(exclude=True)
     ok: bool
-    #: The result's value; `present` is False when the result has no such field (or no result).
-    actual: JsonValue = None
-    present: bool = True
+    #: The result's value; `present` is False when the result has no such field (or no result),
+    #: and the JSON has no `actual` then.
+    actual: Json = None
+    present: bool = Field(default=True, exclude=True)
     #: A field of the result the expected value does not give (`match = "whole"` only).
-    extra: bool = False
+    extra: bool = Field(default=False, exclude_if=lambda extra: not extra)
     #: |actual − expected| when both are numbers.
-    error: float | None = None
+    error: float | None = Field(default=None, exclude=True)
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ok": self.ok}
-        if self.present:
-            out["actual"] = self.actual
-        if self.extra:
-            out["extra"] = True
-        return out
+    @model_serializer(mode="wrap")
+    def _without_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not self.present:  # an actual of None is a null the result holds: only presence tells
+            del data["actual"]
+        return data
 
 
 def _number(value: object) -> TypeGuard[int | float]:
@@ -175,11 +184,11 @@ def compare(expected: JsonValue, result: JsonValue, *, completed: bool,
     for path, want in leaves(expected):
         actual = _at(result, path) if completed else _MISSING
         if actual is _MISSING:
-            verdicts.append(FieldVerdict(path, False, present=False))
+            verdicts.append(FieldVerdict(field=path, ok=False, present=False))
             continue
         error = abs(actual - want) if _number(actual) and _number(want) else None
-        verdicts.append(FieldVerdict(path, values_match(want, actual, settings.tolerance_for(path)),
-                                     cast("JsonValue", actual), error=error))
+        verdicts.append(FieldVerdict(field=path, ok=values_match(want, actual, settings.tolerance_for(path)),
+                                     actual=cast("JsonValue", actual), error=error))
     if settings.match == "whole" and completed and isinstance(expected, dict):
         verdicts.extend(_extras(expected, result, ""))
     return tuple(verdicts)
@@ -190,7 +199,7 @@ def _extras(expected: dict[str, JsonValue], result: JsonValue, prefix: str) -> I
         return
     for key, value in result.items():
         if key not in expected:
-            yield FieldVerdict(f"{prefix}{key}", False, value, extra=True)
+            yield FieldVerdict(field=f"{prefix}{key}", ok=False, actual=value, extra=True)
         else:
             inner = expected[key]
             if isinstance(inner, dict) and inner:

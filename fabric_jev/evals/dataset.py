@@ -31,8 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from pydantic import ConfigDict, Field
+
 from .._json import JSONInputError, loads_bounded
 from ..contract.values import JsonValue, ValueRejected, check_value, normalize_json
+from ..contract.wire_model import WireModel
 from ..errors import EvalError
 from .compare import EvalSettings, check_expected, parse_settings, schema_at
 
@@ -59,15 +62,14 @@ class EvalCase:
     expected: JsonValue
 
 
-@dataclass(frozen=True, slots=True)
-class BadLine:
-    """A line that is not run: its number and why (the message names the line)."""
+class BadLine(WireModel):
+    """A line that is not run: its number and why (the message names the line); its JSON, a line
+    of results.jsonl, is ``{"line": 7, "bad": "dataset line 7: ..."}``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     line: int
-    error: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"line": self.line, "bad": self.error}
+    error: str = Field(serialization_alias="bad")
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ class _Screen:
     seen: set[Key] = field(default_factory=set)
 
     def reject(self, line: int, reason: str) -> None:
-        self.bad.append(BadLine(line, f"dataset {self.unit} {line}: {reason}"))
+        self.bad.append(BadLine(line=line, error=f"dataset {self.unit} {line}: {reason}"))
 
     def add(self, line: int, row: Mapping[str, Any]) -> None:
         if len(self.cases) + len(self.bad) >= MAX_CASES:
@@ -209,7 +211,7 @@ def _read_jsonl(path: Path, screen: _Screen) -> EvalSettings | None:
                 try:
                     row = loads_bounded(raw, what=f"dataset line {number}", max_bytes=MAX_LINE_BYTES)
                 except JSONInputError as exc:
-                    screen.bad.append(BadLine(number, str(exc)))
+                    screen.bad.append(BadLine(line=number, error=str(exc)))
                     continue
                 if isinstance(row, dict) and HEADER_KEY in row:
                     if number != 1 or len(row) != 1:

@@ -108,9 +108,10 @@ def provenance_of(evaluation: Evaluation, status: EvaluatorStatus) -> dict[str, 
 
 def _judgment(kept: BatchJudgment, status: EvaluatorStatus) -> RecordedJudgment:
     evaluation = kept.evaluation
-    return RecordedJudgment(evaluation.answers, {"input_tokens": evaluation.usage.input_tokens,
-                                         "output_tokens": evaluation.usage.output_tokens},
-                    provenance_of(evaluation, status))
+    return RecordedJudgment(answers=evaluation.answers,
+                            usage={"input_tokens": evaluation.usage.input_tokens,
+                                   "output_tokens": evaluation.usage.output_tokens},
+                            provenance=provenance_of(evaluation, status))
 
 
 def spec_name(spec: str) -> str:

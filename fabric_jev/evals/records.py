@@ -22,11 +22,14 @@ Everything the summary and the report show is computed from these lines.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Annotated, Any, TypeGuard
+
+from pydantic import ConfigDict, Field, PlainSerializer, SerializerFunctionWrapHandler, model_serializer
+from pydantic import JsonValue as Json  # a model field's JSON: pydantic's own recursive alias
 
 from ..contract.envelope import RunState
 from ..contract.values import JsonValue
+from ..contract.wire_model import WireModel, omit_none
 from .compare import EvalSettings, FieldVerdict, compare, leaves, passed
 from .dataset import BadLine, EvalCase, Key
 
@@ -37,41 +40,53 @@ _STATES = frozenset({*(s.value for s in RunState if s.terminal), "rejected"})
 PROVENANCE_KEYS = ("route", "model", "readout", "profile", "calibration")
 
 
-@dataclass(frozen=True, slots=True)
-class RecordedJudgment:
+class _Model(WireModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RecordedJudgment(_Model):
     """One answer a line's program received: the answers by question id, and who gave them."""
 
-    answers: Mapping[str, Mapping[str, Any]]
-    usage: Mapping[str, int]
+    answers: dict[str, dict[str, Any]]
+    usage: dict[str, int]
     #: route, model, readout, profile, calibration (None where the evaluator does not say).
-    provenance: Mapping[str, JsonValue]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"answers": {k: dict(v) for k, v in self.answers.items()}, "usage": dict(self.usage),
-                "provenance": dict(self.provenance)}
+    provenance: dict[str, Json]
 
 
-@dataclass(frozen=True)
-class EvalRecord:
-    """One dataset line run in one cell (evaluator × variant), compared with its expected value."""
+def _by_field(verdicts: tuple[FieldVerdict, ...]) -> dict[str, dict[str, Any]]:
+    return {v.field: v.to_json() for v in verdicts}
+
+
+class EvalRecord(_Model):
+    """One dataset line run in one cell (evaluator × variant), compared with its expected value.
+
+    Its JSON is a line of results.jsonl (the module doc): `result` only when the run
+    completed, `error` only when there is one, `fields` by field name."""
 
     evaluator: str
     variant: str
     line: int
     id: Key
-    input: JsonValue
-    expected: JsonValue
+    input: Json
+    expected: Json
     state: str
-    result: JsonValue = None
-    error: str | None = None
+    result: Json = None
+    error: str | None = Field(default=None, exclude_if=omit_none)
     passed: bool = False
-    fields: tuple[FieldVerdict, ...] = ()
+    fields: Annotated[tuple[FieldVerdict, ...], PlainSerializer(_by_field)] = ()
     evaluations: int = 0
     tool_calls: int = 0
-    usage: Mapping[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    usage: dict[str, int] = Field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
     started: float = 0.0
     seconds: float = 0.0
     judgments: tuple[RecordedJudgment, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _result_if_completed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not self.completed:  # a completed run's result may be null: the state tells
+            del data["result"]
+        return data
 
     @property
     def cell(self) -> tuple[str, str]:
@@ -89,24 +104,11 @@ class EvalRecord:
         """A run's outcome compared with its case's expected value."""
         completed = state == RunState.COMPLETED.value
         verdicts = compare(case.expected, result, completed=completed, settings=settings)
-        return cls(cell[0], cell[1], case.line, case.key, case.input, case.expected, state,
-                   result if completed else None, error, passed(verdicts, completed=completed), verdicts,
-                   evaluations, tool_calls, dict(usage or {"input_tokens": 0, "output_tokens": 0}),
-                   started, seconds, judgments)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"evaluator": self.evaluator, "variant": self.variant, "line": self.line,
-                               "id": self.id, "input": self.input, "expected": self.expected,
-                               "state": self.state}
-        if self.completed:
-            out["result"] = self.result
-        if self.error is not None:
-            out["error"] = self.error
-        out.update(passed=self.passed, fields={v.field: v.to_json() for v in self.fields},
-                   evaluations=self.evaluations, toolCalls=self.tool_calls, usage=dict(self.usage),
-                   started=self.started, seconds=self.seconds,
-                   judgments=[j.to_json() for j in self.judgments])
-        return out
+        return cls(evaluator=cell[0], variant=cell[1], line=case.line, id=case.key, input=case.input,
+                   expected=case.expected, state=state, result=result if completed else None, error=error,
+                   passed=passed(verdicts, completed=completed), fields=verdicts, evaluations=evaluations,
+                   tool_calls=tool_calls, usage=dict(usage or {"input_tokens": 0, "output_tokens": 0}),
+                   started=started, seconds=seconds, judgments=judgments)
 
     @classmethod
     def from_json(cls, data: object) -> EvalRecord:
@@ -145,11 +147,12 @@ class EvalRecord:
                 raise ValueError(f"{name} must be a non-negative number")
         completed = data["state"] == RunState.COMPLETED.value
         result = data.get("result")
-        return cls(data["evaluator"], data["variant"], line, key, data["input"], data["expected"], data["state"],
-                   result if completed else None, error, data["passed"],
-                   _verdicts(data.get("fields"), data["expected"]),
-                   data["evaluations"], data["toolCalls"], usage, float(data["started"]),
-                   float(data["seconds"]), _judgments(data.get("judgments")))
+        return cls(evaluator=data["evaluator"], variant=data["variant"], line=line, id=key, input=data["input"],
+                   expected=data["expected"], state=data["state"], result=result if completed else None,
+                   error=error, passed=data["passed"], fields=_verdicts(data.get("fields"), data["expected"]),
+                   evaluations=data["evaluations"], tool_calls=data["toolCalls"], usage=usage,
+                   started=float(data["started"]), seconds=float(data["seconds"]),
+                   judgments=_judgments(data.get("judgments")))
 
 
 def _is_int(value: object) -> TypeGuard[int]:
@@ -173,7 +176,8 @@ def _verdicts(raw: object, expected: JsonValue) -> tuple[FieldVerdict, ...]:
         actual = verdict.get("actual")
         want = wanted.get(name)
         error = abs(float(actual) - float(want)) if _is_number(actual) and _is_number(want) else None
-        out.append(FieldVerdict(name, verdict["ok"], actual, present, bool(verdict.get("extra")), error))
+        out.append(FieldVerdict(field=name, ok=verdict["ok"], actual=actual, present=present,
+                                extra=bool(verdict.get("extra")), error=error))
     return tuple(out)
 
 
@@ -190,7 +194,7 @@ def _judgments(raw: object) -> tuple[RecordedJudgment, ...]:
             raise ValueError("a judgment's answers are typed answers by question id")
         if not isinstance(usage, dict) or not isinstance(provenance, dict):
             raise ValueError("a judgment's usage and provenance are objects")
-        out.append(RecordedJudgment(answers, usage, provenance))
+        out.append(RecordedJudgment(answers=answers, usage=usage, provenance=provenance))
     return tuple(out)
 
 
@@ -198,7 +202,7 @@ def bad_from_json(data: object) -> BadLine:
     if not isinstance(data, dict) or set(data) != {"line", "bad"} or not _is_int(data["line"]) \
             or not isinstance(data["bad"], str):
         raise ValueError("a bad line is {line, bad}")
-    return BadLine(data["line"], data["bad"])
+    return BadLine(line=data["line"], error=data["bad"])
 
 
 def read_line(data: object) -> EvalRecord | BadLine:

@@ -320,7 +320,7 @@ def _confusion(pairs: list[tuple[JsonValue, Any]], declared: Sequence[JsonValue]
 
 def _question_summaries(records: Sequence[EvalRecord], kinds: Mapping[str, FieldKind],
                         settings: EvalSettings) -> tuple[dict[str, QuestionSummary], list[AnswerOutcome]]:
-    by_question: dict[str, list[tuple[EvalRecord, Mapping[str, Any]]]] = defaultdict(list)
+    by_question: dict[str, list[tuple[EvalRecord, dict[str, Any]]]] = defaultdict(list)
     for record in records:
         for judgment in record.judgments:
             for qid, answer in judgment.answers.items():
