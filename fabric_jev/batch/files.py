@@ -9,13 +9,14 @@ import stat
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Hashable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Generic, Protocol, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
 from .._json import JSONInputError, loads_bounded
+from ..contract.wire_model import WireModel
 from ..errors import BatchError, JevError
 from .records import MAX_LINE_BYTES, BatchItem, BatchOutcome, Key, parse_input_line
 
@@ -26,12 +27,6 @@ _COUNT_BLOCK = 1 << 20
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
 R = TypeVar("R")
-
-
-class Record(Protocol):
-    """What an `AppendLog` writes: anything with its JSON line."""
-
-    def to_json(self) -> dict[str, Any]: ...
 
 
 def _read_line(f: BinaryIO, limit: int) -> tuple[bytes, bool]:
@@ -254,7 +249,7 @@ class AppendLog(Generic[K, R]):
             raise error(f"cannot read output {self.path}: {exc.strerror}") from None
         return earlier
 
-    def append(self, record: Record) -> None:
+    def append(self, record: WireModel) -> None:
         if self._fd is None:
             raise self._error("the output log is not open")
         data = (json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n").encode()

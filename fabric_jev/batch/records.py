@@ -23,9 +23,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import JsonValue as Json  # a model field's JSON: pydantic's own recursive alias
+
 from .._json import JSONInputError, loads_bounded
 from ..contract.envelope import Envelope, RunState
 from ..contract.values import JsonValue
+from ..contract.wire_model import WireModel, omit_none
 
 if TYPE_CHECKING:
     from ..contract.evaluation import Evaluation, EvaluationRequest
@@ -57,25 +61,50 @@ class Judgment:
     evaluation: Evaluation
 
 
-@dataclass(frozen=True)
-class BatchOutcome:
-    """What one input came to; `to_json()` is its output line (camelCase keys: ``toolCalls``)."""
+if TYPE_CHECKING:
+    Judgments = tuple[Judgment, ...]
+else:  # kept as given, never validated nor written (the requests load with the first evaluation)
+    Judgments = tuple
+
+
+class BatchOutcome(WireModel):
+    """What one input came to; `to_json()` is its output line (camelCase keys: ``toolCalls``).
+
+    Two outcomes are equal when their lines are: the start, the wall time and the judgments
+    are not part of the line."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     line: int
     id: Key
     state: str
-    result: JsonValue = None
-    error: str | None = None
+    #: Written only when the run completed (a completed run's result may be null).
+    result: Json = None
+    error: str | None = Field(default=None, exclude_if=omit_none)
     evaluations: int = 0
     tool_calls: int = 0
-    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    usage: dict[str, int] = Field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
     #: When the run started (`time.time()`) and its wall time in seconds; 0 for an input never run.
-    started: float = field(default=0.0, compare=False)
-    seconds: float = field(default=0.0, compare=False)
+    started: float = Field(default=0.0, exclude=True)
+    seconds: float = Field(default=0.0, exclude=True)
     #: The judgments the program received, in order, when the batch keeps them.
-    judgments: tuple[Judgment, ...] = field(default=(), compare=False)
+    judgments: Judgments = Field(default=(), exclude=True)
     #: Who answered the run's evaluations (the envelope's ``evaluator``), when it asked any.
-    evaluator: dict[str, Any] | None = None
+    evaluator: dict[str, Any] | None = Field(default=None, exclude_if=omit_none)
+
+    @model_serializer(mode="wrap")
+    def _result_if_completed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not self.completed:
+            del data["result"]
+        return data
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BatchOutcome):
+            return NotImplemented
+        return self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]  # its usage and evaluator are dicts
 
     @property
     def completed(self) -> bool:
@@ -98,17 +127,6 @@ class BatchOutcome:
     @classmethod
     def failed(cls, item: BatchItem, error: str) -> BatchOutcome:
         return cls(line=item.line, id=item.key, state=RunState.FAILED.value, error=error)
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"line": self.line, "id": self.id, "state": self.state}
-        if self.completed:
-            data["result"] = self.result
-        if self.error is not None:
-            data["error"] = self.error
-        data.update(evaluations=self.evaluations, toolCalls=self.tool_calls, usage=dict(self.usage))
-        if self.evaluator is not None:
-            data["evaluator"] = self.evaluator
-        return data
 
     @classmethod
     def from_json(cls, data: object) -> BatchOutcome:
