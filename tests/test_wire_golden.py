@@ -82,3 +82,54 @@ def test_batch_lines_byte_for_byte() -> None:
     rejected = BatchOutcome(line=10, id="x", state="rejected", error="not JSON")
     assert compact(rejected.to_json()) == '{"line":10,"id":"x","state":"rejected","error":"not JSON","evaluations":0,"toolCalls":0,"usage":{"input_tokens":0,"output_tokens":0}}'
     assert BatchOutcome.from_json(json.loads(compact(failed.to_json()))) == failed
+
+
+# ------------------------------------------------------------------------------- plans, cassettes, evaluators
+
+def test_a_plan_and_a_compile_result() -> None:
+    from fabric_jev.verification import CompileResult, Plan
+
+    plan = Plan("sha256:ab", "see ✓", ("a", "b"), {"coverage": 0.97, "a": 0.95, "b": 1.0})
+    assert compact(plan.to_json()) == '{"schemaVersion":1,"dictionaryDigest":"sha256:ab","intent":"see ✓","checkIds":["a","b"],"probabilities":{"coverage":0.97,"a":0.95,"b":1.0}}'
+    ready = CompileResult(status="ready", plan=plan, probabilities={"coverage": 0.97, "check_0": 0.95},
+                          request_count=1, usage={"input_tokens": 5, "output_tokens": 2}, model="m")
+    assert compact(ready.to_json()) == '{"status":"ready","plan":{"schemaVersion":1,"dictionaryDigest":"sha256:ab","intent":"see ✓","checkIds":["a","b"],"probabilities":{"coverage":0.97,"a":0.95,"b":1.0}},"reason":null,"probabilities":{"coverage":0.97,"check_0":0.95},"requestCount":1,"usage":{"input_tokens":5,"output_tokens":2},"model":"m"}'
+    assert compact(CompileResult(status="incomplete", reason="cancelled").to_json()) == '{"status":"incomplete","plan":null,"reason":"cancelled","probabilities":{},"requestCount":0,"usage":{},"model":null}'
+
+
+def test_a_cassette_line() -> None:
+    from fabric_jev.evaluators.cassette import Recording, canonical
+
+    recording = Recording(digest="0" * 64, request={"state": {"b": 1, "a": [1.5, None]}, "model": "x"},
+                          evaluation={"answers": {"q": {"noul": 0.5}}, "model": "x",
+                                      "usage": {"input_tokens": 1, "output_tokens": 0}})
+    assert canonical(recording.to_json()) == '{"digest":"0000000000000000000000000000000000000000000000000000000000000000","evaluation":{"answers":{"q":{"noul":0.5}},"model":"x","usage":{"input_tokens":1,"output_tokens":0}},"request":{"model":"x","state":{"a":[1.5,null],"b":1}}}'
+
+
+def test_a_selection() -> None:
+    from fabric_jev.evaluators.select import Selection
+
+    assert compact(Selection(spec="ollama:qwen3:8b", rule="--evaluator ollama:qwen3:8b").to_json()) == '{"route":"ollama","spec":"ollama:qwen3:8b","rule":"--evaluator ollama:qwen3:8b"}'
+    assert compact(Selection(spec="vercel", rule="the config").to_json()) == '{"route":"vercel-ai-gateway","spec":"vercel","rule":"the config"}'
+    assert compact(Selection(spec="fixture:a.json", rule="x").to_json()) == '{"route":"fixture","spec":"fixture:a.json","rule":"x"}'
+
+
+def test_an_llm_profile() -> None:
+    from fabric_jev.evaluators.llm_profile import LlmProfile
+
+    plain = LlmProfile(name="p", route="openai", model="gpt-x", temperatures={"noul": 1.25, "choice": 2.0})
+    assert compact(plain.to_json()) == '{"format":"fabric-jev-llm-profile","version":1,"name":"p","route":"openai","model":"gpt-x","temperatures":{"noul":1.25,"choice":2.0}}'
+    full = LlmProfile(name="p", route="ollama", model="q:8b", temperatures={"score": 0.5}, readout="logprobs",
+                      report={"before": {"ece": 0.1}, "n": 3})
+    assert compact(full.to_json()) == '{"format":"fabric-jev-llm-profile","version":1,"name":"p","route":"ollama","model":"q:8b","readout":"logprobs","temperatures":{"score":0.5},"report":{"before":{"ece":0.1},"n":3}}'
+
+
+def test_an_evaluator_status() -> None:
+    from fabric_jev import EvaluatorStatus
+    from fabric_jev.evaluators.base import NO_CREDENTIALS_NEEDED, CredentialStatus, ProfileStatus
+
+    assert compact(EvaluatorStatus("my-route", "own-model").to_json()) == '{"route":"my-route","model":"own-model","mode":"offline","ready":true,"credentials":{"configured":false,"source":"missing","verified":false}}'
+    full = EvaluatorStatus("local", "m", CredentialStatus(configured=True, source="environment", detail="KEY"),
+                           "no weights", ProfileStatus(name="prof", signatures=2, examples=30), mode="online")
+    assert compact(full.to_json()) == '{"route":"local","model":"m","mode":"online","ready":false,"credentials":{"configured":true,"source":"environment","verified":false},"profile":{"name":"prof","signatures":2,"examples":30},"problem":"no weights"}'
+    assert compact(NO_CREDENTIALS_NEEDED.to_json()) == '{"configured":false,"source":"not needed","verified":false}'
