@@ -15,13 +15,14 @@ exception and never a plan.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, validate_answers, validate_request
 from ..contract.values import is_finite_number
+from ..contract.wire_model import WireModel
 from ..errors import EvaluationError, RequestInvalid
 from ..evaluators.base import Evaluator
 from .dictionary import Dictionary, parse_dictionary
@@ -48,36 +49,36 @@ def relevance_instructions(check_id: str, description: str) -> str:
             "currently true in the application.")
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(WireModel):
     """A compiled plan; `to_json()` is the plan file (camelCase keys, as `load_plan` reads them)."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = 1
     dictionary_digest: str
     intent: str
     check_ids: tuple[str, ...]
     probabilities: dict[str, float]
-    schema_version: int = 1
 
-    def to_json(self) -> dict[str, Any]:
-        return {"schemaVersion": self.schema_version, "dictionaryDigest": self.dictionary_digest,
-                "intent": self.intent, "checkIds": list(self.check_ids),
-                "probabilities": dict(self.probabilities)}
+    def __init__(self, dictionary_digest: str, intent: str, check_ids: tuple[str, ...],
+                 probabilities: dict[str, float], schema_version: int = 1) -> None:
+        # By position as well, as when it was a dataclass (the file's order puts the version first).
+        BaseModel.__init__(self, schema_version=schema_version, dictionary_digest=dictionary_digest,
+                           intent=intent, check_ids=check_ids, probabilities=probabilities)
 
 
-@dataclass
-class CompileResult:
+class CompileResult(WireModel):
+    """What `compile_verification` came to; `to_json()` is what `verify compile --json` prints."""
+
+    model_config = ConfigDict(extra="forbid")
+
     status: Literal["ready", "incomplete"]
     plan: Plan | None = None
     reason: str | None = None
-    probabilities: dict[str, float] = field(default_factory=dict)
+    probabilities: dict[str, float] = Field(default_factory=dict)
     request_count: int = 0
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, int] = Field(default_factory=dict)
     model: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "plan": self.plan.to_json() if self.plan else None,
-                "reason": self.reason, "probabilities": self.probabilities,
-                "requestCount": self.request_count, "usage": self.usage, "model": self.model}
 
 
 def build_request(intent: str, dictionary: Dictionary) -> dict[str, Any]:
@@ -172,8 +173,8 @@ async def compile_verification(intent: str, dictionary: Dictionary | dict[str, A
     parsed = parse_dictionary(dictionary)
     request = validate_request(build_request(intent, parsed), max_bytes=1_048_576)
     if cancel is not None and cancel.is_set():
-        return CompileResult("incomplete", reason="cancelled before the request was sent")
-    result = CompileResult("incomplete", request_count=1)
+        return CompileResult(status="incomplete", reason="cancelled before the request was sent")
+    result = CompileResult(status="incomplete", request_count=1)
     evaluation = await _ask(evaluator, request, float(timeout), cancel)
     if isinstance(evaluation, str):
         result.reason = evaluation
