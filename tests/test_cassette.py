@@ -247,7 +247,7 @@ def test_a_miss_diff_cuts_each_line_and_says_where_it_stops() -> None:
 
     cassette = Cassette("never-written.jsonl")
     long_rows = [f"{'y' * 500} {i}" for i in range(DIFF_WINDOW + 50)]
-    cassette.add(Recording("0" * 64, {"state": ["a", *long_rows]}, answer(0.5)))
+    cassette.add(Recording(digest="0" * 64, request={"state": ["a", *long_rows]}, evaluation=answer(0.5)))
     found = cassette.nearest({"state": ["b", *reversed(long_rows)]})
     assert found is not None
     _, diff = found

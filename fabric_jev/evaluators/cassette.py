@@ -35,11 +35,13 @@ import os
 import re
 import stat
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ConfigDict
+
 from .._files import atomic_write
+from ..contract.wire_model import WireModel
 from ..errors import ConfigError
 from ..terminal import terminal_safe
 
@@ -91,16 +93,15 @@ def request_digest(request: EvaluationRequest, model: str) -> str:
     return digest_of(shown_request(request, model))
 
 
-@dataclass(frozen=True)
-class Recording:
-    """One recorded answer: its digest, the (redacted) request it answered, the evaluation."""
+class Recording(WireModel):
+    """One recorded answer: its digest, the (redacted) request it answered, the evaluation; its JSON
+    is a line of the file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     digest: str
     request: dict[str, Any]
     evaluation: dict[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"digest": self.digest, "request": self.request, "evaluation": self.evaluation}
 
 
 def _noted(path: Path, note: str, _said: set[str] = set()) -> None:  # noqa: B006 (once per process)
@@ -233,7 +234,7 @@ class Cassette:
                 raise ConfigError(f"{where}: digest {digest[:12]}… is already recorded on line {seen[digest]} "
                                   "(a request is recorded once; delete one of the lines)")
             seen[digest] = n
-            recording = Recording(digest, item["request"], item["evaluation"])
+            recording = Recording(digest=digest, request=item["request"], evaluation=item["evaluation"])
             checks = digest_of(recording.request) == digest
             if version == VERSION:
                 if not checks:
@@ -266,7 +267,8 @@ class Cassette:
             if digest_of(entry["request"]) != digest:
                 raise ConfigError(f"{where}: its key is not its request's digest (the entry was edited); "
                                   "delete it and record it again")
-            self._take_over(Recording(digest, entry["request"], entry["evaluation"]), f"entry {position}", where)
+            self._take_over(Recording(digest=digest, request=entry["request"], evaluation=entry["evaluation"]),
+                            f"entry {position}", where)
         self.note = (f"fabric-jev: note: cassette {self.path} is in the older JSON format; it is read, "
                      "and written as JSON Lines when something is recorded into it")
 
@@ -276,7 +278,7 @@ class Cassette:
             shown = redacted(old.request)
         except ValueError as exc:
             raise ConfigError(f"{where}: the request cannot be redacted: {exc}") from None
-        recording = Recording(digest_of(shown), shown, old.evaluation)
+        recording = Recording(digest=digest_of(shown), request=shown, evaluation=old.evaluation)
         if recording.digest in self.recordings:  # told apart only by what redaction removes
             self.unverified.append(old)
             self.where[old.digest] = origin

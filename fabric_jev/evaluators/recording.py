@@ -97,7 +97,7 @@ class RecordingEvaluator:
             self.misses.append(miss)
             raise miss
         evaluation = await self._evaluator().evaluate(request, timeout=timeout)
-        self.cassette.add(Recording(digest, shown, evaluation.to_json()))
+        self.cassette.add(Recording(digest=digest, request=shown, evaluation=evaluation.to_json()))
         self.recorded += 1
         if self._autosave is not None and time.monotonic() - self._saved_at >= self._autosave:
             self.save()
