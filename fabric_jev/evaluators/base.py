@@ -4,76 +4,85 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import anyio
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..contract.values import JsonObject, JsonValue
+from ..contract.values import JsonValue
+from ..contract.wire_model import WireModel, omit_none
 
 if TYPE_CHECKING:  # the request's models load with the first request (start-up of `run`)
     from ..contract.evaluation import Evaluation, EvaluationRequest
 
 
-@dataclass(frozen=True, slots=True)
-class CredentialStatus:
+#: Built when first used: a run that never asks for a status builds no more than its defaults.
+_STATUS = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+class CredentialStatus(WireModel):
     """Whether a route's key can be found, and where; never whether it works."""
+
+    model_config = _STATUS
 
     configured: bool
     source: str  # store | environment | command | missing | not needed
-    #: where exactly: the auth store's entry or the variable's name (never a value)
-    detail: str | None = None
+    #: where exactly: the auth store's entry or the variable's name (never a value); not in the JSON
+    detail: str | None = Field(default=None, exclude=True)
+    #: Presence only: a status never tries a key.
+    verified: Literal[False] = False
 
-    def to_json(self) -> JsonObject:
-        return {"configured": self.configured, "source": self.source, "verified": False}
 
-
-NO_CREDENTIALS = CredentialStatus(False, "missing")
+NO_CREDENTIALS = CredentialStatus(configured=False, source="missing")
 #: What an offline evaluator reports: it needs no key, so none is "missing".
-NO_CREDENTIALS_NEEDED = CredentialStatus(False, "not needed")
+NO_CREDENTIALS_NEEDED = CredentialStatus(configured=False, source="not needed")
 #: offline: nothing leaves the host; online: requests go to an endpoint.
 Mode = Literal["offline", "online"]
 
 
-@dataclass(frozen=True, slots=True)
-class ProfileStatus:
+class ProfileStatus(WireModel):
     """The learned profile a local evaluator answers with."""
+
+    model_config = _STATUS
 
     name: str
     signatures: int
     examples: int
 
 
-@dataclass(frozen=True, slots=True)
-class EvaluatorStatus:
+class EvaluatorStatus(WireModel):
     """Route, model and credential presence of an evaluator, and what keeps it from answering."""
+
+    model_config = _STATUS
 
     route: str
     model: str
-    credentials: CredentialStatus = NO_CREDENTIALS
-    #: Why it cannot answer (missing weights, no key for its route); None when it is ready.
-    problem: str | None = None
-    profile: ProfileStatus | None = None
     mode: Mode = "offline"
+    #: Whether it can answer: `problem` is None (derived from it, whatever is given).
+    ready: bool = True
+    credentials: CredentialStatus = NO_CREDENTIALS
+    profile: ProfileStatus | None = Field(default=None, exclude_if=omit_none)
+    #: Why it cannot answer (missing weights, no key for its route); None when it is ready.
+    problem: str | None = Field(default=None, exclude_if=omit_none)
 
-    @property
-    def ready(self) -> bool:
-        return self.problem is None
+    def __init__(self, route: str, model: str, credentials: CredentialStatus = NO_CREDENTIALS,
+                 problem: str | None = None, profile: ProfileStatus | None = None, mode: Mode = "offline") -> None:
+        # By position as well, as custom evaluators build it (the JSON's order differs).
+        BaseModel.__init__(self, route=route, model=model, mode=mode, credentials=credentials, profile=profile,
+                           problem=problem)
 
-    def to_json(self) -> JsonObject:
-        out: JsonObject = {"route": self.route, "model": self.model, "mode": self.mode, "ready": self.ready,
-                           "credentials": self.credentials.to_json()}
-        if self.profile is not None:
-            out["profile"] = {"name": self.profile.name, "signatures": self.profile.signatures,
-                              "examples": self.profile.examples}
-        if self.problem is not None:
-            out["problem"] = self.problem
-        return out
+    @model_validator(mode="before")
+    @classmethod
+    def _ready_unless_a_problem(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = {**data, "ready": data.get("problem") is None}
+        return data
 
     def __getitem__(self, key: str) -> JsonValue:
         """Deprecated (0.2.0; removed in 0.3.0): `status()["route"]`, as when status() was a dict."""
         deprecated_item("Evaluator.status()", key)
-        return self.to_json()[key]
+        value: JsonValue = self.to_json()[key]
+        return value
 
 
 def deprecated_item(what: str, key: str) -> None:

@@ -175,13 +175,14 @@ class CredentialResolver:
     def status(self) -> CredentialStatus:
         """Presence only: never runs the command, never touches the network."""
         if self.store.has(self.route.store_key):
-            return CredentialStatus(True, "store", f"auth store entry {self.route.store_key!r}")
+            return CredentialStatus(configured=True, source="store",
+                                    detail=f"auth store entry {self.route.store_key!r}")
         for name in self.route.env_keys:
             if self._env().get(name, "").strip():
-                return CredentialStatus(True, "environment", name)
+                return CredentialStatus(configured=True, source="environment", detail=name)
         if self.command:
-            return CredentialStatus(True, "command", "credentialCommand (not run by status)")
-        return CredentialStatus(False, "missing")
+            return CredentialStatus(configured=True, source="command", detail="credentialCommand (not run by status)")
+        return CredentialStatus(configured=False, source="missing")
 
     def missing_message(self) -> str:
         """What to do when no source has a key (the error and status say the same)."""

@@ -295,7 +295,7 @@ class LocalEvaluator:
 
     def status(self) -> EvaluatorStatus:
         profile = None if self.profile is None else ProfileStatus(
-            self.profile.name, len(self.profile.models), self.profile.examples)
+            name=self.profile.name, signatures=len(self.profile.models), examples=self.profile.examples)
         problem = None if self._model is not None else weights_problem()
         return EvaluatorStatus("local", MODEL_NAME, NO_CREDENTIALS_NEEDED, problem=problem, profile=profile)
 

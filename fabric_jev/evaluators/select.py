@@ -29,10 +29,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ConfigDict, model_validator
+
 from ..contract.config import HostConfig
+from ..contract.wire_model import WireModel
 from ..errors import ConfigError
 from .base import Evaluator
 from .llm_routes import LLM_ROUTES
@@ -51,18 +53,24 @@ _SPECS = ("local, fixture:FILE, cassette:FILE, record:FILE, typesafe, openrouter
           "ollama:MODEL or anthropic:MODEL")
 
 
-@dataclass(frozen=True, slots=True)
-class Selection:
+class Selection(WireModel):
     """The evaluator spec the host would use and the rule that picked it."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    #: The route's name (`local`, `typesafe`, …), or the spec's kind (`fixture`, …): the spec's, always.
+    route: str = ""
     spec: str
     rule: str
 
-    @property
-    def route(self) -> str:
-        """The route's name (`local`, `typesafe`, …), or the spec's kind (`fixture`, …)."""
-        kind = self.spec.partition(":")[0]
-        return ROUTES[ROUTE_ALIASES.get(kind, kind)].name if kind in ROUTES or kind in ROUTE_ALIASES else kind
+    @model_validator(mode="before")
+    @classmethod
+    def _route_of_spec(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("spec"), str):
+            kind = data["spec"].partition(":")[0]
+            route = ROUTES[ROUTE_ALIASES.get(kind, kind)].name if kind in ROUTES or kind in ROUTE_ALIASES else kind
+            data = {**data, "route": route}
+        return data
 
     @property
     def model(self) -> str | None:
@@ -70,21 +78,18 @@ class Selection:
         kind, _, model = self.spec.partition(":")
         return model or None if kind in LLM_ROUTES else None
 
-    def to_json(self) -> dict[str, str]:
-        return {"route": self.route, "spec": self.spec, "rule": self.rule}
-
 
 def select(spec: str | None, config: HostConfig) -> Selection:
     """Which evaluator `build_evaluator(spec, config)` builds, and why (see the module doc)."""
     section = _section(config)
     if spec:
-        return Selection(spec, f"--evaluator {spec}")
+        return Selection(spec=spec, rule=f"--evaluator {spec}")
     if section.get("kind"):
-        return Selection(str(section["kind"]), f"the config's evaluator.kind is {section['kind']!r}")
+        return Selection(spec=str(section["kind"]), rule=f"the config's evaluator.kind is {section['kind']!r}")
     if config.model != "jev-latest" and route_for_model(config.model).name != "typesafe":
         route = route_for_model(config.model).name
-        return Selection(route, f"the config's model {config.model!r} is served by the {route} route")
-    return Selection("local", "no route is configured: the offline local evaluator")
+        return Selection(spec=route, rule=f"the config's model {config.model!r} is served by the {route} route")
+    return Selection(spec="local", rule="no route is configured: the offline local evaluator")
 
 
 def record_source(config: HostConfig) -> Selection:
@@ -95,7 +100,7 @@ def record_source(config: HostConfig) -> Selection:
     if route is not None:
         if not isinstance(route, str) or not route:
             raise ConfigError("evaluator.route must be an evaluator spec such as 'local' or 'typesafe'")
-        chosen = Selection(route, f"the config's evaluator.route is {route!r}")
+        chosen = Selection(spec=route, rule=f"the config's evaluator.route is {route!r}")
     else:
         kind = str(section.get("kind") or "").partition(":")[0]
         if kind in _CASSETTE_KINDS:  # the section's kind is this very cassette: what is under it
