@@ -344,7 +344,7 @@ async def test_a_profile_applies_its_temperatures_at_answer_time(tmp_path: Path)
 
 
 def test_a_profile_for_another_model_is_refused(tmp_path: Path) -> None:
-    profile = LlmProfile("p", "openai", "gpt-x", {"noul": 1.2})
+    profile = LlmProfile(name="p", route="openai", model="gpt-x", temperatures={"noul": 1.2})
     with pytest.raises(ConfigError, match=r"^profile p was fitted for openai:gpt-x, not openai:judge-model$"):
         route(OPENAI, "https://api.openai.com/v1", tmp_path, profile=profile)
 

@@ -21,50 +21,45 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import ConfigDict, Field
+
+from ..contract.wire_model import WireModel, omit_none
 from ..errors import ProfileInvalid
 from .llm_routes import LLM_MODEL_RULE, LLM_ROUTES, is_llm_model
 from .readout import MAX_TEMPERATURE, MIN_TEMPERATURE
 
-FORMAT = "fabric-jev-llm-profile"
-VERSION = 1
+FORMAT: Literal["fabric-jev-llm-profile"] = "fabric-jev-llm-profile"
+VERSION: Literal[1] = 1
 MAX_PROFILE_BYTES = 1 << 20
 QUESTION_TYPES = ("noul", "choice", "score")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _KEYS = {"format", "version", "name", "route", "model", "readout", "temperatures", "report"}
 
 
-@dataclass(frozen=True)
-class LlmProfile:
-    """Per-question-type temperatures for one route and model."""
+class LlmProfile(WireModel):
+    """Per-question-type temperatures for one route and model; its JSON is the file (the module doc)."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal["fabric-jev-llm-profile"] = FORMAT
+    version: Literal[1] = VERSION
     name: str
     route: str
     model: str
+    readout: str | None = Field(default=None, exclude_if=omit_none)
     temperatures: dict[str, float]
-    readout: str | None = None
-    report: dict[str, Any] = field(default_factory=dict)
+    report: dict[str, Any] = Field(default_factory=dict, exclude_if=lambda report: not report)
     #: The file it was read from, when it was.
-    path: Path | None = None
+    path: Path | None = Field(default=None, exclude=True)
 
     def temperature(self, qtype: str) -> float:
         return self.temperatures.get(qtype, 1.0)
 
     def applies_to(self, readout: str) -> bool:
         return self.readout is None or self.readout == readout
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": self.name, "route": self.route,
-                               "model": self.model}
-        if self.readout is not None:
-            out["readout"] = self.readout
-        out["temperatures"] = dict(self.temperatures)
-        if self.report:
-            out["report"] = self.report
-        return out
 
     def save(self, path: str | Path) -> Path:
         """Write the profile atomically (a reader never sees half of it)."""
@@ -84,7 +79,7 @@ class LlmProfile:
         except JSONInputError as exc:
             raise ProfileInvalid(str(exc)) from None
         profile = check(data, str(path))
-        return cls(**{**profile.__dict__, "path": Path(path)})
+        return profile.model_copy(update={"path": Path(path)})
 
 
 def check(data: object, where: str) -> LlmProfile:
