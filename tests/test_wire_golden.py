@@ -133,3 +133,30 @@ def test_an_evaluator_status() -> None:
                            "no weights", ProfileStatus(name="prof", signatures=2, examples=30), mode="online")
     assert compact(full.to_json()) == '{"route":"local","model":"m","mode":"online","ready":false,"credentials":{"configured":true,"source":"environment","verified":false},"profile":{"name":"prof","signatures":2,"examples":30},"problem":"no weights"}'
     assert compact(NO_CREDENTIALS_NEEDED.to_json()) == '{"configured":false,"source":"not needed","verified":false}'
+
+
+# ------------------------------------------------------------------------------- bench JSON
+
+def test_a_verification_bench_scenario() -> None:
+    from fabric_jev.benchmarks.verification import AdapterCall, ScenarioReport
+
+    ran = ScenarioReport(name="s1", kind="positive", expected=["a", "b"])
+    ran.selected, ran.status, ran.request_count, ran.model_calls = ["a"], "ready", 1, 1
+    ran.compile_ms, ran.replay_ms, ran.replay_status, ran.outcome = 12.34567, [1.00049, 2.5], "passed", "correct"
+    ran.adapter = [AdapterCall(3.14159, {"input_tokens": 10, "output_tokens": 2}), AdapterCall(1.0, None),
+                   AdapterCall(2.0, {"input_tokens": 1, "output_tokens": 1})]
+    assert compact(ran.to_json()) == (
+        '{"name":"s1","kind":"positive","expected":["a","b"],"selected":["a"],"status":"ready","reason":null,'
+        '"requestCount":1,"modelCalls":1,"compileMs":12.346,"adapter":{"calls":3,"durationMs":6.142,'
+        '"usage":{"input_tokens":11,"output_tokens":3}},"replayMs":[1.0,2.5],"replayStatus":"passed",'
+        '"outcome":"correct"}')
+    abstained = ScenarioReport(name="s2", kind="negative", expected=None)
+    abstained.reason = "coverage 0.04"
+    assert compact(abstained.to_json()) == (
+        '{"name":"s2","kind":"negative","expected":null,"selected":null,"status":"incomplete",'
+        '"reason":"coverage 0.04","requestCount":0,"modelCalls":0,"compileMs":0.0,'
+        '"adapter":{"calls":0,"durationMs":null,"usage":null},"replayMs":[],"replayStatus":"skipped","outcome":""}')
+    unanswered = ScenarioReport(name="s3", kind="x", expected=None)
+    unanswered.adapter = [AdapterCall(5.0, None)]
+    assert compact(unanswered.to_json()).endswith(
+        ',"adapter":{"calls":1,"durationMs":5.0,"usage":null},"replayMs":[],"replayStatus":"skipped","outcome":""}')
