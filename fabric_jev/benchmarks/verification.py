@@ -16,12 +16,14 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import anyio
+from pydantic import ConfigDict, Field, PlainSerializer
 
 from ..contract.evaluation import Evaluation
+from ..contract.wire_model import WireModel
 from ..errors import EvaluationError
 from ..evaluators.base import Evaluator, EvaluatorStatus
 from ..evaluators.fixture import FixtureEvaluator
@@ -129,31 +131,6 @@ def world(dictionary: Dictionary) -> tuple[MemoryChannels, dict[str, Observation
     return channels, {"composer": Observation("1", composer), "cart": Observation("2", cart)}
 
 
-@dataclass
-class ScenarioReport:
-    name: str
-    kind: str
-    expected: list[str] | None
-    selected: list[str] | None = None
-    status: str = "incomplete"
-    reason: str | None = None
-    request_count: int = 0
-    model_calls: int = 0
-    compile_ms: float = 0.0
-    replay_ms: list[float] = field(default_factory=list)
-    replay_status: str = "skipped"
-    outcome: str = ""  # correct | wrong_selection | supported_abstention | expected_abstention | unavailable
-    adapter: list[AdapterCall] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "expected": self.expected, "selected": self.selected,
-                "status": self.status, "reason": self.reason, "requestCount": self.request_count,
-                "modelCalls": self.model_calls, "compileMs": round(self.compile_ms, 3),
-                "adapter": _adapter_json(self.adapter),
-                "replayMs": [round(x, 3) for x in self.replay_ms], "replayStatus": self.replay_status,
-                "outcome": self.outcome}
-
-
 @dataclass(frozen=True)
 class AdapterCall:
     """One evaluator invocation as the adapter saw it."""
@@ -168,6 +145,32 @@ def _adapter_json(calls: list[AdapterCall]) -> dict[str, Any]:
     usage = None if not answered else {k: sum(u[k] for u in answered) for k in ("input_tokens", "output_tokens")}
     return {"calls": len(calls), "durationMs": round(sum(c.duration_ms for c in calls), 3) if calls else None,
             "usage": usage}
+
+
+def _ms(value: float) -> float:
+    return round(value, 3)
+
+
+class ScenarioReport(WireModel):
+    """One scenario of the bench, filled in as it runs; its JSON is one of the report's `scenarios`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    kind: str
+    expected: list[str] | None
+    selected: list[str] | None = None
+    status: str = "incomplete"
+    reason: str | None = None
+    request_count: int = 0
+    model_calls: int = 0
+    compile_ms: Annotated[float, PlainSerializer(_ms)] = 0.0
+    #: The evaluator invocations, written as their count, summed duration and usage.
+    adapter: Annotated[list[AdapterCall], PlainSerializer(_adapter_json)] = Field(default_factory=list)
+    replay_ms: Annotated[list[float], PlainSerializer(lambda times: [_ms(x) for x in times])] = \
+        Field(default_factory=list)
+    replay_status: str = "skipped"
+    outcome: str = ""  # correct | wrong_selection | supported_abstention | expected_abstention | unavailable
 
 
 class _Counting:
@@ -211,7 +214,7 @@ async def run_bench(evaluator: Evaluator, *, mode: str) -> tuple[dict[str, Any],
     counting = _Counting(evaluator)
     reports: list[ScenarioReport] = []
     for s in SCENARIOS:
-        rep = ScenarioReport(s.name, s.kind, list(s.expected) if s.expected else None)
+        rep = ScenarioReport(name=s.name, kind=s.kind, expected=list(s.expected) if s.expected else None)
         before = counting.calls
         logged = len(counting.log)
         start = time.perf_counter()
