@@ -160,3 +160,21 @@ def test_a_verification_bench_scenario() -> None:
     unanswered.adapter = [AdapterCall(5.0, None)]
     assert compact(unanswered.to_json()).endswith(
         ',"adapter":{"calls":1,"durationMs":5.0,"usage":null},"replayMs":[],"replayStatus":"skipped","outcome":""}')
+
+
+# ------------------------------------------------------------------------------- a check's trace
+
+def test_a_check_attempt_and_a_near_element() -> None:
+    from fabric_jev.assertions.check import Attempt
+    from fabric_jev.assertions.escalation import FailureKind, RecoveryAction
+    from fabric_jev.assertions.nearest import Near
+    from fabric_jev.assertions.snapshot import Element
+
+    attempts = [Attempt(n=1, reason=FailureKind.NO_MATCH, confidence=0.5, action=RecoveryAction.RETRY, detail="again"),
+                Attempt(n=2, reason=None, confidence=None, action=RecoveryAction.DONE)]
+    assert compact([a.to_json() for a in attempts]) == (
+        '[{"n":1,"reason":"no_match","confidence":0.5,"action":"retry","detail":"again"},'
+        '{"n":2,"reason":null,"confidence":null,"action":"done","detail":""}]')
+    near = Near(element=Element(index=4, role="button", name="Save ✓", text="x" * 100), score=0.123456, why="text 0.10")
+    assert compact(near.to_json()) == ('{"index":4,"role":"button","name":"Save ✓","text":"' + "x" * 80
+                                       + '","score":0.123,"why":"text 0.10"}')
