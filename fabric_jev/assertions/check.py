@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import anyio
+from pydantic import ConfigDict
 
 from .._files import atomic_write
 from .._waiting import Waiter
+from ..contract.wire_model import WireModel
 from ..errors import CheckFailed
 from .escalation import Escalation, EscalationPolicy, FailureEvent, FailureKind, RecoveryAction
 from .nearest import Near, nearest
@@ -100,17 +102,16 @@ def _under(box: tuple[float, float, float, float], element: Element) -> bool:
     return (b.x <= cx <= b.x + b.width and b.y <= cy <= b.y + b.height) or (x <= ex <= x + w and y <= ey <= y + h)
 
 
-@dataclass(frozen=True)
-class Attempt:
+class Attempt(WireModel):
+    """One try of a check: why it failed (None: it held), how sure, and what came next."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
     n: int
     reason: FailureKind | None
     confidence: float | None
     action: RecoveryAction
     detail: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"n": self.n, "reason": None if self.reason is None else self.reason.value,
-                "confidence": self.confidence, "action": self.action.value, "detail": self.detail}
 
 
 @dataclass
@@ -229,12 +230,14 @@ class Check:
         snap, error = await self._take(self._source(source))
         if snap is None:
             result = self._result(False, FailureKind.NO_SNAPSHOT, None, None, [
-                Attempt(1, FailureKind.NO_SNAPSHOT, None, RecoveryAction.GIVE_UP, error)])
+                Attempt(n=1, reason=FailureKind.NO_SNAPSHOT, confidence=None, action=RecoveryAction.GIVE_UP,
+                        detail=error)])
         else:
             out = self.predicate.assess(snap)
             conf = confidence(snap).value
             action = RecoveryAction.DONE if out.passed else RecoveryAction.GIVE_UP
-            result = self._result(out.passed, out.reason, out, snap, [Attempt(1, out.reason, conf, action)])
+            result = self._result(out.passed, out.reason, out, snap,
+                                  [Attempt(n=1, reason=out.reason, confidence=conf, action=action)])
         return await self._finish(result, self._source(source))
 
     async def eventually(
@@ -283,7 +286,7 @@ class Check:
                     low_streak = 0
                     out = self.predicate.assess(snap)
                     if out.passed:
-                        attempts.append(Attempt(n, None, conf_value, RecoveryAction.DONE))
+                        attempts.append(Attempt(n=n, reason=None, confidence=conf_value, action=RecoveryAction.DONE))
                         return await self._finish(self._result(True, None, out, snap, attempts), src)
                     assert out.reason is not None
                     kind = out.reason
@@ -297,19 +300,19 @@ class Check:
             action = self.policy.decide(event, counters)
             counters[action] += 1
             if action is RecoveryAction.GIVE_UP:
-                attempts.append(Attempt(n, kind, conf_value, action, detail))
+                attempts.append(Attempt(n=n, reason=kind, confidence=conf_value, action=action, detail=detail))
                 return await self._failed(src, kind, last, attempts)
             if action is RecoveryAction.VISION:
-                attempts.append(Attempt(n, kind, conf_value, action, detail))
+                attempts.append(Attempt(n=n, reason=kind, confidence=conf_value, action=action, detail=detail))
                 return await self._ask_vision(src, kind, last, attempts)
             if action is RecoveryAction.SCROLL:
                 done, note = await self._scroll(src, out)
-                attempts.append(Attempt(n, kind, conf_value, action, note))
+                attempts.append(Attempt(n=n, reason=kind, confidence=conf_value, action=action, detail=note))
                 if done and not waiter.over:
                     continue  # look again at once: the scroll is the change we waited for
             elif action is RecoveryAction.RELOAD:
                 done, note = await self._reload(src)
-                attempts.append(Attempt(n, kind, conf_value, action, note))
+                attempts.append(Attempt(n=n, reason=kind, confidence=conf_value, action=action, detail=note))
                 if done:
                     low_streak = 0
                     if not waiter.over:
@@ -323,7 +326,7 @@ class Check:
                 return await self._timed_out(src, n, kind, conf_value, detail, last, counters, attempts,
                                              streak[1], out)
             if action is RecoveryAction.RETRY:
-                attempts.append(Attempt(n, kind, conf_value, action, detail))
+                attempts.append(Attempt(n=n, reason=kind, confidence=conf_value, action=action, detail=detail))
             settle = 0.0
             if kind in (FailureKind.LOW_CONFIDENCE, FailureKind.SNAPSHOT_EXHAUSTED) and snap is not None \
                     and snap.quiet_ms < QUIET_SETTLED_MS:
@@ -341,11 +344,11 @@ class Check:
         action = self.policy.decide(event, counters)
         counters[action] += 1
         if action is RecoveryAction.VISION:
-            attempts.append(Attempt(n, kind, conf, action, detail))
+            attempts.append(Attempt(n=n, reason=kind, confidence=conf, action=action, detail=detail))
             return await self._ask_vision(src, FailureKind.TIMEOUT, last, attempts)
         note = detail if action is RecoveryAction.GIVE_UP else \
             f"no time left for {action.value}" + (f"; {detail}" if detail else "")
-        attempts.append(Attempt(n, kind, conf, RecoveryAction.GIVE_UP, note))
+        attempts.append(Attempt(n=n, reason=kind, confidence=conf, action=RecoveryAction.GIVE_UP, detail=note))
         return await self._failed(src, FailureKind.TIMEOUT, last, attempts)
 
     async def _failed(self, src: SnapshotSource, reason: FailureKind,
@@ -397,8 +400,8 @@ class Check:
         result = self._failure(reason, last, attempts)
         if self.vision is None:
             result.vision = None
-            attempts[-1] = Attempt(attempts[-1].n, attempts[-1].reason, attempts[-1].confidence,
-                                   RecoveryAction.VISION, "not done: this check enabled no vision fallback")
+            attempts[-1] = attempts[-1].model_copy(update={
+                "action": RecoveryAction.VISION, "detail": "not done: this check enabled no vision fallback"})
             return await self._finish(result, src)
         shot = getattr(src, "screenshot", None)
         answer: bool | None = None
@@ -417,8 +420,8 @@ class Check:
                 answer, problem = None, f"{type(exc).__name__}: {exc}"[:300]
         if problem or proposal:
             last_try = attempts[-1]
-            attempts[-1] = Attempt(last_try.n, last_try.reason, last_try.confidence, last_try.action,
-                                   "; ".join(p for p in (last_try.detail, f"vision: {problem or proposal}") if p))
+            attempts[-1] = last_try.model_copy(update={
+                "detail": "; ".join(p for p in (last_try.detail, f"vision: {problem or proposal}") if p)})
         result.vision = {True: "yes", False: "no", None: "unsure"}[answer]
         said = "a proposed box on a matching element" if self.vision.mode == "propose" else "yes"
         if answer is True:

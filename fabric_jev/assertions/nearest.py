@@ -2,25 +2,40 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from difflib import SequenceMatcher
+from typing import Annotated, Any
 
+from pydantic import ConfigDict, Field, PlainSerializer, model_validator
+
+from ..contract.wire_model import WireModel
 from .query import Query
 from .snapshot import Element, Snapshot
 
 TEXT_FIELDS = ("text", "name", "value", "testid")
 
 
-@dataclass(frozen=True)
-class Near:
-    element: Element
-    score: float
+class Near(WireModel):
+    """An element near what a failed query asked for: how near (0-1) and why. Its JSON names the
+    element by its index, role, name and the first 80 characters of its text."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    element: Element = Field(exclude=True)
+    index: int = 0
+    role: str = ""
+    name: str = ""
+    text: str = ""
+    score: Annotated[float, PlainSerializer(lambda score: round(score, 3))]
     why: str
 
-    def to_json(self) -> dict[str, object]:
-        e = self.element
-        return {"index": e.index, "role": e.role, "name": e.name, "text": e.text[:80],
-                "score": round(self.score, 3), "why": self.why}
+    @model_validator(mode="before")
+    @classmethod
+    def _named_by_its_element(cls, data: Any) -> Any:
+        element = data.get("element") if isinstance(data, dict) else None
+        if isinstance(element, Element):
+            data = {**data, "index": element.index, "role": element.role, "name": element.name,
+                    "text": element.text[:80]}
+        return data
 
 
 def _similarity(a: str, b: str) -> float:
@@ -53,6 +68,6 @@ def nearest(snapshot: Snapshot, query: Query, n: int = 3) -> list[Near]:
         role_word = "not asked" if wanted_role is None else ("same" if role_score else "different")
         why = f"text {text_score:.2f}, role {role_word}, " + (
             "in view" if place == 1.0 else "out of view" if not e.is_occluded else "covered")
-        ranked.append(Near(e, score, why))
+        ranked.append(Near(element=e, score=score, why=why))
     ranked.sort(key=lambda r: (-r.score, r.element.index))
     return ranked[:n]
