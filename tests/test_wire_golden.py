@@ -178,3 +178,44 @@ def test_a_check_attempt_and_a_near_element() -> None:
     near = Near(element=Element(index=4, role="button", name="Save ✓", text="x" * 100), score=0.123456, why="text 0.10")
     assert compact(near.to_json()) == ('{"index":4,"role":"button","name":"Save ✓","text":"' + "x" * 80
                                        + '","score":0.123,"why":"text 0.10"}')
+
+
+# ------------------------------------------------------------------------------- a local profile
+
+def test_a_local_evaluator_profile_file() -> None:
+    import hashlib
+
+    import numpy as np
+
+    from fabric_jev.contract.evaluation import validate_request
+    from fabric_jev.evaluators.lexical import LexicalIndex
+    from fabric_jev.evaluators.profile import Profile, SignatureModel
+
+    def question(body: dict[str, Any]) -> Any:
+        return validate_request({"state": "", "questions": {"q": body}}).questions[0]
+
+    vectors = np.random.default_rng(7).standard_normal((2, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    plain = SignatureModel(question=question({"type": "noul", "instructions": "Is it urgent?"}), vectors=vectors,
+                           weights=np.asarray([[0.5, -0.25], [-1.0, 2.0]], dtype=np.float32), labels=(0, 1),
+                           kernel_temperature=0.05, ridge=0.1, readout_weight=3.5, prior_weight=1.0, floor=0.01)
+    words = SignatureModel(
+        question=question({"type": "choice", "instructions": "Which queue?",
+                           "criteria": {"billing": "money", "tech": "bugs"}}),
+        vectors=vectors, weights=np.asarray([[1, 0], [0, 1]], dtype=np.float32), labels=(1, 0),
+        kernel_temperature=0.0, ridge=1.0, readout_weight=2.0, prior_weight=0.5, floor=0.02, lexical_weight=0.3,
+        lexical=LexicalIndex([np.asarray([3, 9], dtype=np.uint32), np.asarray([9], dtype=np.uint32)]), support=0.4)
+    profile = Profile(name="p1", embedding_sha256="ab" * 32, models={m.signature: m for m in (plain, words)},
+                      training=frozenset({"ffffffffffffffff", "0000000000000000"}), report={"heldOut": {"before": 0.5}})
+    text = compact(profile.to_json())
+    assert text.startswith('{"format":"fabric-jev-local-profile","version":2,"name":"p1","embedding":{"model":'
+                           '"all-MiniLM-L6-v2","sha256":"' + "ab" * 32 + '"},"signatures":[{"signature":')
+    assert text.endswith('"weights":"AACAPwAAAAAAAAAAAACAPw==","support":0.4,"lexicalWeight":0.3,'
+                         '"terms":"AwAAAAkAAAAJAAAA","termCounts":[2,1]}],"training":["0000000000000000",'
+                         '"ffffffffffffffff"],"report":{"heldOut":{"before":0.5}}}')
+    assert list(profile.to_json()["signatures"][0]) == [
+        "signature", "type", "instructions", "criteria", "kernelTemperature", "ridge", "readoutWeight", "priorWeight",
+        "floor", "labels", "vectors", "weights", "support", "lexicalWeight"]
+    assert hashlib.sha256(text.encode()).hexdigest() == "597feaaa17e4ca0eba526781a13d3f8cb15a7197f062327cb6fbb126d3ed5eff"
+    again = Profile.from_json(json.loads(text), source="golden", embedding_sha256="ab" * 32)
+    assert compact(again.to_json()) == text
