@@ -33,15 +33,18 @@ import base64
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, PlainSerializer
 
 from .._files import atomic_write
 from .._json import JSONInputError, read_json_file
 from ..contract.evaluation import Question, validate_request
 from ..contract.values import is_finite_number
+from ..contract.wire_model import WireModel, omit_none
 from ..errors import EvaluationError, ProfileInvalid
 from .lexical import MAX_PROFILE_IDS, LexicalIndex, b64decode, decode_docs, encode_docs
 
@@ -51,8 +54,8 @@ if TYPE_CHECKING:
 
     Matrix = npt.NDArray[np.float32]
 
-FORMAT = "fabric-jev-local-profile"
-VERSION = 2
+FORMAT: Literal["fabric-jev-local-profile"] = "fabric-jev-local-profile"
+VERSION: Literal[2] = 2
 READABLE_VERSIONS = (1, 2)  # 1: before word features (read as λ = 0)
 EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 DIM = 384
@@ -205,13 +208,75 @@ class SignatureModel:
         return [float(x) for x in p]
 
 
-@dataclass(frozen=True)
-class Profile:
+class _File(WireModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Embedding(_File):
+    """The embedding model a profile's vectors were made with, named by its weights' SHA-256."""
+
+    model: str = EMBEDDING_MODEL
+    sha256: str
+
+
+class SignatureEntry(_File):
+    """One question signature as the profile file holds it: the question, the fitted numbers, the
+    labeled states' vectors (base64 float16), weights (base64 float32) and word features."""
+
+    signature: str
+    type: str
+    instructions: str | None
+    criteria: Any
+    kernel_temperature: float
+    ridge: float
+    readout_weight: float
+    prior_weight: float
+    floor: float
+    labels: list[int]
+    vectors: str
+    weights: str
+    support: float
+    #: 0 when the states have no word features (then neither terms nor termCounts is written).
+    lexical_weight: float
+    terms: str | None = Field(default=None, exclude_if=omit_none)
+    term_counts: list[int] | None = Field(default=None, exclude_if=omit_none)
+
+    @classmethod
+    def of(cls, model: SignatureModel) -> SignatureEntry:
+        terms, counts = encode_docs(model.lexical.docs) if model.lexical is not None else (None, None)
+        return cls(signature=model.signature, **question_body(model.question),
+                   kernel_temperature=model.kernel_temperature, ridge=model.ridge,
+                   readout_weight=model.readout_weight, prior_weight=model.prior_weight, floor=model.floor,
+                   labels=list(model.labels), vectors=encode_floats(model.vectors, "<f2"),
+                   weights=encode_floats(model.weights, "<f4"), support=model.support,
+                   lexical_weight=model.lexical_weight if model.lexical is not None else 0.0,
+                   terms=terms, term_counts=counts)
+
+
+if TYPE_CHECKING:
+    Models = dict[str, SignatureModel]
+else:  # numpy inside: kept as given, written through SignatureEntry
+    Models = dict
+
+
+class Profile(WireModel):
+    """A local evaluator's profile; its JSON is the file (format, version, name, embedding,
+    signatures, training, report)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal["fabric-jev-local-profile"] = FORMAT
+    version: Literal[2] = VERSION
     name: str
-    embedding_sha256: str
-    models: dict[str, SignatureModel]  # by signature
-    training: frozenset[str]  # example keys the profile was fitted on
-    report: dict[str, Any] = field(default_factory=dict)  # held-out before/after, as learn printed it
+    embedding_sha256: Annotated[str, PlainSerializer(lambda sha: Embedding(sha256=sha))] = \
+        Field(serialization_alias="embedding")
+    #: By signature.
+    models: Annotated[Models, PlainSerializer(lambda models: [SignatureEntry.of(m) for m in models.values()])] = \
+        Field(serialization_alias="signatures")
+    #: Example keys the profile was fitted on.
+    training: Annotated[frozenset[str], PlainSerializer(sorted)]
+    #: Held-out before/after, as learn printed it.
+    report: dict[str, Any] = Field(default_factory=dict)
 
     def model_for(self, question: Question) -> SignatureModel | None:
         return self.models.get(signature_of(question))
@@ -219,21 +284,6 @@ class Profile:
     @property
     def examples(self) -> int:
         return sum(len(m.labels) for m in self.models.values())
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT, "version": VERSION, "name": self.name,
-            "embedding": {"model": EMBEDDING_MODEL, "sha256": self.embedding_sha256},
-            "signatures": [{
-                "signature": m.signature, **question_body(m.question),
-                "kernelTemperature": m.kernel_temperature, "ridge": m.ridge,
-                "readoutWeight": m.readout_weight, "priorWeight": m.prior_weight, "floor": m.floor,
-                "labels": list(m.labels), "vectors": encode_floats(m.vectors, "<f2"),
-                "weights": encode_floats(m.weights, "<f4"), "support": m.support, **_lexical_json(m),
-            } for m in self.models.values()],
-            "training": sorted(self.training),
-            "report": self.report,
-        }
 
     def save(self, path: str | Path) -> int:
         """Write atomically; returns the size in bytes."""
@@ -305,13 +355,6 @@ def _number(raw: dict[str, Any], key: str, low: float, high: float) -> float:
     if not is_finite_number(v) or not low <= v <= high:
         raise ValueError(f"{key} must be a number in [{low:g}, {high:g}]")
     return float(v)
-
-
-def _lexical_json(model: SignatureModel) -> dict[str, Any]:
-    if model.lexical is None:
-        return {"lexicalWeight": 0.0}
-    terms, counts = encode_docs(model.lexical.docs)
-    return {"lexicalWeight": model.lexical_weight, "terms": terms, "termCounts": counts}
 
 
 def _signature_model(raw: Any, version: int = VERSION, max_ids: int = MAX_PROFILE_IDS) -> SignatureModel:
