@@ -90,9 +90,13 @@ def _too_large(limit: int) -> Response:
     return error(413, "request_too_large", f"Request body exceeds {limit} bytes")
 
 
+#: Made once: `json.dumps` with a keyword builds a new encoder per call.
+_ENCODER = json.JSONEncoder(allow_nan=False)
+
+
 def _encode(payload: dict[str, Any]) -> bytes:
-    # ASCII escapes: a lone surrogate echoed from a request stays valid JSON.
-    return json.dumps(payload, allow_nan=False).encode("ascii")
+    # ASCII escapes (the encoder's default): a lone surrogate echoed from a request stays valid JSON.
+    return _ENCODER.encode(payload).encode("ascii")
 
 
 async def _send_json(send: Send, status: int, raw: bytes, *, close: bool) -> None:
