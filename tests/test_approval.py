@@ -500,7 +500,7 @@ async def test_under_auto_a_password_given_as_a_name_value_pair_never_reaches_th
         async with JevHost(config, capabilities=registry, evaluator=ev) as host:
             env = await host.run(program(PAIR_PROGRAM, requires=["deploy.write"]), None, intent="deploy")
         await ev.aclose()
-    assert env.approvals[0]["probability"] is not None  # the classifier answered
+    assert env.approvals[0].probability is not None  # the classifier answered
     assert f.requests, "the classifier's evaluator was never called"
     bodies = "".join(r.body.decode() for r in f.requests)
     for n in range(1, 7):

@@ -120,7 +120,7 @@ async def test_always_allows_the_same_ref_for_the_rest_of_the_run() -> None:
     assert env.result == [{"ref": "demo.write", "n": 1}, {"ref": "demo.write", "n": 2},
                           {"ref": "demo.other", "n": 3}]
     assert asked == ["demo.write", "demo.other", "demo.write"]  # a new run asks again
-    assert [(a["decidedBy"], a["reason"], a.get("approver")) for a in env.approvals] == [
+    assert [(a["decidedBy"], a["reason"], a.get("approver")) for a in env.to_json().get("approvals", [])] == [
         ("approver", "the approver allowed it, and this ref for the rest of the run", "application"),
         ("approver", "an earlier answer allowed this ref for the rest of the run", None),
         ("approver", "the approver allowed it, and this ref for the rest of the run", "application")]
@@ -146,7 +146,7 @@ async def test_deny_all_refuses_every_later_question_of_the_run() -> None:
         "(line 4, column 30)",
         "Capability call denied: demo.shell (an earlier answer denied every later question of the run) "
         "(line 4, column 30)"]
-    assert env.approval_counts == {"allowed": 0, "denied": 3}
+    assert env.approval_counts.to_json() == {"allowed": 0, "denied": 3}
 
 
 @pytest.mark.anyio
@@ -161,7 +161,7 @@ async def test_an_approver_with_no_one_to_ask_says_why() -> None:
         env = await host.run(calls_program(), [["demo.write", 1]])
     assert env.result == ["Capability call denied: demo.write "
                           "(write requires approval and there is no terminal to ask on) (line 4, column 30)"]
-    [entry] = env.approvals
+    [entry] = env.to_json()["approvals"]
     assert entry["decidedBy"] == "policy" and "approver" not in entry
 
 
@@ -175,7 +175,7 @@ async def test_the_approver_is_named_in_the_audit_trail() -> None:
 
     async with JevHost(capabilities=registry(), approver=Named()) as host:
         env = await host.run(calls_program(), [["demo.write", 1]])
-    assert [(a["approver"], a["reason"]) for a in env.approvals] == [("terminal", "the approver allowed it")]
+    assert [(a["approver"], a["reason"]) for a in env.to_json().get("approvals", [])] == [("terminal", "the approver allowed it")]
 
 
 @pytest.mark.anyio
@@ -192,7 +192,7 @@ async def test_overrides_decide_before_the_approver_and_show_in_the_trail() -> N
     assert asked == ["demo.shell"]
     assert env.result[:2] == [{"ref": "demo.write", "n": 1},
                               "Capability call denied: demo.other (--deny demo.other denies it) (line 4, column 30)"]
-    assert [(a["policy"], a.get("override"), a["reason"]) for a in env.approvals] == [
+    assert [(a["policy"], a.get("override"), a["reason"]) for a in env.to_json().get("approvals", [])] == [
         ("allow", "--allow write", "--allow write allows it"),
         ("deny", "--deny demo.other", "--deny demo.other denies it"),
         ("ask", None, "the approver denied it")]

@@ -46,7 +46,7 @@ async def run_example(chromium: Launched, url: str, approver: Any) -> Any:
 
 
 def cdp_decisions(env: Any) -> list[tuple[str, str, bool]]:
-    return [(a["ref"], a["decidedBy"], a["allowed"]) for a in env.approvals]
+    return [(a["ref"], a["decidedBy"], a["allowed"]) for a in env.to_json().get("approvals", [])]
 
 
 async def test_the_click_happens_only_after_the_approver_allows_it(chromium: Launched, pages: Pages) -> None:
@@ -71,7 +71,7 @@ async def test_the_click_happens_only_after_the_approver_allows_it(chromium: Lau
     # The reading calls, the move and the release were allowed by the browser's default rules:
     # only the press reached the classifier.
     assert ("browser.cdp", "rule", True) in decisions and ("browser.cdp", "classifier", True) not in decisions
-    assert [a["probability"] for a in env.approvals if "probability" in a] == [0.2]
+    assert [a["probability"] for a in env.to_json().get("approvals", []) if "probability" in a] == [0.2]
     # The program asked Jev once (a read, allowed by policy) before it acted.
     assert env.evaluations == 1 and ("jev.evaluate", "policy", True) in decisions
 
@@ -104,7 +104,7 @@ async def test_one_click_asks_once_when_the_classifier_allows_nothing(chromium: 
     assert env.result["clicked"] == "Accept" and env.result["verified"] is True
     assert [(r.arguments["method"], r.arguments["params"]["type"]) for r in asked] == [
         ("Input.dispatchMouseEvent", "mousePressed")]
-    rules = {a["rule"] for a in env.approvals if a["decidedBy"] == "rule"}
+    rules = {a["rule"] for a in env.to_json().get("approvals", []) if a["decidedBy"] == "rule"}
     assert rules == {
         "allow browser.connect",
         'allow browser.cdp(method: "Target.createTarget", params.url: "about:blank")',
@@ -114,7 +114,7 @@ async def test_one_click_asks_once_when_the_classifier_allows_nothing(chromium: 
         'allow browser.cdp(method: "Input.dispatchMouseEvent", params.type: "mouseMoved")',
         'allow browser.cdp(method: "Input.dispatchMouseEvent", params.type: "mouseReleased")',
         'allow browser.cdp(method: "Target.closeTarget")'}
-    assert all(a["ruleSource"] == "default rules" for a in env.approvals if a["decidedBy"] == "rule")
+    assert all(a["ruleSource"] == "default rules" for a in env.to_json().get("approvals", []) if a["decidedBy"] == "rule")
     # Without the default rules, every CDP call is a question (six kinds of them here).
     asked.clear()
     async with JevHost(HostConfig(approvals=config["approvals"], default_rules=False),
@@ -134,10 +134,10 @@ async def test_a_denied_click_is_not_sent_and_shows_in_the_envelope(chromium: La
     env = await run_example(chromium, url, approver)
     assert env.result == {"clicked": None, "before": "Pending", "after": "Pending", "verified": False,
                           "confidence": 0.92, "reason": "click not approved"}
-    denied = [a for a in env.approvals if not a["allowed"]]
+    denied = [a for a in env.to_json().get("approvals", []) if not a["allowed"]]
     assert [(a["ref"], a["risk"], a["policy"], a["decidedBy"], a["reason"]) for a in denied] == [
         ("browser.cdp", "execute", "auto", "approver", "the approver denied it")]
-    assert env.approval_counts["denied"] == 1
+    assert env.approval_counts.denied == 1
 
 
 def cli_files(chromium: Launched, url: str, tmp_path: Path) -> list[str]:

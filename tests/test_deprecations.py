@@ -77,3 +77,16 @@ def test_redaction_read_through_its_old_contract_path_with_a_warning() -> None:
     assert "hunter22hunter" not in text and kinds == ["secret assignment"]
     with pytest.raises(ImportError):
         from fabric_jev.contract.redaction import no_such_name  # type: ignore[attr-defined]  # noqa: F401
+
+
+async def test_an_envelopes_parts_read_by_key_with_a_warning(host: JevHost) -> None:
+    env = await host.run(program("const r = await jev.evaluate({state: 'x', questions: {q: {type: 'noul', "
+                                 "instructions: 'OK?'}}}); return r.answers.q.noul", requires=["jev.evaluate"]))
+    assert env.typecheck is not None and env.evaluator is not None
+    parts = {"typecheck": (env.typecheck, "outcome", "outcome"), "evaluator": (env.evaluator, "readout", "readout"),
+             "approvalCounts": (env.approval_counts, "allowed", "allowed")}
+    for where, (part, key, attribute) in parts.items():
+        with pytest.warns(DeprecationWarning, match=rf"\['{key}'\] is deprecated .*read \.{attribute}, or "
+                                                    rf"to_json\(\)\['{key}'\]"):
+            value = part[key]  # type: ignore[index]
+        assert value == part.to_json()[key] == env.to_json().get(where, {key: value})[key]

@@ -165,7 +165,7 @@ def test_the_pytest_plugin_records_from_a_model_route_and_replays_without_it(
             env = run_program({ASK!r}, "refund please", evaluator=jev_evaluator)
             assert env.state == "completed", env.error
             assert round(env.result, 3) == 0.8
-            assert env.evaluator["route"] == "ollama"
+            assert env.evaluator.route == "ollama"
     ''')
     monkeypatch.setenv("FABRIC_JEV_HOME", str(tmp_path / "home"))
     with stub_server(Stub(model)) as stub:

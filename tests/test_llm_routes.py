@@ -378,8 +378,8 @@ async def test_a_spec_and_the_config_build_the_route(tmp_path: Path) -> None:
     assert result.provenance.route == "ollama"
     assert envelope.state is RunState.COMPLETED, envelope.error
     assert envelope.result == pytest.approx(expected(NOUL, ["Yes", "No"])[0])
-    assert envelope.evaluator is not None and envelope.evaluator["route"] == "ollama"
-    assert envelope.evaluator["model"] == "stub-model-2025" and KEY not in json.dumps(envelope.to_json())
+    assert envelope.evaluator is not None and envelope.evaluator.route == "ollama"
+    assert envelope.evaluator.model == "stub-model-2025" and KEY not in json.dumps(envelope.to_json())
 
 
 @pytest.mark.parametrize(("config", "message"), [

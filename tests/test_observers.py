@@ -171,7 +171,7 @@ async def test_overflow_drops_the_oldest() -> None:
     obs = observer(session, queueSize=2)
     for i in range(5):
         session.user_input(f"m{i}")
-    assert obs.counts() == {"events": ["input", "turn_end", "tool_error", "agent_end", "agent_settled"],
+    assert obs.counts().to_json() == {"events": ["input", "turn_end", "tool_error", "agent_end", "agent_settled"],
                             "received": 5, "consumed": 0, "dropped": 3, "queued": 2,
                             "adviceDelivered": 0, "adviceSuppressed": 0}
     assert (await consume(obs))["sequence"] == 4
@@ -231,7 +231,7 @@ async def test_delivered_advice_shape() -> None:
     ev = await turn(session, obs)
     assert await obs.advise(AdviceRequest(ev["id"], MSG)) == {"delivered": True}
     assert got == [Advice(MSG, "followUp", True, "s-1", ev["id"], "")]
-    assert obs.counts()["adviceDelivered"] == 1
+    assert obs.counts().advice_delivered == 1
 
 
 async def test_reason_disabled() -> None:
@@ -360,13 +360,14 @@ async def test_programs_observe_and_abort_cancels_them() -> None:
         session.user_input("first")
         got = await host.progress(env.id, after=0)
         assert got.events[0].value["text"] == "first"
-        assert got.observation == {"events": ["input"], "received": 1, "consumed": 1, "dropped": 0,
-                                   "queued": 0, "adviceDelivered": 0, "adviceSuppressed": 0}
+        assert got.observation is not None
+        assert got.observation.to_json() == {"events": ["input"], "received": 1, "consumed": 1, "dropped": 0,
+                                             "queued": 0, "adviceDelivered": 0, "adviceSuppressed": 0}
         session.abort()
         done = await host.wait(env.id)
         assert done.state is RunState.CANCELLED
         session.user_input("after abort")  # nothing restarts, nothing is received
-        assert host.envelope(env.id).observation["received"] == 1
+        assert host.envelope(env.id).observation.received == 1
 
 
 async def test_navigation_and_shutdown_cancel_observers() -> None:
@@ -423,7 +424,7 @@ async def test_seed_verification_advisor_delivers_exactly_one_advice() -> None:
     assert [a.message for a in delivered] == [
         "Check the reported failing verification before claiming completion."]
     assert delivered[0].delivery == "steer" and delivered[0].trigger_turn is False
-    assert status.observation["adviceDelivered"] == 1 and status.observation["adviceSuppressed"] == 1
+    assert status.observation.advice_delivered == 1 and status.observation.advice_suppressed == 1
     assert fixture.calls == 3
 
 
@@ -571,7 +572,7 @@ async def test_observing_needs_read_approval_of_the_session() -> None:
         host.bind_session(session)
         env = await host.spawn(program("return null;", requires=[]), None, observe={"events": ["turn_end"]})
         final = await host.wait(env.id)
-    assert [(a["ref"], a["risk"], a["allowed"]) for a in final.approvals] == [("jev.observe", "read", True)]
+    assert [(a["ref"], a["risk"], a["allowed"]) for a in final.to_json().get("approvals", [])] == [("jev.observe", "read", True)]
 
 
 async def _ignore(advice: Advice) -> None:
@@ -641,7 +642,7 @@ async def test_the_late_intent_reaches_the_classifier_of_an_auto_policy() -> Non
         final = await host.stop(env.id)
     assert got.events[0].value == {"delivered": True} and len(delivered) == 1
     assert fixture.calls == 1
-    [decision] = [a for a in final.approvals if a["ref"] == "jev.advise"]
+    [decision] = [a for a in final.to_json().get("approvals", []) if a["ref"] == "jev.advise"]
     assert decision["allowed"] is True and decision["policy"] == "auto"
 
 

@@ -160,8 +160,9 @@ async def test_several_answerers_show_as_mixed_with_each_listed_once() -> None:
 async def test_an_evaluator_that_does_not_say_is_named_by_its_route() -> None:
     async with JevHost(HostConfig(), evaluator=Named(None)) as host:
         envelope = await host.run(ASK_TWICE, None)
-    assert envelope.evaluator == {"route": "my-route", "model": "own-model", "readout": "unknown",
-                                  "calibration": "none"}
+    assert envelope.evaluator is not None
+    assert envelope.evaluator.to_json() == {"route": "my-route", "model": "own-model", "readout": "unknown",
+                                            "calibration": "none"}
 
 
 def test_one_answerer_keeps_the_low_mass_questions_of_every_evaluation() -> None:
@@ -215,6 +216,6 @@ def test_the_run_line_flags_questions_whose_labels_got_little_mass() -> None:
     from fabric_jev.cli.run import answered_by
 
     line = answered_by(Provenance(route="ollama", model="qwen3:8b", readout="logprobs",
-                                  low_mass=("urgent", "safe")).to_json())
+                                  low_mass=("urgent", "safe")))
     assert line == ("fabric-jev: answered by ollama qwen3:8b (logprobs); warning: the labels got under half "
                     "the probability mass for urgent, safe")

@@ -597,7 +597,7 @@ async def test_always_for_a_command_holding_a_password_still_answers_the_same_co
     seen, env = await _asked("always", {"command": "mongo -u admin -p consumerPw9 shop"},
                              {"command": "mongo -u admin -p consumerPw9 shop"})
     assert len(seen) == 1 and "consumerPw9" not in str(seen[0].always)
-    assert [a["allowed"] for a in env.approvals] == [True, True]
+    assert [a["allowed"] for a in env.to_json().get("approvals", [])] == [True, True]
 
 
 @pytest.mark.anyio

@@ -213,7 +213,7 @@ async def test_deny_beats_allow() -> None:
     env, ran, asked = await _decide("pytest -q", rules=[{"allow": 'shell.exec(cmd: "pytest *")'},
                                                          {"deny": 'shell.exec(cmd: "pytest -q")'}])
     assert ran == [] and asked == []
-    [entry] = env.approvals
+    [entry] = env.to_json()["approvals"]
     assert (entry["decidedBy"], entry["allowed"], entry["rule"]) == ("rule", False, 'deny shell.exec(cmd: "pytest -q")')
 
 
@@ -224,7 +224,7 @@ async def test_the_floor_beats_a_broad_allow_rule_an_allow_flag_and_the_classifi
         assert ran == [] and len(asked) == 1, kw
         assert asked[0].asked_because is not None and "recursive-delete-outside-tree" in asked[0].asked_because
         assert asked[0].always is None  # a floor question is answered for this call only
-        [entry] = env.approvals
+        [entry] = env.to_json()["approvals"]
         assert (entry["decidedBy"], entry["allowed"], entry["floor"]) == (
             "approver", False, "recursive-delete-outside-tree")
 
@@ -232,11 +232,11 @@ async def test_the_floor_beats_a_broad_allow_rule_an_allow_flag_and_the_classifi
 @pytest.mark.anyio
 async def test_a_rule_beats_the_classifier_both_ways() -> None:
     env, ran, asked = await _decide("pytest -q", rules=[{"allow": 'shell.exec(cmd: "pytest *")'}], safe=0.01)
-    assert ran == ["pytest -q"] and asked == [] and env.approvals[0]["decidedBy"] == "rule"
+    assert ran == ["pytest -q"] and asked == [] and env.approvals[0].decided_by == "rule"
     env, ran, asked = await _decide("make deploy", rules=[{"ask": 'shell.exec(cmd: "make deploy")'}], safe=0.99,
                                     answer="deny")
     assert ran == [] and len(asked) == 1 and "ask shell.exec" in (asked[0].asked_because or "")
-    assert env.approvals[0]["rule"] == 'ask shell.exec(cmd: "make deploy")'
+    assert env.approvals[0].rule == 'ask shell.exec(cmd: "make deploy")'
 
 
 @pytest.mark.anyio

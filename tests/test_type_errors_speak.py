@@ -57,8 +57,8 @@ async def test_a_ts_file_without_typescript_syntax_is_checked_as_typescript_and_
         # The same code as a .js file is JavaScript: mode warn, it runs and its envelope lists the error.
         envelope = await host.run(load_program(write(tmp_path, "triage.js", MISSPELLED)), {"ticket": "x"})
     assert envelope.state is RunState.COMPLETED
-    assert envelope.typecheck is not None and envelope.typecheck["language"] == "javascript"
-    assert envelope.typecheck["outcome"] == "errors"
+    assert envelope.typecheck is not None and envelope.typecheck.language == "javascript"
+    assert envelope.typecheck.outcome == "errors"
 
 
 async def test_a_declared_typescript_program_is_strict() -> None:

@@ -105,8 +105,8 @@ async def test_each_mistake_in_javascript_runs_and_is_reported(checked_host: Jev
     code, line, column, ts_code, words = MISTAKES[kind]
     envelope = await checked_host.run(make(code), {"ticket": "refund please"})
     assert envelope.state is not RunState.RUNNING
-    report = envelope.typecheck
-    assert report is not None
+    assert envelope.typecheck is not None
+    report = envelope.typecheck.to_json()
     assert report["language"] == "javascript" and report["mode"] == "warn" and report["outcome"] == "errors"
     assert report["errors"] == 1
     [text] = report["diagnostics"]
@@ -165,12 +165,12 @@ async def test_a_relaunch_in_the_same_host_uses_the_verdict(checked_host: JevHos
     first = await checked_host.run(prog, {"ticket": "a"})
     again = await checked_host.run(prog, {"ticket": "b"})
     assert first.typecheck is not None and again.typecheck is not None
-    assert (first.typecheck["cached"], again.typecheck["cached"]) == (False, True)
-    assert again.typecheck["outcome"] == "clean" and compiles == [Language.TYPESCRIPT]
+    assert (first.typecheck.cached, again.typecheck.cached) == (False, True)
+    assert again.typecheck.outcome == "clean" and compiles == [Language.TYPESCRIPT]
     # Anything the declarations are made from is part of the digest: another output schema is a new check.
     changed = make(as_typescript(DONE), outputSchema={**OUTPUT, "properties": {**OUTPUT["properties"], "q": {}}})
     third = await checked_host.run(changed, {"ticket": "c"})
-    assert third.typecheck is not None and third.typecheck["cached"] is False and len(compiles) == 2
+    assert third.typecheck is not None and third.typecheck.cached is False and len(compiles) == 2
 
 
 async def test_concurrent_launches_of_one_new_program_compile_it_once(
@@ -184,7 +184,7 @@ async def test_concurrent_launches_of_one_new_program_compile_it_once(
         for n in range(4):
             tg.start_soon(launch, n)
     assert compiles == [Language.JAVASCRIPT]
-    assert sorted(e.typecheck["cached"] for e in envelopes) == [False, True, True, True]
+    assert sorted(e.typecheck.cached for e in envelopes) == [False, True, True, True]
 
 
 def test_the_digest_covers_the_compiler_version_code_and_contract() -> None:
@@ -237,11 +237,11 @@ async def test_modes_per_language(fixture_evaluator: FixtureEvaluator) -> None:
     async with JevHost(lenient, evaluator=fixture_evaluator) as host:
         warned = await host.run(make(as_typescript(bad), requires=[]), {"ticket": "a"})
         assert warned.state is RunState.COMPLETED and warned.typecheck is not None
-        assert warned.typecheck["outcome"] == "errors" and warned.typecheck["mode"] == "warn"
+        assert warned.typecheck.outcome == "errors" and warned.typecheck.mode == "warn"
     async with JevHost(off, evaluator=fixture_evaluator) as host:
         unchecked = await host.run(make(as_typescript(bad), requires=[]), {"ticket": "a"})
         assert unchecked.state is RunState.COMPLETED
-        assert unchecked.typecheck == {"language": None, "mode": "off", "outcome": "off"}
+        assert unchecked.typecheck is not None and unchecked.typecheck.to_json() == {"language": None, "mode": "off", "outcome": "off"}
 
 
 async def test_without_a_compiler_programs_run_unchecked_and_say_so(
@@ -252,9 +252,9 @@ async def test_without_a_compiler_programs_run_unchecked_and_say_so(
         envelope = await host.run(make(bad, requires=[]), {"ticket": "a"})
         status = host.status().typecheck
     assert envelope.state is RunState.COMPLETED  # erased and run, as before the checker existed
-    assert envelope.typecheck is not None and envelope.typecheck["outcome"] == "unavailable"
-    assert "no-tsgo is not an executable file" in envelope.typecheck["reason"]
-    assert status["available"] is False and "FABRIC_JEV_TSGO" in status["reason"]
+    assert envelope.typecheck is not None and envelope.typecheck.outcome == "unavailable"
+    assert "no-tsgo is not an executable file" in envelope.typecheck.reason
+    assert status is not None and status.available is False and "FABRIC_JEV_TSGO" in str(status.reason)
     required = HostConfig(typecheck={"requireChecker": True})
     async with JevHost(required, evaluator=fixture_evaluator) as host:
         with pytest.raises(TypeScriptError, match=r"cannot be type-checked: FABRIC_JEV_TSGO=.*\(typecheck\.requireChecker is set\)"):
@@ -265,7 +265,8 @@ async def test_host_status_names_the_compiler(checked_host: JevHost) -> None:
     status = checked_host.status().typecheck
     found = locate()
     assert isinstance(found, Compiler)
-    assert status == {"typescript": "error", "javascript": "warn", "available": True, "compiler": found.name}
+    assert status is not None
+    assert status.to_json() == {"typescript": "error", "javascript": "warn", "available": True, "compiler": found.name}
 
 
 # A program whose check needs far more memory and time than the smallest caps (every four-digit
@@ -298,8 +299,10 @@ async def test_a_program_that_exhausts_the_checker_is_refused_clearly(
     async with JevHost(warned, evaluator=fixture_evaluator) as host:
         envelope = await host.run(make(HUNGRY, requires=[]), {"ticket": "a"})
     assert envelope.state is RunState.COMPLETED and envelope.result == {"route": "billing", "p": 0}
-    assert envelope.typecheck == {"language": "typescript", "mode": "warn", "outcome": "stopped",
-                                  "compiler": envelope.typecheck["compiler"], "cached": False, "reason": stopped}
+    assert envelope.typecheck is not None
+    assert envelope.typecheck.to_json() == {"language": "typescript", "mode": "warn", "outcome": "stopped",
+                                            "compiler": envelope.typecheck.compiler, "cached": False,
+                                            "reason": stopped}
 
 
 @pytest.mark.parametrize(("code", "requires", "observed", "expected"), [

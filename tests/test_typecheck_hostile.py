@@ -93,8 +93,8 @@ async def test_a_stopped_check_under_warn_runs_at_once_and_says_so(
         again = await host.run(make(HUNGRY, requires=[]), {"ticket": "b"})
     assert compiled == ["checked"]
     assert first.state is again.state is RunState.COMPLETED
-    assert again.typecheck is not None and again.typecheck["outcome"] == "stopped"
-    assert again.typecheck["reason"].startswith(STOPPED + "; remembered from an earlier check")
+    assert again.typecheck is not None and again.typecheck.outcome == "stopped"
+    assert again.typecheck.reason.startswith(STOPPED + "; remembered from an earlier check")
     report = await checker.check_for_launch(parse_program(make(HUNGRY, requires=[])), config, observed=False)
     [line] = report.warnings("bomb.ts")
     assert line.startswith(f"bomb.ts: the type check stopped ({STOPPED}; remembered") and "runs unchecked" in line
@@ -162,7 +162,7 @@ async def test_a_clean_program_is_checked_while_bombs_hold_the_compiler(
 
         async def clean() -> None:
             envelope = await host.run(make(as_typescript(DONE), requires=[]), {"ticket": "b"})
-            assert envelope.state is RunState.COMPLETED and envelope.typecheck["outcome"] == "clean"
+            assert envelope.state is RunState.COMPLETED and envelope.typecheck.outcome == "clean"
             clean_done.set()
 
         async with anyio.create_task_group() as tg:
@@ -279,7 +279,7 @@ async def test_a_fifo_named_like_a_verdict_does_not_hold_the_launch(
     os.mkfifo(folder / (key_of(parse_program(prog)) + cache.SUFFIX))
     async with JevHost(config, evaluator=fixture_evaluator) as host:
         envelope = await host.run(prog, {"ticket": "a"})
-    assert envelope.state is RunState.COMPLETED and envelope.typecheck["outcome"] == "clean"
+    assert envelope.state is RunState.COMPLETED and envelope.typecheck.outcome == "clean"
 
 
 # ---------------------------------------------------------------- forging the compiler's output

@@ -35,6 +35,7 @@ from fabric_jev import (
 )
 from fabric_jev.batch import BatchOutcome
 from fabric_jev.contract import parse_program
+from fabric_jev.contract.envelope import ApprovalCounts
 from fabric_jev.contract.wire_model import utc_time, wire_time
 from fabric_jev.errors import ConfigError, DictionaryInvalid
 from fabric_jev.verification import Plan, parse_dictionary
@@ -55,22 +56,25 @@ def compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+OBSERVATION = {"events": ["input"], "received": 1, "consumed": 1, "dropped": 0, "queued": 0, "adviceDelivered": 1,
+               "adviceSuppressed": 0}
 APPROVAL = {"sequence": 1, "at": "2025-01-31T09:30:00.500Z", "ref": "tools.x", "risk": "read", "policy": "allow",
             "decidedBy": "policy", "allowed": True, "reason": "r"}
 FULL = Envelope(
     id="run-1", name="triage", state=RunState.COMPLETED, background=True, started_at=at(7), ended_at=at(1250),
     result={"label": "bug"}, evaluations=2, tool_calls=3, usage=Usage(input_tokens=120, output_tokens=7),
     events=(ProgressEvent(sequence=4, at=at(120), value={"step": "fetched", "n": 2}),), next_sequence=5,
-    logs=("hello",), observation={"delivered": 1}, approvals=(APPROVAL,), approval_counts={"allowed": 1, "denied": 0},
-    typecheck={"language": "typescript", "outcome": "clean"})
+    logs=("hello",), observation=OBSERVATION, approvals=(APPROVAL,), approval_counts={"allowed": 1, "denied": 0},
+    typecheck={"language": "typescript", "mode": "warn", "outcome": "clean"})
 FULL_JSON = (
     '{"id":"run-1","name":"triage","state":"completed","background":true,"startedAt":"2025-01-31T09:30:00.007Z",'
     '"endedAt":"2025-01-31T09:30:01.250Z","result":{"label":"bug"},"evaluations":2,"toolCalls":3,'
     '"usage":{"input_tokens":120,"output_tokens":7},"events":[{"sequence":4,"at":"2025-01-31T09:30:00.120Z",'
-    '"value":{"step":"fetched","n":2}}],"nextSequence":5,"logs":["hello"],"observation":{"delivered":1},'
+    '"value":{"step":"fetched","n":2}}],"nextSequence":5,"logs":["hello"],"observation":{"events":["input"],'
+    '"received":1,"consumed":1,"dropped":0,"queued":0,"adviceDelivered":1,"adviceSuppressed":0},'
     '"approvals":[{"sequence":1,"at":"2025-01-31T09:30:00.500Z","ref":"tools.x","risk":"read","policy":"allow",'
     '"decidedBy":"policy","allowed":true,"reason":"r"}],"approvalCounts":{"allowed":1,"denied":0},'
-    '"typecheck":{"language":"typescript","outcome":"clean"}}')
+    '"typecheck":{"language":"typescript","mode":"warn","outcome":"clean"}}')
 FAILED = Envelope(id="run-2", name="triage", state=RunState.FAILED, background=False, started_at=at(0), error="boom")
 FAILED_JSON = (
     '{"id":"run-2","name":"triage","state":"failed","background":false,"startedAt":"2025-01-31T09:30:00.000Z",'
@@ -95,7 +99,7 @@ def test_every_dump_of_an_envelope_writes_contract_keys() -> None:
 def test_envelope_attributes_are_snake_case_and_timestamps_utc_datetimes() -> None:
     assert FULL.started_at == at(7) and FULL.ended_at == at(1250) and FULL.events[0].at == at(120)
     assert FULL.started_at.tzinfo is UTC
-    assert (FULL.tool_calls, FULL.next_sequence, FULL.approval_counts) == (3, 5, {"allowed": 1, "denied": 0})
+    assert (FULL.tool_calls, FULL.next_sequence, FULL.approval_counts) == (3, 5, ApprovalCounts(allowed=1, denied=0))
 
 
 def test_an_envelope_reads_back_from_its_json() -> None:

@@ -51,7 +51,7 @@ async def main() -> list[str]:
 
         for event in host.envelope(observer.id).events:
             print("observer progress:", json.dumps(event.value))
-        print("observation:", json.dumps(status.observation))
+        print("observation:", json.dumps(status.to_json().get("observation")))
         session.shutdown()  # the agent host reloads: observers end and are not restarted
         print("observer state:", (await host.wait(observer.id)).state.value)
     return delivered

@@ -16,6 +16,7 @@ import anyio
 from ..contract.evaluation import validate_request
 from ..contract.policy import Policy, Ruling
 from ..contract.values import is_finite_number
+from ..contract.wire_model import WireData
 from ..errors import EvaluationError, JevError
 from ..evaluators.base import Evaluator
 from .evidence import ApprovalRequest, build_evidence
@@ -53,17 +54,18 @@ QUESTIONS: dict[str, dict[str, Any]] = {
 
 
 @dataclass(frozen=True)
-class Decision:
+class Decision(WireData):
+    """The classifier's answer on one proposed action (`fabric-jev approve`, the MCP tool jev_approve)."""
+
     decision: Ruling
     reason: str
+    #: The four judgments (safe, secrets, destructive, sessionOwned); None when none was asked.
     probabilities: dict[str, float] | None = None
+    #: Tokens the judgments took (the contract's snake_case keys).
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
     model: str | None = None
+    #: What kinds of secret were redacted from the evidence before it was sent.
     redacted: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {"decision": self.decision, "reason": self.reason, "probabilities": self.probabilities,
-                "usage": self.usage, "model": self.model, "redacted": list(self.redacted)}
 
 
 def decide(probabilities: dict[str, float], threshold: float) -> tuple[Ruling, str]:

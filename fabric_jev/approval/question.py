@@ -17,10 +17,17 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import Field, PlainSerializer
 
 from ..contract.policy import Policy, Risk, Ruling
-from ..contract.values import JsonValue
+from ..contract.wire_model import WireData, omit_empty, omit_none
+
+if TYPE_CHECKING:
+    from ..contract.values import JsonValue
+else:  # pydantic, writing a call's JSON, cannot follow the recursive alias: the arguments are JSON already
+    JsonValue = Any
 from ..terminal import terminal_safe
 
 #: Each string inside the arguments is cut to this many characters (in the middle: head and tail stay).
@@ -43,14 +50,20 @@ TYPED_REPLIES: dict[str, Reply] = {"y": "allow", "yes": "allow", "a": "always", 
                                    "n": "deny", "no": "deny", "": "deny", "N": "deny_all"}
 
 
+def _probabilities(probabilities: Mapping[str, float] | None) -> dict[str, float]:
+    return dict(probabilities or {})
+
+
 @dataclass(frozen=True, slots=True)
-class ClassifierVerdict:
+class ClassifierVerdict(WireData):
     """The auto-approval classifier's verdict on the call, as an approver sees it."""
 
     #: An `auto` call reaches an approver only when this is not "allow".
     decision: Ruling
     reason: str
-    probabilities: Mapping[str, float] | None = None
+    #: None when the classifier gave none; the JSON then writes an empty object.
+    probabilities: Annotated[Mapping[str, float] | None,
+                             PlainSerializer(_probabilities, return_type=dict[str, float])] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +79,7 @@ class Unavailable:
 
 
 @dataclass(frozen=True, slots=True)
-class CapabilityCall:
+class CapabilityCall(WireData):
     """The capability call an approver is asked about.
 
     `arguments` are redacted like every other evidence, and each string in them
@@ -78,19 +91,20 @@ class CapabilityCall:
     risk: Risk
     policy: Policy
     run_id: str
-    run_name: str
+    #: The program's name (the JSON's ``program``).
+    run_name: Annotated[str, Field(alias="program")]
     arguments: JsonValue
     intent: str | None
-    classifier: ClassifierVerdict | None = None
+    classifier: Annotated[ClassifierVerdict | None, Field(exclude_if=omit_none)] = None
     #: Why a person is asked: the rule or floor entry, the risk's policy, or the classifier's verdict.
-    asked_because: str | None = None
+    asked_because: Annotated[str | None, Field(exclude_if=omit_none)] = None
     #: Every segment of a compound shell command in the arguments (after ;, &&, ||, |), in order.
-    commands: tuple[str, ...] = ()
+    commands: Annotated[tuple[str, ...], Field(exclude_if=omit_empty)] = ()
     #: The rule pattern `always` stands for ("always for this pattern"), as the person is shown
     #: it; None when this call offers only "always for this ref" (a floor question offers neither).
-    always: str | None = None
+    always: Annotated[str | None, Field(exclude_if=omit_none)] = None
     #: The arguments as shown: compact JSON, cut in the middle to ARGUMENTS_SHOWN_CHARS, printable.
-    arguments_text: str = field(init=False)
+    arguments_text: Annotated[str, Field(exclude=True)] = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "arguments", clip_strings(self.arguments))
@@ -119,22 +133,6 @@ class CapabilityCall:
         if self.intent is not None:
             rows.append(("user asked", printable(_clip(self.intent, ARGUMENT_STRING_CHARS))))
         return rows
-
-    def to_json(self) -> dict[str, Any]:
-        """The request as JSON (what an MCP client receives besides the message)."""
-        out: dict[str, Any] = {"program": self.run_name, "runId": self.run_id, "ref": self.ref,
-                               "risk": self.risk, "policy": self.policy, "arguments": self.arguments,
-                               "intent": self.intent}
-        if self.classifier is not None:
-            out["classifier"] = {"decision": self.classifier.decision, "reason": self.classifier.reason,
-                                 "probabilities": dict(self.classifier.probabilities or {})}
-        if self.asked_because is not None:
-            out["askedBecause"] = self.asked_because
-        if self.commands:
-            out["commands"] = list(self.commands)
-        if self.always is not None:
-            out["always"] = self.always
-        return out
 
 
 #: ``async def approver(call: CapabilityCall) -> Reply | Decision | bool | Unavailable``:

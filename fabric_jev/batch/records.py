@@ -118,7 +118,7 @@ class BatchOutcome(WireModel):
                    error=envelope.error, evaluations=envelope.evaluations,
                    tool_calls=envelope.tool_calls, usage=envelope.usage.model_dump(),
                    started=started, seconds=seconds, judgments=judgments,
-                   evaluator=envelope.evaluator)
+                   evaluator=None if envelope.evaluator is None else envelope.evaluator.to_json())
 
     @classmethod
     def rejected(cls, item: BatchItem, error: str) -> BatchOutcome:

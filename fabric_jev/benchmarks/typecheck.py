@@ -142,7 +142,7 @@ async def bench_relaunch(samples: int) -> dict[str, Any]:
                 start = time.perf_counter()
                 envelope = await host.run(program, INPUT)
                 times.append((time.perf_counter() - start) * 1000)
-                if envelope.typecheck is None or not envelope.typecheck.get("cached"):
+                if envelope.typecheck is None or not envelope.typecheck.cached:
                     raise RuntimeError("a relaunch was checked again")
                 await anyio.sleep(0.02)  # let the pool refill, as between real launches
     return {"samples": samples, "ts_ms": statistics.median(ts_times), "js_ms": statistics.median(js_times),

@@ -71,13 +71,14 @@ async def _cmd_status(args: argparse.Namespace) -> int:
     report["runs"] = []
     from ..typecheck.checker import checker_status
 
-    checker = report["typecheck"] = checker_status(config)  # the modes, and the compiler or why there is none
+    checker = checker_status(config)  # the modes, and the compiler or why there is none
+    report["typecheck"] = checker.to_json()
     if args.json:
         print_json(report)
     else:
-        compiler = checker["compiler"] if checker["available"] else f"none ({checker['reason']})"
-        sys.stdout.write(format_report(report) + f"\ntype checker: {compiler}; TypeScript {checker['typescript']}, "
-                         f"JavaScript {checker['javascript']}\n")
+        compiler = checker.compiler if checker.available else f"none ({checker.reason})"
+        sys.stdout.write(format_report(report) + f"\ntype checker: {compiler}; TypeScript {checker.typescript}, "
+                         f"JavaScript {checker.javascript}\n")
     if report["ready"]:
         return 0
     # A script can test the exit status; the report above (or its JSON) says why.

@@ -25,6 +25,7 @@ from .common import (
 
 if TYPE_CHECKING:
     from ..contract.config import HostConfig
+    from ..contract.provenance import Provenance
 
 
 async def run_command(args: argparse.Namespace) -> int:
@@ -171,13 +172,11 @@ def launching_browser(config: HostConfig) -> HostConfig:
 
 
 
-def answered_by(evaluator: dict[str, Any]) -> str:
+def answered_by(provenance: Provenance) -> str:
     """The line `run` prints on standard error: who answered the run's evaluations, with a
     warning when the offline heuristic did (its judgments are rough) or labels got little mass."""
-    from ..contract.provenance import Provenance
     from ..terminal import one_line  # model names and question ids come from outside
 
-    provenance = Provenance.model_validate(evaluator, by_alias=True, by_name=False)
     line = f"fabric-jev: answered by {provenance.describe()}"
     heuristic = [p for p in (provenance.answerers or (provenance,)) if p.readout == "heuristic" and not p.profile]
     if heuristic:

@@ -25,12 +25,12 @@ def _observed(args: argparse.Namespace, program: Any) -> bool:
 
 
 async def check_command(args: argparse.Namespace) -> int:
-    from ..typecheck.checker import CheckerUnavailable, check_json
+    from ..typecheck.checker import CheckerUnavailable, check_result
 
     config = config_from(args)
     program = _program(args)
     try:
-        report = await check_json(program, observed=_observed(args, program), config=config.typecheck)
+        report = (await check_result(program, observed=_observed(args, program), config=config.typecheck)).to_json()
     except CheckerUnavailable as exc:
         return fail(f"the type checker is not available: {exc}")
     if args.json:

@@ -10,17 +10,18 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import ConfigDict, Field
 
 from .._json import JSONInputError, loads_bounded
 from .._surrogates import has_lone_surrogate
 from ..errors import AnswerInvalid, RequestInvalid
 from .json_basics import key_names, unknown_keys
 from .model_id import MODEL_ID_RULE
+from .provenance import Provenance
 from .values import JsonValue, is_finite_number
-
-if TYPE_CHECKING:  # pydantic's model loads with the first answer that names its answerer
-    from .provenance import Provenance
+from .wire_model import WireData, omit_none, wire_adapter
 
 QuestionType = Literal["noul", "choice", "score"]
 MAX_QUESTIONS = 128
@@ -59,31 +60,35 @@ class EvaluationRequest:
 
 @dataclass(frozen=True, slots=True)
 class EvaluationUsage:
+    # The contract spells these two in snake_case on the wire: its own (empty) pydantic config, not
+    # the camelCase one of the evaluation it is part of.
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(json_schema_serialization_defaults_required=True)
+
     input_tokens: int = 0
     output_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
-class Evaluation:
+class Evaluation(WireData):
+    """Validated answers, as `jev_evaluate` and a guest's `jev.evaluate` receive them (``to_json``)."""
+
+    #: By question id: the answer as the contract shapes it for its type (noul, choice, score).
     answers: dict[str, dict[str, Any]]
     usage: EvaluationUsage = field(default_factory=EvaluationUsage)
+    #: The model as the answerer named it.
     model: str = ""
-    #: Who answered, and how (`contract.provenance`). Every evaluator of fabric-jev fills it; None
-    #: only from an application's own evaluator that does not say (a run's envelope then names
-    #: the evaluator's route, readout "unknown").
-    provenance: Provenance | None = None
+    #: Who answered, and how (`contract.provenance`), under the wire key ``evaluator``. Every
+    #: evaluator of fabric-jev fills it; None only from an application's own evaluator that does
+    #: not say (a run's envelope then names the evaluator's route, readout "unknown").
+    provenance: Annotated[Provenance | None, Field(alias="evaluator", exclude_if=omit_none)] = None
 
     def to_json(self, *, evaluator: bool = True) -> dict[str, Any]:
         """The wire shape; with `evaluator` (the default) and a provenance, its ``evaluator`` too."""
-        out: dict[str, Any] = {
-            "answers": self.answers,
-            "usage": {"input_tokens": self.usage.input_tokens,
-                      "output_tokens": self.usage.output_tokens},
-            "model": self.model,
-        }
-        if evaluator and self.provenance is not None:
-            out["evaluator"] = self.provenance.to_json()
-        return out
+        # An application's own evaluator may return one with fields of the wrong types: they are
+        # written as they are (no warning), and `validate_answers` refuses them in its own words.
+        result: dict[str, Any] = wire_adapter(Evaluation).dump_python(
+            self, mode="json", exclude=None if evaluator else {"provenance"}, warnings=False)
+        return result
 
 
 def _measure(value: Any) -> tuple[int, int]:

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import enum
 
+from pydantic import ConfigDict, Field
+
+from .wire_model import ReadAsDict, WireModel, omit_none
+
 
 class CheckMode(enum.StrEnum):
     """What a type error does to a launch."""
@@ -25,3 +29,32 @@ class Language(enum.StrEnum):
 
     JAVASCRIPT = "javascript"
     TYPESCRIPT = "typescript"
+
+
+class CheckOutcome(enum.StrEnum):
+    """What a launch's type check came to (the envelope's `typecheck.outcome`)."""
+
+    #: No type errors.
+    CLEAN = "clean"
+    #: Type errors, reported and not refused (mode warn).
+    ERRORS = "errors"
+    #: The language's mode is off: not checked.
+    OFF = "off"
+    #: No compiler is installed: the program runs unchecked.
+    UNAVAILABLE = "unavailable"
+    #: The compiler hit a cap or failed (mode warn): the program runs unchecked.
+    STOPPED = "stopped"
+
+
+class CheckerStatus(ReadAsDict, WireModel):
+    """The type checker as the host's status shows it: the modes, and the compiler or why there is
+    none."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    typescript: CheckMode
+    javascript: CheckMode
+    available: bool
+    compiler: str | None = Field(default=None, exclude_if=omit_none)
+    #: Why there is no compiler.
+    reason: str | None = Field(default=None, exclude_if=omit_none)

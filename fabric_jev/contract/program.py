@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import JevError, ProgramInvalid
 from .json_basics import did_you_mean
 from .schema_subset import check_schema
-from .wire_model import WireModel, validate_json_object
+from .wire_model import WireModel, omit_none, validate_json_object
 
 REF_PATTERN = re.compile(r"^[a-z][a-z0-9_-]*\.[a-zA-Z0-9_.$-]+$")
 MAX_CODE_CHARS = 65_536
@@ -32,10 +32,10 @@ class ProgramLimits(WireModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    timeout_ms: int | None = Field(default=None, ge=1)
-    max_evaluations: int | None = Field(default=None, ge=0)
-    max_tool_calls: int | None = Field(default=None, ge=1)
-    max_tokens: int | None = Field(default=None, ge=1)
+    timeout_ms: int | None = Field(default=None, ge=1, exclude_if=omit_none)
+    max_evaluations: int | None = Field(default=None, ge=0, exclude_if=omit_none)
+    max_tool_calls: int | None = Field(default=None, ge=1, exclude_if=omit_none)
+    max_tokens: int | None = Field(default=None, ge=1, exclude_if=omit_none)
 
 
 class Program(WireModel):
@@ -49,24 +49,30 @@ class Program(WireModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     name: str = Field(min_length=1, max_length=128)
-    code: str = Field(min_length=1, max_length=MAX_CODE_CHARS)
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any]
-    requires: tuple[str, ...] = Field(default=(), max_length=MAX_REFS)
-    limits: ProgramLimits | None = None
+    code: str = Field(min_length=1, max_length=MAX_CODE_CHARS,
+                      description="Body of an async function: may await jev.evaluate(...) and return a value.")
+    input_schema: dict[str, Any] = Field(description="JSON Schema (the supported subset) of `input`.")
+    output_schema: dict[str, Any] = Field(description="JSON Schema (the supported subset) of the result.")
+    # Refs are checked by `_check_refs`, in the contract's words, before pydantic's own check of the
+    # same constraints (which the JSON Schema shows); JSON Schema's uniqueItems has no type to say it.
+    requires: tuple[Annotated[str, Field(min_length=3, max_length=256, pattern=REF_PATTERN.pattern)], ...] = Field(
+        default=(), max_length=MAX_REFS, json_schema_extra={"uniqueItems": True},
+        description="Capabilities the code calls, e.g. jev.evaluate.")
+    limits: ProgramLimits | None = Field(default=None, exclude_if=omit_none)
     #: The language the code is written in: a program file's suffix gives it (`.ts` TypeScript,
     #: `.js` JavaScript; `fabric-jev pack` writes it). Without it, the code decides: TypeScript
     #: only when it has TypeScript-only syntax.
-    language: Literal["javascript", "typescript"] | None = None
+    language: Literal["javascript", "typescript"] | None = Field(
+        default=None, exclude_if=omit_none,
+        description="What the code is written in (a .ts file's is typescript: type-checked strictly). Omitted: "
+                    "TypeScript only when the code has TypeScript syntax.")
 
     @field_validator("requires", mode="before")
     @classmethod
-    def _list_to_tuple(cls, value: Any) -> Any:
-        return tuple(value) if isinstance(value, list) else value
-
-    @field_validator("requires")
-    @classmethod
-    def _check_refs(cls, refs: tuple[str, ...]) -> tuple[str, ...]:
+    def _check_refs(cls, value: Any) -> Any:
+        refs = tuple(value) if isinstance(value, list) else value
+        if not isinstance(refs, tuple) or not all(isinstance(ref, str) for ref in refs):
+            return refs  # not a list of strings: pydantic's own check says so
         seen: set[str] = set()
         for ref in refs:
             if not 3 <= len(ref) <= 256:
@@ -81,8 +87,6 @@ class Program(WireModel):
             seen.add(ref)
         return refs
 
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
 
 
 def describe_validation_error(prefix: str, exc: ValidationError, model: type[BaseModel] | None = None) -> str:

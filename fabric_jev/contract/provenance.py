@@ -23,11 +23,11 @@ A cassette replays the provenance it recorded, with `replayed` set.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from .wire_model import WireModel
+from .wire_model import ReadAsDict, WireModel, omit_empty, omit_none
 
 Readout = Literal["logprobs", "samples", "heuristic", "systemone", "fixture", "recorded", "unknown", "mixed"]
 READOUTS: tuple[Readout, ...] = ("logprobs", "samples", "heuristic", "systemone", "fixture", "recorded",
@@ -41,14 +41,15 @@ MAX_ANSWERERS = 16
 MAX_LOW_MASS = 64
 
 
-class Provenance(WireModel):
+class Provenance(ReadAsDict, WireModel):
     """Who answered one evaluation, and how (see the module doc for the readouts).
 
     JSON (``to_json``): ``{"route", "model", "readout", "calibration", "profile"?,
-    "temperatures"?, "samples"?, "validMass"?, "lowMass"?, "replayed"?, "answerers"?}``.
+    "temperatures"?, "samples"?, "validMass"?, "lowMass"?, "replayed"?, "answerers"?}``: a key
+    with nothing to say (None, empty, false) is left out.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     #: The route or kind that answered: local, fixture, cassette, typesafe, openai, ollama, ...
     route: str = Field(min_length=1, max_length=64)
@@ -57,39 +58,20 @@ class Provenance(WireModel):
     readout: Readout
     calibration: Calibration = "none"
     #: The profile's name (a local learned profile, or an LLM route's temperatures profile).
-    profile: str | None = Field(default=None, max_length=128)
+    profile: str | None = Field(default=None, max_length=128, exclude_if=omit_none)
     #: The temperatures applied, by question type (calibration "temperature" only).
-    temperatures: dict[str, float] | None = None
+    temperatures: dict[str, float] | None = Field(default=None, exclude_if=omit_none)
     #: How many samples each question took (readout "samples" only).
-    samples: int | None = Field(default=None, ge=1)
+    samples: int | None = Field(default=None, ge=1, exclude_if=omit_none)
     #: Per question id: the share of the next-token mass (logprobs) or of the samples that named a
     #: valid label, before renormalising.
-    valid_mass: dict[str, float] | None = None
+    valid_mass: dict[str, float] | None = Field(default=None, exclude_if=omit_none)
     #: Question ids whose valid mass was under the low-mass threshold (0.5): read those answers warily.
-    low_mass: tuple[str, ...] = ()
+    low_mass: tuple[str, ...] = Field(default=(), exclude_if=omit_empty)
     #: A cassette gave back an answer recorded earlier; the other fields are the recording's.
-    replayed: bool = False
+    replayed: bool = Field(default=False, exclude_if=omit_empty)
     #: Readout "mixed" only: the run's distinct answerers.
-    answerers: tuple[Provenance, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"route": self.route, "model": self.model, "readout": self.readout,
-                               "calibration": self.calibration}
-        if self.profile is not None:
-            out["profile"] = self.profile
-        if self.temperatures is not None:
-            out["temperatures"] = dict(self.temperatures)
-        if self.samples is not None:
-            out["samples"] = self.samples
-        if self.valid_mass is not None:
-            out["validMass"] = dict(self.valid_mass)
-        if self.low_mass:
-            out["lowMass"] = list(self.low_mass)
-        if self.replayed:
-            out["replayed"] = True
-        if self.answerers:
-            out["answerers"] = [a.to_json() for a in self.answerers]
-        return out
+    answerers: tuple[Provenance, ...] = Field(default=(), exclude_if=omit_empty)
 
     @property
     def key(self) -> str:

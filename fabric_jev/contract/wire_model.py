@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, PlainSerializer
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, PlainSerializer, TypeAdapter
 from pydantic.alias_generators import to_camel
 
 
@@ -65,8 +65,10 @@ UtcTime = Annotated[AwareDatetime, AfterValidator(_utc),
 class WireModel(BaseModel):
     """Base of the contract models whose JSON keys are camelCase (see the module doc)."""
 
+    # The last one is for the JSON Schema of what a model writes (MCP output schemas): a field is
+    # required there unless it may be left out (`exclude_if`), default or not, as `to_json` does.
     model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True)
+                              serialize_by_alias=True, json_schema_serialization_defaults_required=True)
 
     if not TYPE_CHECKING:  # type checkers know only the snake_case names, as they should
         def __getattr__(self, name: str) -> Any:
@@ -88,9 +90,62 @@ class WireModel(BaseModel):
         return self.model_dump(mode="json")
 
 
+class ReadAsDict:
+    """Mixin of a model that 0.1.0 gave as a JSON dict (an envelope's `typecheck`, `evaluator`,
+    `observation`, `approvals` entries): reading it by key still works until 0.3.0, with a
+    DeprecationWarning naming the attribute."""
+
+    __slots__ = ()
+
+    if not TYPE_CHECKING:  # type checkers should see the attributes only
+        def __getitem__(self, key: str) -> Any:
+            import warnings
+
+            from pydantic.alias_generators import to_snake
+
+            what = type(self).__name__
+            warnings.warn(f"{what}[{key!r}] is deprecated and will be removed in 0.3.0: {what} is typed now; "
+                          f"read .{to_snake(key)}, or to_json()[{key!r}] for the JSON", DeprecationWarning,
+                          stacklevel=2)
+            return self.to_json()[key]
+
+
+class WireData:
+    """Base of a frozen dataclass with a wire shape: pydantic serializes it as it does a `WireModel`
+    (camelCase aliases, `Field(exclude_if=...)` in an ``Annotated`` field), without validating it
+    when it is made. For the public records constructed by position since 0.1.0 (`Evaluation`,
+    `HostStatus`), which a `BaseModel` (keywords only) would break."""
+
+    __slots__ = ()
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(
+        alias_generator=to_camel, validate_by_name=True, validate_by_alias=True, serialize_by_alias=True,
+        json_schema_serialization_defaults_required=True, defer_build=True)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object the wire shows (see the module doc)."""
+        result: dict[str, Any] = wire_adapter(type(self)).dump_python(self, mode="json")
+        return result
+
+
+def wire_adapter(shape: type[Any]) -> TypeAdapter[Any]:
+    """The one adapter per shape (building one costs a schema)."""
+    adapter = _ADAPTERS.get(shape)
+    if adapter is None:
+        adapter = _ADAPTERS[shape] = TypeAdapter(shape)
+    return adapter
+
+
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
+
+
 def omit_none(value: object) -> bool:
     """`Field(exclude_if=omit_none)`: a key the wire leaves out while it is None."""
     return value is None
+
+
+def omit_empty(value: object) -> bool:
+    """`Field(exclude_if=omit_empty)`: a key the wire leaves out while it is empty or false."""
+    return not value
 
 
 def _camel_fields(model: type[BaseModel]) -> dict[str, str]:

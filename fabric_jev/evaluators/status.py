@@ -14,10 +14,13 @@ weights are installed); `verified` is always false.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from ..contract.config import HostConfig
+from ..contract.wire_model import WireData, omit_none
 from ..errors import ConfigError, RequestInvalid
 from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus, Mode
 from .credentials import AuthStore, CredentialResolver
@@ -28,8 +31,8 @@ from .select import Selection, disabled_routes, select
 
 
 @dataclass(frozen=True)
-class RouteStatus:
-    """One route as the host sees it now."""
+class RouteStatus(WireData):
+    """One route as the host sees it now (a row of `fabric-jev status --json`'s `routes`)."""
 
     name: str
     mode: Mode
@@ -40,14 +43,8 @@ class RouteStatus:
     credentials: dict[str, Any]
     model: str | None = None
     endpoint: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "mode": self.mode, "enabled": self.enabled,
-                               "selected": self.selected, "ready": self.ready, "problem": self.problem,
-                               "credentials": self.credentials, "model": self.model, "endpoint": self.endpoint}
-        out.update(self.extra)
-        return out
+    #: The local route's learned profile, when the config names one.
+    profile: Annotated[str | None, Field(exclude_if=omit_none)] = None
 
 
 def _local(config: HostConfig, disabled: frozenset[str], selected: bool) -> RouteStatus:
@@ -58,12 +55,10 @@ def _local(config: HostConfig, disabled: frozenset[str], selected: bool) -> Rout
         problem: str | None = "disabled in the config (evaluator.disabled)"
     else:
         problem = weights_problem()
-    extra = {}
     profile = config.evaluator.get("profile")
-    if isinstance(profile, str):
-        extra["profile"] = profile
     return RouteStatus("local", "offline", "local" not in disabled, selected, problem is None, problem,
-                       NO_CREDENTIALS_NEEDED.to_json(), model=MODEL_NAME, extra=extra)
+                       NO_CREDENTIALS_NEEDED.to_json(), model=MODEL_NAME,
+                       profile=profile if isinstance(profile, str) else None)
 
 
 def _http(name: str, config: HostConfig, disabled: frozenset[str], selected: bool, store: AuthStore | None,

@@ -93,10 +93,9 @@ class CapabilityCalls:
         self._answerers: AnswererLog | None = None
         self._unnamed: Provenance | None = None
 
-    def answerers(self) -> dict[str, Any] | None:
+    def answerers(self) -> Provenance | None:
         """The envelope's ``evaluator``: who answered this run's evaluations, None before any answer."""
-        summary = None if self._answerers is None else self._answerers.summary()
-        return None if summary is None else summary.to_json()
+        return None if self._answerers is None else self._answerers.summary()
 
     def _answered(self, evaluation: Evaluation) -> None:
         from ..contract.provenance import AnswererLog, Provenance

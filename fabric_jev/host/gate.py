@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.lowlevel import checkpoint_if_cancelled
 
+from ..contract.envelope import AuditEntry
 from ..contract.policy import Answer, Policy, PolicyOutcome, PolicyOverrides, Risk, needs_approver, resolve
-from ..contract.wire_model import utc_time, wire_time
+from ..contract.wire_model import utc_time
 from ..evaluators.base import Evaluator
 
 if TYPE_CHECKING:  # loaded when a call must be asked: a run that asks nothing never loads it
@@ -118,29 +119,12 @@ class AuditTrail:
             self.denied += 1
 
     @property
-    def entries(self) -> list[dict[str, Any]]:
-        out = []
-        for sequence, at, ref, risk, policy, outcome, probability in self.kept:
-            entry: dict[str, Any] = {
-                "sequence": sequence, "at": wire_time(utc_time(at)), "ref": ref, "risk": risk, "policy": policy,
-                "decidedBy": outcome.decided_by, "allowed": outcome.allowed,
-                # Reasons are fixed templates naming only the risk and who decided;
-                # arguments are never recorded here.
-                "reason": outcome.reason,
-            }
-            if probability is not None:
-                entry["probability"] = probability
-            if outcome.approver is not None:
-                entry["approver"] = outcome.approver
-            if outcome.override is not None:
-                entry["override"] = outcome.override
-            if outcome.rule is not None:
-                entry["rule"] = outcome.rule
-                entry["ruleSource"] = outcome.rule_source
-            if outcome.floor is not None:
-                entry["floor"] = outcome.floor
-            out.append(entry)
-        return out
+    def entries(self) -> list[AuditEntry]:
+        return [AuditEntry(sequence=sequence, at=utc_time(at), ref=ref, risk=risk, policy=policy,
+                           decided_by=outcome.decided_by, allowed=outcome.allowed, reason=outcome.reason,
+                           probability=probability, approver=outcome.approver, override=outcome.override,
+                           rule=outcome.rule, rule_source=outcome.rule_source, floor=outcome.floor)
+                for sequence, at, ref, risk, policy, outcome, probability in self.kept]
 
     def actions(self) -> list[dict[str, Any]]:
         """The run's earlier decisions as the classifier's session actions."""

@@ -16,11 +16,12 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import anyio
 
 from ..contract.advice import AdviceRequest
+from ..contract.envelope import ObservationCounts
 from ..contract.observe import (
     ObserveOptions,
     SessionEvent,
@@ -43,7 +44,7 @@ class Advice:
     """One piece of advice for Main, as handed to the delivery callback."""
 
     message: str
-    delivery: str  # "steer" | "followUp"
+    delivery: Literal["steer", "followUp"]
     trigger_turn: bool
     session_id: str
     event_id: str
@@ -176,10 +177,10 @@ class Observer:
             return "feedback"
         return None
 
-    def counts(self) -> dict[str, Any]:
-        return {"events": list(self.options.events), "received": self.received,
-                "consumed": self.consumed, "dropped": self.dropped, "queued": len(self._queue),
-                "adviceDelivered": self.delivered, "adviceSuppressed": self.suppressed}
+    def counts(self) -> ObservationCounts:
+        return ObservationCounts(events=tuple(self.options.events), received=self.received,
+                                 consumed=self.consumed, dropped=self.dropped, queued=len(self._queue),
+                                 advice_delivered=self.delivered, advice_suppressed=self.suppressed)
 
     def cancel(self) -> None:
         """Stop receiving and discard the inbox (the run itself is stopped by the host)."""

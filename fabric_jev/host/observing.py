@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..contract.advice import AdviceRequest
 
 if TYPE_CHECKING:
+    from ..contract.envelope import ObservationCounts
     from ..contract.observe import ObserveOptions
 
 StopRun = Callable[[], None]
@@ -42,7 +43,7 @@ class ObserverHandle(Protocol):
         """The run ended: stop receiving and discard the inbox."""
         ...
 
-    def counts(self) -> dict[str, Any]:
+    def counts(self) -> ObservationCounts:
         """The envelope's `observation` summary."""
         ...
 

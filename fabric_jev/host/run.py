@@ -22,7 +22,7 @@ import anyio.abc
 
 from ..contract.budget import RunBudget
 from ..contract.config import EffectiveLimits
-from ..contract.envelope import Envelope, RunState, Usage
+from ..contract.envelope import ApprovalCounts, Envelope, RunState, Usage
 from ..contract.program import Program
 from ..contract.values import JsonValue, ValueRejected, check_decoded
 from ..contract.wire_model import utc_now
@@ -142,8 +142,8 @@ class Run:
             logs=tuple(self.logs.lines),
             observation=None if self.observation is None else self.observation.counts(),
             approvals=tuple(audit.entries),
-            approval_counts={"allowed": audit.allowed, "denied": audit.denied},
-            typecheck=None if self.checked is None else self.checked.to_json(),
+            approval_counts=ApprovalCounts(allowed=audit.allowed, denied=audit.denied),
+            typecheck=None if self.checked is None else self.checked.report(),
             evaluator=self._calls.answerers(),
         )
 

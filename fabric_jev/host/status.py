@@ -4,33 +4,45 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Annotated, Any
 
-from ..contract.envelope import RunState
-from ..contract.values import JsonObject, JsonValue
-from ..contract.wire_model import wire_time
+from pydantic import Field, PlainSerializer, SerializerFunctionWrapHandler, computed_field, model_serializer
+
+from ..contract.envelope import ApprovalCounts, RunState
+from ..contract.languages import CheckerStatus
+from ..contract.values import JsonValue
+from ..contract.wire_model import WireData, omit_none, wire_time
 from ..evaluators.base import CredentialStatus, Mode, deprecated_item
+
+#: A timestamp as the contract writes it (the record is made by the host: nothing to validate).
+_WIRE_TIME = PlainSerializer(wire_time, return_type=str, when_used="json")
 
 
 @dataclass(frozen=True, slots=True)
-class RunSummary:
+class RunSummary(WireData):
     """One run as the host's status lists it; its envelope has the rest."""
 
     id: str
     name: str
     state: RunState
     background: bool
-    started_at: datetime
-    approvals_allowed: int
-    approvals_denied: int
+    started_at: Annotated[datetime, _WIRE_TIME]
+    approvals_allowed: Annotated[int, Field(exclude=True)]
+    approvals_denied: Annotated[int, Field(exclude=True)]
 
-    def to_json(self) -> JsonObject:
-        return {"id": self.id, "name": self.name, "state": self.state.value,
-                "background": self.background, "startedAt": wire_time(self.started_at),
-                "approvals": {"allowed": self.approvals_allowed, "denied": self.approvals_denied}}
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def approvals(self) -> ApprovalCounts:
+        """The run's policy decisions, counted (the JSON's `approvals`)."""
+        return ApprovalCounts(allowed=self.approvals_allowed, denied=self.approvals_denied)
+
+
+# The key order of 0.1.0's JSON: `ready`, computed, among the fields.
+_ORDER = ("credentials", "model", "route", "mode", "ready", "runs", "problem", "typecheck")
 
 
 @dataclass(frozen=True, slots=True)
-class HostStatus:
+class HostStatus(WireData):
     """What `JevHost.status()` answers. Reading it never runs a command or the network."""
 
     credentials: CredentialStatus
@@ -39,24 +51,25 @@ class HostStatus:
     runs: tuple[RunSummary, ...]
     #: The evaluator's mode, and why it cannot answer (no key for its route, missing weights).
     mode: Mode = "offline"
-    problem: str | None = None
+    problem: Annotated[str | None, Field(exclude_if=omit_none)] = None
     #: The type checker: the modes, and the compiler or why there is none (fabric_jev.typecheck).
-    typecheck: JsonObject | None = None
+    typecheck: Annotated[CheckerStatus | None, Field(exclude_if=omit_none)] = None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def ready(self) -> bool:
+        """The evaluator can answer: nothing keeps it from it (`problem` is None)."""
         return self.problem is None
 
-    def to_json(self) -> JsonObject:
-        out: JsonObject = {"credentials": self.credentials.to_json(), "model": self.model, "route": self.route,
-                           "mode": self.mode, "ready": self.ready, "runs": [run.to_json() for run in self.runs]}
-        if self.problem is not None:
-            out["problem"] = self.problem
-        if self.typecheck is not None:
-            out["typecheck"] = self.typecheck
-        return out
+    # No return annotation: pydantic would take it for the JSON Schema of the whole status.
+    @model_serializer(mode="wrap")
+    def _in_order(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        data: dict[str, Any] = handler(self)
+        return {key: data[key] for key in _ORDER if key in data}
 
     def __getitem__(self, key: str) -> JsonValue:
         """Deprecated (0.2.0; removed in 0.3.0): `host.status()["runs"]`, as when it was a dict."""
         deprecated_item("host.status()", key)
-        return self.to_json()[key]
+        value: JsonValue = self.to_json()[key]
+        return value
+

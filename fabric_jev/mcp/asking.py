@@ -60,7 +60,10 @@ def message(call: CapabilityCall) -> str:
 
 
 def requested_schema(call: CapabilityCall) -> dict[str, Any]:
-    """One required single-choice field (the titled `oneOf` form of the elicitation schema)."""
+    """One required single-choice field (the titled `oneOf` form of the elicitation schema).
+
+    Written here, not derived from a model: it is no tool's schema but MCP's restricted form
+    schema, and each choice's title names this call's ref (docs/mcp.md lists the exceptions)."""
     return {"type": "object", "required": ["decision"], "properties": {"decision": {
         "type": "string", "title": "Allow this call?",
         "oneOf": [{"const": reply, "title": _TITLES[reply].format(ref=call.always or call.ref)}

@@ -67,7 +67,10 @@ class ListedProgram:
         return self.program.input_schema.get("type") != "object"
 
     def input_schema(self) -> dict[str, Any]:
-        """The tool's published input schema (see `published`): the run checks the program's own."""
+        """The tool's published input schema (see `published`): the run checks the program's own.
+
+        The program's schema is data, not a model: written as it is, under `input` when the
+        program's input is not an object (docs/mcp.md lists the exceptions to derived schemas)."""
         schema: dict[str, Any] = published(self.program.input_schema)
         if not self.wraps_input:
             return schema

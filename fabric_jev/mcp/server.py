@@ -189,12 +189,12 @@ class JevTools:
 
     async def _jev_check(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
         from ..contract.program import parse_program
-        from ..typecheck.checker import CheckerUnavailable, check_json
+        from ..typecheck.checker import CheckerUnavailable, check_result
 
         program = parse_program(self._program(arguments))
         observed = arguments.get("observe", False) or "jev.advise" in program.requires
         try:
-            return await check_json(program, observed=observed, config=self.config.typecheck)
+            return (await check_result(program, observed=observed, config=self.config.typecheck)).to_json()
         except CheckerUnavailable as exc:
             raise ToolError(f"the type checker is not available: {exc}") from None
 

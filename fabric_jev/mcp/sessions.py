@@ -28,6 +28,7 @@ from ..contract.wire_model import utc_now, wire_time
 from ..errors import UnknownRun
 from ..host import JevHost
 from ..host.observers import Advice, MainSession
+from .session_tools import AdvicePiece, AdviceReport, ExpiredObserver, ObserverShown, SessionState
 
 #: Advice kept for the agent; beyond it the oldest is dropped (and counted).
 OUTBOX_SIZE = 32
@@ -73,10 +74,10 @@ class ObservedSession:
         self._arrived.set()
         self._arrived = anyio.Event()
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> SessionState:
         main = self.main
-        return {"sessionId": main.session_id, "revision": main.revision, "turnIndex": main.turn_index,
-                "completedTurns": main.completed_turns, "sequence": main.sequence, "halted": main.halted}
+        return SessionState(session_id=main.session_id, revision=main.revision, turn_index=main.turn_index,
+                            completed_turns=main.completed_turns, sequence=main.sequence, halted=main.halted)
 
     def _staleness(self, item: _Delivered) -> str | None:
         main = self.main
@@ -88,20 +89,17 @@ class ObservedSession:
             return "a newer turn completed"
         return None
 
-    async def take(self, wait_s: float, *, peek: bool = False) -> list[dict[str, Any]]:
+    async def take(self, wait_s: float, *, peek: bool = False) -> list[AdvicePiece]:
         if not self.outbox and wait_s > 0 and not self.closed:
             with anyio.move_on_after(wait_s):
                 await self._arrived.wait()  # advice, or the session's close
         out = []
         for item in list(self.outbox):
-            entry: dict[str, Any] = {
-                "sequence": item.sequence, "message": item.advice.message, "delivery": item.advice.delivery,
-                "triggerTurn": item.advice.trigger_turn, "eventId": item.advice.event_id,
-                "observerId": item.advice.observer_id, "at": item.at, "stale": False}
             reason = self._staleness(item)
-            if reason is not None:
-                entry["stale"], entry["staleReason"] = True, reason
-            out.append(entry)
+            out.append(AdvicePiece(
+                sequence=item.sequence, message=item.advice.message, delivery=item.advice.delivery,
+                trigger_turn=item.advice.trigger_turn, event_id=item.advice.event_id,
+                observer_id=item.advice.observer_id, at=item.at, stale=reason is not None, stale_reason=reason))
         if not peek:
             self.outbox.clear()
         return out
@@ -153,7 +151,7 @@ class SessionTools:
                                "(jev_session_close)")
         self.open = ObservedSession(arguments.get("sessionId"))
         self.host.bind_session(self.open.main)
-        return self.open.state()
+        return self.open.state().to_json()
 
     async def _observe(self, arguments: dict[str, Any]) -> Any:
         session = self._get(arguments["sessionId"])
@@ -166,7 +164,7 @@ class SessionTools:
         session = self._get(arguments["sessionId"])
         for event in arguments["events"]:
             session.post(event)
-        return session.state()
+        return session.state().to_json()
 
     async def _advice(self, arguments: dict[str, Any]) -> Any:
         session = self._get(arguments["sessionId"])
@@ -184,15 +182,15 @@ class SessionTools:
         self.open = None
         return self._report(session, await session.take(0.0))
 
-    def _report(self, session: ObservedSession, advice: list[dict[str, Any]]) -> dict[str, Any]:
-        observers: list[dict[str, Any]] = []
+    def _report(self, session: ObservedSession, advice: list[AdvicePiece]) -> dict[str, Any]:
+        observers: list[ObserverShown | ExpiredObserver] = []
         for run_id in session.observers:
             try:
                 envelope = self.host.envelope(run_id)
             except UnknownRun:  # pruned from the host's history
-                observers.append({"id": run_id, "state": "expired"})
+                observers.append(ExpiredObserver(id=run_id))
                 continue
-            observers.append({"id": run_id, "name": envelope.name, "state": envelope.state.value,
-                              "observation": envelope.observation})
-        return {"advice": advice, "dropped": session.dropped, "observers": observers,
-                "session": session.state()}
+            observers.append(ObserverShown(id=run_id, name=envelope.name, state=envelope.state,
+                                           observation=envelope.observation))
+        return AdviceReport(advice=tuple(advice), dropped=session.dropped, observers=tuple(observers),
+                            session=session.state()).to_json()

@@ -35,7 +35,7 @@ import anyio.to_thread
 from anyio.lowlevel import RunVar
 
 from ..contract.config import HostConfig, TypecheckConfig
-from ..contract.languages import CheckMode, Language
+from ..contract.languages import CheckerStatus, CheckMode, CheckOutcome, Language
 from ..contract.program import Program
 from ..errors import JevError, TypeScriptError, clip_error
 from . import cache
@@ -43,7 +43,7 @@ from .compiler import Compiler, CompilerStopped, Missing, locate, run_compiler
 from .declarations import DECLARATIONS_FILE, render, schema_type, wrap
 from .diagnostics import parse_output, place
 from .slots import FairSlots
-from .verdict import CheckReport, CompilerVerdict, Stopped
+from .verdict import CheckReport, CheckResult, CompilerVerdict, Stopped
 
 #: Bump when the options, the wrapper or the meaning of a verdict change (part of every digest).
 CHECKER_VERSION = 3
@@ -328,7 +328,7 @@ async def check_for_launch(program: Program, config: HostConfig, *, observed: bo
     """Check a program about to launch, as the host's modes say; raise TypeScriptError to refuse it."""
     tc = config.typecheck
     if not tc.enabled:
-        return CheckReport(None, CheckMode.OFF, "off")
+        return CheckReport(None, CheckMode.OFF, CheckOutcome.OFF)
     compiler = locate()
     declarations = render(program, observed=observed)
     reading: Reading | None = None
@@ -343,7 +343,7 @@ async def check_for_launch(program: Program, config: HostConfig, *, observed: bo
         except CompilerStopped as exc:
             return _stopped_report(exc, tc, declared(program), compiler)
         if found is not None:
-            return _apply(CheckReport(found.language, tc.mode(found.language), "", compiler.name, found,
+            return _apply(CheckReport(found.language, tc.mode(found.language), CheckOutcome.CLEAN, compiler.name, found,
                                       cached=True))
     language = declared(program)
     if language is not None and isinstance(compiler, Compiler):
@@ -356,18 +356,18 @@ async def check_for_launch(program: Program, config: HostConfig, *, observed: bo
     if reading is not None:
         language = reading.language
     if mode is CheckMode.OFF:
-        return CheckReport(language, mode, "off")
+        return CheckReport(language, mode, CheckOutcome.OFF)
     if isinstance(compiler, Missing):
         if tc.require_checker:
             raise TypeScriptError(f"Jev program cannot be type-checked: {compiler.reason} "
                                   "(typecheck.requireChecker is set)")
-        return CheckReport(language, mode, "unavailable", reason=compiler.reason,
+        return CheckReport(language, mode, CheckOutcome.UNAVAILABLE, reason=compiler.reason,
                            erased=None if reading is None else reading.erased)
     try:
         verdict, cached = await _verdict(program, key, declarations, compiler, tc, reading, disk_checked=True)
     except CompilerStopped as exc:
         return _stopped_report(exc, tc, language, compiler)
-    return _apply(CheckReport(verdict.language, tc.mode(verdict.language), "", compiler.name, verdict,
+    return _apply(CheckReport(verdict.language, tc.mode(verdict.language), CheckOutcome.CLEAN, compiler.name, verdict,
                               cached=cached))
 
 
@@ -378,10 +378,10 @@ def _stopped_report(exc: CompilerStopped, tc: TypecheckConfig, language: Languag
     language = exc.language or language
     mode = tc.mode(language) if language is not None else tc.typescript
     if mode is CheckMode.OFF:
-        return CheckReport(language, mode, "off")
+        return CheckReport(language, mode, CheckOutcome.OFF)
     if mode is CheckMode.ERROR:
         raise TypeScriptError(clip_error(f"Jev program could not be type-checked: {exc}")) from None
-    return CheckReport(language, mode, "stopped", compiler.name, reason=str(exc))
+    return CheckReport(language, mode, CheckOutcome.STOPPED, compiler.name, reason=str(exc))
 
 
 def _apply(report: CheckReport) -> CheckReport:
@@ -389,32 +389,30 @@ def _apply(report: CheckReport) -> CheckReport:
     verdict = report.verdict
     assert verdict is not None
     if report.mode is CheckMode.OFF:
-        return CheckReport(report.language, report.mode, "off")
+        return CheckReport(report.language, report.mode, CheckOutcome.OFF)
     if verdict.clean:
-        outcome = "clean"
+        outcome = CheckOutcome.CLEAN
     elif report.mode is CheckMode.ERROR:
         raise TypeScriptError(clip_error(verdict.refusal()), diagnostics=verdict.diagnostics)
     else:
-        outcome = "errors"
+        outcome = CheckOutcome.ERRORS
     return CheckReport(report.language, report.mode, outcome, report.compiler, verdict, cached=report.cached,
                        erased=verdict.erased)
 
 
-def checker_status(config: HostConfig) -> dict[str, Any]:
+def checker_status(config: HostConfig) -> CheckerStatus:
     """The host status's `typecheck`: the modes, and the compiler or why there is none."""
     tc = config.typecheck
-    data: dict[str, Any] = {"typescript": tc.typescript.value, "javascript": tc.javascript.value}
     compiler = locate()
     if isinstance(compiler, Missing):
-        data.update(available=False, reason=compiler.reason)
-    else:
-        data.update(available=True, compiler=compiler.name)
-    return data
+        return CheckerStatus(typescript=tc.typescript, javascript=tc.javascript, available=False,
+                             reason=compiler.reason)
+    return CheckerStatus(typescript=tc.typescript, javascript=tc.javascript, available=True, compiler=compiler.name)
 
 
-async def check_json(program: Program, *, observed: bool = False,
-                     config: TypecheckConfig | None = None) -> dict[str, Any]:
-    """`check` as JSON, the shape of `fabric-jev check --json` and the MCP tool jev_check.
+async def check_result(program: Program, *, observed: bool = False,
+                       config: TypecheckConfig | None = None) -> CheckResult:
+    """`check` as `fabric-jev check --json` and the MCP tool jev_check report it.
 
     A check a cap stopped has the same keys, `clean: false` and no
     diagnostics, and `stopped` saying why; no compiler raises `CheckerUnavailable`.
@@ -423,9 +421,7 @@ async def check_json(program: Program, *, observed: bool = False,
         verdict = await check(program, observed=observed, config=config)
     except CompilerStopped as exc:
         compiler = locate()
-        return {"name": program.name, "language": None if exc.language is None else exc.language.value,
-                "compiler": compiler.name if isinstance(compiler, Compiler) else None, "clean": False,
-                "errors": 0, "cut": False, "diagnostics": [], "stopped": str(exc)}
-    return {"name": program.name, "language": verdict.language.value, "compiler": verdict.compiler,
-            "clean": verdict.clean, "errors": len(verdict.diagnostics), "cut": verdict.cut,
-            "diagnostics": [d.to_json() for d in verdict.diagnostics]}
+        return CheckResult(program.name, exc.language, compiler.name if isinstance(compiler, Compiler) else None,
+                           clean=False, errors=0, cut=False, diagnostics=(), stopped=str(exc))
+    return CheckResult(program.name, verdict.language, verdict.compiler, verdict.clean, len(verdict.diagnostics),
+                       verdict.cut, verdict.diagnostics)

@@ -21,8 +21,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated
 
+from pydantic import PlainSerializer
+
+from ..contract.wire_model import WireData
 from .declarations import HEADER_LINES
 
 _LOCATED = re.compile(r"(?P<file>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): "
@@ -60,21 +63,26 @@ _NO_RESULT_CODES = frozenset({2355, 2366, 2847})
 _INSTALL_TYPES_CODES = frozenset({2580, 2581, 2582, 2584, 2591, 2592, 2593})
 
 
+def _ts_code(code: int) -> str:
+    return f"TS{code}"
+
+
 @dataclass(frozen=True, slots=True)
-class Diagnostic:
-    """One compiler error at a place in the program (lines and columns counted from 1)."""
+class Diagnostic(WireData):
+    """One compiler error at a place in the program (lines and columns counted from 1).
+
+    JSON (``to_json``): ``{"line", "column", "code": "TSNNNN", "message"}``.
+    """
 
     line: int
     column: int
-    code: int
+    #: The compiler's error number; the JSON writes it as TypeScript does, ``TS2339``.
+    code: Annotated[int, PlainSerializer(_ts_code, return_type=str)]
     message: str
 
     def text(self) -> str:
         """`line L, column C: message (TSNNNN)`, the form used in launch errors and envelopes."""
         return f"line {self.line}, column {self.column}: {self.message} (TS{self.code})"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"line": self.line, "column": self.column, "code": f"TS{self.code}", "message": self.message}
 
     @classmethod
     def from_json(cls, data: object) -> Diagnostic:

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Annotated
 
-from ..contract.languages import CheckMode, Language
+from pydantic import Field
+
+from ..contract.languages import CheckMode, CheckOutcome, Language
+from ..contract.wire_model import WireData, omit_none
 from .diagnostics import Diagnostic
+
+if TYPE_CHECKING:
+    from ..contract.envelope import TypecheckReport
 
 #: Errors listed in a refused launch's message (the rest are counted).
 LISTED_IN_ERROR = 10
@@ -15,7 +21,7 @@ LISTED_IN_ENVELOPE = 20
 
 
 @dataclass(frozen=True, slots=True)
-class CompilerVerdict:
+class CompilerVerdict(WireData):
     """What the compiler said about one program: the same for every launch with the same digest."""
 
     language: Language
@@ -41,10 +47,6 @@ class CompilerVerdict:
         tail = f"; and {more} more" if more > 0 else ""
         return f"Jev program has type errors ({_reading(self.language)}, {self.count()}): {listed}{tail}"
 
-    def to_json(self) -> dict[str, Any]:
-        return {"language": self.language.value, "compiler": self.compiler, "cut": self.cut,
-                "diagnostics": [d.to_json() for d in self.diagnostics], "erased": self.erased}
-
     @classmethod
     def from_json(cls, data: object) -> CompilerVerdict:
         if not isinstance(data, dict) or not isinstance(data.get("diagnostics"), list):
@@ -57,7 +59,7 @@ class CompilerVerdict:
 
 
 @dataclass(frozen=True, slots=True)
-class Stopped:
+class Stopped(WireData):
     """A check that a cap stopped: remembered per digest with the caps it had, so a relaunch under
     caps no larger is answered at once (refused, or run unchecked under warn) instead of paying
     the whole cap again."""
@@ -75,10 +77,6 @@ class Stopped:
         """The reason, as a relaunch says it."""
         return (f"{self.reason}; remembered from an earlier check of this same program, so it was not "
                 "checked again (raise typecheck.timeoutMs or typecheck.memoryLimitBytes to try again)")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"reason": self.reason, "language": None if self.language is None else self.language.value,
-                "timeoutMs": self.timeout_ms, "memoryLimitBytes": self.memory_limit_bytes}
 
     @classmethod
     def from_json(cls, data: object) -> Stopped:
@@ -98,16 +96,12 @@ def _reading(language: Language) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CheckReport:
-    """What was checked at launch, as the envelope's `typecheck` and the host's status show it.
-
-    `outcome`: `clean`; `errors` (reported, not refused: mode warn); `off` (the
-    language's mode is off); `unavailable` (no compiler installed; the program
-    runs unchecked); `stopped` (the compiler hit a cap or failed; mode warn).
-    """
+    """What was checked at launch; `report()` is what the envelope's `typecheck` shows of it (the
+    verdict and the erased code stay with the host)."""
 
     language: Language | None
     mode: CheckMode
-    outcome: str
+    outcome: CheckOutcome
     compiler: str | None = None
     verdict: CompilerVerdict | None = None
     reason: str | None = None
@@ -121,19 +115,17 @@ class CheckReport:
         written (the sandbox then reads it as JavaScript first and erases only if that fails)."""
         return self.erased if self.erased is not None else program_code
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"language": None if self.language is None else self.language.value,
-                                "mode": self.mode.value, "outcome": self.outcome}
-        if self.compiler is not None:
-            data["compiler"] = self.compiler
-            data["cached"] = self.cached
-        if self.verdict is not None:
-            data["errors"] = len(self.verdict.diagnostics)
-            if self.verdict.diagnostics:
-                data["diagnostics"] = [d.text() for d in self.verdict.diagnostics[:LISTED_IN_ENVELOPE]]
-        if self.reason is not None:
-            data["reason"] = self.reason
-        return data
+    def report(self) -> TypecheckReport:
+        """The envelope's `typecheck`."""
+        from ..contract.envelope import TypecheckReport
+
+        verdict = self.verdict
+        return TypecheckReport(
+            language=self.language, mode=self.mode, outcome=self.outcome, compiler=self.compiler,
+            cached=None if self.compiler is None else self.cached,
+            errors=None if verdict is None else len(verdict.diagnostics),
+            diagnostics=() if verdict is None else tuple(d.text() for d in verdict.diagnostics[:LISTED_IN_ENVELOPE]),
+            reason=self.reason)
 
     def warnings(self, where: str) -> list[str]:
         """What a launch that goes on despite its check should say first, one line each, terminal-safe:
@@ -141,10 +133,10 @@ class CheckReport:
         (mode warn), or why the check stopped. Empty for a clean, unchecked or unavailable check."""
         from ..terminal import one_line  # the one renderer: messages quote the program's text
 
-        if self.outcome == "stopped":
+        if self.outcome is CheckOutcome.STOPPED:
             return [one_line(f"{where}: the type check stopped ({self.reason}); the program runs unchecked")]
         verdict = self.verdict
-        if self.outcome != "errors" or verdict is None:
+        if self.outcome is not CheckOutcome.ERRORS or verdict is None:
             return []
         lines = [one_line(f"{where}:{d.line}:{d.column}: warning TS{d.code}: {d.message}")
                  for d in verdict.diagnostics[:LISTED_IN_ENVELOPE]]
@@ -154,3 +146,22 @@ class CheckReport:
                               f"typecheck.{verdict.language.value} is {self.mode.value}, so it runs anyway"))
         return lines
 
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult(WireData):
+    """A program checked on request (`fabric-jev check --json`, the MCP tool jev_check), whatever the
+    host's modes. A check a cap stopped has `clean` false, no diagnostics, and `stopped` saying why."""
+
+    name: str
+    language: Language | None
+    #: None only when a check stopped before a compiler was found.
+    compiler: str | None
+    #: No type errors: the program may run.
+    clean: bool
+    errors: int
+    #: There were more errors than were kept.
+    cut: bool
+    diagnostics: tuple[Diagnostic, ...]
+    #: Why the check stopped (its time or memory cap).
+    stopped: Annotated[str | None, Field(exclude_if=omit_none)] = None
