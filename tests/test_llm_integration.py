@@ -76,6 +76,20 @@ def test_status_shows_the_model_routes_their_readiness_and_key_presence(tmp_path
     assert KEY not in done.stdout + done.stderr
 
 
+def test_status_text_shows_where_each_model_route_would_send(tmp_path: Path) -> None:
+    done = run_cli(tmp_path, "status", "--evaluator", "ollama:qwen3:8b", OPENAI_API_KEY=KEY,
+                   FABRIC_JEV_OLLAMA_BASE_URL="http://127.0.0.1:8080/v1")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith(" * ollama "))
+    assert lines[row].split()[-4:] == ["ready", "no", "key", "needed"]
+    assert lines[row + 1].strip() == "http://127.0.0.1:8080/v1/chat/completions"
+    openai = next(i for i, line in enumerate(lines) if line.startswith("   openai "))
+    assert lines[openai].endswith("key from environment (OPENAI_API_KEY)")
+    assert lines[openai + 1].strip() == "https://api.openai.com/v1/chat/completions"
+    assert "no server is contacted" in done.stdout and KEY not in done.stdout + done.stderr
+
+
 def test_status_of_a_loopback_openai_server_needs_no_key() -> None:
     config = HostConfig.parse({"evaluator": {"kind": "openai:llama", "baseUrls": {"openai": "http://localhost:8080/v1"}}})
     report = status_report(None, config, environ={})
@@ -208,3 +222,19 @@ def test_serve_in_front_of_a_model_route_passes_jevcompat(tmp_path: Path) -> Non
     summary = report["summary"]
     assert summary["verdict"] == "conformant" and summary["SHOULD"]["failed"] == 0, json.dumps(summary)  # type: ignore[index]
     assert stub.problems == []
+
+
+def test_serve_takes_the_evaluation_timeout_from_the_command_line(tmp_path: Path) -> None:
+    """A gateway to a slow local model needs more than 60 s for a large choice: `--request-timeout`."""
+    from tests.llm_stubs import Fault
+
+    body = {"state": "refund please", "questions": QUESTION}
+    with stub_server(Stub(model, always=Fault(stall=True))) as stub, \
+            served("--evaluator", "ollama:judge", "--request-timeout", "1.5",
+                   env={"FABRIC_JEV_OLLAMA_BASE_URL": stub.url}) as url:
+        response = httpx.post(url + "/v1/systemone", json=body, timeout=30)
+        stub.release.set()
+    assert response.status_code == 502
+    assert response.json()["detail"]["message"] == "evaluation timed out after 1.5 s"
+    bad = run_cli(tmp_path, "serve", "--request-timeout", "0")
+    assert bad.returncode == 2 and "'0' is not a number of seconds from 1 to 3600" in bad.stderr

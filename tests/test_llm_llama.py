@@ -9,6 +9,7 @@ evaluates about 100 prompt tokens per CPU second.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -85,6 +86,30 @@ async def test_the_route_reads_the_servers_own_next_token_distribution(llama: Ll
     assert evaluation.provenance is not None and evaluation.provenance.readout == "logprobs"
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.anyio
+async def test_constrained_samples_come_back_in_the_labels(llama: LlamaServer) -> None:
+    """The samples a question falls back to when its logprobs name no label: llama.cpp holds each to the
+    JSON schema's enum of labels, and the answer is the smoothed count of what the samples named."""
+    config = HostConfig.model_validate({"evaluator": {"kind": "openai:" + llama.model, "readout": "samples",
+                                                      "samples": 3, "baseUrls": {"openai": "http://127.0.0.1:1/v1"}}})
+    request = validate_request({"state": "Please refund the second charge.", "questions": {
+        "refund": {"type": "noul", "instructions": "Does the customer ask for money back?"}}})
+    with relay(llama.url) as (url, exchanges):
+        evaluator = evaluator_from_spec("openai:" + llama.model, config.model_copy(update={"evaluator": {
+            **config.evaluator, "baseUrls": {"openai": url}}}))
+        try:
+            evaluation = await evaluator.evaluate(request, timeout=120)
+        finally:
+            await evaluator.aclose()
+    assert len(exchanges) == 3 and all("response_format" in e.request for e in exchanges)
+    named = [json.loads(e.response["choices"][0]["message"]["content"])["label"] for e in exchanges]
+    assert set(named) <= {"Yes", "No"}  # the server's own text, parsed as JSON (it spaces it its own way)
+    assert evaluation.answers["refund"]["noul"] == pytest.approx((named.count("Yes") + 0.5) / 4)
+    p = evaluation.provenance
+    assert p is not None and (p.readout, p.samples, p.valid_mass) == ("samples", 3, {"refund": 1.0})
+
+
 @pytest.mark.timeout(180)
 @pytest.mark.anyio
 async def test_five_questions_on_one_state_pay_for_the_state_once(llama: LlamaServer) -> None:
@@ -152,3 +177,22 @@ async def test_learn_fits_temperatures_that_the_route_then_applies(llama: LlamaS
     assert calibrated.provenance is not None and calibrated.provenance.calibration == "temperature"
     expected = tempered(example.question, plain.answers["q"], profile.temperatures["noul"])
     assert calibrated.answers["q"]["noul"] == pytest.approx(expected["noul"], abs=2e-3)
+
+
+@pytest.mark.timeout(1800)
+def test_serve_in_front_of_llama_cpp_passes_every_must_of_jevcompat(llama: LlamaServer, tmp_path: Path) -> None:
+    """`fabric-jev serve --evaluator ollama:MODEL` as a gateway to the real llama.cpp server: the real
+    `jevcompat test` passes every MUST, 255-option choices (read in rounds) and 128 questions included.
+    SmolLM2 often starts an answer with a word, so some questions have no label among the 20 next
+    tokens the server lists: those are read from constrained samples, never refused."""
+    from tests.test_serve import conformance, served
+
+    log: list[str] = []
+    with served("--evaluator", f"ollama:{llama.model}", "--request-timeout", "1200", "--no-access-log",
+                env={"FABRIC_JEV_OLLAMA_BASE_URL": llama.base_url}, log=log) as url:
+        report = conformance(url, tmp_path, "--timeout", "1500")
+    summary: Any = report["summary"]
+    failed = [r["id"] for r in report["results"] if r["status"] == "fail"]  # type: ignore[attr-defined]
+    assert summary["MUST"]["failed"] == 0 and summary["untested_musts"] == [], (failed, log[-20:])
+    assert summary["verdict"] == "conformant", (summary, failed)
+    assert summary["MUST"]["passed"] == summary["MUST"]["tested"] > 0

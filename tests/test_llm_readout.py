@@ -104,11 +104,14 @@ def test_rounds_and_a_final_give_back_a_softmax_over_every_option() -> None:
     assert combine_rounds(readings, final, winners) == pytest.approx(exact)
 
 
-def test_a_score_names_the_level_the_model_believes_in() -> None:
+def test_a_score_is_the_expected_level_as_the_wire_says() -> None:
     out = answer("score", ["0", "1", "2", "3"], [0.05, 0.1, 0.5, 0.35])
-    assert round(out["score"]) == 2 and out["probabilities"]["2"] == 0.5
+    assert out["score"] == pytest.approx(0.1 + 1.0 + 1.05) and out["probabilities"]["2"] == 0.5
+    # Far from the most likely level too (jevcompat's score.expectation holds a server to Σ i·p).
+    skewed = answer("score", ["0", "1", "2", "3", "4"], [0.05, 0.37, 0.1, 0.18, 0.3])
+    assert skewed["score"] == pytest.approx(0.37 + 0.2 + 0.54 + 1.2)
     bimodal = answer("score", ["0", "1", "2"], [0.45, 0.1, 0.45])
-    assert round(bimodal["score"]) == 0  # the expectation (1.0) would name the unlikely middle level
+    assert bimodal["score"] == pytest.approx(1.0) and max(bimodal["probabilities"].values()) == 0.45
     choice = answer("choice", ["billing", "tech"], [0.2, 0.8])
     assert choice["choice"] == "tech" and choice["confidence"] == pytest.approx(0.6)
 

@@ -185,13 +185,40 @@ async def test_a_model_that_answers_outside_the_labels(tmp_path: Path) -> None:
     chatty: Model = lambda text: {"The": 0.6, "I": 0.3, "Sure": 0.1}  # noqa: E731
     with stub_server(Stub(chatty)) as stub, \
             pytest.raises(AnswerInvalid, match=r"^question '\w+': none of the labels .* is among the model's 3 most"):
-        await ask(route(OPENAI, stub.url, tmp_path))
+        await ask(route(OPENAI, stub.url, tmp_path, readout="logprobs"))
     unsure: Model = lambda text: {"The": 0.4, "Yes": 0.2, "No": 0.1, "A": 0.1, "0": 0.1, "1": 0.1}  # noqa: E731
     with stub_server(Stub(unsure)) as stub:
         result = await ask(route(OPENAI, stub.url, tmp_path))
     assert set(result.provenance.low_mass) == {"refund", "team", "anger"}
     assert result.provenance.valid_mass == pytest.approx({"refund": 0.3, "team": 0.1, "anger": 0.2})
     assert result.answers["refund"]["noul"] == pytest.approx(2 / 3)
+
+
+async def test_a_question_with_no_label_among_the_logprobs_is_sampled_and_flagged(tmp_path: Path) -> None:
+    """readout auto: the question whose labels are all missing from the listed tokens is read from
+    constrained samples; the others keep their logprobs; the answer says which and flags it."""
+    def wordy(text: str) -> dict[str, float]:
+        if text.endswith("Answer Yes or No."):
+            return {"The": 0.6, "I": 0.3, "Sure": 0.1}  # no label at all: the stub's samples name "Yes"
+        return model(text)
+
+    profile = LlmProfile("judge-cal", "openai", "judge-model", {"noul": 2.0, "choice": 2.0}, readout="logprobs")
+    with stub_server(Stub(wordy)) as stub:
+        result = await ask(route(OPENAI, stub.url, tmp_path, samples=3, profile=profile))
+    assert stub.problems == []
+    sampled = [s.body for s in stub.seen if "response_format" in s.body]
+    assert len(stub.seen) == 3 + 3 and len(sampled) == 3  # a logprobs request a question, then 3 samples
+    assert all(b["response_format"]["json_schema"]["schema"]["properties"]["label"]["enum"] == ["Yes", "No"]
+               for b in sampled)
+    # Three "Yes" of three, smoothed; the logprobs profile is not applied to what was sampled.
+    assert result.answers["refund"]["noul"] == pytest.approx(3.5 / 4)
+    assert result.answers["team"]["probabilities"]["billing"] < expected(CHOICE, ["A", "B", "C"])[0]  # tempered
+    p = result.provenance
+    assert (p.readout, p.sampled, p.low_mass) == ("logprobs", ("refund",), ("refund",))
+    assert p.valid_mass is not None and p.valid_mass["refund"] == 0.0
+    shown = p.to_json()
+    assert shown["sampled"] == ["refund"] and "sampled" not in p.identity.to_json()
+    assert p.describe() == "openai stub-model-2025 (logprobs, sampled for 1 question, profile judge-cal)"
 
 
 async def test_a_truncated_body_is_an_upstream_error(tmp_path: Path) -> None:
@@ -341,6 +368,26 @@ async def test_a_profile_applies_its_temperatures_at_answer_time(tmp_path: Path)
     assert list(result.answers["team"]["probabilities"].values()) == pytest.approx(expected(CHOICE, ["A", "B", "C"]))
     assert (result.provenance.calibration, result.provenance.profile) == ("temperature", "judge-cal")
     assert result.provenance.temperatures == {"noul": 2.0}
+
+
+async def test_learn_measures_the_answers_the_route_gives_with_its_temperatures(tmp_path: Path) -> None:
+    """One definition: `learn`'s tempered answers (what its report measures) are the route's own answers
+    under the same temperatures, confidence included ((p − 1/n)/(1 − 1/n) for a choice, not max p)."""
+    from fabric_jev.calibration.learn_temperatures import tempered
+
+    temperatures = {"noul": 2.0, "choice": 0.5, "score": 3.0}
+    profile = LlmProfile("judge-cal", "openai", "judge-model", temperatures, readout="logprobs")
+    with stub_server(Stub(model)) as stub:
+        raw = await ask(route(OPENAI, stub.url, tmp_path))
+        calibrated = await ask(route(OPENAI, stub.url, tmp_path, profile=profile))
+    for q in REQUEST.questions:
+        measured, given = tempered(q, dict(raw.answers[q.id]), temperatures[q.type]), calibrated.answers[q.id]
+        assert set(measured) == set(given), q.id
+        for field, value in given.items():
+            assert measured[field] == (pytest.approx(value) if not isinstance(value, str) else value), (q.id, field)
+    team = calibrated.answers["team"]
+    best = max(team["probabilities"].values())
+    assert team["confidence"] == pytest.approx((best - 1 / 3) / (1 - 1 / 3)) and team["confidence"] < best
 
 
 def test_a_profile_for_another_model_is_refused(tmp_path: Path) -> None:

@@ -24,11 +24,13 @@ from typing import Any
 from ..contract.evaluation import Question
 from ..evaluators.base import Evaluator
 from ..evaluators.profile import answer_distribution
+from ..evaluators.readout import answer as route_answer
+from ..evaluators.readout import temper
 from .ask import AnswerCache, Asked, ask_all
 from .labels import LabeledExample, classes_of
 from .learn import split
 from .metrics import AnswerOutcome, outcome, summary
-from .temperature import fit_temperature, nll, scale
+from .temperature import fit_temperature, nll
 
 TYPES = ("noul", "choice", "score")
 
@@ -41,14 +43,14 @@ class TemperatureFit:
 
 
 def tempered(question: Question, answer: dict[str, Any], temperature: float) -> dict[str, Any]:
-    """`answer` with its probabilities scaled by `temperature`; what it picks is kept."""
-    probs = scale(answer_distribution(question, answer), temperature)
+    """`answer` as the route gives it with `temperature` applied: its probabilities scaled, and the
+    rest (a choice's pick and confidence, a score's level and confidence) built from them by the
+    route's own `readout.answer`, so the report measures exactly what the route will answer."""
+    probs = temper(answer_distribution(question, answer), temperature)
     if question.type == "noul":
-        return {**answer, "noul": probs[1]}
-    if question.type == "choice":
-        return {**answer, "probabilities": dict(zip(question.criteria, probs, strict=True)),
-                "confidence": max(probs)}
-    return {**answer, "probabilities": {str(i): p for i, p in enumerate(probs)}, "confidence": max(probs)}
+        return {**answer, **route_answer("noul", ("true", "false"), (probs[1], probs[0]))}
+    keys = list(question.criteria) if question.type == "choice" else [str(i) for i in range(len(probs))]
+    return {**answer, **route_answer(question.type, keys, probs)}
 
 
 def _label_index(example: LabeledExample) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from .common import (
@@ -95,7 +96,7 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
     import anyio
 
     from ..evaluators.select import build_evaluator
-    from ..serve import ListenError, announce, listen, serve, serve_key_from_env
+    from ..serve import ListenError, ServeLimits, announce, listen, serve, serve_key_from_env
 
     try:
         sock = listen(args.port)  # before the evaluator loads: a busy port is one line, at once
@@ -122,10 +123,21 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
 
                 tg.start_soon(stop_on_signal)
                 await serve(evaluator, sock=sock, key=serve_key_from_env(), ready=announce,
-                            log_level=args.log_level, access_log=not args.no_access_log)
+                            log_level=args.log_level, access_log=not args.no_access_log,
+                            limits=ServeLimits(request_timeout_s=args.request_timeout))
     finally:
         await evaluator.aclose()
     return 0
+
+
+def _timeout_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 1 <= value <= 3600:  # NaN too
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of seconds from 1 to 3600")
+    return value
 
 
 def _store_name(name: str) -> str:
@@ -203,6 +215,10 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
                     help="what the log on standard error shows (default: info, with the access log)")
     sv.add_argument("--no-access-log", dest="no_access_log", action="store_true",
                     help="no line per request (the rest of the log stays)")
+    sv.add_argument("--request-timeout", dest="request_timeout", type=_timeout_seconds, default=60.0,
+                    metavar="SECONDS",
+                    help="the most one evaluation may take, upstream included (default 60; 1-3600): a "
+                         "slow local model reading a large choice in rounds may need more")
     sv.set_defaults(handler=_cmd_serve)
 
     li = add_command(

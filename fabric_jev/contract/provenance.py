@@ -45,7 +45,7 @@ class Provenance(ReadAsDict, WireModel):
     """Who answered one evaluation, and how (see the module doc for the readouts).
 
     JSON (``to_json``): ``{"route", "model", "readout", "calibration", "profile"?,
-    "temperatures"?, "samples"?, "validMass"?, "lowMass"?, "replayed"?, "answerers"?}``: a key
+    "temperatures"?, "samples"?, "validMass"?, "lowMass"?, "sampled"?, "replayed"?, "answerers"?}``: a key
     with nothing to say (None, empty, false) is left out.
     """
 
@@ -68,6 +68,9 @@ class Provenance(ReadAsDict, WireModel):
     valid_mass: dict[str, float] | None = Field(default=None, exclude_if=omit_none)
     #: Question ids whose valid mass was under the low-mass threshold (0.5): read those answers warily.
     low_mass: tuple[str, ...] = Field(default=(), exclude_if=omit_empty)
+    #: Readout "logprobs" only: question ids none of whose labels was among the next tokens the server
+    #: listed, read instead from constrained samples (the route's `samples` of them; valid mass 0).
+    sampled: tuple[str, ...] = Field(default=(), exclude_if=omit_empty)
     #: A cassette gave back an answer recorded earlier; the other fields are the recording's.
     replayed: bool = Field(default=False, exclude_if=omit_empty)
     #: Readout "mixed" only: the run's distinct answerers.
@@ -80,10 +83,10 @@ class Provenance(ReadAsDict, WireModel):
 
     @property
     def identity(self) -> Provenance:
-        """The answerer without this evaluation's own details (valid mass, low-mass ids)."""
-        if self.valid_mass is None and not self.low_mass:
+        """The answerer without this evaluation's own details (valid mass, low-mass and sampled ids)."""
+        if self.valid_mass is None and not self.low_mass and not self.sampled:
             return self
-        return self.model_copy(update={"valid_mass": None, "low_mass": ()})
+        return self.model_copy(update={"valid_mass": None, "low_mass": (), "sampled": ()})
 
     def describe(self) -> str:
         """One line naming the answerer, e.g. ``ollama qwen3:8b (logprobs, temperature profile p)``."""
@@ -92,6 +95,8 @@ class Provenance(ReadAsDict, WireModel):
         how: list[str] = [self.readout]
         if self.samples:
             how[0] = f"{self.samples} samples"
+        if self.sampled:
+            how.append(f"sampled for {len(self.sampled)} question{'s' if len(self.sampled) > 1 else ''}")
         if self.profile:
             how.append(f"profile {self.profile}")
         if self.replayed:

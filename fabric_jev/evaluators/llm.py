@@ -10,6 +10,10 @@ the same prompt prefix. The first request goes alone, so that the state is in
 the server's prefix cache before the others, which then run concurrently
 within `concurrency`, shared by every evaluation of this evaluator. A 429 or
 5xx is retried (`backoff`). Token usage is summed over every request.
+
+A question whose logprobs name none of its labels (a small model that starts
+with a word) is read from constrained samples instead, under readout `auto`:
+its valid mass is 0 and the provenance lists it in `sampled`.
 """
 
 from __future__ import annotations
@@ -46,7 +50,17 @@ from .llm_wire import (
     read_chat,
     read_messages,
 )
-from .readout import LOW_MASS, Reading, answer, combine_rounds, read_logprobs, read_samples, rounds, temper
+from .readout import (
+    LOW_MASS,
+    NoValidLabel,
+    Reading,
+    answer,
+    combine_rounds,
+    read_logprobs,
+    read_samples,
+    rounds,
+    temper,
+)
 
 ReadoutMode = Literal["auto", "logprobs", "samples"]
 DEFAULT_SAMPLES = 5
@@ -182,16 +196,30 @@ class LlmEvaluator:
         prefix = state_block(request.state)
         labels = request_labels(request)  # the Messages wire's one answer tool
 
-        async def read(item: Ask) -> Reading:
-            where = f"question {item.question.id!r}"
-            if mode == "logprobs":
-                reply = await self._send(self._body(item, prefix, labels, "logprobs"), key, turn, logprobs=True)
-                if reply.candidates is None:
-                    raise _NoLogprobs
-                return read_logprobs(item.labels, reply.candidates, where)
+        sampled: set[str] = set()  # questions whose logprobs named no label, read from samples instead
+
+        async def sample(item: Ask, where: str) -> Reading:
             body = self._body(item, prefix, labels, "samples")
             replies = await _gather([partial(self._send, body, key, turn, logprobs=False)] * self.samples)
             return read_samples(item.labels, [r.pick for r in replies], where)
+
+        async def read(item: Ask) -> Reading:
+            where = f"question {item.question.id!r}"
+            if mode == "samples":
+                return await sample(item, where)
+            reply = await self._send(self._body(item, prefix, labels, "logprobs"), key, turn, logprobs=True)
+            if reply.candidates is None:
+                raise _NoLogprobs
+            try:
+                return read_logprobs(item.labels, reply.candidates, where)
+            except NoValidLabel:
+                if self.readout != "auto":
+                    raise
+            # The model wanted to say something else first (a word, a space): none of the labels is
+            # among the tokens listed, so their probabilities cannot be read. Constrained samples still
+            # answer in the labels; the answer is flagged (valid mass 0, provenance `sampled`).
+            sampled.add(item.question.id)
+            return Reading((await sample(item, where)).probabilities, 0.0)
 
         async def question(q_index: int) -> tuple[tuple[float, ...], float]:
             q = request.questions[q_index]
@@ -207,7 +235,7 @@ class LlmEvaluator:
                     min(final.valid_mass, *(r.valid_mass for r in readings)))
 
         results = await _gather([partial(question, i) for i in range(len(request.questions))])
-        return self._evaluation(request, results, turn.replies, mode)
+        return self._evaluation(request, results, turn.replies, mode, sampled)
 
     def _body(self, item: Ask, prefix: str, labels: Sequence[str], mode: str) -> bytes:
         if self.route.wire == "messages":
@@ -219,12 +247,13 @@ class LlmEvaluator:
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
     def _evaluation(self, request: EvaluationRequest, results: Sequence[tuple[tuple[float, ...], float]],
-                    replies: Sequence[Completion], mode: Literal["logprobs", "samples"]) -> Evaluation:
+                    replies: Sequence[Completion], mode: Literal["logprobs", "samples"],
+                    sampled: set[str]) -> Evaluation:
         profile = self.profile if self.profile is not None and self.profile.applies_to(mode) else None
         answers: dict[str, Any] = {}
         valid: dict[str, float] = {}
         for q, (probabilities, mass) in zip(request.questions, results, strict=True):
-            if profile is not None:
+            if profile is not None and (q.id not in sampled or profile.applies_to("samples")):
                 probabilities = temper(probabilities, profile.temperature(q.type))
             keys = list(q.criteria) if q.type == "choice" else [str(i) for i in range(len(probabilities))]
             answers[q.id] = answer(q.type, keys, probabilities)
@@ -236,7 +265,8 @@ class LlmEvaluator:
             profile=profile.name if profile is not None else None,
             temperatures=dict(profile.temperatures) if profile is not None else None,
             samples=self.samples if mode == "samples" else None,
-            valid_mass=valid, low_mass=tuple(qid for qid, m in valid.items() if m < LOW_MASS))
+            valid_mass=valid, low_mass=tuple(qid for qid, m in valid.items() if m < LOW_MASS),
+            sampled=tuple(q.id for q in request.questions if q.id in sampled))
         usage = {"input_tokens": sum(r.input_tokens for r in replies),
                  "output_tokens": sum(r.output_tokens for r in replies)}
         return validate_answers(request, {"answers": answers, "usage": usage, "model": model},

@@ -158,7 +158,11 @@ def combine_rounds(groups: Sequence[Reading], final: Reading, winners: Sequence[
 
 
 def answer(qtype: str, keys: Sequence[str], probabilities: Sequence[float]) -> dict[str, Any]:
-    """The wire answer for a question of `qtype` whose labels stand for `keys`, from their probabilities."""
+    """The wire answer for a question of `qtype` whose labels stand for `keys`, from their probabilities.
+
+    The one definition of an LLM route's answer, its confidence included (`choice_confidence`,
+    `score_confidence`): the route builds every answer with it, and `learn`'s report builds the
+    tempered answers it measures with it too (calibration.learn_temperatures.tempered)."""
     from .local import choice_confidence, score_confidence
 
     probs = list(probabilities)
@@ -168,10 +172,9 @@ def answer(qtype: str, keys: Sequence[str], probabilities: Sequence[float]) -> d
     if qtype == "choice":
         return {"type": "choice", "choice": keys[best], "probabilities": dict(zip(keys, probs, strict=True)),
                 "confidence": choice_confidence(probs)}
-    # The expected level, kept within half a level of the most probable one, so that rounding the
-    # score names the level the model believes in (as the local evaluator's profiles do).
-    expected = sum(i * p for i, p in enumerate(probs))
-    score = best + min(0.49, max(-0.49, expected - best))
+    # The expected level: the wire's rule (a score is Σ i·p, jevcompat's score.expectation). The most
+    # probable level is the largest of `probabilities`; between two likely levels they can differ.
+    score = sum(i * p for i, p in enumerate(probs))
     return {"type": "score", "score": min(float(len(probs) - 1), max(0.0, score)),
             "probabilities": {str(i): p for i, p in enumerate(probs)}, "confidence": score_confidence(probs)}
 

@@ -187,7 +187,9 @@ def format_report(report: Mapping[str, Any]) -> str:
                      f" {state:<10} {where}")
         if r["problem"]:
             lines.append(f"      {r['problem']}")
-    lines.append("keys are checked for presence only (never sent, never verified)")
+        if r["name"] in LLM_ROUTES and r.get("endpoint"):  # where its requests would go: base URLs are set per user
+            lines.append(f"      {r['endpoint']}")
+    lines.append("keys are checked for presence only (never sent, never verified); no server is contacted")
     runs = report.get("runs")
     if runs is not None:
         lines.append(f"runs: {len(runs)}")
