@@ -202,7 +202,8 @@ async def test_a_question_with_no_label_among_the_logprobs_is_sampled_and_flagge
             return {"The": 0.6, "I": 0.3, "Sure": 0.1}  # no label at all: the stub's samples name "Yes"
         return model(text)
 
-    profile = LlmProfile("judge-cal", "openai", "judge-model", {"noul": 2.0, "choice": 2.0}, readout="logprobs")
+    profile = LlmProfile(name="judge-cal", route="openai", model="judge-model", temperatures={"noul": 2.0, "choice": 2.0},
+                         readout="logprobs")
     with stub_server(Stub(wordy)) as stub:
         result = await ask(route(OPENAI, stub.url, tmp_path, samples=3, profile=profile))
     assert stub.problems == []
@@ -376,7 +377,8 @@ async def test_learn_measures_the_answers_the_route_gives_with_its_temperatures(
     from fabric_jev.calibration.learn_temperatures import tempered
 
     temperatures = {"noul": 2.0, "choice": 0.5, "score": 3.0}
-    profile = LlmProfile("judge-cal", "openai", "judge-model", temperatures, readout="logprobs")
+    profile = LlmProfile(name="judge-cal", route="openai", model="judge-model", temperatures=temperatures,
+                         readout="logprobs")
     with stub_server(Stub(model)) as stub:
         raw = await ask(route(OPENAI, stub.url, tmp_path))
         calibrated = await ask(route(OPENAI, stub.url, tmp_path, profile=profile))
