@@ -7,8 +7,13 @@ A connector package declares, in its pyproject.toml::
 
 where `PLUGIN` is a `ConnectorPlugin`. The core and its CLI never import a
 connector by name: `JevHost` builds the connectors named in
-`HostConfig.connectors` from here, the CLI adds each plugin's subcommands, and
-features such as `verify run` ask for a plugin *hook* by name.
+`HostConfig.connectors` from here, and the CLI hands each plugin a `Commands`
+to add its subcommands to (`fabric-jev browser launch`, `fabric-jev verify run`
+and `fabric-jev bench browser` are the browser's). Every field of a plugin is
+typed: the core calls nothing of a plugin it cannot type-check. Features that
+need a page ship with the browser distribution itself (its commands, its pytest
+fixtures), as pytest-playwright ships its fixtures with the package that owns
+the browser.
 
 Entry points are read from the installed distributions' `entry_points.txt`
 with a directory scan rather than `importlib.metadata`, whose import alone costs
@@ -21,12 +26,19 @@ import configparser
 import importlib
 import os
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    import argparse
+
+    from .contract.values import JsonValue
+    from .host.registry import Connector
 
 GROUP = "fabric_jev.connectors"
 #: How to get the connectors this project publishes (named in "not installed" errors).
@@ -34,6 +46,75 @@ GROUP = "fabric_jev.connectors"
 KNOWN = {"browser": "pip install --find-links DIR 'fabric-jev[browser]', DIR being the wheelhouse that "
                     "./scripts/wheelhouse DIR builds in a fabric-jev checkout (in the checkout's own venv: "
                     "pip install -e connectors/browser)"}
+#: The commands (paths under `fabric-jev`) and `fabric-jev bench` suites each of those connectors
+#: adds: without it, each still exists and says how to get it.
+KNOWN_COMMANDS: dict[str, tuple[tuple[str, ...], ...]] = {"browser": (("browser",), ("verify", "run"))}
+KNOWN_BENCH_SUITES: dict[str, tuple[str, ...]] = {"browser": ("browser",)}
+
+#: Builds a connector (`fabric_jev.protocol.Connector`) from its `HostConfig.connectors` section.
+ConnectorFactory: TypeAlias = Callable[[Mapping[str, Any]], "Connector"]
+#: What a command's `handler` (set with `parser.set_defaults(handler=...)`) is: its exit code.
+CommandHandler: TypeAlias = Callable[["argparse.Namespace"], Awaitable[int]]
+
+
+class PageSession(Protocol):
+    """A page the core's own tools drive (`fabric-jev bench eval` opens its report in one)."""
+
+    async def navigate(self, url: str) -> None:
+        """Go to `url` and wait for its load event."""
+        ...
+
+    async def evaluate(self, expression: str) -> JsonValue:
+        """The value of a JavaScript expression in the page, as JSON."""
+        ...
+
+
+#: Opens a fresh page in a browser of the plugin's own, closed (browser and all) on exit.
+PageOpener: TypeAlias = Callable[[], AbstractAsyncContextManager[PageSession]]
+
+
+@dataclass(frozen=True, slots=True)
+class BenchSuite:
+    """A `fabric-jev bench NAME` suite a plugin adds: `run(samples)` measures and returns the
+    report (JSON-able; `--json` prints it), `show(report)` prints it for a person."""
+
+    name: str
+    run: Callable[[int], Awaitable[dict[str, Any]]]
+    show: Callable[[dict[str, Any]], None]
+
+
+class Commands:
+    """Where a plugin's `add_commands` adds what it brings to the `fabric-jev` command line.
+
+    `add_parser(name, ...)` adds `fabric-jev NAME`; with `group="verify"`, `fabric-jev verify
+    NAME`. Each gives back the command's parser: add its arguments, and its `handler` (a
+    `CommandHandler`) with `set_defaults`. `add_bench_suite` adds a `fabric-jev bench` suite.
+    Adding must stay cheap (`fabric-jev --help` adds every plugin's commands): import what a
+    command needs inside its handler.
+    """
+
+    def __init__(self, top: argparse._SubParsersAction[argparse.ArgumentParser],
+                 groups: Mapping[str, argparse._SubParsersAction[argparse.ArgumentParser]],
+                 bench_suites: dict[str, BenchSuite]) -> None:
+        self._top = top
+        self._groups = groups
+        self._bench_suites = bench_suites
+
+    def add_parser(self, name: str, *, help: str, description: str, epilog: str,
+                   group: str | None = None) -> argparse.ArgumentParser:
+        """A command; `epilog` lists its exit codes ("exit codes:\n  0 done\n  2 ...")."""
+        where = self._top
+        if group is not None:
+            found = self._groups.get(group)
+            if found is None:
+                raise ValueError(f"no command group {group!r} takes plugin commands "
+                                 f"(these do: {', '.join(sorted(self._groups))})")
+            where = found
+        parser: argparse.ArgumentParser = where.add_parser(name, help=help, description=description, epilog=epilog)
+        return parser
+
+    def add_bench_suite(self, suite: BenchSuite) -> None:
+        self._bench_suites[suite.name] = suite
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,16 +122,16 @@ class ConnectorPlugin:
     """What a connector package offers the host and the CLI.
 
     `connector(settings)` builds the connector (see `fabric_jev.protocol.Connector`)
-    from its `HostConfig.connectors[name]` section. `add_commands(subparsers)`
-    adds its `fabric-jev` subcommands; it must stay cheap (import inside handlers).
-    `hooks` are named extras core features look up, e.g. "verification_channels"
-    (`verify run`) and "bench" (`fabric-jev bench browser`).
+    from its `HostConfig.connectors[name]` section. `add_commands(commands)` adds its
+    `fabric-jev` commands and bench suites (`Commands`); it must stay cheap (import
+    inside handlers). `open_page` opens a page in a browser of the plugin's own, for
+    the core's tools that look at a page of theirs (`fabric-jev bench eval`).
     """
 
     name: str
-    connector: Callable[[Mapping[str, Any]], Any]
-    add_commands: Callable[[Any], None] | None = None
-    hooks: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    connector: ConnectorFactory
+    add_commands: Callable[[Commands], None] | None = None
+    open_page: PageOpener | None = None
 
 
 def _declared(group: str) -> dict[str, str]:
@@ -114,16 +195,20 @@ def load_plugin(name: str) -> ConnectorPlugin:
     return value
 
 
-def build_connector(name: str, settings: Mapping[str, Any]) -> Any:
+def build_connector(name: str, settings: Mapping[str, Any]) -> Connector:
     """The connector `name` configured with `settings` (a `HostConfig.connectors` section)."""
     return load_plugin(name).connector(settings)
 
 
-def find_hook(hook: str, *, wanted: str = "browser") -> Callable[..., Any]:
-    """The first installed plugin's `hook`; ConfigError naming how to install `wanted` if none has it."""
-    for name in sorted(declared_connectors()):
-        found = load_plugin(name).hooks.get(hook)
-        if found is not None:
-            return found
-    load_plugin(wanted)  # raises "not installed" with the install command
-    raise ConfigError(f"the {wanted} connector does not provide {hook}")
+def page_opener(name: str = "browser") -> PageOpener:
+    """The page opener of the connector `name`; ConfigError saying how to install it, or that it
+    opens no pages."""
+    opener = load_plugin(name).open_page
+    if opener is None:
+        raise ConfigError(f"the {name} connector does not open pages")
+    return opener
+
+
+__all__ = ["GROUP", "KNOWN", "KNOWN_BENCH_SUITES", "KNOWN_COMMANDS", "BenchSuite", "CommandHandler", "Commands",
+           "ConnectorFactory", "ConnectorPlugin", "PageOpener", "PageSession", "build_connector",
+           "declared_connectors", "load_plugin", "page_opener"]

@@ -19,7 +19,8 @@ The browser connector's `browser.connect` and `browser.cdp` are `execute`.
 Besides the protocol, what a connector package needs of the core and may not
 import from its private modules: `Waiter` (the one waiting funnel: a deadline,
 a backoff schedule and an attempt log, as `Check.eventually` waits), the process
-helpers its launchers use, and `runtime_js` for the scripts shipped with the core.
+helpers its launchers use, `runtime_js` for the scripts shipped with the core, and
+`one_line` (the terminal-safe rendering of outside text its commands print).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ._process import end_process_group, kill_process_group, read_available, wai
 from ._runtime_js import runtime_js_path
 from ._waiting import Waiter
 from .contract.policy import Risk
+from .contract.terminal import one_line
 from .host.registry import (
     CallContext,
     Capability,
@@ -43,5 +45,5 @@ def runtime_js(name: str) -> str:
 
 
 __all__ = ["CallContext", "Capability", "CapabilityHandler", "CapabilityRegistry", "Connector",
-           "Risk", "Waiter", "end_process_group", "kill_process_group", "read_available", "runtime_js",
-           "wait_process_exit"]
+           "Risk", "Waiter", "end_process_group", "kill_process_group", "one_line", "read_available",
+           "runtime_js", "wait_process_exit"]

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from fabric_jev.plugins import _declared
+from tests.conftest import PLUGIN_ARGS
 
-PLUGIN = [] if "fabric_jev" in _declared("pytest11") else ["-p", "fabric_jev.testing.plugin"]
+PLUGIN = PLUGIN_ARGS
 QUESTIONS = {"refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"},
              "route": {"type": "choice", "instructions": "Which queue owns this ticket?",
                        "criteria": {"billing": "payments, invoices", "technical": "crashes, bugs"}},

@@ -90,3 +90,21 @@ async def test_an_envelopes_parts_read_by_key_with_a_warning(host: JevHost) -> N
                                                     rf"to_json\(\)\['{key}'\]"):
             value = part[key]  # type: ignore[index]
         assert value == part.to_json()[key] == env.to_json().get(where, {key: value})[key]
+
+
+def test_the_page_names_of_the_core_pytest_plugin_moved_with_a_warning() -> None:
+    from pathlib import Path
+
+    from fabric_jev_browser import pytest_plugin as browser
+
+    import fabric_jev.testing.plugin as core
+
+    with pytest.warns(DeprecationWarning, match=r"moved to fabric_jev_browser\.pytest_plugin\.MARKER"):
+        assert core.MARKER == browser.MARKER
+    with pytest.warns(DeprecationWarning, match=r"moved to fabric_jev_browser\.pytest_plugin\.output_path"):
+        old = core.output_path
+    settings = browser.PageSettings(Path("/tmp/out"), "on", (800, 600))
+    nodeid = "tests/test_x.py::test_y[a b]"
+    assert old(settings, nodeid) == browser.output_path(settings, nodeid) == Path("/tmp/out/tests-test_x.py-test_y-a-b")
+    with pytest.raises(AttributeError):
+        core.nothing_here  # noqa: B018

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fabric_jev.plugins import _declared
 from tests.cli_support import ROOT
+from tests.conftest import PLUGIN_ARGS
 
-PLUGIN = [] if "fabric_jev" in _declared("pytest11") else ["-p", "fabric_jev.testing.plugin"]
+PLUGIN = PLUGIN_ARGS
 EXAMPLE = ROOT / "examples" / "eval"
 
 TESTS = '''

@@ -10,13 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from fabric_jev.plugins import _declared
-from tests.conftest import seed_starters
+from tests.conftest import PLUGIN_ARGS, seed_starters
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-#: A venv installed before the plugin's entry point existed loads it by name.
-PLUGIN = [] if "fabric_jev" in _declared("pytest11") else ["-p", "fabric_jev.testing.plugin"]
+PLUGIN = PLUGIN_ARGS
 
 
 def run_example(name: str, *extra: str) -> dict[str, object]:

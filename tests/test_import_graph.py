@@ -1,4 +1,5 @@
-"""The package's import graph: no cycles, and the wire stays inside the sandbox.
+"""The package's import graph: the layer table of docs/architecture.md, no cycles, the wire
+inside the sandbox, and connectors that use only public names.
 
 Read from the source with `ast` (nothing is imported), so the test sees every
 import: module-level, inside functions and under `TYPE_CHECKING`.
@@ -11,7 +12,12 @@ import graphlib
 import re
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "fabric_jev"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "fabric_jev"
+CONNECTORS = ROOT / "connectors"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+#: The rooms every room may import (docs/architecture.md says so above the table).
+BASE = frozenset({"errors", "_json", "_files", "_lazy", "_process", "_waiting"})
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -90,3 +96,132 @@ def test_only_the_sandbox_imports_the_wire() -> None:
     for name, deps in _graph().items():
         if not name.startswith("fabric_jev.sandbox."):
             assert "fabric_jev.sandbox._wire" not in deps, name
+
+
+# ---------------------------------------------------------------- the layer table
+
+def _room(module: str) -> str:
+    """`fabric_jev.host.run` is in the room `host`; `fabric_jev.plugins` is a room of its own;
+    `fabric_jev` (the package's __init__) too."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def layer_table() -> dict[str, frozenset[str] | None]:
+    """room -> the rooms it may import (None: everything), from the table under "## Layers"."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    table: dict[str, frozenset[str] | None] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or not cells[0].startswith("`"):
+            continue
+        rooms = [name.rstrip("/") for name in re.findall(r"`([^`]+)`", cells[0])]
+        allowed: frozenset[str] | None
+        if cells[1] == "everything":
+            allowed = None
+        else:
+            named = re.findall(r"`([^`]+)`", cells[1].split("(")[0])
+            allowed = BASE | {name.rstrip("/") for name in named}
+        for room in rooms:
+            assert room not in table, f"docs/architecture.md: {room} has two rows in the layer table"
+            table[room] = allowed
+    return table
+
+
+def test_the_layer_table_names_every_room_of_the_package() -> None:
+    table = layer_table()
+    rooms = {_room(name) for name in _modules()}
+    assert rooms - set(table) == set(), "add these rooms to the layer table in docs/architecture.md"
+    assert set(table) - rooms - {"connectors"} == set(), "the layer table names rooms that do not exist"
+    assert table["connectors"] is not None
+
+
+def test_every_import_keeps_to_the_layer_table() -> None:
+    table = layer_table()
+    offenders = []
+    for name, deps in _graph().items():
+        allowed = table[_room(name)]
+        if allowed is None:
+            continue
+        for dep in sorted(deps):
+            if _room(dep) != _room(name) and _room(dep) not in allowed:
+                offenders.append(f"{name} imports {dep}: {_room(name)} may import {', '.join(sorted(allowed))}")
+    assert offenders == [], "\n".join(offenders)
+
+
+def test_the_layer_table_is_read_as_written() -> None:
+    table = layer_table()
+    assert table["contract"] == BASE and table["cli"] is None and table["benchmarks"] is None
+    assert table["host"] == BASE | {"contract", "sandbox", "evaluators", "typecheck", "approval", "plugins"}
+    assert table["fabric_jev"] == table["_sync"]
+
+
+# ---------------------------------------------------------------- connectors use only public names
+
+def _exported(module: str) -> set[str] | None:
+    """The names in `module`'s `__all__`, read from its source (None: no such module, or no
+    `__all__` written as a list of strings)."""
+    base = PACKAGE.parent.joinpath(*module.split("."))
+    path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+    if not path.is_file():
+        return None
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            value = node.value
+            if isinstance(value, ast.List | ast.Tuple) and all(isinstance(e, ast.Constant) for e in value.elts):
+                return {str(e.value) for e in value.elts if isinstance(e, ast.Constant)}
+    return None
+
+
+def _is_public_module(module: str) -> bool:
+    return not any(part.startswith("_") for part in module.split(".")) and _exported(module) is not None
+
+
+def connector_imports(path: Path) -> list[tuple[int, str, str | None]]:
+    """(line, module, name) for every import of fabric_jev in a connector's file; name None for
+    `import fabric_jev.x`."""
+    found: list[tuple[int, str, str | None]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module.split(".")[0] == "fabric_jev":
+                found += [(node.lineno, node.module, alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, None) for alias in node.names
+                      if alias.name.split(".")[0] == "fabric_jev"]
+    return found
+
+
+def private_uses(path: Path, root: Path = ROOT) -> list[str]:
+    out = []
+    for line, module, name in connector_imports(path):
+        where = f"{path.relative_to(root)}:{line}"
+        if not _is_public_module(module):
+            out.append(f"{where}: {module} is not a public module")
+        elif name is not None and name not in (_exported(module) or set()) \
+                and not _is_public_module(f"{module}.{name}"):
+            out.append(f"{where}: {name} is not in {module}.__all__")
+    return out
+
+
+def test_connectors_use_only_public_names() -> None:
+    files = sorted(CONNECTORS.glob("*/*/**/*.py"))
+    assert any(p.name == "verification.py" for p in files), "the browser connector's sources were not found"
+    offenders = [line for path in files for line in private_uses(path)]
+    assert offenders == [], "\n".join(offenders)
+
+
+def test_a_private_import_in_a_connector_is_found(tmp_path: Path) -> None:
+    # What the browser connector did before: a private module, and names the core did not export,
+    # inside a function as well as at the top.
+    (tmp_path / "bad.py").write_text(
+        "from fabric_jev._waiting import Waiter\n"
+        "from fabric_jev.verification.dictionary import SeeOptions\n"
+        "from fabric_jev.verification import PollOutcome, check_plan_fits\n"
+        "def f():\n    import fabric_jev._json\n    from fabric_jev.protocol import Waiter\n")
+    found = [line.split(": ", 1)[1] for line in private_uses(tmp_path / "bad.py", tmp_path)]
+    assert found == ["fabric_jev._waiting is not a public module",
+                     "fabric_jev.verification.dictionary is not a public module",
+                     "check_plan_fits is not in fabric_jev.verification.__all__",
+                     "fabric_jev._json is not a public module"]
+

@@ -70,7 +70,7 @@ def test_an_unknown_connector_in_the_config_is_a_config_error() -> None:
 def _demo_plugin(folder: Path) -> Path:
     """A third-party connector, installed the way pip installs one: a module and a dist-info."""
     (folder / "demo_connector.py").write_text('''
-from fabric_jev.plugins import ConnectorPlugin
+from fabric_jev.plugins import BenchSuite, ConnectorPlugin
 from fabric_jev.protocol import Capability
 
 
@@ -92,13 +92,29 @@ class Demo:
         return None
 
 
-def add_commands(sub):
-    cmd = sub.add_parser("demo", help="the demo connector", description="Demo.", epilog="exit codes: 0")
+def add_commands(commands):
+    cmd = commands.add_parser("demo", help="the demo connector", description="Demo.", epilog="exit codes: 0")
 
     async def hello(args):
         print("demo says hello")
         return 0
     cmd.set_defaults(handler=hello)
+
+    check = commands.add_parser("demo-check", group="verify", help="the demo's check", description="Check.",
+                                epilog="exit codes: 0")
+    check.add_argument("--times", type=int, default=1, help="how many")
+
+    async def verify(args):
+        print("demo verifies" * args.times)
+        return 0
+    check.set_defaults(handler=verify)
+
+    async def bench(samples):
+        return {"samples": samples, "ms": 1.5}
+
+    def show(report):
+        print(f"demo bench: {report['samples']} samples, {report['ms']} ms")
+    commands.add_bench_suite(BenchSuite("demo", bench, show))
 
 
 PLUGIN = ConnectorPlugin(name="demo", connector=Demo, add_commands=add_commands)
@@ -125,6 +141,15 @@ def test_a_third_party_connector_plugs_in_its_capabilities_and_commands(tmp_path
     said = cli("demo", env=env)
     assert said.returncode == 0 and said.stdout == "demo says hello\n"
     assert "demo" in cli("--help", env=env).stdout
+    # In a core group, and as a bench suite (which `bench all` runs too).
+    checked = cli("verify", "demo-check", "--times", "2", env=env)
+    assert checked.returncode == 0 and checked.stdout == "demo verifiesdemo verifies\n"
+    assert "demo-check" in cli("verify", "--help", env=env).stdout
+    benched = cli("bench", "demo", "--samples", "3", env=env)
+    assert benched.returncode == 0 and benched.stdout == "demo bench: 3 samples, 1.5 ms\n"
+    as_json = cli("bench", "demo", "--samples", "4", "--json", env=env)
+    assert json.loads(as_json.stdout) == {"demo": {"samples": 4, "ms": 1.5}}
+    assert ",redaction,demo,all}" in cli("bench", "--help", env=env).stdout
 
 
 def test_without_the_connector_browser_commands_say_how_to_get_it(tmp_path: Path) -> None:
@@ -132,3 +157,40 @@ def test_without_the_connector_browser_commands_say_how_to_get_it(tmp_path: Path
     assert done.returncode == 2
     assert done.stderr == ("fabric-jev: the browser connector is not installed; install it with: "
                            f"{KNOWN['browser']}\n")
+
+
+def test_the_plugin_interface_is_typed_and_has_no_hooks() -> None:
+    import collections.abc
+    import dataclasses
+    import typing
+
+    import fabric_jev.plugins as plugins
+
+    def untyped(annotation: object) -> list[str]:
+        """Every Callable in `annotation` that takes `...` or gives Any."""
+        found = []
+        origin = typing.get_origin(annotation)
+        args = typing.get_args(annotation)
+        if origin is collections.abc.Callable and (args[0] is Ellipsis or args[-1] is typing.Any):
+            found.append(str(annotation))
+        for arg in args:
+            found += untyped(arg) if not isinstance(arg, list) else [x for a in arg for x in untyped(a)]
+        return found
+
+    namespace = {**vars(plugins), "Connector": object, "JsonValue": object}
+    for record in (plugins.ConnectorPlugin, plugins.BenchSuite):
+        for field in dataclasses.fields(record):
+            annotation = eval(field.type, namespace) if isinstance(field.type, str) else field.type
+            assert untyped(annotation) == [], f"{record.__name__}.{field.name}: {field.type}"
+    assert "hooks" not in {f.name for f in dataclasses.fields(plugins.ConnectorPlugin)}
+    assert not hasattr(plugins, "find_hook")
+
+
+def test_a_plugin_command_in_an_unknown_group_is_refused() -> None:
+    import argparse
+
+    from fabric_jev.plugins import Commands
+
+    top = argparse.ArgumentParser().add_subparsers()
+    with pytest.raises(ValueError, match=r"no command group 'bench' takes plugin commands \(these do: verify\)"):
+        Commands(top, {"verify": top}, {}).add_parser("x", help="x", description="x", epilog="x", group="bench")

@@ -184,3 +184,78 @@ def test_the_suite_reads_no_private_run_or_connection_state() -> None:
                  for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
                  if reach_in.search(line)]
     assert offenders == [], "use the public API (fabric_jev.testing.worker_pid / open_connections) instead"
+
+
+# ---------------------------------------------------------------- what checks look at, what plans replay on
+
+class Provider:
+    """Like the browser's Page: its own `snapshot()` is data, and it gives a source when asked."""
+
+    def __init__(self, *snapshots: Snapshot) -> None:
+        self.given: list[ScriptedSource] = []
+        self._snapshots = snapshots
+
+    async def snapshot(self) -> dict[str, Any]:
+        return {"not": "a Snapshot"}
+
+    def snapshot_source(self) -> ScriptedSource:
+        self.given.append(ScriptedSource(*self._snapshots))
+        return self.given[-1]
+
+
+async def test_an_object_that_gives_a_snapshot_source_is_asked_once_and_its_source_kept() -> None:
+    target = Provider(PAGE)
+    await assert_(target, 'role=button name="Save changes"')
+    await expect(target, "name=Agree").to_be_unchecked()
+    assert len(target.given) == 1 and target.given[0].taken == 2
+
+
+async def test_a_bound_target_writes_the_artifacts_of_its_failed_checks(tmp_path: Path) -> None:
+    from fabric_jev.testing import bind_source, unbind_source
+
+    class Opaque:  # neither a source nor a provider: only its binding makes it checkable
+        pass
+
+    target = Opaque()
+    bind_source(target, ScriptedSource(PAGE), artifacts_dir=tmp_path)
+    with pytest.raises(AssertionFailed):
+        await assert_(target, 'role=button name="Save"', "save button")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["save-button-1.png", "save-button-1.snapshot.json",
+                                                          "save-button-1.trace.json"]
+    unbind_source(target)
+    with pytest.raises(TypeError, match="cannot take snapshots of Opaque"):
+        await assert_(target, "name=Save")
+
+
+VERIFY = HERE.parent.parent / "examples" / "verify"
+
+
+def drafts() -> Any:
+    from fabric_jev.verification import MemoryChannels, MemoryElement
+
+    return MemoryChannels([MemoryElement("Review notes", role="textbox", label="composer", editable=True)],
+                          page_text="Review notes\nRun task", sample_ms=1)
+
+
+async def test_plans_replay_on_channels_or_on_what_gives_them() -> None:
+    from fabric_jev.testing import plan_checks, replay_plan
+
+    outcomes = await replay_plan(drafts(), VERIFY / "plan.json", VERIFY / "dictionary.json")
+    assert [(o.id, o.passed) for o in outcomes] == [("composer", True), ("no-error", True), ("run-label", True)]
+
+    class Gives:
+        def __init__(self) -> None:
+            self.given: list[Any] = []
+
+        def verification_channels(self) -> Any:
+            self.given.append(drafts())
+            return self.given[-1]
+
+    target = Gives()
+    for param in plan_checks(VERIFY / "plan.json", VERIFY / "dictionary.json"):
+        await param.values[0].replay(target)
+    # Fresh channels for each check, each check run as a step of its own.
+    assert [[step.split(":")[0] for step in channels.steps] for channels in target.given] == [
+        ["verify composer"], ["verify no-error"], ["verify run-label"]]
+    with pytest.raises(TypeError, match="cannot replay a plan on int"):
+        await replay_plan(42, VERIFY / "plan.json", VERIFY / "dictionary.json")  # type: ignore[arg-type]

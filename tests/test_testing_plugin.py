@@ -16,11 +16,14 @@ import pytest
 
 from fabric_jev.contract.evaluation import validate_request
 from fabric_jev.evaluators import request_digest
-from fabric_jev.plugins import _declared
+from tests.conftest import PLUGIN_ARGS
 from tests.test_serve import served
 
-#: A venv installed before the entry point existed loads the plugin by name instead.
-PLUGIN = [] if "fabric_jev" in _declared("pytest11") else ["-p", "fabric_jev.testing.plugin"]
+PLUGIN = PLUGIN_ARGS
+#: The core's plugin without the browser connector's (the page fixtures).
+NO_BROWSER_PLUGIN = [*(arg for pair in zip(PLUGIN_ARGS[::2], PLUGIN_ARGS[1::2], strict=True)
+                       if pair[1] != "fabric_jev_browser.pytest_plugin" for arg in pair),
+                     "-p", "no:fabric_jev_browser"]
 KEY = "sk-pytest-plugin-0123456789abcdef"
 
 QUESTIONS = {"refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"},
@@ -192,6 +195,23 @@ def test_jev_host_is_configured_from_the_ini_file_and_the_command_line(pytester:
     broken.stdout.fnmatch_lines(["*jev_config *broken.json: *maxConcurrentRunz*"])
 
 
+def test_the_page_options_read_from_jev_settings_still_work_with_a_deprecation_warning(
+        pytester: pytest.Pytester) -> None:
+    project(pytester)
+    (pytester.path / "test_triage.py").unlink()
+    pytester.makepyfile(test_settings='''
+        import pytest
+        def test_settings(jev_settings, jev_page_settings):
+            assert not hasattr(type(jev_settings), "viewport")
+            with pytest.warns(DeprecationWarning, match="read jev_page_settings.viewport"):
+                assert jev_settings.viewport == jev_page_settings.viewport == (1024, 700)
+            with pytest.warns(DeprecationWarning, match="jev_settings.output is deprecated"):
+                assert jev_settings.output == jev_page_settings.output
+            assert jev_page_settings.artifacts == "on"
+    ''')
+    pytester.runpytest_subprocess(*PLUGIN, "--jev-viewport=1024x700", "--jev-artifacts=on").assert_outcomes(passed=1)
+
+
 PAGE = """<!doctype html><title>Drafts</title><body>
 <button>Save changes</button> <a href="#top">Save</a>
 <input type="password" aria-label="Password" value="hunter2-secret">
@@ -282,9 +302,10 @@ def test_collecting_a_suite_that_does_not_use_the_plugin_imports_none_of_fabric_
     pytester.runpytest_subprocess(*PLUGIN, "--co").stdout.fnmatch_lines(["*3 tests collected*"])
     loaded = set(json.loads((pytester.path / "modules.json").read_text()))
     assert "fabric_jev.testing.plugin" in loaded, "the plugin is installed and loaded"
+    assert "fabric_jev_browser.pytest_plugin" in loaded, "the browser connector's plugin is installed and loaded"
     ours = sorted(m for m in loaded if m.startswith("fabric_jev"))
     assert ours == ["fabric_jev", "fabric_jev._lazy", "fabric_jev.errors", "fabric_jev.testing",
-                    "fabric_jev.testing.plugin"], ours
+                    "fabric_jev.testing.plugin", "fabric_jev_browser", "fabric_jev_browser.pytest_plugin"], ours
     assert not {"httpx", "numpy", "pydantic", "quickjs", "websockets"} & loaded
 
 
@@ -294,7 +315,8 @@ def test_jev_page_is_skipped_with_the_install_hint_without_the_browser_connector
     (pytester.path / "test_triage.py").unlink()
     pytester.makeconftest('''
         import fabric_jev.plugins as plugins
-        # As if fabric-jev-browser were not installed: no connector is declared.
+        # As if fabric-jev-browser were not installed: no connector is declared (and its pytest
+        # plugin is not loaded: -p no:fabric_jev_browser below).
         plugins.declared_connectors = dict
     ''')
     pytester.makepyfile(test_page='''
@@ -302,11 +324,31 @@ def test_jev_page_is_skipped_with_the_install_hint_without_the_browser_connector
         @pytest.mark.anyio
         async def test_page(jev_page):
             raise AssertionError("not reached")
+        def test_browser(jev_browser):
+            raise AssertionError("not reached")
     ''')
-    result = pytester.runpytest_subprocess(*PLUGIN, "-rs")
-    result.assert_outcomes(skipped=2)  # one per anyio backend
+    result = pytester.runpytest_subprocess(*NO_BROWSER_PLUGIN, "-rs")
+    result.assert_outcomes(skipped=3)  # one per anyio backend, and the browser
     assert ("SKIPPED [2] test_page.py:2: the browser connector is not installed; install it with: "
             "pip install --find-links DIR 'fabric-jev[browser]'") in result.stdout.str()
+    assert "SKIPPED [1] test_page.py:5: the browser connector is not installed" in result.stdout.str()
+
+
+def test_an_installed_browser_connector_whose_pytest_plugin_is_not_loaded_fails_its_page_tests_saying_why(
+        pytester: pytest.Pytester) -> None:
+    project(pytester)
+    (pytester.path / "test_triage.py").unlink()
+    pytester.makepyfile(test_page='''
+        import pytest
+        @pytest.mark.anyio
+        async def test_page(jev_page):
+            raise AssertionError("not reached")
+    ''')
+    result = pytester.runpytest_subprocess(*NO_BROWSER_PLUGIN)
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*the browser connector is installed but its pytest plugin "
+                                 "(fabric_jev_browser.pytest_plugin) is not loaded: it was disabled "
+                                 "(-p no:fabric_jev_browser*"])
 
 
 @pytest.mark.browser
@@ -345,7 +387,7 @@ def test_keeping_artifacts_that_fails_midway_leaves_the_old_folder_or_none(tmp_p
     import os
     import shutil
 
-    from fabric_jev.testing.plugin import MARKER, _keep
+    from fabric_jev_browser.pytest_plugin import MARKER, _keep
 
     scratch = tmp_path / "scratch"
     scratch.mkdir()

@@ -168,10 +168,10 @@ async def bench_report(samples: int) -> dict[str, Any]:
     """Open times of a 100-line and a 10,000-line report (None without the browser connector)."""
     from ..errors import ConfigError
     from ..evals.report import write_report
-    from ..plugins import find_hook
+    from ..plugins import page_opener
 
     try:
-        session_browser, open_page = find_hook("session_browser"), find_hook("open_page")
+        open_page = page_opener()
     except ConfigError as exc:
         return {"skipped": str(exc)}
     sizes = (100, 10_000)
@@ -184,14 +184,13 @@ async def bench_report(samples: int) -> dict[str, Any]:
             written = write_report(summary, Path(tmp) / str(size), records, charts=False)
             pages[size] = written.page.as_uri()
             bytes_[size] = written.page.stat().st_size
-        with session_browser() as browser:
-            async with open_page(browser.ws_url) as page:
-                for n in range(samples + 1):
-                    for size in sizes:
-                        await page.navigate(pages[size])
-                        ready = await page.evaluate("window.reportReadyAt")
-                        if n and isinstance(ready, int | float):
-                            opened[size].append(float(ready) / 1000)
+        async with open_page() as page:
+            for n in range(samples + 1):
+                for size in sizes:
+                    await page.navigate(pages[size])
+                    ready = await page.evaluate("window.reportReadyAt")
+                    if n and isinstance(ready, int | float):
+                        opened[size].append(float(ready) / 1000)
     medians = {size: statistics.median(times) for size, times in opened.items()}
     return {"samples": samples, "open_median_s": {str(k): v for k, v in medians.items()},
             "page_bytes": {str(k): v for k, v in bytes_.items()}, "ratio": medians[10_000] / medians[100],

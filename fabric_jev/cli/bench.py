@@ -9,16 +9,55 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from .common import add_command, positive_int
 
+if TYPE_CHECKING:
+    from ..plugins import BenchSuite
+
+#: Every suite, in the order `all` runs them; `browser` is the browser connector's (its plugin adds it).
 SUITES = ("host", "evaluators", "browser", "batch", "eval", "cli", "soak", "pytest", "typecheck", "rules",
           "redaction")
 
 
+class _Choices:
+    """The suites `bench` takes: the core's (and the known connectors'), then those other plugins
+    add once the parser is built, then `all`."""
+
+    def __init__(self, added: dict[str, BenchSuite]) -> None:
+        self._added = added
+
+    def _names(self) -> list[str]:
+        return [*SUITES, *(name for name in self._added if name not in SUITES), "all"]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+
+def _plugin_suite(name: str, added: dict[str, BenchSuite]) -> BenchSuite:
+    """A suite a plugin added; for a known connector's suite without it, ConfigError saying how to get it."""
+    from ..errors import ConfigError
+    from ..plugins import KNOWN_BENCH_SUITES, load_plugin
+
+    found = added.get(name)
+    if found is not None:
+        return found
+    owner = next(connector for connector, suites in KNOWN_BENCH_SUITES.items() if name in suites)
+    load_plugin(owner)  # raises "not installed" with the install command
+    raise ConfigError(f"the {owner} connector does not provide the bench suite {name}")
+
+
 async def _run(args: argparse.Namespace) -> int:
-    suites = SUITES if args.suite == "all" else (args.suite,)
+    from ..plugins import KNOWN_BENCH_SUITES
+
+    added: dict[str, BenchSuite] = args.plugin_suites
+    brought = {name for names in KNOWN_BENCH_SUITES.values() for name in names} | set(added)
+    suites = [name for name in _Choices(added) if name != "all"] if args.suite == "all" else [args.suite]
     report: dict[str, Any] = {}
     for suite in suites:
         if suite == "host":
@@ -29,13 +68,11 @@ async def _run(args: argparse.Namespace) -> int:
             if not args.json:
                 _print_host(report["host"])
                 _print_loop_lag(report["host"]["loop_lag"])
-        elif suite == "browser":
-            # The browser suite lives in the browser connector (a plugin).
-            from ..plugins import find_hook
-
-            report["browser"] = await find_hook("bench")(args.samples)
+        elif suite in brought:
+            plugin_suite = _plugin_suite(suite, added)
+            report[suite] = await plugin_suite.run(args.samples)
             if not args.json:
-                find_hook("print_bench")(report["browser"])
+                plugin_suite.show(report[suite])
         elif suite == "cli":
             import anyio.to_thread
 
@@ -106,7 +143,8 @@ async def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_bench_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_bench_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> dict[str, BenchSuite]:
+    """`fabric-jev bench`; returns where plugins add their suites (`browser` is the browser connector's)."""
     bench = add_command(
         sub, "bench", help="measure speed next to floors and peers",
         description="Measure medians and ratios, each next to a floor or a peer measured in the same "
@@ -119,10 +157,12 @@ def add_bench_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "capability call's decision), redaction (what redacting costs, and its false "
                     "positives on ordinary text).",
         codes=("0 measured", "2 a suite's missing piece (for example the browser connector)"))
-    bench.add_argument("suite", nargs="?", default="all", choices=(*SUITES, "all"),
+    suites: dict[str, BenchSuite] = {}
+    bench.add_argument("suite", nargs="?", default="all", choices=_Choices(suites),
                        help="which suite to run (default all)")
     bench.add_argument("--samples", type=positive_int, default=50,
                        help="samples per figure (default 50; the cli, pytest, rules and redaction suites take "
                             "at most 15)")
     bench.add_argument("--json", action="store_true", help="print the raw report as JSON")
-    bench.set_defaults(handler=_run)
+    bench.set_defaults(handler=_run, plugin_suites=suites)
+    return suites

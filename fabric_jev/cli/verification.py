@@ -1,4 +1,4 @@
-"""Verification commands: verify bench, verify compile, verify run."""
+"""Verification commands: verify bench, verify compile (the browser connector adds verify run)."""
 
 from __future__ import annotations
 
@@ -75,41 +75,9 @@ async def _cmd_verify_compile(args: argparse.Namespace) -> int:
     return 1
 
 
-def plan_from(loaded: Any) -> Any:
-    """A plan file holds a plan, or the whole `verify compile` output with the plan inside."""
-    if isinstance(loaded, dict) and "plan" in loaded and "status" in loaded:
-        if loaded["status"] != "ready" or not isinstance(loaded["plan"], dict):
-            reason = loaded.get("reason") or "no plan"
-            raise BadInput(f"the compile result is {loaded['status']!r}, not ready ({reason}); "
-                           "there is no plan to run")
-        return loaded["plan"]
-    return loaded
-
-
-async def _cmd_verify_run(args: argparse.Namespace) -> int:
-    from ..errors import JevError
-    from ..plugins import find_hook
-    from ..verification import VerificationFailed, run_verification
-
-    open_channels = find_hook("verification_channels")
-    try:
-        dictionary = load_json(args.dictionary, "dictionary", max_bytes=MAX_DICTIONARY_BYTES)
-        plan = plan_from(load_json(args.plan, "plan"))
-    except BadInput as exc:
-        return fail(str(exc))
-    try:
-        async with open_channels(None if args.launch else args.ws_url, args.url) as channels:
-            result = await run_verification(plan, dictionary, {}, channels)
-    except VerificationFailed as exc:
-        return fail(str(exc), 1)
-    except JevError as exc:
-        return fail(str(exc))
-    print_json({"status": result.status, "checkIds": list(result.check_ids),
-                "durationsMs": {k: round(v, 1) for k, v in result.durations_ms.items()}})
-    return 0
-
-
-def add_verification_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_verification_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
+                              ) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """`fabric-jev verify` and its core commands; returns the group, where plugins add theirs."""
     ve = add_command(sub, "verify", help="verification dictionaries: compile once, replay without a model",
                      description="Compile an intent into a plan over a checked-in dictionary of "
                                  "assertions (one evaluator call), then replay the plan any number of "
@@ -141,21 +109,5 @@ def add_verification_commands(sub: argparse._SubParsersAction[argparse.ArgumentP
     vc.add_argument("--evaluator", help=EVALUATOR_HELP)
     vc.add_argument("--config", help=CONFIG_HELP)
     vc.set_defaults(handler=_cmd_verify_compile)
-    vr = add_command(ve_sub, "run", help="replay a plan against a page (zero model calls)",
-                     description="Replay a compiled plan's checks against a page in a running browser "
-                                 "(--ws-url) or in a headless Chromium launched for the run and closed "
-                                 "after it (--launch). Needs the browser connector. No evaluator is "
-                                 "asked.",
-                     codes=("0 every check passed", "1 a check failed (its reason is printed)",
-                            "2 bad dictionary or plan, a digest mismatch, an unreachable browser, "
-                            "or no browser connector"))
-    vr.add_argument("dictionary", help="dictionary JSON file (the one the plan was compiled for)")
-    vr.add_argument("--plan", required=True,
-                    help="plan JSON file: the output of `verify compile`, or its `plan` member")
-    vr.add_argument("--url", required=True, help="the page to verify")
-    browser = vr.add_mutually_exclusive_group(required=True)
-    browser.add_argument("--ws-url", dest="ws_url",
-                         help="browser websocket URL, ws://… (from fabric-jev browser launch)")
-    browser.add_argument("--launch", action="store_true",
-                         help="launch headless Chromium for these checks and close it after them")
-    vr.set_defaults(handler=_cmd_verify_run)
+    # `verify run` replays on a page: the browser connector adds it (fabric_jev.plugins).
+    return ve_sub

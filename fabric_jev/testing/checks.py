@@ -3,13 +3,15 @@
 Each is a thin face over `fabric_jev.assertions.check(...)`: the same
 predicates, snapshots, escalation and messages. What they add for tests:
 
-- a page, any snapshot source or a `Snapshot` is accepted, and a query string
-  means `exists(query)`;
+- any snapshot source, a `Snapshot`, or an object that gives a source
+  (`snapshot_source()`: the browser connector's `Page`, such as `jev_page`) is
+  accepted, and a query string means `exists(query)`;
 - a failure raises `AssertionFailed` (an `AssertionError`), so pytest reports it
   as a failed assertion, with the reason, the nearest matches, the diff since
   the last action and the attempt log, and the traceback ends at the test's line;
-- on a page bound by the pytest plugin (`jev_page`), a failed check writes its
-  snapshot, screenshot and trace into the test's artifacts folder.
+- on a target bound to an artifacts folder (`bind_source`: the browser's `jev_page`
+  fixture binds each page), a failed check writes its snapshot, screenshot and
+  trace into it.
 
 Options left out keep the defaults of `Check.eventually` (docs/assertions.md).
 """
@@ -38,7 +40,7 @@ from ..assertions import (
     value_contains,
     value_equals,
 )
-from .pages import Target, bound_to
+from .sources import Target, bound_to
 
 #: What the helpers check: a predicate, or a query meaning "a visible match exists".
 Checkable = Predicate | Query | str
@@ -60,7 +62,6 @@ async def _judge(target: Target, what: Checkable, label: str | None, *,
     else:
         result = await built.eventually(bound.source, **eventually)
     if not result.passed:
-        bound.failures.append(result)
         raise AssertionFailed(result)
     return result
 

@@ -2,11 +2,12 @@
 
 `plan_checks(plan, dictionary)` turns each check the plan selected into a
 pytest parameter named by the check's id, so each is its own pass or fail;
-`replay_plan(page, plan, dictionary)` replays them all in one test and, when
+`replay_plan(target, plan, dictionary)` replays them all in one test and, when
 any fails, fails with one line per check. Both replay through
-`run_verification` (which takes no evaluator) and the browser connector's
-channels; a stale plan (digest mismatch, unknown ids) is refused before
-anything runs.
+`run_verification` (which takes no evaluator) on the target's channels (a
+`Channels`, or an object that gives them: the browser connector's `Page`); a
+stale plan (digest mismatch, unknown ids) is refused before anything runs
+(`fabric_jev.verification.load_plan`).
 """
 
 from __future__ import annotations
@@ -16,51 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import PlanInvalid
-from ..verification import (
-    Dictionary,
-    Observation,
-    Plan,
-    VerificationFailed,
-    parse_dictionary,
-    parse_plan,
-    run_verification,
-)
-from ..verification.replay import check_plan_fits
-from .pages import BrowserPage
-
-
-def _load(source: str | Path | Mapping[str, Any], what: str) -> Any:
-    if isinstance(source, Mapping):
-        return dict(source)
-    from .._json import JSONInputError, read_json_file
-
-    try:
-        return read_json_file(source, what=what, max_bytes=8 << 20)
-    except JSONInputError as exc:
-        raise PlanInvalid(str(exc)) from None
-
-
-def load_plan(plan: str | Path | Mapping[str, Any] | Plan,
-              dictionary: str | Path | Mapping[str, Any] | Dictionary) -> tuple[Dictionary, Plan]:
-    """The dictionary and the plan (a plan, or the whole `verify compile` output), checked
-    against each other: same digest, known ids."""
-    parsed = dictionary if isinstance(dictionary, Dictionary) else parse_dictionary(_load(dictionary, "dictionary"))
-    raw: Any = plan if isinstance(plan, Plan) else _load(plan, "plan")
-    if isinstance(raw, dict) and "plan" in raw and "status" in raw:
-        if raw["status"] != "ready" or not isinstance(raw["plan"], dict):
-            raise PlanInvalid(f"the compile result is {raw['status']!r}, not ready "
-                              f"({raw.get('reason') or 'no plan'}); there is no plan to replay")
-        raw = raw["plan"]
-    checked = parse_plan(raw)
-    check_plan_fits(checked, parsed)
-    return parsed, checked
-
-
-def _channels(page: BrowserPage) -> Any:
-    from ..plugins import find_hook
-
-    return find_hook("page_channels")(page)
+from ..verification import Dictionary, Observation, Plan, VerificationFailed, load_plan, run_verification
+from .sources import ReplayTarget, channels_of
 
 
 @dataclass(frozen=True)
@@ -72,12 +30,13 @@ class PlanCheck:
     dictionary: Dictionary
     plan: Plan
 
-    async def replay(self, page: BrowserPage, observations: Mapping[str, Observation] | None = None) -> None:
-        """Replay this check on `page`; raises `VerificationFailed` (an `AssertionError`) on a mismatch."""
+    async def replay(self, target: ReplayTarget, observations: Mapping[str, Observation] | None = None) -> None:
+        """Replay this check on `target` (channels, or a page: `jev_page`); raises `VerificationFailed`
+        (an `AssertionError`) on a mismatch."""
         __tracebackhide__ = True
         sub = Plan(self.plan.dictionary_digest, self.plan.intent, (self.id,), self.plan.probabilities,
                    self.plan.schema_version)
-        await run_verification(sub, self.dictionary, observations, _channels(page))
+        await run_verification(sub, self.dictionary, observations, channels_of(target))
 
     def __str__(self) -> str:
         return self.id
@@ -122,7 +81,7 @@ def plan_report(intent: str, outcomes: list[CheckOutcome]) -> str:
     return "\n".join(lines)
 
 
-async def replay_plan(page: BrowserPage, plan: str | Path | Mapping[str, Any] | Plan,
+async def replay_plan(target: ReplayTarget, plan: str | Path | Mapping[str, Any] | Plan,
                       dictionary: str | Path | Mapping[str, Any] | Dictionary,
                       observations: Mapping[str, Observation] | None = None) -> list[CheckOutcome]:
     """Replay every check the plan selected, each on its own, and fail with one line per check
@@ -132,7 +91,7 @@ async def replay_plan(page: BrowserPage, plan: str | Path | Mapping[str, Any] | 
     outcomes = []
     for c in _selected(parsed, checked):
         try:
-            await c.replay(page, observations)
+            await c.replay(target, observations)
         except VerificationFailed as exc:
             outcomes.append(CheckOutcome(c.id, c.description, False, exc.expected, exc.actual))
         else:

@@ -1,19 +1,24 @@
 """fabric-jev's pytest plugin (entry point `pytest11: fabric_jev`).
 
-Fixtures `jev_host`, `jev_evaluator`, `jev_page` (and the pieces they are made
-of), record modes for Jev answers and artifacts of failing page tests; see
-docs/testing.md. Loading the plugin must cost a pytest run that never uses it
-nothing measurable: this module imports only the standard library and pytest,
-and everything of fabric-jev is imported inside the fixtures that need it.
+Fixtures `jev_host`, `jev_evaluator` (and the pieces they are made of) and
+record modes for Jev answers; see docs/testing.md. The page fixtures
+(`jev_browser`, `jev_page`), their options and their artifacts ship with the
+browser connector, under its own entry point (`pytest11: fabric_jev_browser`),
+as pytest-playwright ships its fixtures with the package that owns the browser;
+without it, a test that asks for a page is skipped with the install command.
+
+Loading the plugin must cost a pytest run that never uses it nothing
+measurable: this module imports only the standard library and pytest, and
+everything of fabric-jev is imported inside the fixtures that need it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import shutil
-import tempfile
+import sys
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,29 +33,42 @@ if TYPE_CHECKING:
     from .cassettes import RecordingEvaluator
 
 RECORD_MODES = ("none", "once", "new", "all")
-ARTIFACT_MODES = ("on", "off", "only-on-failure")
-#: A folder holding this file was written by the plugin (and may be replaced by it); the file
-#: names the run that wrote it.
-MARKER = ".fabric-jev-artifacts"
+#: The browser connector's pytest plugin (the page fixtures), by module.
+BROWSER_PLUGIN = "fabric_jev_browser.pytest_plugin"
+#: The settings that moved with the page fixtures to the browser's plugin (`jev_page_settings`).
+_PAGE_SETTINGS = ("output", "artifacts", "viewport")
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The plugin's options: the command line wins over `[tool.pytest.ini_options]`."""
+    """The plugin's options: the command line wins over `[tool.pytest.ini_options]`.
+
+    The page options (`output`, `artifacts`, `viewport`) are the browser plugin's
+    `jev_page_settings`; reading them here still works, with a DeprecationWarning
+    (removed in 0.3.0).
+    """
 
     evaluator: str | None
     record_mode: str
     config_file: Path | None
-    output: Path
-    artifacts: str
-    viewport: tuple[int, int]
+    _config: pytest.Config | None = field(default=None, repr=False, compare=False)
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _PAGE_SETTINGS:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        warnings.warn(f"jev_settings.{name} is deprecated and will be removed in 0.3.0: the page options are "
+                      f"the browser connector's, read jev_page_settings.{name}", DeprecationWarning, stacklevel=2)
+        plugin = None if self._config is None else _browser_plugin(self._config)
+        if plugin is None:
+            raise AttributeError(f"jev_settings.{name}: the browser connector's pytest plugin is not loaded")
+        return getattr(plugin.page_settings_of(self._config), name)
 
 
 @dataclass
 class _Session:
     cassettes_written: list[Path] = field(default_factory=list)
-    artifacts_kept: list[Path] = field(default_factory=list)
-    output_cleaned: bool = False
+    #: Lines other fabric-jev plugins add to the end-of-run section (the browser's kept artifacts).
+    kept: list[tuple[str, Path]] = field(default_factory=list)
     #: The run this session belongs to: pytest-xdist's testrunuid, shared by the workers of one
     #: run (each is a session of its own), else this session's own.
     run_id: str = ""
@@ -58,7 +76,6 @@ class _Session:
 
 _SESSION = pytest.StashKey[_Session]()
 _EVALUATORS = pytest.StashKey[list["RecordingEvaluator"]]()
-_REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -73,37 +90,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "without a cassette), new (record what is missing), all (record everything anew)")
     group.addoption("--jev-config", metavar="FILE", default=None,
                     help="host configuration JSON for jev_host (as the CLI's --config)")
-    group.addoption("--jev-output", metavar="DIR", default=None,
-                    help="where artifacts of page tests go (default test-results)")
-    group.addoption("--jev-artifacts", choices=ARTIFACT_MODES, default=None,
-                    help="keep a snapshot and a screenshot of each jev_page test: on, off, "
-                         "only-on-failure (the default)")
-    group.addoption("--jev-viewport", metavar="WxH", default=None, type=_viewport_option,
-                    help="viewport of jev_page (default 1280x800)")
     parser.addini("jev_evaluator", "default for --jev-evaluator", default="")
     parser.addini("jev_record_mode", "default for --jev-record-mode", default="")
     parser.addini("jev_config", "default for --jev-config (relative to the rootdir)", default="")
-    parser.addini("jev_output", "default for --jev-output (relative to the rootdir)", default="")
-    parser.addini("jev_artifacts", "default for --jev-artifacts", default="")
-    parser.addini("jev_viewport", "default for --jev-viewport", default="")
 
 
-def _viewport(text: str) -> tuple[int, int]:
-    found = re.fullmatch(r"(\d{3,5})x(\d{3,5})", text.strip())
-    if not found or not all(100 <= int(v) <= 10_000 for v in found.groups()):
-        raise pytest.UsageError(f"jev viewport {text!r} is not WIDTHxHEIGHT with each 100-10000, e.g. 1280x800")
-    return int(found.group(1)), int(found.group(2))
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Without the browser connector's plugin, a test that asks for a page fixture is skipped
+    # with the install command (or, when the connector is installed, fails saying why not).
+    if _browser_plugin(config) is None:
+        from . import _no_browser
+
+        config.pluginmanager.register(_no_browser, "fabric_jev.testing._no_browser")
 
 
-def _viewport_option(text: str) -> str:
-    """--jev-viewport checked as the command line is read: a bad value is a usage error."""
-    import argparse
-
-    try:
-        _viewport(text)
-    except pytest.UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("jev viewport ")) from None
-    return text
+def _browser_plugin(config: pytest.Config) -> Any:
+    module = sys.modules.get(BROWSER_PLUGIN)
+    return module if module is not None and config.pluginmanager.is_registered(module) else None
 
 
 def settings_of(config: pytest.Config) -> Settings:
@@ -124,14 +128,19 @@ def settings_of(config: pytest.Config) -> Settings:
     mode = pick("jev_record_mode", "jev_record_mode")[0] or "none"
     if mode not in RECORD_MODES:
         raise pytest.UsageError(f"jev_record_mode = {mode!r}; expected one of {', '.join(RECORD_MODES)}")
-    artifacts = pick("jev_artifacts", "jev_artifacts")[0] or "only-on-failure"
-    if artifacts not in ARTIFACT_MODES:
-        raise pytest.UsageError(f"jev_artifacts = {artifacts!r}; expected one of {', '.join(ARTIFACT_MODES)}")
-    output = path("jev_output", "jev_output", "test-results")
-    assert output is not None
     return Settings(evaluator=pick("jev_evaluator", "jev_evaluator")[0], record_mode=mode,
-                    config_file=path("jev_config", "jev_config", None), output=output,
-                    artifacts=artifacts, viewport=_viewport(pick("jev_viewport", "jev_viewport")[0] or "1280x800"))
+                    config_file=path("jev_config", "jev_config", None), _config=config)
+
+
+def run_id(config: pytest.Config) -> str:
+    """The run this session belongs to: under pytest-xdist, the id its workers share (each worker
+    is a session of its own); else this session's own."""
+    return _session(config).run_id
+
+
+def note_kept(config: pytest.Config, what: str, path: Path) -> None:
+    """List `path` at the end of the run, in the `fabric-jev` section, as `what: path`."""
+    _session(config).kept.append((what, path))
 
 
 def _session(config: pytest.Config) -> _Session:
@@ -144,16 +153,6 @@ def _session(config: pytest.Config) -> _Session:
 
 
 # ---------------------------------------------------------------- hooks
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
-                               ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    report = yield
-    # jev_page's teardown reads how the test went (artifacts only on failure).
-    if _REPORTS in item.stash:
-        item.stash[_REPORTS][report.when] = report
-    return report
-
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
@@ -191,7 +190,7 @@ def _misses(item: pytest.Item) -> str:
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     log = config.stash.get(_SESSION, None)
-    if log is None or not (log.cassettes_written or log.artifacts_kept):
+    if log is None or not (log.cassettes_written or log.kept):
         return
     def shown(path: Path) -> str:
         try:
@@ -202,8 +201,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     terminalreporter.section("fabric-jev")
     for path in log.cassettes_written:
         terminalreporter.write_line(f"cassette written: {shown(path)}")
-    for path in log.artifacts_kept:
-        terminalreporter.write_line(f"artifacts: {shown(path)}")
+    for what, path in log.kept:
+        terminalreporter.write_line(f"{what}: {shown(path)}")
 
 
 # ---------------------------------------------------------------- names and paths
@@ -253,14 +252,6 @@ def cassette_path(request: pytest.FixtureRequest) -> Path:
     if request.cls is not None:
         name = f"{request.cls.__name__}.{name}"
     return Path(node.path).parent / "cassettes" / Path(node.path).stem / f"{_safe(name)}.jsonl"
-
-
-def output_path(settings: Settings, nodeid: str) -> Path:
-    """The test's own folder under --jev-output."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", nodeid).strip("-") or "test"
-    if len(slug) > 200:
-        slug = f"{slug[:100]}-{hashlib.sha256(nodeid.encode()).hexdigest()[:8]}-{slug[-60:]}"
-    return settings.output / slug
 
 
 # ---------------------------------------------------------------- fixtures
@@ -327,130 +318,24 @@ async def jev_host(jev_evaluator: RecordingEvaluator, jev_host_config: HostConfi
         yield host
 
 
-def _browser_hook(name: str) -> Any:
-    """A hook of the browser connector; the test is skipped, with the install hint, without it."""
-    from fabric_jev.errors import ConfigError
-    from fabric_jev.plugins import find_hook
-
-    try:
-        return find_hook(name)
-    except ConfigError as exc:
-        pytest.skip(str(exc))
-
-
-@pytest.fixture(scope="session")
-def jev_browser(jev_settings: Settings) -> Iterator[Any]:
-    """One headless Chromium on 127.0.0.1 for the session (`ws_url`, `pid`), from the browser connector."""
-    width, height = jev_settings.viewport
-    with _browser_hook("session_browser")(width=width, height=height) as browser:
-        yield browser
+def __getattr__(name: str) -> Any:
+    # Names that moved with the page fixtures to the browser connector's plugin.
+    if name == "MARKER":
+        warnings.warn("fabric_jev.testing.plugin.MARKER moved to fabric_jev_browser.pytest_plugin.MARKER; "
+                      "this name will be removed in 0.3.0", DeprecationWarning, stacklevel=2)
+        return ".fabric-jev-artifacts"
+    if name == "output_path":
+        warnings.warn("fabric_jev.testing.plugin.output_path moved to fabric_jev_browser.pytest_plugin."
+                      "output_path; this name will be removed in 0.3.0", DeprecationWarning, stacklevel=2)
+        return _output_path
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@pytest.fixture
-def jev_output_path(request: pytest.FixtureRequest, jev_settings: Settings) -> Path:
-    """This test's artifacts folder under --jev-output (created only when something is kept)."""
-    return output_path(jev_settings, request.node.nodeid)
+def _output_path(settings: Any, nodeid: str) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", nodeid).strip("-") or "test"
+    if len(slug) > 200:
+        slug = f"{slug[:100]}-{hashlib.sha256(nodeid.encode()).hexdigest()[:8]}-{slug[-60:]}"
+    return Path(settings.output) / slug
 
 
-def _clean_output(config: pytest.Config, settings: Settings) -> None:
-    """Once a session, before the first page test: remove the folders earlier runs left
-    (only those the plugin wrote, which carry its marker file). Folders of this run stay:
-    under pytest-xdist another worker may have kept them already."""
-    log = _session(config)
-    if log.output_cleaned:
-        return
-    log.output_cleaned = True
-    if settings.output.is_dir():
-        for entry in settings.output.iterdir():
-            try:
-                mark = (entry / MARKER).read_text(errors="replace")
-            except OSError:  # not a folder of the plugin's (or another worker just moved it)
-                continue
-            if _marker_line(log.run_id) not in mark.splitlines():
-                shutil.rmtree(entry, ignore_errors=True)
-
-
-@pytest.fixture
-async def jev_page(request: pytest.FixtureRequest, jev_browser: Any, jev_settings: Settings,
-                   jev_output_path: Path, anyio_backend: Any) -> AsyncIterator[Any]:
-    """A fresh page on the session's Chromium (the browser connector's `Page`), closed after the test.
-
-    Checks through `fabric_jev.testing` on it see every action from the start (for the
-    diff since the last action) and, on failure, write their artifacts for the test.
-    """
-    backend = anyio_backend if isinstance(anyio_backend, str) else anyio_backend[0]
-    if backend != "asyncio":
-        pytest.skip("jev_page needs anyio's asyncio backend (the CDP client runs on asyncio)")
-    from .pages import bind, unbind
-
-    _clean_output(request.config, jev_settings)
-    open_page, page_source = _browser_hook("open_page"), _browser_hook("page_source")
-    keep = jev_settings.artifacts
-    scratch = Path(tempfile.mkdtemp(prefix="fabric-jev-artifacts-")) if keep != "off" else None
-    request.node.stash[_REPORTS] = {}
-    width, height = jev_settings.viewport
-    try:
-        async with open_page(jev_browser.ws_url, width=width, height=height) as page:
-            source = page_source(page)
-            bind(page, source, artifacts_dir=scratch)
-            try:
-                yield page
-                if scratch is not None:
-                    call = request.node.stash[_REPORTS].get("call")
-                    failed = call is None or call.failed
-                    if keep == "on" or failed:
-                        await _page_artifacts(source, scratch, "failed" if failed else "finished")
-                        log = _session(request.config)
-                        _keep(scratch, jev_output_path, log.run_id)
-                        log.artifacts_kept.append(jev_output_path)
-            finally:
-                unbind(page)
-                source.close()
-    finally:
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
-
-
-async def _page_artifacts(source: Any, folder: Path, status: str) -> None:
-    """The page as the test left it: its snapshot (redacted) and a screenshot."""
-    import json
-
-    from fabric_jev._files import atomic_write
-
-    try:
-        snapshot = await source.snapshot()
-        atomic_write(folder / f"test-{status}.snapshot.json",
-                     json.dumps(snapshot.redacted_json(), indent=1, ensure_ascii=False))
-        atomic_write(folder / f"test-{status}.png", await source.screenshot())
-    except Exception as exc:  # a crashed or closed page: say so beside whatever was kept
-        atomic_write(folder / f"test-{status}.error.txt", f"{type(exc).__name__}: {exc}\n")
-
-
-def _marker_line(run_id: str) -> str:
-    return f"run {run_id}"
-
-
-def _keep(scratch: Path, dest: Path, run_id: str) -> None:
-    """Put the test's files at `dest`: the folder there before, or the whole new one, never a part.
-
-    They are copied into a staging folder beside `dest` that carries the marker from the start,
-    so whatever an interrupted copy leaves is the plugin's and the next run removes it."""
-    if dest.exists() and not (dest / MARKER).is_file():  # someone else's: never removed (docs/testing.md)
-        pytest.fail(f"artifacts not kept: {dest} exists and was not written by fabric-jev's pytest "
-                    f"plugin (it has no {MARKER} file); move it, or choose another --jev-output",
-                    pytrace=False)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name[:60]}-", dir=dest.parent))
-    try:
-        (staging / MARKER).write_text("written by fabric-jev's pytest plugin; replaced on the next run\n"
-                                      f"{_marker_line(run_id)}\n")
-        shutil.copytree(scratch, staging, dirs_exist_ok=True)
-        if dest.exists():
-            shutil.rmtree(dest)
-        staging.rename(dest)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
-__all__ = ["Settings", "cassette_path", "output_path", "settings_of"]
+__all__ = ["Settings", "cassette_path", "note_kept", "run_id", "settings_of"]

@@ -25,12 +25,13 @@ from .dictionary import (
     parse_dictionary,
 )
 from .digest import canonical, dictionary_digest
+from .files import load_plan
 from .replay import Observation, PlanInvalid, RunResult, VerificationFailed, parse_plan, run_verification
 
 __all__ = [
     "Channels", "CompileResult", "Dictionary", "DictionaryCheck", "DictionaryInvalid", "MemoryChannels",
     "MemoryElement", "Observation", "Plan", "PlanInvalid", "PollOutcome", "ReaderFailed",
     "RunResult", "SeeOptions", "Target", "TargetFields", "TargetSpec", "VerificationFailed", "build_request",
-    "canonical", "compile_verification", "dictionary_digest", "parse_dictionary", "parse_plan", "poll",
+    "canonical", "compile_verification", "dictionary_digest", "load_plan", "parse_dictionary", "parse_plan", "poll",
     "run_verification", "select_targets",
 ]

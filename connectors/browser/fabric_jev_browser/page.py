@@ -16,6 +16,9 @@ from .frames import QUIET_OBSERVER, ClosedShadow, FrameSnapshot, FrameTracker, f
 if TYPE_CHECKING:
     from fabric_jev import JsonValue
 
+    from .checks import PageSource
+    from .verification import BrowserChannels
+
 ActionHook = Callable[[], Awaitable[None]]
 
 _SNAPSHOT: str | None = None
@@ -193,6 +196,19 @@ class Page:
             await loaded.wait(self.cdp.timeout_ms)
         finally:
             loaded.remove()
+
+    def snapshot_source(self) -> PageSource:
+        """A snapshot source on this page, tracking its actions (`PageSource`): what
+        `fabric_jev.testing`'s checks take when given the page (once per page)."""
+        from .checks import PageSource
+
+        return PageSource(self)
+
+    def verification_channels(self) -> BrowserChannels:
+        """Verification channels on this page: what `fabric_jev.testing`'s plans replay on."""
+        from .verification import BrowserChannels
+
+        return BrowserChannels(self)
 
     async def close(self) -> None:
         self.frames.close()

@@ -1,7 +1,13 @@
 """The browser connector as a fabric-jev plugin (entry point `fabric_jev.connectors: browser`).
 
+What the browser brings, typed through `fabric_jev.plugins`: the connector, the
+commands `fabric-jev browser launch` and `fabric-jev verify run`, the bench suite
+`fabric-jev bench browser`, and pages for the core's own tools (`bench eval`
+opens its report in one). Its pytest fixtures come through an entry point of their
+own (`pytest11: fabric_jev_browser`, `pytest_plugin.py`).
+
 Importing this module must stay cheap: `fabric-jev --help` imports it to list
-the `browser` subcommands. Everything heavy is imported inside the functions.
+the commands. Everything heavy is imported inside the functions.
 """
 
 from __future__ import annotations
@@ -9,12 +15,16 @@ from __future__ import annotations
 import argparse
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fabric_jev.plugins import ConnectorPlugin
+from fabric_jev.plugins import BenchSuite, Commands, ConnectorPlugin
+
+if TYPE_CHECKING:
+    from .connector import BrowserConnector
+    from .page import Page
 
 
-def _connector(settings: Mapping[str, Any]) -> Any:
+def _connector(settings: Mapping[str, Any]) -> BrowserConnector:
     from .connector import BrowserConnector
 
     return BrowserConnector(settings)
@@ -36,8 +46,15 @@ async def _launch(args: argparse.Namespace) -> int:
     return await launch_command(width=args.width, height=args.height)
 
 
-def _add_commands(sub: Any) -> None:
-    br = sub.add_parser(
+async def _verify_run(args: argparse.Namespace) -> int:
+    from .cli import verify_command
+
+    return await verify_command(args.dictionary, plan=args.plan, url=args.url,
+                                ws_url=None if args.launch else args.ws_url)
+
+
+def _add_commands(commands: Commands) -> None:
+    br = commands.add_parser(
         "browser", help="the browser connector: launch headless Chromium",
         description="Commands of the browser connector (package fabric-jev-browser).",
         epilog="exit codes:\n  0 done\n  2 bad arguments or Chromium could not start")
@@ -52,25 +69,25 @@ def _add_commands(sub: Any) -> None:
     la.add_argument("--height", type=_dimension, default=800, help="window height in pixels (default 800)")
     la.set_defaults(handler=_launch)
 
+    vr = commands.add_parser(
+        "run", group="verify", help="replay a plan against a page (zero model calls)",
+        description="Replay a compiled plan's checks against a page in a running browser "
+                    "(--ws-url) or in a headless Chromium launched for the run and closed "
+                    "after it (--launch). Needs the browser connector. No evaluator is asked.",
+        epilog="exit codes:\n  0 every check passed\n  1 a check failed (its reason is printed)\n"
+               "  2 bad dictionary or plan, a digest mismatch, an unreachable browser, or no browser connector")
+    vr.add_argument("dictionary", help="dictionary JSON file (the one the plan was compiled for)")
+    vr.add_argument("--plan", required=True,
+                    help="plan JSON file: the output of `verify compile`, or its `plan` member")
+    vr.add_argument("--url", required=True, help="the page to verify")
+    browser = vr.add_mutually_exclusive_group(required=True)
+    browser.add_argument("--ws-url", dest="ws_url",
+                         help="browser websocket URL, ws://… (from fabric-jev browser launch)")
+    browser.add_argument("--launch", action="store_true",
+                         help="launch headless Chromium for these checks and close it after them")
+    vr.set_defaults(handler=_verify_run)
 
-@asynccontextmanager
-async def _verification_channels(ws_url: str | None, url: str) -> AsyncIterator[Any]:
-    """Channels on `url` in the browser at `ws_url`; with None, in a headless Chromium
-    launched for these checks alone and closed after them (`verify run --launch`)."""
-    from .verification import open_browser_channels
-
-    if ws_url is not None:
-        async with open_browser_channels(ws_url, url) as channels:
-            yield channels
-        return
-    from .launcher import launch_chromium
-
-    browser = await launch_chromium()
-    try:
-        async with open_browser_channels(browser.ws_url, url) as channels:
-            yield channels
-    finally:
-        await browser.aclose()
+    commands.add_bench_suite(BenchSuite("browser", _bench, _print_bench))
 
 
 async def _bench(samples: int) -> dict[str, Any]:
@@ -85,36 +102,18 @@ def _print_bench(report: dict[str, Any]) -> None:
     print_browser(report)
 
 
-# fabric-jev's pytest plugin (fabric_jev.testing.plugin): jev_browser, jev_page, checks on pages.
-def _session_browser(**kw: Any) -> Any:
-    from .testing import session_browser
-
-    return session_browser(**kw)
-
-
-def _open_page(ws_url: str, **kw: Any) -> Any:
+@asynccontextmanager
+async def _open_page() -> AsyncIterator[Page]:
+    """A page in a headless Chromium launched for it, both closed on exit."""
+    from .launcher import launch_chromium
     from .testing import open_page
 
-    return open_page(ws_url, **kw)
+    browser = await launch_chromium()
+    try:
+        async with open_page(browser.ws_url) as page:
+            yield page
+    finally:
+        await browser.aclose()
 
 
-def _page_source(page: Any) -> Any:
-    from .testing import page_source
-
-    return page_source(page)
-
-
-def _page_channels(page: Any) -> Any:
-    from .testing import page_channels
-
-    return page_channels(page)
-
-
-PLUGIN = ConnectorPlugin(
-    name="browser",
-    connector=_connector,
-    add_commands=_add_commands,
-    hooks={"verification_channels": _verification_channels, "bench": _bench, "print_bench": _print_bench,
-           "session_browser": _session_browser, "open_page": _open_page, "page_source": _page_source,
-           "page_channels": _page_channels},
-)
+PLUGIN = ConnectorPlugin(name="browser", connector=_connector, add_commands=_add_commands, open_page=_open_page)

@@ -1,4 +1,4 @@
-"""What fabric-jev's pytest plugin asks of the browser connector (through plugin hooks).
+"""What the page fixtures (`pytest_plugin.py`) are made of.
 
 - `session_browser`: one headless Chromium for a whole test session, started by
   `fabric-jev browser launch` in its own process. It is synchronous, so it can
@@ -6,8 +6,6 @@
   launcher process drains Chromium's output and kills its process group when
   it is told to stop, or when the test process dies.
 - `open_page`: a fresh page (its own CDP connection) on that browser.
-- `page_source` / `page_channels`: a `Page` as a snapshot source for checks,
-  or as verification channels.
 """
 
 from __future__ import annotations
@@ -18,15 +16,10 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any
-
-from fabric_jev import ConfigError
 
 from .cdp import CDPConnection
-from .checks import PageSource
 from .errors import LaunchError
 from .page import Page
-from .verification import BrowserChannels
 
 
 @dataclass(frozen=True)
@@ -85,16 +78,4 @@ async def open_page(ws_url: str, *, width: int = 1280, height: int = 800) -> Asy
         await cdp.aclose()
 
 
-def page_source(page: Any) -> PageSource:
-    if not isinstance(page, Page):
-        raise ConfigError(f"the browser connector cannot take snapshots of {type(page).__name__}")
-    return PageSource(page)
-
-
-def page_channels(page: Any) -> BrowserChannels:
-    if not isinstance(page, Page):
-        raise ConfigError(f"the browser connector cannot replay verification on {type(page).__name__}")
-    return BrowserChannels(page)
-
-
-__all__ = ["SessionBrowser", "open_page", "page_channels", "page_source", "session_browser"]
+__all__ = ["SessionBrowser", "open_page", "session_browser"]

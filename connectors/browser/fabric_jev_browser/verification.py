@@ -67,7 +67,9 @@ class BrowserChannels:
 
     @property
     def source(self) -> PageSource:
-        return PageSource(self.page)
+        # Not tracking the page's actions: `see` needs no diff baseline, and a tracking source
+        # made per call would add a snapshot before every later action.
+        return PageSource(self.page, track=False)
 
     async def see(self, target: Target, options: SeeOptions) -> tuple[bool, str]:
         result = await check(TargetSeen(target, options), "see").eventually(
@@ -114,3 +116,21 @@ async def open_browser_channels(ws_url: str, url: str) -> AsyncIterator[BrowserC
             await page.close()
     finally:
         await cdp.aclose()
+
+
+@contextlib.asynccontextmanager
+async def verification_channels(ws_url: str | None, url: str) -> AsyncIterator[BrowserChannels]:
+    """Channels on `url` in the browser at `ws_url`; with None, in a headless Chromium launched
+    for these checks alone and closed after them (`verify run --launch`)."""
+    if ws_url is not None:
+        async with open_browser_channels(ws_url, url) as channels:
+            yield channels
+        return
+    from .launcher import launch_chromium
+
+    browser = await launch_chromium()
+    try:
+        async with open_browser_channels(browser.ws_url, url) as channels:
+            yield channels
+    finally:
+        await browser.aclose()
