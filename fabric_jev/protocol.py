@@ -29,7 +29,6 @@ from ._process import end_process_group, kill_process_group, read_available, wai
 from ._runtime_js import runtime_js_path
 from ._waiting import Waiter
 from .contract.policy import Risk
-from .contract.terminal import one_line
 from .host.registry import (
     CallContext,
     Capability,
@@ -37,6 +36,7 @@ from .host.registry import (
     CapabilityRegistry,
     Connector,
 )
+from .terminal import one_line
 
 
 def runtime_js(name: str) -> str:

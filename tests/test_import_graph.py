@@ -16,8 +16,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fabric_jev"
 CONNECTORS = ROOT / "connectors"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
-#: The rooms every room may import (docs/architecture.md says so above the table).
-BASE = frozenset({"errors", "_json", "_files", "_lazy", "_process", "_waiting"})
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -107,23 +105,36 @@ def _room(module: str) -> str:
     return parts[1] if len(parts) > 1 else parts[0]
 
 
-def layer_table() -> dict[str, frozenset[str] | None]:
-    """room -> the rooms it may import (None: everything), from the table under "## Layers"."""
+def _rows() -> list[tuple[str, str]]:
+    """The layer table under "## Layers": (rooms, may import) per row."""
     text = ARCHITECTURE.read_text(encoding="utf-8")
     section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
-    table: dict[str, frozenset[str] | None] = {}
+    rows = []
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 2 or not cells[0].startswith("`"):
-            continue
-        rooms = [name.rstrip("/") for name in re.findall(r"`([^`]+)`", cells[0])]
-        allowed: frozenset[str] | None
-        if cells[1] == "everything":
-            allowed = None
-        else:
-            named = re.findall(r"`([^`]+)`", cells[1].split("(")[0])
-            allowed = BASE | {name.rstrip("/") for name in named}
-        for room in rooms:
+        if len(cells) == 2 and "`" in cells[0]:
+            rows.append((cells[0], cells[1]))
+    return rows
+
+
+def _names(cell: str) -> set[str]:
+    """The rooms a cell names in backticks (before any parenthesis, which explains)."""
+    return {name.rstrip("/") for name in re.findall(r"`([^`]+)`", cell.split("(")[0])}
+
+
+def base() -> frozenset[str]:
+    """The rooms every room may import: the row that starts "the base:"."""
+    found = [_names(rooms) for rooms, _ in _rows() if rooms.startswith("the base:")]
+    assert len(found) == 1, "docs/architecture.md: the layer table needs one row that starts 'the base:'"
+    return frozenset(found[0])
+
+
+def layer_table() -> dict[str, frozenset[str] | None]:
+    """room -> the rooms it may import (None: everything), from the table under "## Layers"."""
+    table: dict[str, frozenset[str] | None] = {}
+    for rooms_cell, allowed_cell in _rows():
+        allowed = None if allowed_cell == "everything" else base() | _names(allowed_cell)
+        for room in _names(rooms_cell):
             assert room not in table, f"docs/architecture.md: {room} has two rows in the layer table"
             table[room] = allowed
     return table
@@ -152,8 +163,9 @@ def test_every_import_keeps_to_the_layer_table() -> None:
 
 def test_the_layer_table_is_read_as_written() -> None:
     table = layer_table()
-    assert table["contract"] == BASE and table["cli"] is None and table["benchmarks"] is None
-    assert table["host"] == BASE | {"contract", "sandbox", "evaluators", "typecheck", "approval", "plugins"}
+    assert {"errors", "_json", "_waiting"} <= base() and table["errors"] == base()
+    assert table["sandbox"] == base() | {"contract"} and table["cli"] is None and table["benchmarks"] is None
+    assert table["plugins"] == base() | {"contract", "host"}
     assert table["fabric_jev"] == table["_sync"]
 
 
