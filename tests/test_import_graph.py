@@ -123,10 +123,14 @@ def _names(cell: str) -> set[str]:
 
 
 def base() -> frozenset[str]:
-    """The rooms every room may import: the row that starts "the base:"."""
+    """The rooms every room may import: those the row that starts "the base:" names, and every
+    private module at the top of the package (`fabric_jev._json`) without a row of its own."""
     found = [_names(rooms) for rooms, _ in _rows() if rooms.startswith("the base:")]
     assert len(found) == 1, "docs/architecture.md: the layer table needs one row that starts 'the base:'"
-    return frozenset(found[0])
+    named = {room for rooms, _ in _rows() if not rooms.startswith("the base:") for room in _names(rooms)}
+    private = {name.split(".")[1] for name in _modules()
+               if name.count(".") == 1 and name.split(".")[1].startswith("_")} - named
+    return frozenset(found[0] | private)
 
 
 def layer_table() -> dict[str, frozenset[str] | None]:
@@ -134,7 +138,7 @@ def layer_table() -> dict[str, frozenset[str] | None]:
     table: dict[str, frozenset[str] | None] = {}
     for rooms_cell, allowed_cell in _rows():
         allowed = None if allowed_cell == "everything" else base() | _names(allowed_cell)
-        for room in _names(rooms_cell):
+        for room in _names(rooms_cell) | (base() if rooms_cell.startswith("the base:") else set()):
             assert room not in table, f"docs/architecture.md: {room} has two rows in the layer table"
             table[room] = allowed
     return table
