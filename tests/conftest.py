@@ -21,11 +21,11 @@ from fabric_jev import FixtureEvaluator, HostConfig, JevHost
 from fabric_jev.plugins import _declared
 
 # pytester runs pytest in fresh projects (tests/test_testing_plugin.py). fabric-jev's own
-# plugin and the browser connector's (the page fixtures) come through their pytest11 entry
-# points; a venv installed before an entry point existed loads that plugin by name.
-_BY_NAME = [module for name, module in (("fabric_jev", "fabric_jev.testing.plugin"),
-                                        ("fabric_jev_browser", "fabric_jev_browser.pytest_plugin"))
-            if name not in _declared("pytest11")]
+# plugin comes through its pytest11 entry point; a venv installed before that entry point
+# existed loads it by name. The browser connector's (the page fixtures) comes only through its
+# own entry point, never by name: a page test here passes only when fabric-jev-browser is
+# installed with it (./scripts/setup), as a user's would.
+_BY_NAME = [] if "fabric_jev" in _declared("pytest11") else ["fabric_jev.testing.plugin"]
 pytest_plugins = ["pytester", *_BY_NAME]
 #: What a pytest started by a test (pytester) is given to load the same plugins.
 PLUGIN_ARGS = [arg for module in _BY_NAME for arg in ("-p", module)]

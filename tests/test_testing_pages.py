@@ -24,6 +24,18 @@ async def test_each_check_of_the_reviewed_plan_is_a_test(jev_page: Any, check: A
     await check.replay(jev_page)
 
 
+async def test_jev_page_comes_from_the_browser_distributions_own_entry_point(
+        jev_page: Any, request: pytest.FixtureRequest) -> None:
+    # The suite loads the browser's plugin by no other way (tests/conftest.py), and without it
+    # jev_page is fabric-jev's stand-in, which skips or fails: a page here is the browser's.
+    from fabric_jev_browser.page import Page
+
+    by_entry_point = {getattr(plugin, "__name__", None): dist.project_name
+                      for plugin, dist in request.config.pluginmanager.list_plugin_distinfo()}
+    assert by_entry_point.get("fabric_jev_browser.pytest_plugin") == "fabric-jev-browser"
+    assert isinstance(jev_page, Page)
+
+
 def test_plan_checks_are_named_by_the_checks_ids() -> None:
     assert [p.id for p in plan_checks(VERIFY / "plan.json", VERIFY / "dictionary.json")] == \
            ["composer", "no-error", "run-label"]

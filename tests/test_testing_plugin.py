@@ -21,9 +21,7 @@ from tests.test_serve import served
 
 PLUGIN = PLUGIN_ARGS
 #: The core's plugin without the browser connector's (the page fixtures).
-NO_BROWSER_PLUGIN = [*(arg for pair in zip(PLUGIN_ARGS[::2], PLUGIN_ARGS[1::2], strict=True)
-                       if pair[1] != "fabric_jev_browser.pytest_plugin" for arg in pair),
-                     "-p", "no:fabric_jev_browser"]
+NO_BROWSER_PLUGIN = [*PLUGIN_ARGS, "-p", "no:fabric_jev_browser"]
 KEY = "sk-pytest-plugin-0123456789abcdef"
 
 QUESTIONS = {"refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"},
