@@ -24,7 +24,6 @@ from .values import JsonValue, is_finite_number
 from .wire_model import WireData, omit_none, wire_adapter
 
 QuestionType = Literal["noul", "choice", "score"]
-MAX_QUESTIONS = 128
 MAX_DEPTH = 32
 MAX_NODES = 100_000
 MAX_RESPONSE_BYTES = 1 << 20
@@ -169,6 +168,7 @@ def _refusal(exc: Any, raw: dict[str, Any]) -> str:
         MAX_OPTION_KEY_CHARS,
         MAX_OPTIONS,
         MAX_QUESTION_ID_CHARS,
+        MAX_QUESTIONS,
         MIN_LEVELS,
         EvaluateRequest,
         NoulQuestion,

@@ -18,9 +18,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 from typing_extensions import TypedDict
 
-from .evaluation import MAX_QUESTIONS
 from .model_id import MODEL_ID_MAX_CHARS, MODEL_ID_PATTERN, is_model_id
 
+MAX_QUESTIONS = 128
 MAX_QUESTION_ID_CHARS = 128
 MAX_OPTIONS = 255
 MAX_OPTION_KEY_CHARS = 256
