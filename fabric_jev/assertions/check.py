@@ -18,12 +18,12 @@ import re
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 import anyio
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field, PlainSerializer
 
 from .._files import atomic_write
 from .._waiting import Waiter
@@ -38,7 +38,7 @@ from .snapshot_diff import describe_changes
 #: The reason codes a finished check can carry (FailureKind values; `low_confidence`
 #: appears only on single attempts and as a timeout's `last_reason`: never judged).
 REASONS = tuple(k.value for k in FailureKind if k is not FailureKind.LOW_CONFIDENCE)
-TRACE_TYPE = "fabric_jev.check"
+TRACE_TYPE: Literal["fabric_jev.check"] = "fabric_jev.check"
 #: `eventually`'s defaults, the smart-assert seed's (timeout_s=10, poll_s=0.25, min_confidence=0.7).
 EVENTUALLY_TIMEOUT = 10.0
 EVENTUALLY_POLL = 0.25
@@ -114,23 +114,32 @@ class Attempt(WireModel):
     detail: str = ""
 
 
-@dataclass
-class CheckResult:
+def _sorted(artifacts: dict[str, str]) -> dict[str, str]:
+    return dict(sorted(artifacts.items()))
+
+
+class CheckResult(WireModel):
+    """What a check came to, filled in as it runs; its JSON is the trace event (`trace_event`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["fabric_jev.check"] = TRACE_TYPE
+    version: Literal[1] = 1
     label: str
     predicate: str
     required: bool
     passed: bool
     reason: FailureKind | None
+    last_reason: FailureKind | None = None
     expected: str
     actual: str
-    last_reason: FailureKind | None = None
-    nearest: list[Near] = field(default_factory=list)
-    attempts: list[Attempt] = field(default_factory=list)
+    nearest: list[Near] = Field(default_factory=list)
+    attempts: list[Attempt] = Field(default_factory=list)
     confidence: float | None = None
     url: str = ""
     vision: str | None = None  # "yes" / "no" / "unsure" when the fallback was asked
-    artifacts: dict[str, str] = field(default_factory=dict)
-    snapshot: Snapshot | None = None
+    artifacts: Annotated[dict[str, str], PlainSerializer(_sorted)] = Field(default_factory=dict)
+    snapshot: Snapshot | None = Field(default=None, exclude=True)
 
     def message(self) -> str:
         head = f'check "{self.label}" ' + ("passed" if self.passed else f"failed: {self.reason}")
@@ -159,15 +168,8 @@ class CheckResult:
         return redact_text("\n".join(lines))[0]
 
     def trace_event(self) -> dict[str, Any]:
-        """A stable, JSON-serialisable record (no timestamps), for logs and golden files."""
-        return {"type": TRACE_TYPE, "version": 1, "label": self.label, "predicate": self.predicate,
-                "required": self.required, "passed": self.passed,
-                "reason": None if self.reason is None else self.reason.value,
-                "lastReason": None if self.last_reason is None else self.last_reason.value,
-                "expected": self.expected, "actual": self.actual,
-                "nearest": [n.to_json() for n in self.nearest],
-                "attempts": [a.to_json() for a in self.attempts], "confidence": self.confidence,
-                "url": self.url, "vision": self.vision, "artifacts": dict(sorted(self.artifacts.items()))}
+        """A stable, JSON-serialisable record (no timestamps), for logs and golden files: its JSON."""
+        return self.to_json()
 
 
 class AssertionFailed(CheckFailed):
@@ -398,6 +400,7 @@ class Check:
                           last: tuple[FailureKind | None, PredicateOutcome | None, Snapshot | None],
                           attempts: list[Attempt]) -> CheckResult:
         result = self._failure(reason, last, attempts)
+        attempts = result.attempts  # the result's own list: the log as it will be shown
         if self.vision is None:
             result.vision = None
             attempts[-1] = attempts[-1].model_copy(update={
