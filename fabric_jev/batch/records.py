@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, SkipValidation, model_serializer
 from pydantic import JsonValue as Json  # a model field's JSON: pydantic's own recursive alias
 
 from .._json import JSONInputError, loads_bounded
@@ -79,7 +79,7 @@ class BatchOutcome(WireModel):
     id: Key
     state: str
     #: Written only when the run completed (a completed run's result may be null).
-    result: Json = None
+    result: SkipValidation[Json] = None  # the envelope's, or a line's read back: JSON already
     error: str | None = Field(default=None, exclude_if=omit_none)
     evaluations: int = 0
     tool_calls: int = 0

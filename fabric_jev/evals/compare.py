@@ -22,7 +22,14 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal, TypeGuard, cast
 
-from pydantic import ConfigDict, Field, PlainSerializer, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    SerializerFunctionWrapHandler,
+    SkipValidation,
+    model_serializer,
+)
 from pydantic import JsonValue as Json  # a model field's JSON: pydantic's own recursive alias
 
 from ..contract.values import JsonValue
@@ -118,7 +125,7 @@ class FieldVerdict(WireModel):
     ok: bool
     #: The result's value; `present` is False when the result has no such field (or no result),
     #: and the JSON has no `actual` then.
-    actual: Json = None
+    actual: SkipValidation[Json] = None  # a value of the result: JSON already
     present: bool = Field(default=True, exclude=True)
     #: A field of the result the expected value does not give (`match = "whole"` only).
     extra: bool = Field(default=False, exclude_if=lambda extra: not extra)

@@ -24,7 +24,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, TypeGuard
 
-from pydantic import ConfigDict, Field, PlainSerializer, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    SerializerFunctionWrapHandler,
+    SkipValidation,
+    model_serializer,
+)
 from pydantic import JsonValue as Json  # a model field's JSON: pydantic's own recursive alias
 
 from ..contract.envelope import RunState
@@ -67,10 +74,11 @@ class EvalRecord(_Model):
     variant: str
     line: int
     id: Key
-    input: Json
-    expected: Json
+    #: JSON already (a screened dataset line, a run's result, a line read back): not walked again.
+    input: SkipValidation[Json]
+    expected: SkipValidation[Json]
     state: str
-    result: Json = None
+    result: SkipValidation[Json] = None
     error: str | None = Field(default=None, exclude_if=omit_none)
     passed: bool = False
     fields: Annotated[tuple[FieldVerdict, ...], PlainSerializer(_by_field)] = ()
