@@ -510,18 +510,6 @@ class Rule:
     def text(self) -> str:
         return f"{self.decision} {self.pattern}"
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {self.decision: self.pattern}
-        if self.lifts:
-            out["lifts"] = list(self.lifts)
-        if self.operands_inside:
-            out["operands"] = "inside-tree"
-        if self.without:
-            out["without"] = [_unglob(w) for w in self.without]
-        if self.note:
-            out["note"] = self.note
-        return out
-
     def targets(self, ref: str, risk: str) -> bool:
         target = self.target
         if target in (ref, risk):
@@ -546,10 +534,6 @@ class Rule:
                 if self.operands_inside and not _operands_inside(words, view):
                     return False
         return True
-
-
-def _unglob(regex: re.Pattern[str]) -> str:
-    return re.sub(r"\\(.)", r"\1", regex.pattern.removesuffix(r"\Z").replace(".*", "*"))
 
 
 def _operands_inside(words: Sequence[_shell.Word], view: CallView) -> bool:
