@@ -81,10 +81,11 @@ _EVALUATORS = pytest.StashKey[list["RecordingEvaluator"]]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fabric-jev", "fabric-jev (judgment programs and page checks)")
     group.addoption("--jev-evaluator", metavar="SPEC", default=None,
-                    help="the evaluator answers are recorded from: local, fixture:FILE, typesafe, "
-                         "openrouter, vercel, openai:MODEL, ollama:MODEL, anthropic:MODEL (the CLI's "
-                         "--evaluator specs; default: the config's route, "
-                         "else local)")
+                    # The specs are listed once, by the CLI's --evaluator help (a new route adds
+                    # itself there, not here too).
+                    help="the evaluator answers are recorded from: any spec the CLI's --evaluator "
+                         "takes (`fabric-jev run --help` lists them); default: the config's route, "
+                         "else local")
     group.addoption("--jev-record-mode", choices=RECORD_MODES, default=None,
                     help="what cassettes may do: none (replay only, the default), once (record tests "
                          "without a cassette), new (record what is missing), all (record everything anew)")
