@@ -24,6 +24,7 @@ callers, which name the room and are exported from it.
     ├── CheckerUnavailable        (typecheck) no TypeScript compiler is installed
     ├── CompilerStopped           (typecheck) the compiler hit its time or memory cap, or failed
     ├── ListenError               (serve) the port cannot be listened on (an OSError, with its errno)
+    ├── RuleError                 (approval.rules) a permission rule that cannot be read (a ValueError)
     ├── BatchError                a batch's files or cluster cannot be used (fabric_jev.batch)
     ├── EvalError                 an eval's dataset, settings, results or summary cannot be used
     ├── HostCallRefused           a guest's host call was refused (the guest sees the message)

@@ -4,6 +4,8 @@ import re
 import types
 from pathlib import Path
 
+import pytest
+
 import fabric_jev
 from fabric_jev import errors
 
@@ -118,3 +120,13 @@ def test_every_public_type_alias_resolves_at_run_time_in_a_fresh_interpreter() -
     assert done.returncode == 0, done.stderr
     assert "Approver" in done.stdout.split()
     assert set(fabric_jev.__all__) >= RECURSIVE_ALIASES
+
+
+def test_a_rule_that_cannot_be_read_is_a_jev_error_and_still_a_value_error() -> None:
+    from fabric_jev.approval.rules import RuleError, parse_rule
+
+    with pytest.raises(RuleError) as caught:
+        parse_rule("nonsense")
+    assert isinstance(caught.value, fabric_jev.JevError) and isinstance(caught.value, ValueError)
+    doc = errors.__doc__ or ""
+    assert re.search(r"── RuleError\b", doc), "RuleError missing from the tree in errors.py"

@@ -43,6 +43,7 @@ from functools import lru_cache
 from typing import Any, get_args
 
 from ..contract.policy import RISKS, Ruling
+from ..errors import JevError
 from . import paths as _paths
 from . import shell as _shell
 
@@ -64,8 +65,9 @@ MAX_RULES = 1_000
 MAX_RULE_CHARS = 2_000
 
 
-class RuleError(ValueError):
-    """A rule that cannot be read; the message says where."""
+class RuleError(JevError, ValueError):
+    """A rule that cannot be read; the message says where. A JevError like every error the
+    host raises, and still a ValueError for code that caught it as one."""
 
 
 # ---------------------------------------------------------------------------- a call, as rules read it
