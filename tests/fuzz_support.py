@@ -85,3 +85,16 @@ def _mutate(draw: st.DrawFn, node: Any) -> Any:
     else:
         node.insert(draw(st.integers(0, len(node))), draw(json_values(4)))
     return node
+
+
+#: A valid jev.evaluate request with one question of each type, which the fuzzers mutate.
+REQUEST = {
+    "state": {"text": "Please refund the duplicate charge", "items": [1, 2.5, None]},
+    "questions": {
+        "refund": {"type": "noul", "instructions": "Money back?", "criteria": {"true": "yes", "false": None}},
+        "team": {"type": "choice", "instructions": ["Which team?"],
+                 "criteria": {"Billing": "Invoices", "Technical": None}},
+        "anger": {"type": "score", "instructions": {"ask": "How angry?"}, "criteria": ["Calm", "Cross", "Furious"]},
+    },
+    "model": "jev-latest",
+}

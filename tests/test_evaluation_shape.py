@@ -21,7 +21,7 @@ from fabric_jev.contract.evaluation import validate_request
 from fabric_jev.contract.evaluation_shape import EvaluateRequest
 from fabric_jev.errors import RequestInvalid
 from fabric_jev.mcp.schemas import derived_schema
-from tests.fuzz_support import fuzz_timeout, json_values, mutated
+from tests.fuzz_support import REQUEST, fuzz_timeout, json_values, mutated
 
 NOUL = {"type": "noul", "instructions": "OK?"}
 
@@ -123,16 +123,6 @@ SCHEMA = _Validator(ADVERTISED)
 #: What the validator checks around the model, which no JSON Schema can state.
 OUTSIDE_THE_MODEL = ("lone surrogate", "not finite JSON", "exceeds", "nested deeper", "JSON nodes", "is not JSON",
                      "non-string object key")
-REQUEST = {
-    "state": {"text": "Please refund the duplicate charge", "items": [1, 2.5, None]},
-    "questions": {
-        "refund": {"type": "noul", "instructions": "Money back?", "criteria": {"true": "yes", "false": None}},
-        "team": {"type": "choice", "instructions": ["Which team?"],
-                 "criteria": {"Billing": "Invoices", "Technical": None}},
-        "anger": {"type": "score", "instructions": {"ask": "How angry?"}, "criteria": ["Calm", "Cross", "Furious"]},
-    },
-    "model": "jev-latest",
-}
 
 
 def test_the_advertised_schema_is_a_valid_schema_written_inline() -> None:

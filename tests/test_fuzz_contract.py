@@ -41,7 +41,7 @@ from fabric_jev.errors import (
 )
 from fabric_jev.redaction.key_echo import carries_key
 from fabric_jev.verification.dictionary import parse_dictionary
-from tests.fuzz_support import NASTY_TEXT, fuzz_timeout, json_values, mutated
+from tests.fuzz_support import NASTY_TEXT, REQUEST, fuzz_timeout, json_values, mutated
 
 pytestmark = fuzz_timeout
 
@@ -138,16 +138,6 @@ def test_a_program_is_valid_or_refused_in_one_message(raw: Any) -> None:
 
 # ---------------------------------------------------------------- evaluation requests
 
-REQUEST = {
-    "state": {"text": "Please refund the duplicate charge", "items": [1, 2.5, None]},
-    "questions": {
-        "refund": {"type": "noul", "instructions": "Money back?", "criteria": {"true": "yes", "false": None}},
-        "team": {"type": "choice", "instructions": ["Which team?"],
-                 "criteria": {"Billing": "Invoices", "Technical": None}},
-        "anger": {"type": "score", "instructions": {"ask": "How angry?"}, "criteria": ["Calm", "Cross", "Furious"]},
-    },
-    "model": "jev-latest",
-}
 
 
 def _json_bytes_ok(value: Any) -> None:

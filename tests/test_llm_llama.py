@@ -22,9 +22,9 @@ import pytest
 
 from fabric_jev import HostConfig
 from fabric_jev.benchmarks.llama_server import LlamaServer
-from fabric_jev.contract.evaluation import validate_request
+from fabric_jev.contract.evaluation import Evaluation, EvaluationRequest, validate_request
 from fabric_jev.evaluators.select import evaluator_from_spec
-from tests.llama_server import relay
+from tests.llama_server import Exchange, relay
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,6 +51,20 @@ def softmax_over(labels: list[str], top: list[dict[str, Any]]) -> list[float]:
     return [m / sum(mass) for m in mass]
 
 
+async def through_relay(llama: LlamaServer, settings: HostConfig,
+                        request: EvaluationRequest) -> tuple[Evaluation, list[Exchange]]:
+    """One evaluation by the `openai:` route with `settings`, sent through a relay to the server:
+    the answer, and each request the route sent with the response it read."""
+    with relay(llama.url) as (url, exchanges):
+        evaluator = evaluator_from_spec("openai:" + llama.model, settings.model_copy(update={"evaluator": {
+            **settings.evaluator, "baseUrls": {"openai": url}}}))
+        try:
+            evaluation = await evaluator.evaluate(request, timeout=120)
+        finally:
+            await evaluator.aclose()
+    return evaluation, list(exchanges)
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.anyio
 async def test_the_route_reads_the_servers_own_next_token_distribution(llama: LlamaServer) -> None:
@@ -64,13 +78,7 @@ async def test_the_route_reads_the_servers_own_next_token_distribution(llama: Ll
     uncached = HostConfig.model_validate({"evaluator": {
         "kind": "openai:" + llama.model, "baseUrls": {"openai": "http://127.0.0.1:1/v1"},
         "extraBody": {"cache_prompt": False}}})
-    with relay(llama.url) as (url, exchanges):
-        evaluator = evaluator_from_spec("openai:" + llama.model, uncached.model_copy(update={"evaluator": {
-            **uncached.evaluator, "baseUrls": {"openai": url}}}))
-        try:
-            evaluation = await evaluator.evaluate(request, timeout=120)
-        finally:
-            await evaluator.aclose()
+    evaluation, exchanges = await through_relay(llama, uncached, request)
     (sent,) = exchanges
     assert sent.path == "/v1/chat/completions" and sent.request["max_tokens"] == 1 and sent.request["logprobs"]
     assert sent.request["cache_prompt"] is False
@@ -95,13 +103,7 @@ async def test_constrained_samples_come_back_in_the_labels(llama: LlamaServer) -
                                                       "samples": 3, "baseUrls": {"openai": "http://127.0.0.1:1/v1"}}})
     request = validate_request({"state": "Please refund the second charge.", "questions": {
         "refund": {"type": "noul", "instructions": "Does the customer ask for money back?"}}})
-    with relay(llama.url) as (url, exchanges):
-        evaluator = evaluator_from_spec("openai:" + llama.model, config.model_copy(update={"evaluator": {
-            **config.evaluator, "baseUrls": {"openai": url}}}))
-        try:
-            evaluation = await evaluator.evaluate(request, timeout=120)
-        finally:
-            await evaluator.aclose()
+    evaluation, exchanges = await through_relay(llama, config, request)
     assert len(exchanges) == 3 and all("response_format" in e.request for e in exchanges)
     named = [json.loads(e.response["choices"][0]["message"]["content"])["label"] for e in exchanges]
     assert set(named) <= {"Yes", "No"}  # the server's own text, parsed as JSON (it spaces it its own way)
