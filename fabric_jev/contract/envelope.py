@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from .languages import CheckMode, CheckOutcome, Language
+from .languages import CheckMode, Language, TypeCheckOutcome
 from .policy import DecidedBy, Policy, Risk
 from .provenance import Provenance
 from .wire_model import ReadAsDict, UtcTime, WireModel, omit_empty, omit_none
@@ -117,7 +117,7 @@ class TypecheckReport(ReadAsDict, WireModel):
     #: None when the check was off before the language was known.
     language: Language | None
     mode: CheckMode
-    outcome: CheckOutcome
+    outcome: TypeCheckOutcome
     #: The compiler, when one was found, and whether its verdict came from the cache.
     compiler: str | None = Field(default=None, exclude_if=omit_none)
     cached: bool | None = Field(default=None, exclude_if=omit_none)

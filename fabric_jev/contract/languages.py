@@ -31,7 +31,7 @@ class Language(enum.StrEnum):
     TYPESCRIPT = "typescript"
 
 
-class CheckOutcome(enum.StrEnum):
+class TypeCheckOutcome(enum.StrEnum):
     """What a launch's type check came to (the envelope's `typecheck.outcome`)."""
 
     #: No type errors.

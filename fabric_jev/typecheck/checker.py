@@ -35,7 +35,7 @@ import anyio.to_thread
 from anyio.lowlevel import RunVar
 
 from ..contract.config import HostConfig, TypecheckConfig
-from ..contract.languages import CheckerStatus, CheckMode, CheckOutcome, Language
+from ..contract.languages import CheckerStatus, CheckMode, Language, TypeCheckOutcome
 from ..contract.program import Program
 from ..errors import JevError, TypeScriptError, clip_error
 from . import cache
@@ -328,7 +328,7 @@ async def check_for_launch(program: Program, config: HostConfig, *, observed: bo
     """Check a program about to launch, as the host's modes say; raise TypeScriptError to refuse it."""
     tc = config.typecheck
     if not tc.enabled:
-        return CheckReport(None, CheckMode.OFF, CheckOutcome.OFF)
+        return CheckReport(None, CheckMode.OFF, TypeCheckOutcome.OFF)
     compiler = locate()
     declarations = render(program, observed=observed)
     reading: Reading | None = None
@@ -343,8 +343,8 @@ async def check_for_launch(program: Program, config: HostConfig, *, observed: bo
         except CompilerStopped as exc:
             return _stopped_report(exc, tc, declared(program), compiler)
         if found is not None:
-            return _apply(CheckReport(found.language, tc.mode(found.language), CheckOutcome.CLEAN, compiler.name, found,
-                                      cached=True))
+            return _apply(CheckReport(found.language, tc.mode(found.language), TypeCheckOutcome.CLEAN,
+                                      compiler.name, found, cached=True))
     language = declared(program)
     if language is not None and isinstance(compiler, Compiler):
         mode = tc.mode(language)  # known without reading the code (the compile reads it)
@@ -356,19 +356,19 @@ async def check_for_launch(program: Program, config: HostConfig, *, observed: bo
     if reading is not None:
         language = reading.language
     if mode is CheckMode.OFF:
-        return CheckReport(language, mode, CheckOutcome.OFF)
+        return CheckReport(language, mode, TypeCheckOutcome.OFF)
     if isinstance(compiler, Missing):
         if tc.require_checker:
             raise TypeScriptError(f"Jev program cannot be type-checked: {compiler.reason} "
                                   "(typecheck.requireChecker is set)")
-        return CheckReport(language, mode, CheckOutcome.UNAVAILABLE, reason=compiler.reason,
+        return CheckReport(language, mode, TypeCheckOutcome.UNAVAILABLE, reason=compiler.reason,
                            erased=None if reading is None else reading.erased)
     try:
         verdict, cached = await _verdict(program, key, declarations, compiler, tc, reading, disk_checked=True)
     except CompilerStopped as exc:
         return _stopped_report(exc, tc, language, compiler)
-    return _apply(CheckReport(verdict.language, tc.mode(verdict.language), CheckOutcome.CLEAN, compiler.name, verdict,
-                              cached=cached))
+    return _apply(CheckReport(verdict.language, tc.mode(verdict.language), TypeCheckOutcome.CLEAN,
+                              compiler.name, verdict, cached=cached))
 
 
 def _stopped_report(exc: CompilerStopped, tc: TypecheckConfig, language: Language | None,
@@ -378,10 +378,10 @@ def _stopped_report(exc: CompilerStopped, tc: TypecheckConfig, language: Languag
     language = exc.language or language
     mode = tc.mode(language) if language is not None else tc.typescript
     if mode is CheckMode.OFF:
-        return CheckReport(language, mode, CheckOutcome.OFF)
+        return CheckReport(language, mode, TypeCheckOutcome.OFF)
     if mode is CheckMode.ERROR:
         raise TypeScriptError(clip_error(f"Jev program could not be type-checked: {exc}")) from None
-    return CheckReport(language, mode, CheckOutcome.STOPPED, compiler.name, reason=str(exc))
+    return CheckReport(language, mode, TypeCheckOutcome.STOPPED, compiler.name, reason=str(exc))
 
 
 def _apply(report: CheckReport) -> CheckReport:
@@ -389,13 +389,13 @@ def _apply(report: CheckReport) -> CheckReport:
     verdict = report.verdict
     assert verdict is not None
     if report.mode is CheckMode.OFF:
-        return CheckReport(report.language, report.mode, CheckOutcome.OFF)
+        return CheckReport(report.language, report.mode, TypeCheckOutcome.OFF)
     if verdict.clean:
-        outcome = CheckOutcome.CLEAN
+        outcome = TypeCheckOutcome.CLEAN
     elif report.mode is CheckMode.ERROR:
         raise TypeScriptError(clip_error(verdict.refusal()), diagnostics=verdict.diagnostics)
     else:
-        outcome = CheckOutcome.ERRORS
+        outcome = TypeCheckOutcome.ERRORS
     return CheckReport(report.language, report.mode, outcome, report.compiler, verdict, cached=report.cached,
                        erased=verdict.erased)
 

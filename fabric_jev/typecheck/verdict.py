@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from ..contract.languages import CheckMode, CheckOutcome, Language
+from ..contract.languages import CheckMode, Language, TypeCheckOutcome
 from ..contract.wire_model import WireData, omit_none
 from .diagnostics import Diagnostic
 
@@ -101,7 +101,7 @@ class CheckReport:
 
     language: Language | None
     mode: CheckMode
-    outcome: CheckOutcome
+    outcome: TypeCheckOutcome
     compiler: str | None = None
     verdict: CompilerVerdict | None = None
     reason: str | None = None
@@ -133,10 +133,10 @@ class CheckReport:
         (mode warn), or why the check stopped. Empty for a clean, unchecked or unavailable check."""
         from ..terminal import one_line  # the one renderer: messages quote the program's text
 
-        if self.outcome is CheckOutcome.STOPPED:
+        if self.outcome is TypeCheckOutcome.STOPPED:
             return [one_line(f"{where}: the type check stopped ({self.reason}); the program runs unchecked")]
         verdict = self.verdict
-        if self.outcome is not CheckOutcome.ERRORS or verdict is None:
+        if self.outcome is not TypeCheckOutcome.ERRORS or verdict is None:
             return []
         lines = [one_line(f"{where}:{d.line}:{d.column}: warning TS{d.code}: {d.message}")
                  for d in verdict.diagnostics[:LISTED_IN_ENVELOPE]]
