@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 PER_TYPE = 300
@@ -61,51 +62,51 @@ SUBJECTS = ["my order", "our account", "the checkout", "the report", "my booking
             "my subscription"]
 
 
-def reviews(rng: random.Random) -> list[dict[str, object]]:
-    out, seen = [], set()
+Example = tuple[str, dict[str, object], object]  # (state, question, label)
+
+
+def distinct(prefix: str, make: Callable[[int], Example]) -> list[dict[str, object]]:
+    """PER_TYPE examples from `make(i)` (i: how many are kept so far), a state drawn twice kept once."""
+    out: list[dict[str, object]] = []
+    seen: set[str] = set()
     while len(out) < PER_TYPE:
-        positive = len(out) % 2 == 0
+        state, question, label = make(len(out))
+        if state in seen:
+            continue
+        seen.add(state)
+        out.append({"id": f"{prefix}-{len(out) + 1:03d}", "state": state, "question": question, "label": label})
+    return out
+
+
+def reviews(rng: random.Random) -> list[dict[str, object]]:
+    def make(i: int) -> Example:
+        positive = i % 2 == 0
         product = rng.choice(PRODUCTS)
         phrases = rng.sample(GOOD if positive else BAD, 2)
         state = (f"The {product} {phrases[0]} and {phrases[1]}. "
                  f"{rng.choice(GOOD_END if positive else BAD_END)}")
-        if state in seen:
-            continue
-        seen.add(state)
-        out.append({"id": f"review-{len(out) + 1:03d}", "state": state,
-                    "question": {"type": "noul", "instructions": "Is this customer review positive?"},
-                    "label": positive})
-    return out
+        return state, {"type": "noul", "instructions": "Is this customer review positive?"}, positive
+    return distinct("review", make)
 
 
 def routing(rng: random.Random) -> list[dict[str, object]]:
-    out, seen, names = [], set(), list(DEPARTMENTS)
-    while len(out) < PER_TYPE:
-        department = names[len(out) % 3]
+    names = list(DEPARTMENTS)
+
+    def make(i: int) -> Example:
+        department = names[i % 3]
         state = f"{rng.choice(OPENERS)} {rng.choice(TOPICS[department])}. {rng.choice(CLOSERS)}"
-        if state in seen:
-            continue
-        seen.add(state)
-        out.append({"id": f"route-{len(out) + 1:03d}", "state": state,
-                    "question": {"type": "choice", "instructions": "Which department should handle this message?",
-                                 "criteria": DEPARTMENTS},
-                    "label": department})
-    return out
+        return state, {"type": "choice", "instructions": "Which department should handle this message?",
+                       "criteria": DEPARTMENTS}, department
+    return distinct("route", make)
 
 
 def urgency(rng: random.Random) -> list[dict[str, object]]:
-    out, seen = [], set()
-    while len(out) < PER_TYPE:
-        level = len(out) % 3
+    def make(i: int) -> Example:
+        level = i % 3
         state = (f"{rng.choice(OPENERS)} I have a problem with {rng.choice(SUBJECTS)}; "
                  f"{rng.choice(URGENCY[level])}. {rng.choice(CLOSERS)}")
-        if state in seen:
-            continue
-        seen.add(state)
-        out.append({"id": f"urgency-{len(out) + 1:03d}", "state": state,
-                    "question": {"type": "score", "instructions": "How urgent is this message?", "criteria": LEVELS},
-                    "label": level})
-    return out
+        return state, {"type": "score", "instructions": "How urgent is this message?", "criteria": LEVELS}, level
+    return distinct("urgency", make)
 
 
 def main() -> None:
