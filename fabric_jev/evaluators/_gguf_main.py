@@ -132,7 +132,7 @@ def main(argv: list[str]) -> int:
         signal.signal(sig, lambda *_: stop.set())
 
     if args.log:
-        sink = os.open(args.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        sink = os.open(args.log, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
     else:
         sink, name = tempfile.mkstemp(prefix="fabric-jev-gguf-", suffix=".log")
         os.unlink(name)
@@ -150,8 +150,11 @@ def main(argv: list[str]) -> int:
         sys.stderr.flush()
         detail = str(exc) if isinstance(exc, PortsTaken | ImportError) else ""
         if not detail:
-            os.lseek(sink, max(0, os.lseek(sink, 0, os.SEEK_END) - 65536), os.SEEK_SET)
-            detail = error_lines(os.read(sink, 65536).decode("utf-8", "replace"))
+            try:
+                end = os.lseek(sink, 0, os.SEEK_END)
+                detail = error_lines(os.pread(sink, 65536, max(0, end - 65536)).decode("utf-8", "replace"))
+            except OSError:
+                detail = f"{type(exc).__name__}: {exc}"
         with contextlib.suppress(OSError):
             say({"error": detail})
         return 1
