@@ -57,9 +57,15 @@ _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fabric-jev-gguf
 
 
 def extra_problem() -> str | None:
-    """None when llama.cpp's server (xllamacpp) is installed, else the one-line reason with its fix.
+    """None when llama.cpp's server (xllamacpp) is installed here, else the one-line reason with its fix.
     Found without importing it: a status stays cheap."""
-    if importlib.util.find_spec(EXTRA_PACKAGE) is None:
+    if not sys.platform.startswith("linux"):  # the parent-death signal and pidfds are Linux's
+        return f"the gguf route runs on Linux only, not {sys.platform}"
+    try:
+        found = importlib.util.find_spec(EXTRA_PACKAGE) is not None
+    except (ImportError, ValueError):  # a finder that refuses it
+        found = False
+    if not found:
         return (f"the gguf route needs llama.cpp's server, which the {EXTRA_PACKAGE} package carries; "
                 f"install it with: {INSTALL_HINT}")
     return None
