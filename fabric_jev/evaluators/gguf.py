@@ -68,6 +68,8 @@ class GgufEvaluator:
         # Built now, pointed nowhere yet: a bad setting or profile is refused before anything starts.
         self._inner = self._llm("http://127.0.0.1:1/v1")
         self._inner_base: str | None = None
+        #: Whether llama.cpp's server can run here, looked up once (status is asked often).
+        self._problem = extra_problem()
         self._lease = ServerLease(self.path, self.model, self.settings)
         self._closed = False
 
@@ -89,9 +91,8 @@ class GgufEvaluator:
         await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller starts nothing
         if self._closed:
             raise UpstreamError(f"the gguf evaluator for {self.model} is closed")
-        problem = extra_problem()
-        if problem:
-            raise UpstreamError(problem)
+        if self._problem:
+            raise UpstreamError(self._problem)
         deadline = anyio.current_time() + timeout
         try:
             with anyio.fail_after(timeout):
@@ -109,7 +110,7 @@ class GgufEvaluator:
 
     def status(self) -> EvaluatorStatus:
         """Presence only: whether llama.cpp's server is installed; never starts it."""
-        return EvaluatorStatus(GGUF_ROUTE.name, self.model, NO_CREDENTIALS_NEEDED, extra_problem(), mode="offline")
+        return EvaluatorStatus(GGUF_ROUTE.name, self.model, NO_CREDENTIALS_NEEDED, self._problem, mode="offline")
 
     async def aclose(self) -> None:
         """Give back this evaluator's share of the server (the last one stops it). Idempotent."""
