@@ -6,18 +6,19 @@
 standard library and xllamacpp only, never fabric_jev. It loads the model into
 an ``xllamacpp.Server`` listening on 127.0.0.1, then writes one JSON line on
 the report descriptor, ``{"url": "http://127.0.0.1:PORT"}`` once the model is
-loaded and the server listens, or ``{"error": "..."}`` (with the server's own
-error lines), and writes nothing more.
+loaded and the server listens, or ``{"error": "..."}`` (empty when llama.cpp
+failed: its log says why), and writes nothing more.
 
 It dies with the host: PR_SET_PDEATHSIG (the host starts it from a thread that
 lives as long as the host process), then a check that the parent is still the
 one that started it, which closes the race with a parent that died before the
 signal was armed. SIGTERM stops it cleanly (the server finishes, exit 0).
 
-What llama.cpp prints goes to ``--log FILE`` when one is given; otherwise to an
-unlinked temporary file while the model loads (its error lines are what a
-failure reports), and to /dev/null once the server is ready: a long-running
-server writes nothing that grows.
+What llama.cpp prints goes to the descriptor ``--log-fd`` (the host's: a file
+in memory, or the test fixture's log file): while the model loads, so that
+the host can show llama.cpp's own error lines when it fails; after that only
+with ``--keep-log``, else to /dev/null, so that a long-running server writes
+nothing that grows.
 """
 
 from __future__ import annotations
@@ -27,35 +28,19 @@ import contextlib
 import ctypes
 import json
 import os
-import re
 import signal
 import socket
 import sys
-import tempfile
 import threading
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
-#: A llama.cpp log line: its time, then its level letter (E: error).
-_ERROR_LINE = re.compile(r"^\s*[\d.]+\s+E\s+(.*)$")
 
 
 def die_with_parent(parent: int) -> None:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the host died before the signal was armed
         os._exit(1)
-
-
-def error_lines(text: str, most: int = 4) -> str:
-    """The server's own error lines (each once, in order), or its last lines when it gave none."""
-    found: list[str] = []
-    for line in text.splitlines():
-        matched = _ERROR_LINE.match(line)
-        if matched and matched.group(1).strip() not in found:
-            found.append(matched.group(1).strip())
-    if not found:
-        found = [line.strip() for line in text.splitlines() if line.strip()][-most:]
-    return "; ".join(found[:most])[:800] or "it printed nothing"
 
 
 def _port_free(port: int) -> bool:
@@ -123,7 +108,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--port-low", type=int, default=0)
     parser.add_argument("--port-high", type=int, default=0)
     parser.add_argument("--metrics", action="store_true")
-    parser.add_argument("--log")
+    parser.add_argument("--log-fd", type=int, required=True)
+    parser.add_argument("--keep-log", action="store_true")
     args = parser.parse_args(argv)
     die_with_parent(args.parent)
 
@@ -131,13 +117,9 @@ def main(argv: list[str]) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
 
-    if args.log:
-        sink = os.open(args.log, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
-    else:
-        sink, name = tempfile.mkstemp(prefix="fabric-jev-gguf-", suffix=".log")
-        os.unlink(name)
-    os.dup2(sink, 1)
-    os.dup2(sink, 2)
+    os.dup2(args.log_fd, 1)
+    os.dup2(args.log_fd, 2)
+    os.close(args.log_fd)
     report = os.fdopen(args.report_fd, "w", encoding="utf-8")
 
     def say(message: dict[str, str]) -> None:
@@ -146,24 +128,17 @@ def main(argv: list[str]) -> int:
 
     try:
         server = start(args)
-    except Exception as exc:  # reported, never raised: the host reads why from the report
-        sys.stderr.flush()
-        detail = str(exc) if isinstance(exc, PortsTaken | ImportError) else ""
-        if not detail:
-            try:
-                end = os.lseek(sink, 0, os.SEEK_END)
-                detail = error_lines(os.pread(sink, 65536, max(0, end - 65536)).decode("utf-8", "replace"))
-            except OSError:
-                detail = f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # reported, never raised
+        # Why: ours, or llama.cpp's own error lines, which the host reads from the log once this
+        # process has exited (llama.cpp writes its log from a thread of its own, flushed at exit).
         with contextlib.suppress(OSError):
-            say({"error": detail})
+            say({"error": str(exc) if isinstance(exc, PortsTaken | ImportError) else ""})
         return 1
-    if not args.log:  # ready: what it prints from now on is not kept
+    if not args.keep_log:  # ready: what it prints from now on is not kept
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         os.close(devnull)
-    os.close(sink)
     with contextlib.suppress(OSError):
         say({"url": server.listening_address})
     with contextlib.suppress(OSError):

@@ -26,6 +26,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -50,6 +51,8 @@ INSTALL_HINT = "pip install 'fabric-jev[gguf]'"
 #: How long a server has to stop after SIGTERM before it is killed.
 STOP_GRACE_S = 10.0
 _MAX_REPORT_BYTES = 64 * 1024
+#: A llama.cpp log line: its time, then its level letter (E: error).
+_ERROR_LINE = re.compile(r"^\s*[\d.]+\s+E\s+(.*)$")
 
 #: The one thread that starts servers (see the module doc): an executor's worker lives until the
 #: interpreter shuts down, and a child started from it dies when the process does.
@@ -71,38 +74,61 @@ def extra_problem() -> str | None:
     return None
 
 
-def _popen(argv: list[str], report: int) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(argv, pass_fds=[report], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+def _popen(argv: list[str], keep: list[int]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, pass_fds=keep, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
 
 
+def error_lines(text: str, most: int = 4) -> str:
+    """llama.cpp's own error lines in its log (each once, in order), or its last lines when it
+    logged no error."""
+    found: list[str] = []
+    for line in text.splitlines():
+        matched = _ERROR_LINE.match(line)
+        if matched and matched.group(1).strip() not in found:
+            found.append(matched.group(1).strip())
+    if not found:
+        found = [line.strip() for line in text.splitlines() if line.strip()][-most:]
+    return "; ".join(found[:most])[:800]
+
+
 class ServerProcess:
-    """One child serving `model` under the name `alias` (see the module doc)."""
+    """One child serving `model` under the name `alias` (see the module doc). `log`: a file that
+    gets everything the server prints, for as long as it runs; without one, what it prints while
+    the model loads is kept in memory (a failure shows its error lines) and then thrown away."""
 
     def __init__(self, model: Path, alias: str, settings: ServerSettings, *, log: Path | None = None) -> None:
         self.model = model
         self.alias = alias
         self.settings = settings
         low, high = settings.ports or (0, 0)
+        if log is None:
+            self._log: int | None = os.memfd_create("fabric-jev-gguf-log", os.MFD_CLOEXEC)
+        else:
+            self._log = os.open(log, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         read_end, write_end = os.pipe()
         argv = [sys.executable, "-P", str(_MAIN), "--parent", str(os.getpid()), "--report-fd", str(write_end),
-                "--model", str(model), "--alias", alias, "--context", str(settings.context_size),
-                "--threads", str(settings.threads or 0), "--slots", str(settings.slots),
-                "--port-low", str(low), "--port-high", str(high)]
+                "--log-fd", str(self._log), "--model", str(model), "--alias", alias,
+                "--context", str(settings.context_size), "--threads", str(settings.threads or 0),
+                "--slots", str(settings.slots), "--port-low", str(low), "--port-high", str(high)]
         argv += ["--metrics"] if settings.metrics else []
-        argv += ["--log", str(log)] if log is not None else []
+        argv += ["--keep-log"] if log is not None else []
         try:
             # Its own session: a Ctrl-C at the terminal reaches the host, which stops it, not the
             # server directly; and its group can be killed whole.
-            self.process: subprocess.Popen[bytes] = _SPAWNER.submit(partial(_popen, argv, write_end)).result()
+            self.process: subprocess.Popen[bytes] = _SPAWNER.submit(
+                partial(_popen, argv, [write_end, self._log])).result()
         except BaseException:
             os.close(read_end)
+            self._close_log()
             raise
         finally:
             os.close(write_end)
         os.set_blocking(read_end, False)
         self._report: int | None = read_end
         self._buffer = bytearray()
+        #: What the child said instead of its address: None until it has (or for a crash).
+        self._said: str | None = None
         self.started_at = time.monotonic()
         #: The server's address (http://127.0.0.1:PORT) once it is ready.
         self.url: str | None = None
@@ -141,30 +167,45 @@ class ServerProcess:
         if isinstance(url, str) and url.startswith("http://127.0.0.1:") and url[17:].isdigit():
             self.url = url
         elif isinstance(message, dict) and isinstance(message.get("error"), str):
-            self.failure = UpstreamError(f"{self._name()} could not start: {message['error'][:1000]}")
+            self._said = message["error"][:1000]
         else:
-            self.failure = UpstreamError(f"{self._name()} reported something other than its address")
+            self._said = "it reported something other than its address"
         return True
 
-    def _ended_early(self, status: int | None) -> UpstreamError:
-        if status is None:
-            how = "closed its report without a word"
-        elif status < 0:
-            how = f"was killed by {signal.Signals(-status).name}" if -status in signal.valid_signals() \
-                else f"was killed by signal {-status}"
-        else:
-            how = f"exited with status {status}"
-        return UpstreamError(f"{self._name()} {how} before it was ready")
+    def _log_errors(self) -> str:
+        """llama.cpp's error lines from the last 64 KiB of its log ("" without a log)."""
+        if self._log is None:
+            return ""
+        try:
+            end = os.lseek(self._log, 0, os.SEEK_END)
+            return error_lines(os.pread(self._log, 65536, max(0, end - 65536)).decode("utf-8", "replace"))
+        except OSError:
+            return ""
 
     def _settle(self) -> str:
-        """After the report ended: the URL, or the failure raised (the child is left to `aclose`)."""
+        """After the report ended (and, for a failure, the child exited): the URL, or the failure
+        raised (the child is left to `aclose`)."""
         if self._report is not None:
             os.close(self._report)
             self._report = None
         if self.url is not None:
+            self._close_log()  # the child keeps its own copy; in memory, it is thrown away with it
             return self.url
         if self.failure is None:
-            self.failure = self._ended_early(self.process.poll())
+            if self._said is not None:
+                why = f"could not start: {self._said or self._log_errors() or 'it gave no reason'}"
+            else:
+                status = self.process.poll()
+                if status is None:
+                    how = "closed its report without a word"
+                elif status < 0 and -status in signal.valid_signals():
+                    how = f"was killed by {signal.Signals(-status).name}"
+                else:
+                    how = f"exited with status {status}"
+                errors = self._log_errors()
+                why = f"{how} before it was ready" + (f": {errors}" if errors else "")
+            self.failure = UpstreamError(f"{self._name()} {why}")
+            self._close_log()
         raise self.failure
 
     async def ready(self) -> str:
@@ -172,9 +213,8 @@ class ServerProcess:
         why it could not start. Cancelling the wait leaves the server loading; a later call waits
         on where this one stopped."""
         while self._report is not None:
-            done = self._take(await read_available(self._report))
-            if done:
-                if self.url is None and self.failure is None:  # its exit status says how it ended
+            if self._take(await read_available(self._report)):
+                if self.url is None:  # its log is complete, and its status known, once it has exited
                     with anyio.move_on_after(5):
                         await wait_process_exit(self.process)
                 return self._settle()
@@ -195,11 +235,16 @@ class ServerProcess:
             except BlockingIOError:
                 continue
             if self._take(chunk):
-                if self.url is None and self.failure is None:
+                if self.url is None:
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         self.process.wait(5)
                 return self._settle()
         return self._settle()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            os.close(self._log)
+            self._log = None
 
     def stop(self, grace: float = STOP_GRACE_S) -> None:
         """SIGTERM, then SIGKILL to its group after `grace` seconds; reaped. Idempotent."""
@@ -230,6 +275,7 @@ class ServerProcess:
         if self._report is not None:
             os.close(self._report)
             self._report = None
+        self._close_log()
 
 
 @dataclass
