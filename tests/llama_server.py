@@ -1,7 +1,7 @@
 """The real llama.cpp server for the tests marked `llm`: one per session, killed at its end.
 
-llama.cpp's own llama-server with SmolLM2-135M-Instruct (./scripts/setup-llm installs both;
-fabric_jev/benchmarks/llama_server.py starts it). A test that uses the `llama` fixture is
+llama.cpp's server (the prebuilt xllamacpp wheel) with SmolLM2-135M-Instruct (./scripts/setup-llm
+installs both; fabric_jev/benchmarks/llama_server.py starts it, through the `gguf:` route's runner). A test that uses the `llama` fixture is
 marked `llm` by conftest, so `pytest -m "not llm"` leaves them all out, server included.
 """
 
@@ -29,7 +29,7 @@ from tests.upstream import serving
 
 @pytest.fixture(scope="session")
 def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    """llama-server on 127.0.0.1 with one slot (its prompt cache is the one a request reuses)."""
+    """llama.cpp's server on 127.0.0.1 with one slot (its prompt cache is the one a request reuses)."""
     try:
         locate_server()
         locate_model()

@@ -296,7 +296,7 @@ def test_profile_comes_from_config_and_only_for_local(tmp_path: Path, learned: A
     assert isinstance(ev, LocalEvaluator) and ev.profile is not None and ev.profile.name == "tiny"
     fixture = tmp_path / "f.json"
     fixture.write_text(json.dumps({"answers": {}}))
-    with pytest.raises(ConfigError, match=r"adapts the local evaluator or a model route \(openai, ollama, anthropic\), "
+    with pytest.raises(ConfigError, match=r"adapts the local evaluator or a model route \(openai, ollama, anthropic, gguf\), "
                        "not 'fixture'"):
         build_evaluator(f"fixture:{fixture}", HostConfig(evaluator={"profile": str(path)}))
     with pytest.raises(ProfileInvalid, match="cannot read profile"):

@@ -1,7 +1,7 @@
 """The real llama.cpp server the `llm` tests share: what it reports, and that it is always stopped.
 
-These pin what the routes' tests and `bench evaluators` read from llama-server (the version
-./scripts/setup-llm builds): next-token logprobs for a one-token answer, and how many prompt
+These pin what the routes' tests and `bench evaluators` read from llama.cpp's server (the
+xllamacpp build ./scripts/setup-llm installs): next-token logprobs for a one-token answer, and how many prompt
 tokens a request evaluated against how many it reused from the slot's prompt cache.
 """
 
@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from fabric_jev.benchmarks.llama_server import LlamaServer, LlamaServerFailed, llama_server
+from tests.conftest import child_pids
 
 pytestmark = pytest.mark.llm
 
@@ -75,6 +76,9 @@ def test_a_server_that_cannot_start_fails_with_its_log(tmp_path: Path, monkeypat
     bad = tmp_path / "not-a-model.gguf"
     bad.write_bytes(b"this is not a GGUF file")
     monkeypatch.setenv("FABRIC_JEV_LLAMA_MODEL", str(bad))
-    with pytest.raises(LlamaServerFailed, match=r"exited \(status \d+\)[^\n]*:\n(.|\n)*gguf"), \
+    before = child_pids()
+    # The server's own error line, then the tail of everything it printed.
+    with pytest.raises(LlamaServerFailed, match=r"could not start: [^\n]*failed to load model[^\n]*:\n(.|\n)*gguf"), \
             llama_server(tmp_path / "log"):
         pass
+    assert child_pids() == before  # the child that failed was reaped

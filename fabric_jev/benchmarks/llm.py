@@ -1,6 +1,6 @@
 """The `openai:` route against a real llama.cpp server (part of `bench evaluators`).
 
-One llama-server (one slot, SmolLM2-135M-Instruct; ./scripts/setup-llm), three goals
+One llama.cpp server (xllamacpp, one slot, SmolLM2-135M-Instruct; ./scripts/setup-llm), three goals
 measured in the same run:
 
 - one prefill: a 5-question request on a ~1,000-token state costs at most 1.6× a 1-question
@@ -176,14 +176,14 @@ async def _calibration(server: LlamaServer, examples: int | None) -> dict[str, A
 
 
 async def bench_llm(samples: int = 5, examples: int | None = None) -> dict[str, Any]:
-    """The three goals against one llama-server; {"missing": why} when it is not installed."""
+    """The three goals against one llama.cpp server; {"missing": why} when it is not installed."""
     try:
         locate_server()
         locate_model()
     except LlamaServerMissing as exc:
         return {"missing": str(exc)}
     with tempfile.TemporaryDirectory() as tmp, llama_server(Path(tmp) / "llama-server.log", context=8192) as server:
-        return {"server": f"llama-server (1 slot, 1 thread), {server.model}",
+        return {"server": f"llama.cpp server (xllamacpp; 1 slot, 1 thread), {server.model}",
                 "requests": await _requests(server, samples),
                 "calibration": await _calibration(server, examples)}
 

@@ -21,7 +21,8 @@ EXIT_REJECTED = 2
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 EVALUATOR_HELP = ("the evaluator: local | fixture:FILE | cassette:FILE | record:FILE | typesafe | openrouter | "
-                  "vercel | openai:MODEL | ollama:MODEL | anthropic:MODEL (default: the config's, else local)")
+                  "vercel | openai:MODEL | ollama:MODEL | anthropic:MODEL | gguf:FILE (a GGUF model file that "
+                  "llama.cpp serves) (default: the config's, else local)")
 CONFIG_HELP = "host config JSON file (limits, model, evaluator, connectors; see docs/programs.md)"
 #: Upper bounds on the files commands read: a file over its bound is refused before it is read.
 MAX_INPUT_BYTES = 1 << 20

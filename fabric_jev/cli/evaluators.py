@@ -185,12 +185,13 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     st = add_command(
         sub, "status", help="show which evaluator would answer and every route's readiness",
         description="Print which evaluator the host would use and the rule that picked it, and for "
-                    "each route (local, typesafe, openrouter, vercel-ai-gateway, openai, ollama, anthropic): "
-                    "enabled or "
+                    "each route (local, typesafe, openrouter, vercel-ai-gateway, openai, ollama, anthropic, "
+                    "gguf): enabled or "
                     "disabled, offline or online, where its key would come from and why it is not "
-                    "ready. `ready` is false without a key for the chosen route, or without the "
-                    "local evaluator's weights. Keys are checked for presence only: never run a "
-                    "credential command, never use the network.",
+                    "ready. `ready` is false without a key for the chosen route, without the "
+                    "local evaluator's weights, or, for gguf, without llama.cpp's server installed. Keys are "
+                    "checked for presence only: never run a credential command, never use the network, "
+                    "never start a gguf server.",
         codes=("0 the chosen route is ready", "1 it is not (the report says why; so does a line on stderr)",
                "2 bad config or evaluator"))
     add_evaluator_options(st, config=True)

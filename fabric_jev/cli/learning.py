@@ -253,9 +253,13 @@ async def _cmd_learn_temperatures(args: argparse.Namespace) -> int:
     from ..evaluators.select import build_evaluator
 
     kind, _, model = args.evaluator.partition(":")
-    if kind not in LLM_ROUTES or not model:
+    if (kind not in LLM_ROUTES and kind != "gguf") or not model:
         raise ConfigError(f"learn fits the local evaluator (no --evaluator) or a model route's temperatures "
-                          f"({', '.join(r + ':MODEL' for r in LLM_ROUTES)}), not {args.evaluator!r}")
+                          f"({', '.join(r + ':MODEL' for r in LLM_ROUTES)}, gguf:FILE), not {args.evaluator!r}")
+    if kind == "gguf":  # the profile names the model as the route's answers do: by the file's name
+        from ..evaluators.gguf_file import model_name
+
+        model = model_name(model)
     config = config_from(args)
     # The answers as the model gives them: a profile the config attaches is not what is being fitted.
     config = config.model_copy(update={"evaluator": {k: v for k, v in config.evaluator.items() if k != "profile"}})
@@ -384,7 +388,7 @@ def add_learning_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
                     "signature, on a training share; print the heuristic's and the profile's accuracy, "
                     "Brier and ECE on the held-out share and cross-validated over every example. Use it "
                     "with --evaluator local --profile FILE. With --evaluator ROUTE:MODEL (openai, ollama, "
-                    "anthropic), fit that model's temperatures instead, one per question type, and print "
+                    "anthropic) or gguf:FILE, fit that model's temperatures instead, one per question type, and print "
                     "held-out accuracy, Brier and ECE as answered and with them. See docs/evaluators.md.",
         codes=("0 profile written", "2 bad labels or options, the local model is not installed, or no "
                "example could be answered"))

@@ -4,7 +4,7 @@ Format (JSON, docs/evaluators.md "Calibrating a model")::
 
     {"format": "fabric-jev-llm-profile", "version": 1,
      "name": "qwen3-support",                      # 1-64 letters, digits, . _ - (starts with one of the first two)
-     "route": "ollama", "model": "qwen3:8b",       # the evaluator it was fitted for
+     "route": "ollama", "model": "qwen3:8b",       # the evaluator it was fitted for (gguf: the file's name)
      "readout": "logprobs",                        # optional: logprobs | samples (what it was fitted on)
      "temperatures": {"noul": 1.6, "choice": 1.2, "score": 1.0},   # each optional, 0.05-20; absent = 1
      "report": {...}}                              # optional: how it was fitted (shown, never used)
@@ -36,6 +36,8 @@ VERSION: Literal[1] = 1
 MAX_PROFILE_BYTES = 1 << 20
 QUESTION_TYPES = ("noul", "choice", "score")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+#: The routes a profile may be fitted for: the model routes, and gguf (a GGUF file served here).
+PROFILE_ROUTES = (*LLM_ROUTES, "gguf")
 _KEYS = {"format", "version", "name", "route", "model", "readout", "temperatures", "report"}
 
 
@@ -101,8 +103,8 @@ def check(data: object, where: str) -> LlmProfile:
     if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
         raise bad("name must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
     route = data.get("route")
-    if route not in LLM_ROUTES:
-        raise bad(f"route must be one of {', '.join(LLM_ROUTES)}")
+    if route not in PROFILE_ROUTES:
+        raise bad(f"route must be one of {', '.join(PROFILE_ROUTES)}")
     model = data.get("model")
     if not is_llm_model(model):
         raise bad(f"model must be {LLM_MODEL_RULE}")

@@ -6,7 +6,8 @@ or the section's ``profile`` adapts it), ``fixture:FILE``,
 from the evaluator `record_source` names), ``typesafe``, ``openrouter``,
 ``vercel``, and the model routes ``openai:MODEL``, ``ollama:MODEL``,
 ``anthropic:MODEL`` (`llm_routes`; a profile there holds temperatures,
-`llm_profile`). Cassettes are the pytest plugin's JSON Lines (cassette.py).
+`llm_profile`), and ``gguf:FILE``, a GGUF model file that llama.cpp serves from
+a process the host starts (`gguf`). Cassettes are the pytest plugin's JSON Lines (cassette.py).
 
 The config's ``evaluator`` section::
 
@@ -14,6 +15,8 @@ The config's ``evaluator`` section::
      "credentialCommand": ["pass", "show", "typesafe"], "disabled": ["openrouter"]}
     {"kind": "ollama:qwen3:8b", "baseUrls": {"ollama": "http://127.0.0.1:11434/v1"},
      "readout": "auto", "samples": 5, "concurrency": 4, "retries": 2, "extraBody": {...}}
+    {"kind": "gguf:models/qwen2.5-1.5b-instruct-q4_k_m.gguf",
+     "gguf": {"contextSize": 8192, "threads": 4, "ports": [8100, 8199]}}
 
 (``route``, the evaluator ``record:FILE`` records from, is any spec but a cassette.)
 
@@ -22,7 +25,7 @@ command line's ``--evaluator``; the section's ``kind``; a configured model id
 that names a route (``typesafe/…`` → OpenRouter, ``typesafe-ai/…`` → Vercel);
 else the offline local evaluator. A route listed in ``disabled`` (``local``,
 ``typesafe``, ``openrouter``, ``vercel``, ``openai``, ``ollama``,
-``anthropic``) is never built.
+``anthropic``, ``gguf``) is never built.
 """
 
 from __future__ import annotations
@@ -45,12 +48,16 @@ if TYPE_CHECKING:  # each kind's module loads when that kind is built (start-up 
 
 _SECTION_KEYS = {"kind", "baseUrls", "credentialCommand", "route", "profile", "disabled",
                  # the model routes' own (llm.py)
-                 "readout", "samples", "concurrency", "retries", "extraBody"}
+                 "readout", "samples", "concurrency", "retries", "extraBody",
+                 # the gguf route's server (gguf.py)
+                 "gguf"}
 _CASSETTE_KINDS = ("cassette", "record")
 #: The routes `disabled` may name (besides the aliases `jev` and `vercel-ai-gateway`).
-ROUTE_NAMES = ("local", "typesafe", "openrouter", "vercel-ai-gateway", "openai", "ollama", "anthropic")
+ROUTE_NAMES = ("local", "typesafe", "openrouter", "vercel-ai-gateway", "openai", "ollama", "anthropic", "gguf")
 _SPECS = ("local, fixture:FILE, cassette:FILE, record:FILE, typesafe, openrouter, vercel, openai:MODEL, "
-          "ollama:MODEL or anthropic:MODEL")
+          "ollama:MODEL, anthropic:MODEL or gguf:FILE")
+#: The spec kind of a GGUF model file served by llama.cpp that the host starts (gguf.py).
+GGUF = "gguf"
 
 
 class Selection(WireModel):
@@ -74,8 +81,13 @@ class Selection(WireModel):
 
     @property
     def model(self) -> str | None:
-        """The model a model route's spec names (``ollama:qwen3:8b`` → ``qwen3:8b``), else None."""
+        """The model a model route's spec names (``ollama:qwen3:8b`` → ``qwen3:8b``; for
+        ``gguf:FILE`` the file's name, as the server calls it), else None."""
         kind, _, model = self.spec.partition(":")
+        if kind == GGUF and model:
+            from .gguf_file import model_name
+
+            return model_name(model)
         return model or None if kind in LLM_ROUTES else None
 
 
@@ -119,12 +131,12 @@ def disabled_routes(config: HostConfig) -> frozenset[str]:
         raise ConfigError("evaluator.disabled must be a list of route names")
     out = set()
     for name in raw:
-        if name == "local" or name in LLM_ROUTES:
+        if name in ("local", GGUF) or name in LLM_ROUTES:
             out.add(name)
             continue
         if name not in ROUTES and name not in ROUTE_ALIASES:
             raise ConfigError(f"evaluator.disabled names an unknown route {name!r}; "
-                              "expected local, typesafe, openrouter, vercel, openai, ollama or anthropic")
+                              "expected local, typesafe, openrouter, vercel, openai, ollama, anthropic or gguf")
         out.add(get_route(name).name)
     return frozenset(out)
 
@@ -178,6 +190,31 @@ def build_llm_evaluator(spec: str, config: HostConfig, *, store: AuthStore | Non
                         profile=profile)
 
 
+def build_gguf_evaluator(path: str, config: HostConfig) -> Evaluator:
+    """A `gguf:FILE` evaluator with the config's section: the file is checked now, the server
+    starts at the first evaluation (gguf.py)."""
+    from .backoff import DEFAULT_RETRIES
+    from .gguf import GgufEvaluator
+    from .gguf_file import check_gguf_file, settings_from
+    from .llm import DEFAULT_CONCURRENCY, DEFAULT_SAMPLES
+
+    section = _section(config)
+    settings = settings_from(section)
+    check_gguf_file(path)  # before the profile is read: the file is the first thing a user gets wrong
+    profile = None
+    if section.get("profile") is not None:
+        from .llm_profile import LlmProfile
+
+        if not isinstance(section["profile"], str):
+            raise ConfigError("evaluator.profile must be a file name")
+        profile = LlmProfile.load(section["profile"])
+    return GgufEvaluator(path, settings=settings, readout=section.get("readout", "auto"),
+                         samples=section.get("samples", DEFAULT_SAMPLES),
+                         concurrency=section.get("concurrency", DEFAULT_CONCURRENCY),
+                         retries=section.get("retries", DEFAULT_RETRIES), extra_body=section.get("extraBody"),
+                         profile=profile)
+
+
 def build_evaluator(spec: str | None, config: HostConfig, *,
                     store: AuthStore | None = None) -> Evaluator:
     section = _section(config)
@@ -188,12 +225,14 @@ def build_evaluator(spec: str | None, config: HostConfig, *,
                           f"it was chosen because {chosen.rule}")
     kind, _, arg = spec.partition(":")
     profile = section.get("profile")
-    if profile is not None and kind not in ("local", "record") and kind not in LLM_ROUTES:
+    if profile is not None and kind not in ("local", "record", GGUF) and kind not in LLM_ROUTES:
         # record: the evaluator it records from
-        raise ConfigError(f"a profile adapts the local evaluator or a model route (openai, ollama, anthropic), "
-                          f"not {kind!r}")
+        raise ConfigError(f"a profile adapts the local evaluator or a model route (openai, ollama, anthropic, "
+                          f"gguf), not {kind!r}")
     if kind in LLM_ROUTES:
         return build_llm_evaluator(spec, config, store=store)
+    if kind == GGUF:
+        return build_gguf_evaluator(arg, config)
     if kind == "local":
         from .local import LocalEvaluator
 
@@ -243,7 +282,7 @@ def evaluator_from_spec(spec: str, config: HostConfig | None = None) -> Evaluato
 
     `spec` is ``local``, ``fixture:FILE``, ``cassette:FILE``, ``record:FILE``,
     ``typesafe``, ``openrouter``, ``vercel``, ``openai:MODEL``,
-    ``ollama:MODEL`` or ``anthropic:MODEL``; `config` supplies the model,
+    ``ollama:MODEL``, ``anthropic:MODEL`` or ``gguf:FILE``; `config` supplies the model,
     base URLs, credential command, the model routes' settings and the profile
     (its ``evaluator`` section). Raises `ConfigError` for an unknown spec or an unusable file.
     The caller owns the result: ``await evaluator.aclose()`` when done (a

@@ -1,14 +1,17 @@
 """What `fabric-jev status` reports: every route, whether it could answer now, and which one is used.
 
 For each route (the offline `local` evaluator, the three System One routes,
-and the model routes `openai`, `ollama`, `anthropic`): whether the config enables it, its mode (offline: nothing leaves
+the model routes `openai`, `ollama`, `anthropic`, and `gguf`, a model file that
+llama.cpp serves from a process the host starts): whether the config enables it, its mode (offline: nothing leaves
 the host; online: requests go to an endpoint), where its key would come
 from, and — when it is not ready — why, with the fix. Plus the route the
 host would pick and the rule that picked it (`select.select`).
 
 Presence only, like every status: it never runs a credential command, never
-touches the network and never loads the local model (only checks that its
-weights are installed); `verified` is always false.
+touches the network, never loads the local model (only checks that its
+weights are installed) and never starts a gguf server (only checks that
+llama.cpp's server is installed and that the file is a GGUF file); `verified`
+is always false.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ class RouteStatus(WireData):
     endpoint: str | None = None
     #: The local route's learned profile, when the config names one.
     profile: Annotated[str | None, Field(exclude_if=omit_none)] = None
+    #: The gguf route's model file and how its server would start, when that route is chosen.
+    server: Annotated[dict[str, Any] | None, Field(exclude_if=omit_none)] = None
 
 
 def _local(config: HostConfig, disabled: frozenset[str], selected: bool) -> RouteStatus:
@@ -127,6 +132,30 @@ def _llm(name: str, config: HostConfig, disabled: frozenset[str], selection: Sel
     return RouteStatus(name, mode, enabled, selected, problem is None, problem, credentials, model, url)
 
 
+def _gguf(config: HostConfig, disabled: frozenset[str], selection: Selection) -> RouteStatus:
+    """The gguf route: llama.cpp's server installed, and (chosen) the file a GGUF file; nothing started."""
+    from .gguf_file import check_gguf_file, describe, model_name, settings_from
+    from .gguf_server import extra_problem
+
+    selected = selection.route == "gguf"
+    enabled = "gguf" not in disabled
+    problem = None if enabled else "disabled in the config (evaluator.disabled)"
+    problem = problem or extra_problem()
+    model = server = None
+    if selected:
+        path = selection.spec.partition(":")[2]
+        model = model_name(path) if path else None
+        server = {"file": path, "started": "at the first evaluation, on 127.0.0.1"}
+        try:
+            settings = settings_from(config.evaluator)
+            server["file"] = str(check_gguf_file(path))
+            server["settings"] = describe(settings)
+        except ConfigError as exc:
+            problem = problem or str(exc)
+    return RouteStatus("gguf", "offline", enabled, selected, problem is None, problem,
+                       NO_CREDENTIALS_NEEDED.to_json(), model, server=server)
+
+
 def route_statuses(config: HostConfig, selection: Selection, *, store: AuthStore | None = None,
                    environ: Mapping[str, str] | None = None) -> list[RouteStatus]:
     """Every route, local first, then the System One routes and the model routes (see the module doc)."""
@@ -134,6 +163,7 @@ def route_statuses(config: HostConfig, selection: Selection, *, store: AuthStore
     out = [_local(config, disabled, selection.route == "local")]
     out += [_http(name, config, disabled, selection.route == name, store, environ) for name in ROUTES]
     out += [_llm(name, config, disabled, selection, store, environ) for name in LLM_ROUTES]
+    out.append(_gguf(config, disabled, selection))
     return out
 
 
@@ -189,7 +219,14 @@ def format_report(report: Mapping[str, Any]) -> str:
             lines.append(f"      {r['problem']}")
         if r["name"] in LLM_ROUTES and r.get("endpoint"):  # where its requests would go: base URLs are set per user
             lines.append(f"      {r['endpoint']}")
-    lines.append("keys are checked for presence only (never sent, never verified); no server is contacted")
+        if r.get("server"):  # the gguf route's file, and how its server would start
+            from ..terminal import one_line
+
+            server = r["server"]
+            lines.append(f"      {one_line(server['file'])}: llama.cpp started {server['started']}"
+                         + (f" ({server['settings']})" if server.get("settings") else ""))
+    lines.append("keys are checked for presence only (never sent, never verified); no server is contacted "
+                 "or started")
     runs = report.get("runs")
     if runs is not None:
         lines.append(f"runs: {len(runs)}")
