@@ -269,7 +269,7 @@ def add_eval_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     e.add_argument("--concurrency", type=int, help="runs at a time (per Ray actor with --ray; default: the "
                    "config's maxConcurrentRuns)")
     e.add_argument("--out", metavar="DIR", help="write results.jsonl (every line, with every answer and who "
-                   "gave it) and summary.json there")
+                   "gave it), summary.json and manifest.json (what the eval is made of) there")
     e.add_argument("--resume", action="store_true", help="continue the eval in --out DIR: lines already there "
                    "are not run again; refused if its program, evaluators, dataset or settings changed")
     e.add_argument("--report", metavar="DIR", help="write a self-contained HTML report (index.html) and PNG "
@@ -288,5 +288,5 @@ def add_eval_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     e.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",
                    help="run the cells on a Ray cluster (needs the ray extra): ADDRESS, or none for "
                    "RAY_ADDRESS or a new local cluster; evaluators are specs, built on each actor")
-    e.add_argument("--actors", type=positive_int, help="Ray actors (default: one per CPU of the cluster)")
+    e.add_argument("--actors", type=positive_int, metavar="N", help="Ray actors (default: one per CPU of the cluster)")
     e.set_defaults(handler=eval_command)

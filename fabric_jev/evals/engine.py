@@ -35,7 +35,7 @@ from ..evaluators.base import Evaluator, EvaluatorStatus
 from .compare import EvalSettings
 from .dataset import Dataset, EvalCase, Key, read_dataset
 from .files import RecordKey, ResultsFolder, file_digest, record_key
-from .manifest import FILE_KINDS, EvalManifest, EvaluatorEntry, change, manifest, spec_entry
+from .manifest import AGAIN, FILE_KINDS, EvalManifest, EvaluatorEntry, change, manifest, spec_entry
 from .records import PROVENANCE_KEYS, EvalRecord, RecordedJudgment
 from .summary import EvalSummary, summarize
 
@@ -352,8 +352,7 @@ def _resumed(folder: ResultsFolder, current: EvalManifest, *, resume: bool, case
     recorded = folder.manifest() if resume else None
     found = None if recorded is None else change(recorded, current)
     if found is not None and found.part != "dataset":
-        raise EvalError(f"--out {folder.folder} {found.reason}" if found.part == "cells"
-                        else f"--out {folder.folder}: {found.reason}")
+        raise EvalError(f"--out {folder.folder}: {found.reason}")
     earlier = folder.recorded(resume=resume)
     _check_earlier(earlier, cases, cells, folder)  # a changed line, named, when a record has it
     if found is not None:
@@ -366,15 +365,15 @@ def _items(cases: Sequence[EvalCase]) -> list[BatchItem]:
 
 
 def _check_earlier(earlier: Mapping[RecordKey, EvalRecord], cases: Mapping[Key, EvalCase],
-                   cells: set[tuple[str, str]], folder: ResultsFolder | None) -> None:
-    """Lines resumed from a folder must be of this eval: its cells, its dataset's lines unchanged."""
+                   cells: set[tuple[str, str]], folder: ResultsFolder) -> None:
+    """Lines resumed from a folder must be of this eval: its cells, its dataset's lines unchanged
+    (the manifest says so; a record says which line)."""
     for record in earlier.values():
-        where = folder.folder if folder is not None else "the results"
         if record.cell not in cells:
-            raise EvalError(f"{where} holds results of evaluator {record.evaluator!r} × variant "
-                            f"{record.variant!r}, which this eval does not run; resume with the same "
-                            "--evaluator and --variant options")
+            raise EvalError(f"--out {folder.folder}: it holds results of evaluator {record.evaluator!r} × "
+                            f"variant {record.variant!r}, which this eval does not run; resume with the same "
+                            f"--evaluator and --variant options, or {AGAIN}")
         case = cases.get(record.id)
         if case is None or case.input != record.input or case.expected != record.expected:
-            raise EvalError(f"{where}: the dataset's line id {record.id!r} changed (or went) since it was "
-                            "recorded; start again in another --out")
+            raise EvalError(f"--out {folder.folder}: the dataset's line id {record.id!r} changed (or went) since "
+                            f"it was recorded; resume with the dataset it was started with, or {AGAIN}")

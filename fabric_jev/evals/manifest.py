@@ -171,12 +171,12 @@ def change(recorded: EvalManifest, current: EvalManifest) -> Change | None:
     """How `current` differs from `recorded`, the first difference found; None if it does not."""
     for evaluator, variant in recorded.cells:
         if (evaluator, variant) not in current.cells:
-            return Change("cells", f"holds results of evaluator {evaluator!r} × variant {variant!r}, which this "
+            return Change("cells", f"it holds results of evaluator {evaluator!r} × variant {variant!r}, which this "
                                    f"eval does not run; resume with the same --evaluator and --variant options, "
                                    f"or {AGAIN}")
     for evaluator, variant in current.cells:
         if (evaluator, variant) not in recorded.cells:
-            return Change("cells", f"was started without evaluator {evaluator!r} × variant {variant!r}, which "
+            return Change("cells", f"it was started without evaluator {evaluator!r} × variant {variant!r}, which "
                                    f"this eval runs; resume with the same --evaluator and --variant options, "
                                    f"or {AGAIN} for this matrix")
     for name, fields in current.variants.items():
