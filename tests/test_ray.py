@@ -11,12 +11,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from fabric_jev import ConfigError, FixtureEvaluator, HostConfig
+from fabric_jev import ConfigError, EvalError, FixtureEvaluator, HostConfig
 from fabric_jev.batch import BatchItem, BatchOutcome, read_inputs, run_batch
 from fabric_jev.contract.program import parse_program
+from fabric_jev.evals import run_eval
 from tests.test_batch import FIXTURE, PROGRAM, batch_argv, check_complete, files, records
+from tests.test_eval_cli import DEADLINE, dataset
+from tests.test_eval_cli import FIXTURE as EVAL_FIXTURE
+from tests.test_eval_cli import PROGRAM as TRIAGE
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[ray]')")
 from fabric_jev.batch.ray_backend import ACTOR_DIED_TWICE, run_ray  # noqa: E402
@@ -128,9 +133,6 @@ def _summary_figures(folder: Path) -> dict[str, Any]:
 @pytest.mark.timeout(240)
 @pytest.mark.anyio
 async def test_eval_on_ray_writes_the_records_and_summary_a_local_eval_writes(cluster: str, tmp_path: Path) -> None:
-    from fabric_jev.evals import run_eval
-    from tests.test_eval_cli import DEADLINE, FIXTURE as EVAL_FIXTURE, PROGRAM as TRIAGE, dataset
-
     data = dataset(tmp_path, 12, '{"input": {"text": "no expected value"}}')
     matrix = ("--evaluator", "local", "--evaluator", EVAL_FIXTURE, "--variant", f"deadline={DEADLINE}")
     local = tmp_path / "local"
@@ -155,12 +157,6 @@ async def test_eval_on_ray_writes_the_records_and_summary_a_local_eval_writes(cl
 @pytest.mark.timeout(240)
 @pytest.mark.anyio
 async def test_an_eval_on_ray_resumes_and_refuses_a_changed_wording(cluster: str, tmp_path: Path) -> None:
-    import anyio
-
-    from fabric_jev import EvalError
-    from fabric_jev.evals import run_eval
-    from tests.test_eval_cli import DEADLINE, FIXTURE as EVAL_FIXTURE, PROGRAM as TRIAGE, dataset
-
     data = dataset(tmp_path, 10)
     folder = tmp_path / "out"
     cells: dict[str, Any] = {"evaluators": [EVAL_FIXTURE], "variants": {"deadline": DEADLINE}}
