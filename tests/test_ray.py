@@ -100,6 +100,29 @@ async def test_an_input_whose_second_actor_dies_too_is_reported_failed(cluster: 
 
 
 @pytest.mark.anyio
+async def test_at_most_actors_times_concurrency_inputs_are_in_flight(cluster: str, tmp_path: Path) -> None:
+    fixture = tmp_path / "fixture.json"
+    fixture.write_text(json.dumps(FIXTURE))
+    handed, done, most = 0, 0, 0
+
+    def dispatched(item: BatchItem, actor: Any) -> None:
+        nonlocal handed, most
+        handed += 1
+        most = max(most, handed - done)
+
+    async def keep(outcome: BatchOutcome) -> None:
+        nonlocal done
+        done += 1
+        assert outcome.judgments and outcome.judgments[0].evaluation.answers == {"q": {"type": "noul", "noul": 0.75}}
+
+    items = [BatchItem(line=n, key=n, value={"n": n}) for n in range(1, 41) if n % 7]
+    await run_ray(parse_program(PROGRAM), items, keep, config=HostConfig(), evaluator=f"fixture:{fixture}",
+                  concurrency=3, address=None, actors=2, on_dispatch=dispatched, judgments=True)
+    assert done == handed == len(items)
+    assert 1 <= most <= 2 * 3
+
+
+@pytest.mark.anyio
 async def test_ray_needs_the_evaluator_as_a_spec(cluster: str) -> None:
     async def keep(outcome: BatchOutcome) -> None:
         raise AssertionError("nothing runs")
