@@ -175,8 +175,8 @@ class _Evaluators:
                                 "give every evaluator as a spec string (for example 'fixture:FILE'); each "
                                 "actor builds its own, and an object is not sent to the actors (it may hold "
                                 "credentials)")
-            evaluator, spec, name = item, None, name or item.status().route
             status = item.status()
+            evaluator, spec, name = item, None, name or status.route
             entry = functools.partial(EvaluatorEntry, spec=None, route=status.route, model=status.model)
         base, n = name, 1
         while name in (existing.name for existing in self.named):
@@ -226,8 +226,8 @@ async def run_eval(
     is built here and closed at the end; an Evaluator you pass stays yours
     (it is not closed). `variants` maps a name to the same program with other
     wording (a file, a dict or a Program). `settings` (tolerances, match, the
-    question → field map) go over the dataset header's. With `out`, results.jsonl
-    and summary.json are written there; `resume` continues a folder that was
+    question → field map) go over the dataset header's. With `out`, manifest.json,
+    results.jsonl and summary.json are written there; `resume` continues a folder that was
     interrupted, after checking that the folder's manifest is this eval's (its
     variants' programs, its evaluators, dataset, settings and host config): a
     difference is refused with its reason before anything runs or is written.
@@ -269,8 +269,10 @@ async def run_eval(
         if folder is not None:
             import anyio.to_thread
 
-            made = lambda: manifest(order, {v.name: v.program for v in matrix},  # noqa: E731
-                                    {named.name: named.entry() for named in lent.named}, dataset, settings, config)
+            def made(dataset: Dataset = dataset) -> EvalManifest:
+                return manifest(order, {v.name: v.program for v in matrix},
+                                {named.name: named.entry() for named in lent.named}, dataset, settings, config)
+
             current = await anyio.to_thread.run_sync(made)  # a digest of every line: a thread's work
             earlier = _resumed(folder, current, resume=resume, cases=cases, cells=set(order))
             folder.open(resume=resume, manifest=current)  # only now is anything written
