@@ -12,7 +12,7 @@ import pytest
 
 from fabric_jev import EvalError, HostConfig, JevHost
 from fabric_jev.evals import read_results, read_summary, run_eval
-from fabric_jev.evals.files import PARTIAL, RESULTS, SUMMARY
+from fabric_jev.evals.files import MANIFEST, PARTIAL, RESULTS, SUMMARY
 from fabric_jev.evals.records import EvalRecord
 from fabric_jev.testing import ScriptedEvaluator
 from tests.cli_support import ROOT, cli
@@ -43,7 +43,7 @@ def test_out_writes_results_and_summary_whole_and_json_prints_the_same_summary(t
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
     assert printed == json.loads((out / SUMMARY).read_text())
-    assert sorted(p.name for p in out.iterdir()) == [RESULTS, SUMMARY]  # no partial file left behind
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, RESULTS, SUMMARY]  # no partial file left behind
     assert "eval: dataset line 8: has no 'expected'" in done.stderr
     lines = [json.loads(x) for x in (out / RESULTS).read_text().splitlines()]
     assert lines[0] == {"line": 8, "bad": "dataset line 8: has no 'expected'"}

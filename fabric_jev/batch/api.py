@@ -72,8 +72,9 @@ async def run_batch(
     (LaunchRejected) instead of rejecting every input. `approver` answers the
     calls whose policy asks, for every run (one question at a time); on Ray
     there is none: those calls are refused. With `judgments`, each outcome
-    keeps the answers its program received (`outcome.judgments`; not on Ray):
-    `fabric-jev eval` runs on this engine and scores them.
+    keeps the answers its program received (`outcome.judgments`; on Ray they
+    come back from the actor with the outcome): `fabric-jev eval` runs on this
+    engine and scores them.
     """
     try:
         await _run(program, inputs, emit, config=config, evaluator=evaluator,
@@ -100,6 +101,23 @@ def first_error(group: BaseExceptionGroup[Any]) -> BaseException:
     return leaves[0] if len(leaves) == 1 else group
 
 
+def ray_evaluator(evaluator: Evaluator | str | None, config: HostConfig) -> str | None:
+    """The spec every Ray actor builds its own evaluator from; ConfigError for one that cannot go.
+
+    An Evaluator object is not sent to the actors: it may hold credentials, which
+    must stay where they are looked up, and a cassette recorder (`record:FILE`)
+    would write one copy per actor."""
+    if evaluator is not None and not isinstance(evaluator, str):
+        raise ConfigError("with Ray, give the evaluator as a spec string (for example "
+                          "'fixture:FILE'): every actor builds its own")
+    from ..evaluators.select import select
+
+    if select(evaluator, config).spec.partition(":")[0] == "record":
+        raise ConfigError("record:FILE cannot be used with Ray: every actor would write its own copy "
+                          "of the cassette; record with a local run (one evaluator for all runs)")
+    return evaluator
+
+
 async def _run(program: Program | dict[str, Any], inputs: Inputs, emit: Emit, *,
                config: HostConfig | None, evaluator: Evaluator | str | None,
                concurrency: int | None, ray: bool | str | None, actors: int | None,
@@ -109,20 +127,12 @@ async def _run(program: Program | dict[str, Any], inputs: Inputs, emit: Emit, *,
     if ray is not None and ray is not False:
         from .ray_backend import run_ray
 
-        if evaluator is not None and not isinstance(evaluator, str):
-            raise ConfigError("with Ray, give the evaluator as a spec string (for example "
-                              "'fixture:FILE'): every actor builds its own")
+        evaluator = ray_evaluator(evaluator, config)
         if isinstance(inputs, AsyncIterable):
             raise ConfigError("with Ray, give the inputs as a plain iterable, not an async one")
-        from ..evaluators.select import select
-
-        if select(evaluator, config).spec.partition(":")[0] == "record":
-            raise ConfigError("record:FILE cannot be used with Ray: every actor would write its own copy "
-                              "of the cassette; record with a local batch (one evaluator for all runs)")
-        if judgments:
-            raise ConfigError("a batch on Ray does not keep its judgments; run it locally")
         await run_ray(parsed, as_items(inputs), emit, config=config, evaluator=evaluator,
-                      concurrency=concurrency, address=None if ray is True else ray, actors=actors)
+                      concurrency=concurrency, address=None if ray is True else ray, actors=actors,
+                      judgments=judgments)
         return
     if isinstance(evaluator, str) or evaluator is None:
         from ..evaluators.select import build_evaluator

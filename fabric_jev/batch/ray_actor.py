@@ -14,29 +14,35 @@ import anyio
 
 from ..contract.config import HostConfig
 from ..contract.program import Program, parse_program
+from ..evaluators.base import EvaluatorStatus
 from .local_backend import run_item
 from .records import BatchItem, BatchOutcome
 
 
 class JevActor:
-    """Owns a host for the actor's lifetime; `run` is called concurrently by the driver.
+    """Owns a host and its evaluator for the actor's lifetime; `run` is called concurrently.
 
+    The programs it runs are handed over once each (`add_program`), then named
+    by their number in every `run`: an eval runs each variant of its program
+    on the same actors, and a program's code does not travel with every input.
     The host is entered and exited by one task of its own (`_own`): a task
     group must be left by the task that entered it, and actor calls each run
     in a task of their own.
     """
 
-    def __init__(self, program: dict[str, Any], config: dict[str, Any], evaluator: str | None) -> None:
-        self._program: Program = parse_program(program)
+    def __init__(self, config: dict[str, Any], evaluator: str | None) -> None:
         self._config = HostConfig.model_validate(config)
         self._evaluator = evaluator
+        self._programs: dict[int, Program] = {}
+        self._status: EvaluatorStatus | None = None
         self._host: Any = None
         self._ready: anyio.Event | None = None
         self._stop: anyio.Event | None = None
         self._failure: BaseException | None = None
 
-    async def start(self) -> str:
-        """Start the host; returns the node's host name (for messages)."""
+    async def start(self) -> tuple[str, EvaluatorStatus]:
+        """Start the host; returns the node's host name and the evaluator's status (route, model,
+        credential presence only: never a key)."""
         import asyncio
 
         self._ready, self._stop = anyio.Event(), anyio.Event()
@@ -44,7 +50,8 @@ class JevActor:
         await self._ready.wait()
         if self._failure is not None:
             raise self._failure
-        return socket.gethostname()
+        assert self._status is not None
+        return socket.gethostname(), self._status
 
     async def _own(self) -> None:
         from ..evaluators.select import build_evaluator
@@ -54,6 +61,7 @@ class JevActor:
         try:
             evaluator = build_evaluator(self._evaluator, self._config)
             async with JevHost(self._config, evaluator=evaluator) as host:
+                self._status = evaluator.status()
                 self._host = host
                 self._ready.set()
                 await self._stop.wait()
@@ -63,13 +71,17 @@ class JevActor:
             self._host = None
             self._ready.set()
 
-    async def run(self, item: BatchItem) -> BatchOutcome:
+    async def add_program(self, number: int, program: dict[str, Any]) -> None:
+        self._programs[number] = parse_program(program)
+
+    async def run(self, item: BatchItem, program: int, judgments: bool = False) -> BatchOutcome:
+        """One input through program number `program`; with `judgments`, the outcome keeps the
+        answers the program received (they travel back with it)."""
         if self._host is None:
             raise RuntimeError("the batch actor's host is not running")
-        return await run_item(self._host, self._program, item)
+        return await run_item(self._host, self._programs[program], item, judgments=judgments)
 
     async def stop(self) -> None:
         if self._stop is not None:
             self._stop.set()
             await self._owner
-

@@ -7,6 +7,12 @@ the same format as a local batch). An actor that dies has its in-flight
 inputs retried once on another actor; an input whose second actor dies too
 is reported `failed`. When no actor is left, the inputs not yet run are not
 reported, and the batch stops with `BatchError` (rerun with `--resume`).
+
+The actors of one host config and evaluator are an `ActorPool`: a batch runs
+its one program through a pool of its own (`run_ray`); `fabric-jev eval
+--ray` runs every variant of a cell's evaluator through one pool, inside one
+Ray session (`ray_session`), with each line's judgments coming back with its
+outcome.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 import anyio
@@ -22,6 +28,7 @@ import anyio
 from ..contract.config import HostConfig
 from ..contract.program import Program
 from ..errors import BatchError, JevError
+from ..evaluators.base import EvaluatorStatus
 from .local_backend import Emit
 from .records import BatchItem, BatchOutcome
 
@@ -91,13 +98,12 @@ class Dispatch:
         self._changed = anyio.Event()
 
 
-async def run_ray(program: Program, items: Iterable[BatchItem], emit: Emit, *, config: HostConfig,
-                  evaluator: str | None, concurrency: int, address: str | None, actors: int | None,
-                  on_dispatch: Callable[[BatchItem, Any], None] | None = None) -> None:
-    """Run every item on Ray actors. `on_dispatch(item, actor)` is told each hand-out (monitoring)."""
+@contextlib.asynccontextmanager
+async def ray_session(address: str | None) -> AsyncIterator[Any]:
+    """The `ray` module, connected: to the cluster at `address` (None: `ray.init()`'s default,
+    `RAY_ADDRESS` or a new local cluster), or as it is if Ray is initialized in this process
+    already. A session started here is shut down here; one that was running is left running."""
     ray = require_ray()
-    from .ray_actor import JevActor
-
     started_here = not ray.is_initialized()
     if started_here:
         try:
@@ -105,32 +111,66 @@ async def run_ray(program: Program, items: Iterable[BatchItem], emit: Emit, *, c
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise BatchError(f"cannot reach the Ray cluster{f' at {address}' if address else ''}: "
                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
-    handles: list[Any] = []
     try:
-        cpus = float(ray.cluster_resources().get("CPU", 1.0))
-        count = actors or max(1, int(cpus))
-        if count < 1:
-            raise BatchError("a Ray batch needs at least one actor")
-        remote = ray.remote(num_cpus=min(1.0, cpus / count), max_restarts=0)(JevActor)
-        handles = [remote.remote(program.model_dump(), config.model_dump(), evaluator) for _ in range(count)]
-        for handle in handles:
+        yield ray
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+class ActorPool:
+    """Started actors of one host config and evaluator; any number of programs run through them.
+
+    `status` is the evaluator's, as the first actor built it (route, model,
+    credential presence). An actor that dies stays dead for the pool's
+    later runs; a run with no actor left reports nothing and raises.
+    """
+
+    def __init__(self, ray: Any, handles: list[Any], status: EvaluatorStatus) -> None:
+        self._ray = ray
+        self._handles = handles
+        self._alive = [True] * len(handles)
+        self._programs = 0
+        self.status = status
+
+    @property
+    def actors(self) -> int:
+        """How many actors are alive."""
+        return sum(self._alive)
+
+    async def run(self, program: Program, items: Iterable[BatchItem], emit: Emit, *, concurrency: int,
+                  judgments: bool = False, on_dispatch: Callable[[BatchItem, Any], None] | None = None) -> None:
+        """Run every item: `concurrency` at a time on each live actor, so at most
+        `actors × concurrency` in flight; `emit` each outcome as it comes back. With
+        `judgments`, each outcome keeps the answers its program received.
+        `on_dispatch(item, actor)` is told each hand-out (monitoring)."""
+        ray = self._ray
+        self._programs += 1
+        number = self._programs
+        shipped = program.model_dump()
+        sent = [(index, self._handles[index].add_program.remote(number, shipped))
+                for index, alive in enumerate(self._alive) if alive]
+        for index, ref in sent:
             try:
-                await handle.start.remote()
+                await ref
+            except ray.exceptions.RayActorError:
+                self._alive[index] = False
             except ray.exceptions.RayError as exc:
-                raise _cause(exc, "a Ray actor could not start its host") from None
+                raise _cause(exc, "a Ray actor could not take the program") from None
         dispatch = Dispatch(items)
 
-        async def slot(actor: Any, alive: list[bool]) -> None:
-            while alive[0]:
+        async def slot(index: int) -> None:
+            actor = self._handles[index]
+            while self._alive[index]:
                 item = await dispatch.take()
                 if item is None:
                     return
                 if on_dispatch is not None:
                     on_dispatch(item, actor)
                 try:
-                    outcome: BatchOutcome = await actor.run.remote(item)
+                    outcome: BatchOutcome = await actor.run.remote(item, number, judgments)
                 except ray.exceptions.RayActorError:
-                    alive[0] = False  # this actor's other slots stop taking inputs
+                    self._alive[index] = False  # this actor's other slots stop taking inputs
                     if not dispatch.lost(item):
                         await emit(BatchOutcome.failed(item, ACTOR_DIED_TWICE))
                     return
@@ -140,19 +180,54 @@ async def run_ray(program: Program, items: Iterable[BatchItem], emit: Emit, *, c
                 await emit(outcome)
 
         async with anyio.create_task_group() as tg:
-            for handle in handles:
-                alive = [True]
-                for _ in range(concurrency):
-                    tg.start_soon(slot, handle, alive)
+            for index, alive in enumerate(self._alive):
+                if alive:
+                    for _ in range(concurrency):
+                        tg.start_soon(slot, index)
         unfinished = dispatch.unfinished
         if unfinished:
             raise BatchError(f"every Ray actor died; {unfinished} inputs were not run "
                              "(rerun with --resume)")
+
+
+@contextlib.asynccontextmanager
+async def actor_pool(ray: Any, config: HostConfig, evaluator: str | None,
+                     actors: int | None) -> AsyncIterator[ActorPool]:
+    """One actor per CPU of the cluster (or `actors`), each with its host and its evaluator built
+    from the spec there; every actor is stopped (its workers with it) when the block ends.
+
+    What travels to an actor is the host config and the spec, as for every Ray batch: an
+    evaluator's credentials are looked up on its node, never sent from here."""
+    from .ray_actor import JevActor
+
+    handles: list[Any] = []
+    try:
+        cpus = float(ray.cluster_resources().get("CPU", 1.0))
+        count = actors or max(1, int(cpus))
+        if count < 1:
+            raise BatchError("a Ray batch needs at least one actor")
+        remote = ray.remote(num_cpus=min(1.0, cpus / count), max_restarts=0)(JevActor)
+        handles = [remote.remote(config.model_dump(), evaluator) for _ in range(count)]
+        starting = [handle.start.remote() for handle in handles]  # the hosts start side by side
+        statuses: list[EvaluatorStatus] = []
+        for ref in starting:
+            try:
+                _, status = await ref
+            except ray.exceptions.RayError as exc:
+                raise _cause(exc, "a Ray actor could not start its host") from None
+            statuses.append(status)
+        yield ActorPool(ray, handles, statuses[0])
     finally:
         with anyio.CancelScope(shield=True):
             await _stop_all(ray, handles)
-            if started_here:
-                ray.shutdown()
+
+
+async def run_ray(program: Program, items: Iterable[BatchItem], emit: Emit, *, config: HostConfig,
+                  evaluator: str | None, concurrency: int, address: str | None, actors: int | None,
+                  on_dispatch: Callable[[BatchItem, Any], None] | None = None, judgments: bool = False) -> None:
+    """Run every item on Ray actors started for this batch (`ActorPool.run`)."""
+    async with ray_session(address) as ray, actor_pool(ray, config, evaluator, actors) as pool:
+        await pool.run(program, items, emit, concurrency=concurrency, judgments=judgments, on_dispatch=on_dispatch)
 
 
 def _cause(exc: Any, context: str) -> BaseException:

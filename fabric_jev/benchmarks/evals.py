@@ -6,7 +6,12 @@
    judgments kept and written, then the summary). Each sample runs both, in
    turn first, so a machine that slows down mid-run moves both alike; the
    figure is the median of the per-sample ratios. Goal: ≤ 1.10.
-2. The report. Reports of 100 and of 10,000 lines (two cells each, synthetic
+2. Ray. The same 200 lines with the embedded local evaluator, as a local
+   eval and as `run_eval(..., ray=True)` on a local cluster of 2 CPUs
+   (`ray.init` not timed; the actors' start-up timed), each sample running
+   both, in turn first; the records of both are checked equal but for their
+   timings. Needs the ray extra.
+3. The report. Reports of 100 and of 10,000 lines (two cells each, synthetic
    results) are opened in headless Chromium (the browser connector); the time
    is from navigation to the page's script having drawn it (`reportReadyAt`,
    the page's own clock). Goal: under 2 s for 10,000 lines; the ratio to the
@@ -197,8 +202,53 @@ async def bench_report(samples: int) -> dict[str, Any]:
             "goal_s": REPORT_GOAL_S}
 
 
+async def _local_or_ray(program: Program, dataset: Dataset, folder: Path, ray: bool) -> tuple[float, list[Any]]:
+    import json
+
+    from ..evals.engine import run_eval
+
+    started = time.perf_counter()
+    await run_eval(program, dataset, evaluators=["local"], out=folder, concurrency=4, ray=ray or None)
+    elapsed = time.perf_counter() - started
+    lines = [json.loads(line) for line in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    for line in lines:
+        del line["started"], line["seconds"]
+    return elapsed, lines
+
+
+async def bench_ray(samples: int, lines: int = 200) -> dict[str, Any] | None:
+    """A local eval against the same eval on a local Ray cluster of 2 CPUs (None without ray)."""
+    try:
+        import ray
+    except ImportError:
+        return None
+    import logging
+
+    program = parse_program(PROGRAM)
+    dataset = Dataset("bench.jsonl", "jsonl", tuple(bench_cases(lines)))
+    local: list[float] = []
+    on_ray: list[float] = []
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    try:
+        with tempfile.TemporaryDirectory(prefix="fabric-jev-bench-eval-ray-") as tmp:
+            for n in range(samples):
+                order = (False, True) if n % 2 == 0 else (True, False)
+                results = {}
+                for remote in order:
+                    elapsed, results[remote] = await _local_or_ray(program, dataset, Path(tmp) / f"{n}-{remote}",
+                                                                   remote)
+                    (on_ray if remote else local).append(elapsed)
+                assert results[True] == results[False], "eval --ray writes the records a local eval writes"
+    finally:
+        ray.shutdown()
+    return {"lines": lines, "samples": samples, "actors": 2, "local_median_s": statistics.median(local),
+            "ray_median_s": statistics.median(on_ray), "local_s": local, "ray_s": on_ray,
+            "ratio": statistics.median(r / loc for r, loc in zip(on_ray, local, strict=True))}
+
+
 async def bench_eval(samples: int) -> dict[str, Any]:
-    return {"overhead": await bench_overhead(min(samples, 9)), "report": await bench_report(min(samples, 7))}
+    return {"overhead": await bench_overhead(min(samples, 9)), "ray": await bench_ray(min(samples, 3)),
+            "report": await bench_report(min(samples, 7))}
 
 
 def print_eval(r: dict[str, Any]) -> None:
@@ -206,6 +256,13 @@ def print_eval(r: dict[str, Any]) -> None:
     print(f"eval (median of {o['samples']}; {o['lines']} lines, fixture evaluator, 4 at a time)")
     print(f"  batch {o['batch_median_s'] * 1000:8.1f} ms   eval {o['eval_median_s'] * 1000:8.1f} ms   "
           f"eval / batch {o['ratio']:.3f}   goal <= {o['goal']:.2f}")
+    ray = r.get("ray")
+    if ray is None:
+        print("  ray: skipped (the ray extra is not installed)")
+    else:
+        print(f"  {ray['lines']} lines, local evaluator (median of {ray['samples']}): local eval "
+              f"{ray['local_median_s']:.2f} s   eval --ray ({ray['actors']} actors) {ray['ray_median_s']:.2f} s   "
+              f"ray / local {ray['ratio']:.2f}")
     rep = r["report"]
     if "skipped" in rep:
         print(f"  report: skipped ({rep['skipped']})")

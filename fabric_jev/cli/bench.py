@@ -149,8 +149,9 @@ def add_bench_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         sub, "bench", help="measure speed next to floors and peers",
         description="Measure medians and ratios, each next to a floor or a peer measured in the same "
                     "run, and print them (docs/performance.md records them). Suites: host, "
-                    "evaluators, browser (needs the browser connector), batch, eval (its overhead over batch, and how "
-                    "fast its report opens in Chromium), cli (whole-command start-up), "
+                    "evaluators, browser (needs the browser connector), batch, eval (its overhead over batch, a local "
+                    "eval against one on Ray, and how fast its report opens in Chromium), "
+                    "cli (whole-command start-up), "
                     "soak (1,000 mixed runs; resources before and after), pytest (what the installed "
                     "pytest plugin costs a suite that does not use it), "
                     "typecheck (what checking programs costs), rules (what permission rules add to a "

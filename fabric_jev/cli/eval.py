@@ -22,6 +22,7 @@ from .common import (
     config_from,
     fail,
     load_json,
+    positive_int,
     print_json,
 )
 
@@ -112,6 +113,8 @@ async def eval_command(args: argparse.Namespace) -> int:
         return fail("eval needs PROGRAM and --dataset FILE (or --compare A.json B.json)")
     if args.resume and args.out is None:
         return fail("--resume continues an --out folder: give --out DIR")
+    if args.actors is not None and args.ray is None:
+        return fail("--actors is the number of Ray actors: give --ray too")
     from ..batch import BatchOutcome, Tally
     from ..batch.display import make_display
     from ..evals.compare import leaves
@@ -133,11 +136,17 @@ async def eval_command(args: argparse.Namespace) -> int:
         sys.stderr.write(f"eval: … and {len(dataset.bad) - 20} more bad lines (the summary lists them all)\n")
     if not dataset.cases:
         return fail(f"dataset {args.dataset} has no line that can run ({len(dataset.bad)} bad lines)")
+    if args.ray is not None:
+        from ..batch.ray_backend import require_ray
+
+        require_ray()  # before anything is shown: a missing extra is one line
     tally = Tally()
     display = make_display(tally, sys.stderr, quiet=args.quiet or args.json, name="eval")
     from .prompt import terminal_approver
 
-    approver = terminal_approver(config.approver_timeout_ms / 1000, pause=display.paused)
+    # An `ask` is a question on this terminal, with the bar paused; Ray's actors have no terminal.
+    approver = None if args.ray is not None else terminal_approver(config.approver_timeout_ms / 1000,
+                                                                    pause=display.paused)
 
     def started(total: int, skipped: int) -> None:
         tally.total = total
@@ -165,7 +174,8 @@ async def eval_command(args: argparse.Namespace) -> int:
                     base, dataset, evaluators=args.evaluator or (),
                     variants={v.name: v.program for v in matrix[1:]},
                     config=config, settings=settings, concurrency=args.concurrency, out=args.out,
-                    resume=args.resume, approver=approver, on_start=started, on_outcome=progressed)
+                    resume=args.resume, approver=approver, on_start=started, on_outcome=progressed,
+                    ray=args.ray, actors=args.actors)
                 tg.cancel_scope.cancel()
     finally:
         display.finish(interrupted=interrupted, show_summary=False)
@@ -256,11 +266,12 @@ def add_eval_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                    "value's fields are compared; whole: a field the result has beyond them fails too")
     e.add_argument("--settings", metavar="FILE", help="eval settings JSON {match, tolerance, questions}: "
                    "as a JSON Lines dataset's header line, for CSV and Arrow datasets")
-    e.add_argument("--concurrency", type=int, help="runs at a time (default: the config's maxConcurrentRuns)")
+    e.add_argument("--concurrency", type=int, help="runs at a time (per Ray actor with --ray; default: the "
+                   "config's maxConcurrentRuns)")
     e.add_argument("--out", metavar="DIR", help="write results.jsonl (every line, with every answer and who "
-                   "gave it) and summary.json there")
+                   "gave it), summary.json and manifest.json (what the eval is made of) there")
     e.add_argument("--resume", action="store_true", help="continue the eval in --out DIR: lines already there "
-                   "are not run again")
+                   "are not run again; refused if its program, evaluators, dataset or settings changed")
     e.add_argument("--report", metavar="DIR", help="write a self-contained HTML report (index.html) and PNG "
                    "charts there (charts need the report extra)")
     e.add_argument("--json", action="store_true", help="print the summary as JSON on standard output")
@@ -274,4 +285,8 @@ def add_eval_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     e.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     add_policy_options(e)
     e.add_argument("--quiet", action="store_true", help="no progress lines")
+    e.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",
+                   help="run the cells on a Ray cluster (needs the ray extra): ADDRESS, or none for "
+                   "RAY_ADDRESS or a new local cluster; evaluators are specs, built on each actor")
+    e.add_argument("--actors", type=positive_int, metavar="N", help="Ray actors (default: one per CPU of the cluster)")
     e.set_defaults(handler=eval_command)

@@ -1,5 +1,7 @@
-"""An eval's folder (`--out DIR`): results.jsonl and summary.json, each only ever whole.
+"""An eval's folder (`--out DIR`): manifest.json, results.jsonl and summary.json, each only ever whole.
 
+Before its first record an eval writes manifest.json, what it is made of
+(`manifest`); `--resume` reads it first and refuses an eval that differs.
 While the eval runs, its lines are appended to `results.jsonl.partial`, one
 write each (batch's `AppendLog`: a kill leaves whole lines, `--resume` picks
 them up). When every cell is done, results.jsonl is written sorted (bad lines
@@ -11,8 +13,10 @@ A reader never sees half of either.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,12 +26,16 @@ from .._json import JSONInputError, loads_bounded, read_json_file
 from ..batch.files import MAX_RECORD_BYTES, AppendLog
 from ..errors import EvalError
 from .dataset import BadLine, Key
+from .manifest import EvalManifest
 from .records import EvalRecord, read_line
 from .summary import EvalSummary
 
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
 PARTIAL = RESULTS + ".partial"
+MANIFEST = "manifest.json"
+#: A manifest holds digests, specs and settings: a few kilobytes per cell.
+MAX_MANIFEST_BYTES = 16 << 20
 #: A summary.json is read back by --compare: it holds at most a few worst lines per cell.
 MAX_SUMMARY_BYTES = 64 << 20
 #: results.jsonl read back (--compare, the report, --resume of a finished eval).
@@ -55,15 +63,18 @@ class ResultsFolder:
 
     def recorded(self, *, resume: bool) -> dict[RecordKey, EvalRecord]:
         """What the folder holds already (with `resume`), read without changing anything in it."""
-        finished, partial = self.folder / RESULTS, self.folder / PARTIAL
-        if self.folder.exists() and not self.folder.is_dir():
-            raise EvalError(f"--out {self.folder} is not a folder")
+        finished, partial, manifest = self.folder / RESULTS, self.folder / PARTIAL, self.folder / MANIFEST
+        self._check_folder()
         if not resume:
-            if finished.exists() or partial.exists():
-                raise EvalError(f"{self.folder} already holds an eval "
-                                f"({RESULTS if finished.exists() else PARTIAL}); pass --resume to continue it, "
-                                "or choose another --out")
+            held = next((p for p in (finished, partial, manifest) if p.exists()), None)
+            if held is not None:
+                raise EvalError(f"{self.folder} already holds an eval ({held.name}); pass --resume to continue "
+                                "it, or choose another --out")
             return {}
+        if not manifest.exists() and (finished.exists() or partial.exists()):
+            raise EvalError(f"{self.folder} holds an eval without a {MANIFEST} (written by a fabric-jev that "
+                            "did not record what an eval was made of): whether it is this eval cannot be "
+                            "checked, so it is not resumed; start a new --out")
         earlier: dict[RecordKey, EvalRecord] = {}
         for path in (finished, partial):
             if path.exists():
@@ -72,10 +83,30 @@ class ResultsFolder:
                         earlier.setdefault(record_key(item), item)
         return earlier
 
-    def open(self, *, resume: bool) -> None:
-        """Make the folder if needed and open the partial file for appending."""
+    def _check_folder(self) -> None:
+        if self.folder.exists() and not self.folder.is_dir():
+            raise EvalError(f"--out {self.folder} is not a folder")
+
+    def manifest(self) -> EvalManifest | None:
+        """The manifest the folder's eval was started with; None in a folder without one."""
+        self._check_folder()
+        path = self.folder / MANIFEST
+        if not path.exists():
+            return None
+        try:
+            raw = read_json_file(path, what=str(path), max_bytes=MAX_MANIFEST_BYTES)
+            return EvalManifest.from_json(raw)
+        except (JSONInputError, ValueError) as exc:
+            raise EvalError(f"{path} is not an eval manifest ({exc}); not resuming") from None
+
+    def open(self, *, resume: bool, manifest: EvalManifest) -> None:
+        """Make the folder if needed, write its manifest unless it has one (a resume checked it),
+        and open the partial file for appending."""
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
+            if not (self.folder / MANIFEST).exists():
+                atomic_write(self.folder / MANIFEST, json.dumps(manifest.to_json(), indent=1,
+                                                                ensure_ascii=False) + "\n")
         except OSError as exc:
             raise EvalError(f"cannot make --out folder {self.folder}: {exc.strerror}") from None
         self.log.open(resume=resume)
@@ -97,6 +128,18 @@ class ResultsFolder:
                 os.unlink(self.folder / PARTIAL)
         except OSError as exc:
             raise EvalError(f"cannot write {self.folder}: {exc.strerror}; rerun with --resume") from None
+
+
+def file_digest(path: str | Path) -> str | None:
+    """sha256 of a regular file's bytes, read in blocks; None when it is not one or cannot be read
+    (the evaluator that reads it will say why)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open
+            return None
+        with open(path, "rb") as f:
+            return "sha256:" + hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError:
+        return None
 
 
 def write_summary(path: Path, summary: EvalSummary) -> None:
