@@ -2,7 +2,8 @@
 
 The driver around the pure parts (`llm_prompt`, `llm_wire`, `readout`,
 `backoff`): one `httpx.AsyncClient` per evaluator, redirects refused, every
-body streamed with a 1 MiB cap, errors that give the HTTP status only.
+body streamed with a 1 MiB cap, decompressed included (`bounded_body`),
+errors that give the HTTP status only.
 
 One evaluation asks each question in its own request (a choice over more
 than 26 options in rounds, then a final round among their winners), all with
@@ -35,6 +36,7 @@ from ..contract.provenance import Provenance
 from ..errors import AnswerInvalid, ConfigError, EvaluationError, UpstreamError
 from .backoff import DEFAULT_RETRIES, MAX_RETRIES, retry_delay
 from .base import NO_CREDENTIALS_NEEDED, CredentialStatus, EvaluatorStatus, Mode, evaluation_deadline
+from .bounded_body import read_capped
 from .credentials import CredentialResolver
 from .llm_profile import LlmProfile
 from .llm_prompt import SYSTEM, Ask, ask, request_labels, state_block
@@ -320,12 +322,7 @@ class LlmEvaluator:
                 if resp.status_code != 200:  # the body of an error is never read
                     asked = {k: resp.headers[k] for k in ("retry-after", "retry-after-ms") if k in resp.headers}
                     return resp.status_code, asked, b""
-                raw = bytearray()
-                async for chunk in resp.aiter_bytes():
-                    raw += chunk
-                    if len(raw) > MAX_RESPONSE_BYTES:
-                        raise AnswerInvalid(f"the {self.route.name} server's response exceeds 1 MiB")
-                return 200, {}, bytes(raw)
+                return 200, {}, await read_capped(resp, MAX_RESPONSE_BYTES, f"the {self.route.name} server's response")
         except httpx.HTTPError as exc:
             # The exception's text can name the URL, never the key or a body; only its type is shown.
             raise UpstreamError(f"the {self.route.name} server is unreachable or broke off "

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..contract.values import is_finite_number
 from ..errors import AnswerInvalid
+from .bounded_body import ACCEPT_ENCODING
 from .readout import TOP_LOGPROBS
 
 #: Output tokens a sample may use: a JSON object or a tool call naming one label.
@@ -195,14 +196,14 @@ def read_messages(body: object, requested: str) -> Completion:
 
 def anthropic_headers(key: str | None) -> dict[str, str]:
     headers = {"anthropic-version": ANTHROPIC_VERSION, "content-type": "application/json",
-               "accept": "application/json"}
+               "accept": "application/json", "accept-encoding": ACCEPT_ENCODING}
     if key:
         headers["x-api-key"] = key
     return headers
 
 
 def chat_headers(key: str | None) -> dict[str, str]:
-    headers = {"content-type": "application/json", "accept": "application/json"}
+    headers = {"content-type": "application/json", "accept": "application/json", "accept-encoding": ACCEPT_ENCODING}
     if key:
         headers["authorization"] = f"Bearer {key}"
     return headers
