@@ -23,6 +23,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fabric_jev import AnswerInvalid
+from fabric_jev.assertions import VisionError, vision_provider
 from fabric_jev.contract.evaluation import validate_request
 from fabric_jev.evaluators import TYPESAFE, CredentialResolver, HttpEvaluator
 from fabric_jev.evaluators.bounded_body import ACCEPT_ENCODING, MAX_ENCODINGS, STEP, BodyDecoder
@@ -225,6 +226,21 @@ async def test_a_model_route_refuses_a_bomb_in_a_few_mib(kind: LlmRoute, options
     assert isinstance(refused, AnswerInvalid)
     assert str(refused) == f"the {kind.name} server's response exceeds 1 MiB once decompressed"
     assert served.seen[0].headers["accept-encoding"] == ACCEPT_ENCODING
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", ["openai", "anthropic", "gemini"])
+async def test_a_vision_provider_refuses_a_bomb_in_a_few_mib(name: str) -> None:
+    with front(Front(answer=bomb_answer(double_gzip_bomb(), ("gzip", "gzip")))) as f:
+        vision = vision_provider(name, base_url=f.url + ("/v1" if name == "openai" else ""), model="vision-model",
+                                 api_key=KEY, environ={}, timeout=20)
+        try:
+            refused, growth = await peak_growth(lambda: vision.ask("Is it there?", b"\x89PNG"))
+        finally:
+            await vision.aclose()
+    assert growth < GROWTH, f"{growth / MiB:.1f} MiB"
+    assert isinstance(refused, VisionError)
+    assert str(refused) == "the vision provider's reply exceeds 256 KiB once decompressed"
 
 
 @pytest.mark.anyio
