@@ -56,6 +56,11 @@ class Fault:
     encoding: tuple[str, ...] = ()
     #: Send these bytes as the 200 body instead (with `headers`, a Content-Encoding say).
     body: bytes | None = None
+    #: List these (token, log-probability) as a logprobs answer's top tokens, as they are
+    #: (duplicates, positive numbers: what an honest model never sends), the first as the chosen one.
+    candidates: list[tuple[str, float]] | None = None
+    #: Replace these bytes of the 200 body by those (a number no SDK model holds: an int past floats).
+    replace: tuple[bytes, bytes] | None = None
 
 
 @dataclass
@@ -172,7 +177,7 @@ def chat_response(stub: Stub, body: dict[str, Any], fault: Fault) -> bytes:
     from openai.types.chat import ChatCompletion
 
     dist = stub.model(_user_text(body))
-    best = top(dist)
+    best = top(dist) if fault.candidates is None or "response_format" in body else fault.candidates
     if "response_format" in body:  # a sample: a label the schema allows, as JSON
         allowed = body["response_format"]["json_schema"]["schema"]["properties"]["label"]["enum"]
         ranked = [t.strip() for t, _ in best if t.strip() in allowed] or [allowed[0]]
@@ -276,6 +281,8 @@ def stub_server(stub: Stub, *, wire: str = "chat") -> Iterator[Stub]:
                         self.extra = {"Content-Encoding": header(fault.encoding)}
                     if fault.body is not None:
                         payload = fault.body
+                    if fault.replace is not None:
+                        payload = payload.replace(*fault.replace)
             self._count()
             self.send_response(status)
             for k, v in {**fault.headers, **getattr(self, "extra", {})}.items():
