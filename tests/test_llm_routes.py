@@ -260,6 +260,23 @@ async def test_logprobs_that_are_no_distribution_are_sampled_and_say_why(tmp_pat
     assert len(stub.seen) == 1
 
 
+@pytest.mark.parametrize(("written", "message"), [
+    (b"NaN", "the openai server's response contains NaN, which JSON does not allow"),
+    (b"-Infinity", "the openai server's response contains -Infinity, which JSON does not allow"),
+    (b"-1e400", "the openai server's response holds the number -1e400, too large for a finite float"),
+    (b'"-0.25"', "logprobs entry 0 is not a token with a numeric log-probability"),
+    (b"null", "logprobs entry 0 is not a token with a numeric log-probability"),
+])
+async def test_a_log_probability_json_cannot_hold_is_a_malformed_response(tmp_path: Path, written: bytes,
+                                                                          message: str) -> None:
+    """Not JSON, or not a number: the response itself is malformed, so even readout auto fails
+    (one line, nothing sampled)."""
+    fault = Fault(candidates=[("No", -0.25), ("Yes", -2.0)], replace=(b'"logprob":-0.25', b'"logprob":' + written))
+    with stub_server(Stub(model, always=fault)) as stub, pytest.raises(AnswerInvalid, match=rf"^{message}$"):
+        await ask(route(OPENAI, stub.url, tmp_path), ONE)
+    assert len(stub.seen) == 1
+
+
 async def test_fullwidth_and_invisible_spellings_of_a_label_are_that_label(tmp_path: Path) -> None:
     """NFKC and invisible code points, on the wire: `Ｎｏ`, `No` + a zero-width space and a BOM-led
     `no` are `No` (before, none of them was: `No` counted as unlisted and the answer was 1.0)."""
