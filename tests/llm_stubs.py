@@ -12,7 +12,8 @@ question block) to a next-token distribution ``{token: probability}``. What it
 sends back for logprobs is that distribution's top 20 as log-probabilities; a
 sample is the most likely label (or the next one, turn by turn, for
 `rotate`). Faults are queued per request (`faults`): an HTTP status with
-headers, a body cut short, a stall, or a response with no logprobs.
+headers, a body cut short, a stall, a response with no logprobs, a body
+compressed (`encoding`) or replaced by other bytes (a bomb, say).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from tests.body_bombs import encode, header
 from tests.upstream import serving
 
 Model = Callable[[str], dict[str, float]]
@@ -50,6 +52,15 @@ class Fault:
     no_logprobs: bool = False
     #: Put this text into the response's model field (a key echoed back, say).
     model: str | None = None
+    #: Compress the 200 body with these codings, in order, and say so in Content-Encoding.
+    encoding: tuple[str, ...] = ()
+    #: Send these bytes as the 200 body instead (with `headers`, a Content-Encoding say).
+    body: bytes | None = None
+    #: List these (token, log-probability) as a logprobs answer's top tokens, as they are
+    #: (duplicates, positive numbers: what an honest model never sends), the first as the chosen one.
+    candidates: list[tuple[str, float]] | None = None
+    #: Replace these bytes of the 200 body by those (a number no SDK model holds: an int past floats).
+    replace: tuple[bytes, bytes] | None = None
 
 
 @dataclass
@@ -166,7 +177,7 @@ def chat_response(stub: Stub, body: dict[str, Any], fault: Fault) -> bytes:
     from openai.types.chat import ChatCompletion
 
     dist = stub.model(_user_text(body))
-    best = top(dist)
+    best = top(dist) if fault.candidates is None or "response_format" in body else fault.candidates
     if "response_format" in body:  # a sample: a label the schema allows, as JSON
         allowed = body["response_format"]["json_schema"]["schema"]["properties"]["label"]["enum"]
         ranked = [t.strip() for t, _ in best if t.strip() in allowed] or [allowed[0]]
@@ -234,7 +245,7 @@ def stub_server(stub: Stub, *, wire: str = "chat") -> Iterator[Stub]:
                 stub.in_flight += 1
                 stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
             stub.arrived.set()
-            self.counted = False
+            self.counted, self.extra = False, {}
             try:
                 self._answer(body)
             finally:
@@ -265,9 +276,16 @@ def stub_server(stub: Stub, *, wire: str = "chat") -> Iterator[Stub]:
                     status, payload = 400, b'{"error": {"message": "refused by the SDK types"}}'
                 else:
                     status, payload = 200, respond(stub, body, fault)
+                    if fault.encoding:
+                        payload = encode(payload, fault.encoding)
+                        self.extra = {"Content-Encoding": header(fault.encoding)}
+                    if fault.body is not None:
+                        payload = fault.body
+                    if fault.replace is not None:
+                        payload = payload.replace(*fault.replace)
             self._count()
             self.send_response(status)
-            for k, v in fault.headers.items():
+            for k, v in {**fault.headers, **getattr(self, "extra", {})}.items():
                 self.send_header(k, v)
             self.send_header("Content-Type", "application/json")
             if fault.truncate is not None and status == 200:

@@ -48,6 +48,8 @@ class Endpoint:
     raw: bytes | None = None
     #: Send a body that never ends (64 KiB at a time, until the client hangs up).
     endless: bool = False
+    #: Headers sent with `raw` (a Content-Encoding, say).
+    headers: dict[str, str] = field(default_factory=dict)
     seen: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -155,6 +157,8 @@ def endpoint() -> Iterator[Endpoint]:
             raw = state.raw if state.raw is not None else json.dumps(_reply(provider, state.content)).encode()
             self.send_response(state.status)
             self.send_header("Content-Type", "application/json")
+            for name, value in state.headers.items():
+                self.send_header(name, value)
             self.send_header("Content-Length", str(len(raw)))
             self.end_headers()
             self.wfile.write(raw)
@@ -216,11 +220,28 @@ async def test_a_reply_that_never_ends_is_cut_off_at_its_limit(endpoint: Endpoin
     # The timeout is far away: the reply is refused by its size, not read until time runs out.
     vision = provider(endpoint, name, timeout=50)
     try:
-        with pytest.raises(VisionError, match="reply is larger than 262144 bytes") as err:
+        with pytest.raises(VisionError, match="reply exceeds 256 KiB") as err:
             await vision.ask("Is it there?", PNG)
     finally:
         await vision.aclose()
     assert KEY not in str(err.value)
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+async def test_a_compressed_reply_is_read_as_a_plain_one(endpoint: Endpoint, name: str, coding: str) -> None:
+    import gzip
+    import zlib
+
+    plain = json.dumps(_reply(name, "YES")).encode()
+    endpoint.raw = gzip.compress(plain) if coding == "gzip" else zlib.compress(plain)
+    endpoint.headers = {"Content-Encoding": coding}
+    vision = provider(endpoint, name)
+    try:
+        assert await vision.ask("Is it there?", PNG) is True
+    finally:
+        await vision.aclose()
+    assert endpoint.problems == []
 
 
 async def test_an_anthropic_reply_without_a_text_block_has_no_answer(endpoint: Endpoint) -> None:

@@ -222,6 +222,73 @@ async def test_a_question_with_no_label_among_the_logprobs_is_sampled_and_flagge
     assert p.describe() == "openai stub-model-2025 (logprobs, sampled for 1 question, profile judge-cal)"
 
 
+ONE = validate_request({
+    "state": {"ticket": "I was charged twice for March. Please refund the duplicate now!"},
+    "questions": {"refund": {"type": "noul", "instructions": "Does the customer ask for money back?"}}})
+#: A logprobs answer's top tokens that are no distribution, each with the reason the readout gives.
+#: The first is the issue's: 19 copies of `No` at logprob 0 (a mass of 19.99). The int is written
+#: out as JSON text (an SDK model cannot hold it): 1 followed by 400 zeros.
+NOT_A_DISTRIBUTION = {
+    "mass_above_one": (Fault(candidates=[("No", 0.0)] * 19 + [("Yes", math.log(0.99))]),
+                       r"the 20 next tokens the server listed add up to a probability of 19\.99, more than 1"),
+    "positive_logprob": (Fault(candidates=[("Yes", 0.4), ("No", -1.2)]),
+                         r"a next-token log-probability is positive \(0\.4\)"),
+    "not_finite": (Fault(candidates=[("No", -0.25), ("Yes", -2.0)], replace=(b'"logprob":-0.25', b'"logprob":-1' + b"0" * 400)),
+                   r"a next-token log-probability is not a finite number"),
+}
+
+
+@pytest.mark.parametrize("reason", list(NOT_A_DISTRIBUTION))
+async def test_logprobs_that_are_no_distribution_are_sampled_and_say_why(tmp_path: Path, reason: str) -> None:
+    """readout auto: the question is read from constrained samples instead, and the provenance says
+    why; readout logprobs: the evaluation fails with that reason. Before, the issue's 19.99 was read
+    as probabilities (No at 0.95) and a positive log-probability failed the evaluation."""
+    fault, message = NOT_A_DISTRIBUTION[reason]
+    with stub_server(Stub(model, always=fault)) as stub:
+        result = await ask(route(OPENAI, stub.url, tmp_path, samples=3), ONE)
+    assert stub.problems == []
+    assert len(stub.seen) == 1 + 3 and all("response_format" in s.body for s in stub.seen[1:])
+    assert result.answers["refund"]["noul"] == pytest.approx(3.5 / 4)  # the stub's samples say Yes
+    p = result.provenance
+    assert (p.readout, p.sampled, p.sampled_reasons, p.low_mass) == ("logprobs", ("refund",), {"refund": reason},
+                                                                      ("refund",))
+    assert p.to_json()["sampledReasons"] == {"refund": reason}
+    assert "sampledReasons" not in p.identity.to_json()
+    with stub_server(Stub(model, always=fault)) as stub, \
+            pytest.raises(AnswerInvalid, match=rf"^question 'refund': {message}"):
+        await ask(route(OPENAI, stub.url, tmp_path, readout="logprobs"), ONE)
+    assert len(stub.seen) == 1
+
+
+@pytest.mark.parametrize(("written", "message"), [
+    (b"NaN", "the openai server's response contains NaN, which JSON does not allow"),
+    (b"-Infinity", "the openai server's response contains -Infinity, which JSON does not allow"),
+    (b"-1e400", "the openai server's response holds the number -1e400, too large for a finite float"),
+    (b'"-0.25"', "logprobs entry 0 is not a token with a numeric log-probability"),
+    (b"null", "logprobs entry 0 is not a token with a numeric log-probability"),
+])
+async def test_a_log_probability_json_cannot_hold_is_a_malformed_response(tmp_path: Path, written: bytes,
+                                                                          message: str) -> None:
+    """Not JSON, or not a number: the response itself is malformed, so even readout auto fails
+    (one line, nothing sampled)."""
+    fault = Fault(candidates=[("No", -0.25), ("Yes", -2.0)], replace=(b'"logprob":-0.25', b'"logprob":' + written))
+    with stub_server(Stub(model, always=fault)) as stub, pytest.raises(AnswerInvalid, match=rf"^{message}$"):
+        await ask(route(OPENAI, stub.url, tmp_path), ONE)
+    assert len(stub.seen) == 1
+
+
+async def test_fullwidth_and_invisible_spellings_of_a_label_are_that_label(tmp_path: Path) -> None:
+    """NFKC and invisible code points, on the wire: `Ｎｏ`, `No` + a zero-width space and a BOM-led
+    `no` are `No` (before, none of them was: `No` counted as unlisted and the answer was 1.0)."""
+    spelled: Model = lambda text: {"Yes": 0.3, "Ｎｏ": 0.25, "No\u200b": 0.2, "\ufeffno": 0.1, "Nope": 0.15}  # noqa: E731
+    with stub_server(Stub(spelled)) as stub:
+        result = await ask(route(OPENAI, stub.url, tmp_path, readout="logprobs"), ONE)
+    assert stub.problems == [] and len(stub.seen) == 1
+    assert result.answers["refund"]["noul"] == pytest.approx(0.3 / 0.85)
+    assert result.provenance.valid_mass == pytest.approx({"refund": 0.85})
+    assert result.provenance.sampled == () and result.provenance.sampled_reasons is None
+
+
 async def test_a_truncated_body_is_an_upstream_error(tmp_path: Path) -> None:
     with stub_server(Stub(model, faults=[Fault(truncate=40)])) as stub, \
             pytest.raises(UpstreamError, match=r"^the openai server is unreachable or broke off \(\w+\)$"):

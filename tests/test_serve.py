@@ -672,6 +672,43 @@ def test_a_deep_upstream_answer_is_a_502_and_serving_goes_on() -> None:
     assert models.status_code == 200
 
 
+@pytest.mark.parametrize("codings", [("gzip",), ("gzip", "gzip")])
+def test_a_gzip_bomb_from_the_upstream_is_a_502_in_a_few_mib_and_serving_goes_on(codings: tuple[str, ...]) -> None:
+    """Issue 39: serve's upstream answers 199 KiB of gzip that inflate to 200 MiB (or that gzipped
+    again). The route refuses it within a step of its 1 MiB cap: the process's traced peak, the
+    uvicorn thread's and the route's together, grows by a few MiB, not the 130 it did."""
+    import tracemalloc
+
+    from fabric_jev.evaluators import TYPESAFE, CredentialResolver, HttpEvaluator
+    from tests.body_bombs import MiB, double_gzip_bomb, gzip_bomb
+    from tests.upstream import Front, Recorded, front
+
+    data = gzip_bomb() if codings == ("gzip",) else double_gzip_bomb()
+
+    def bomb(rec: Recorded) -> tuple[int, dict[str, str], bytes]:
+        return 200, {"Content-Type": "application/json", "Content-Encoding": ", ".join(codings)}, data
+
+    environ = {TYPESAFE.env_keys[0]: "sk-serve-upstream-0002"}
+    with front(Front(answer=bomb)) as f:
+        route = HttpEvaluator(TYPESAFE, base_urls={TYPESAFE.name: f.url}, environ=environ,
+                              credentials=CredentialResolver(TYPESAFE, environ=environ))
+        with running(route) as (url, _), httpx.Client(timeout=30) as client:
+            client.get(url + "/v1/models")  # the connection and the server's first request, before measuring
+            tracemalloc.start()
+            try:
+                before = tracemalloc.get_traced_memory()[0]
+                first = client.post(url + "/v1/systemone", json=STATE_OK)
+                growth = tracemalloc.get_traced_memory()[1] - before
+            finally:
+                tracemalloc.stop()
+            models = client.get(url + "/v1/models")
+    assert growth < 4 * MiB, f"{growth / MiB:.1f} MiB"
+    assert first.status_code == 502
+    assert first.json()["detail"] == {"error_type": "evaluator_error",
+                                      "message": "evaluator response exceeds 1 MiB once decompressed"}
+    assert models.status_code == 200
+
+
 def test_a_long_served_fixture_keeps_only_its_latest_requests() -> None:
     from fabric_jev.evaluators.fixture import KEPT_REQUESTS
 

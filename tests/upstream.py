@@ -60,6 +60,8 @@ class Front:
     rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     #: tamper(json_response) -> json_response before it is returned
     tamper: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    #: compress the upstream's 200 body with these codings, in order (Content-Encoding says so)
+    encoding: tuple[str, ...] = ()
     requests: list[Recorded] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
     #: set once a request has been recorded, so a test can wait for it instead of polling
@@ -103,6 +105,11 @@ def front(spec: Front) -> Iterator[Front]:
                 headers = {"Content-Type": resp.headers.get("content-type", "application/json")}
                 if spec.tamper is not None and status == 200:
                     body = json.dumps(spec.tamper(json.loads(body))).encode()
+                if spec.encoding and status == 200:
+                    from tests.body_bombs import encode, header
+
+                    body = encode(body, spec.encoding)
+                    headers["Content-Encoding"] = header(spec.encoding)
             self.send_response(status)
             for k, v in headers.items():
                 self.send_header(k, v)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import anyio
 
 from .._json import JSONInputError, loads_bounded
-from ..errors import ConfigError, JevError
+from ..errors import AnswerInvalid, ConfigError, JevError
 
 if TYPE_CHECKING:
     import httpx
@@ -184,24 +184,26 @@ class _HttpVision:
 
         if len(image) > MAX_IMAGE_BYTES:
             raise VisionError(f"screenshot too large for the vision provider ({len(image)} bytes)")
-        headers = {**self.auth_headers(self._key), "Content-Type": "application/json"}
-        raw = bytearray()
+        from ..evaluators.bounded_body import ACCEPT_ENCODING, read_capped
+
+        headers = {**self.auth_headers(self._key), "Content-Type": "application/json",
+                   "Accept-Encoding": ACCEPT_ENCODING}
         try:
             with anyio.fail_after(self.timeout):
-                # Streamed and cut off past the limit: a reply is never held whole before it is judged.
+                # Streamed and cut off past the limit, decompressed by layers within it: a reply is
+                # never held whole before it is judged.
                 async with self._http().stream("POST", self.url(), json=body, headers=headers) as reply:
                     if reply.status_code != 200:
                         raise VisionError(f"the vision provider answered HTTP {reply.status_code}")
-                    async for chunk in reply.aiter_bytes():
-                        raw += chunk
-                        if len(raw) > MAX_REPLY_BYTES:
-                            raise VisionError(f"the vision provider's reply is larger than {MAX_REPLY_BYTES} bytes")
+                    raw = await read_capped(reply, MAX_REPLY_BYTES, "the vision provider's reply")
+        except AnswerInvalid as exc:
+            raise VisionError(str(exc)) from None
         except TimeoutError:
             raise VisionError(f"the vision provider did not answer within {self.timeout:g} s") from None
         except httpx.HTTPError as exc:
             raise VisionError(f"the vision provider could not be reached ({type(exc).__name__})") from None
         try:
-            data = loads_bounded(bytes(raw), what="vision reply", max_bytes=MAX_REPLY_BYTES)
+            data = loads_bounded(raw, what="vision reply", max_bytes=MAX_REPLY_BYTES)
             return self.reply_text(data)
         except (JSONInputError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise VisionError(f"the vision provider's reply has no answer ({type(exc).__name__})") from None

@@ -35,6 +35,12 @@ READOUTS: tuple[Readout, ...] = ("logprobs", "samples", "heuristic", "systemone"
 #: none: the answerer's raw output; temperature: per-question-type temperatures from an LLM profile;
 #: learned: the local evaluator's profile fitted on labels; upstream: whatever the service does.
 Calibration = Literal["none", "temperature", "learned", "upstream"]
+#: Why a question of readout "logprobs" was read from samples instead: none of its labels among the
+#: next tokens listed (`no_label`), or what the server listed is not a distribution: a log-probability
+#: that is NaN or infinite (`not_finite`) or positive (`positive_logprob`), or listed probabilities
+#: that add up to more than 1 (`mass_above_one`).
+SampledReason = Literal["no_label", "not_finite", "positive_logprob", "mass_above_one"]
+SAMPLED_REASONS: tuple[SampledReason, ...] = ("no_label", "not_finite", "positive_logprob", "mass_above_one")
 #: The most distinct answerers a run's envelope lists (a run asks at most 100,000 evaluations).
 MAX_ANSWERERS = 16
 #: The most low-mass question ids a run's envelope keeps.
@@ -45,8 +51,8 @@ class Provenance(ReadAsDict, WireModel):
     """Who answered one evaluation, and how (see the module doc for the readouts).
 
     JSON (``to_json``): ``{"route", "model", "readout", "calibration", "profile"?,
-    "temperatures"?, "samples"?, "validMass"?, "lowMass"?, "sampled"?, "replayed"?, "answerers"?}``: a key
-    with nothing to say (None, empty, false) is left out.
+    "temperatures"?, "samples"?, "validMass"?, "lowMass"?, "sampled"?, "sampledReasons"?, "replayed"?,
+    "answerers"?}``: a key with nothing to say (None, empty, false) is left out.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
@@ -71,6 +77,8 @@ class Provenance(ReadAsDict, WireModel):
     #: Readout "logprobs" only: question ids none of whose labels was among the next tokens the server
     #: listed, read instead from constrained samples (the route's `samples` of them; valid mass 0).
     sampled: tuple[str, ...] = Field(default=(), exclude_if=omit_empty)
+    #: Readout "logprobs" only: for each question in `sampled`, why its logprobs could not be read.
+    sampled_reasons: dict[str, SampledReason] | None = Field(default=None, exclude_if=omit_none)
     #: A cassette gave back an answer recorded earlier; the other fields are the recording's.
     replayed: bool = Field(default=False, exclude_if=omit_empty)
     #: Readout "mixed" only: the run's distinct answerers.
@@ -83,10 +91,11 @@ class Provenance(ReadAsDict, WireModel):
 
     @property
     def identity(self) -> Provenance:
-        """The answerer without this evaluation's own details (valid mass, low-mass and sampled ids)."""
-        if self.valid_mass is None and not self.low_mass and not self.sampled:
+        """The answerer without this evaluation's own details (valid mass, low-mass and sampled ids,
+        and why those were sampled)."""
+        if self.valid_mass is None and not self.low_mass and not self.sampled and self.sampled_reasons is None:
             return self
-        return self.model_copy(update={"valid_mass": None, "low_mass": (), "sampled": ()})
+        return self.model_copy(update={"valid_mass": None, "low_mass": (), "sampled": (), "sampled_reasons": None})
 
     def describe(self) -> str:
         """One line naming the answerer, e.g. ``ollama qwen3:8b (logprobs, temperature profile p)``."""
@@ -159,4 +168,5 @@ class AnswererLog:
                           answerers=tuple(self._answerers.values()))
 
 
-__all__ = ["READOUTS", "AnswererLog", "Calibration", "Provenance", "Readout", "recorded_provenance"]
+__all__ = ["READOUTS", "SAMPLED_REASONS", "AnswererLog", "Calibration", "Provenance", "Readout", "SampledReason",
+           "recorded_provenance"]

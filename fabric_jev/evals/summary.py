@@ -47,7 +47,7 @@ WORST_KEPT = 20
 #: The confusion matrix's column for a result that has no value for the field.
 NONE_LABEL = "(none)"
 #: Provenance keys that describe one evaluation rather than its answerer (left out of a cell's list).
-PER_EVALUATION = frozenset({"validMass", "lowMass", "sampled"})
+PER_EVALUATION = frozenset({"validMass", "lowMass", "sampled", "sampledReasons"})
 #: Which question types map straight to which kinds of field.
 _FITS: dict[str, tuple[FieldKind, ...]] = {"noul": ("boolean",), "choice": ("enum", "string"),
                                             "score": ("number",)}

@@ -2,7 +2,8 @@
 
 One `httpx.AsyncClient` per evaluator keeps connections alive across calls.
 Redirects are refused, retries are never made, the body of an error response
-is never read, and a 200 body is streamed with a 1 MiB cap.
+is never read, and a 200 body is streamed with a 1 MiB cap, decompressed
+included (`bounded_body`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import httpx
 
 from ..contract.evaluation import MAX_RESPONSE_BYTES, Evaluation, EvaluationRequest, parse_response_bytes
 from ..contract.provenance import Provenance
-from ..errors import AnswerInvalid, EvaluationError, UpstreamError
+from ..errors import EvaluationError, UpstreamError
 from .base import EvaluatorStatus, evaluation_deadline
+from .bounded_body import ACCEPT_ENCODING, read_capped
 from .credentials import CredentialResolver
 from .routes import Route, endpoint
 
@@ -77,23 +79,18 @@ class HttpEvaluator:
         key = await self.credentials.key()
         body = json.dumps(request.to_wire(model), ensure_ascii=False).encode("utf-8")
         headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
-                   "Accept": "application/json"}
+                   "Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING}
         self.requests += 1
         try:
             async with self._client.stream("POST", self._url, content=body, headers=headers) as resp:
                 if resp.status_code != 200:
                     raise status_error(resp.status_code)
-                raw = bytearray()
-                async for chunk in resp.aiter_bytes():
-                    raw += chunk
-                    if len(raw) > MAX_RESPONSE_BYTES:
-                        raise AnswerInvalid("evaluator response exceeds 1 MiB")
+                data = await read_capped(resp, MAX_RESPONSE_BYTES, "evaluator response")
         except EvaluationError:
             raise
         except httpx.HTTPError as exc:
             # The exception text can name the URL but never the key or a body.
             raise UpstreamError(f"Jev upstream unreachable ({type(exc).__name__})") from None
-        data = bytes(raw)
         if len(data) <= PARSE_INLINE_BYTES:
             evaluation = parse_response_bytes(request, data, secret=key)  # the common case: well under 1 ms
         else:

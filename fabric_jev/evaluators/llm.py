@@ -2,7 +2,8 @@
 
 The driver around the pure parts (`llm_prompt`, `llm_wire`, `readout`,
 `backoff`): one `httpx.AsyncClient` per evaluator, redirects refused, every
-body streamed with a 1 MiB cap, errors that give the HTTP status only.
+body streamed with a 1 MiB cap, decompressed included (`bounded_body`),
+errors that give the HTTP status only.
 
 One evaluation asks each question in its own request (a choice over more
 than 26 options in rounds, then a final round among their winners), all with
@@ -12,8 +13,10 @@ within `concurrency`, shared by every evaluation of this evaluator. A 429 or
 5xx is retried (`backoff`). Token usage is summed over every request.
 
 A question whose logprobs name none of its labels (a small model that starts
-with a word) is read from constrained samples instead, under readout `auto`:
-its valid mass is 0 and the provenance lists it in `sampled`.
+with a word), or are not a distribution (`readout.DistributionRefused`: NaN,
+infinite or positive log-probabilities, a listed mass over 1), is read from
+constrained samples instead, under readout `auto`: its valid mass is 0, the
+provenance lists it in `sampled` and says why in `sampledReasons`.
 """
 
 from __future__ import annotations
@@ -31,10 +34,11 @@ import anyio.to_thread
 import httpx
 
 from ..contract.evaluation import MAX_DEPTH, MAX_RESPONSE_BYTES, Evaluation, EvaluationRequest, validate_answers
-from ..contract.provenance import Provenance
+from ..contract.provenance import Provenance, SampledReason
 from ..errors import AnswerInvalid, ConfigError, EvaluationError, UpstreamError
 from .backoff import DEFAULT_RETRIES, MAX_RETRIES, retry_delay
 from .base import NO_CREDENTIALS_NEEDED, CredentialStatus, EvaluatorStatus, Mode, evaluation_deadline
+from .bounded_body import read_capped
 from .credentials import CredentialResolver
 from .llm_profile import LlmProfile
 from .llm_prompt import SYSTEM, Ask, ask, request_labels, state_block
@@ -52,6 +56,7 @@ from .llm_wire import (
 )
 from .readout import (
     LOW_MASS,
+    DistributionRefused,
     NoValidLabel,
     Reading,
     answer,
@@ -196,7 +201,9 @@ class LlmEvaluator:
         prefix = state_block(request.state)
         labels = request_labels(request)  # the Messages wire's one answer tool
 
-        sampled: set[str] = set()  # questions whose logprobs named no label, read from samples instead
+        # Questions whose logprobs could not be read (no label among them, or not a distribution),
+        # read from samples instead, with the first reason each gave.
+        sampled: dict[str, SampledReason] = {}
 
         async def sample(item: Ask, where: str) -> Reading:
             body = self._body(item, prefix, labels, "samples")
@@ -212,13 +219,15 @@ class LlmEvaluator:
                 raise _NoLogprobs
             try:
                 return read_logprobs(item.labels, reply.candidates, where)
-            except NoValidLabel:
+            except (NoValidLabel, DistributionRefused) as exc:
                 if self.readout != "auto":
                     raise
+                reason = exc.reason
             # The model wanted to say something else first (a word, a space): none of the labels is
-            # among the tokens listed, so their probabilities cannot be read. Constrained samples still
-            # answer in the labels; the answer is flagged (valid mass 0, provenance `sampled`).
-            sampled.add(item.question.id)
+            # among the tokens listed, so their probabilities cannot be read; or what the server
+            # listed is not a distribution. Constrained samples still answer in the labels; the
+            # answer is flagged (valid mass 0, provenance `sampled`, and why in `sampledReasons`).
+            sampled.setdefault(item.question.id, reason)
             return Reading((await sample(item, where)).probabilities, 0.0)
 
         async def question(q_index: int) -> tuple[tuple[float, ...], float]:
@@ -248,7 +257,7 @@ class LlmEvaluator:
 
     def _evaluation(self, request: EvaluationRequest, results: Sequence[tuple[tuple[float, ...], float]],
                     replies: Sequence[Completion], mode: Literal["logprobs", "samples"],
-                    sampled: set[str]) -> Evaluation:
+                    sampled: Mapping[str, SampledReason]) -> Evaluation:
         profile = self.profile if self.profile is not None and self.profile.applies_to(mode) else None
         answers: dict[str, Any] = {}
         valid: dict[str, float] = {}
@@ -266,7 +275,8 @@ class LlmEvaluator:
             temperatures=dict(profile.temperatures) if profile is not None else None,
             samples=self.samples if mode == "samples" else None,
             valid_mass=valid, low_mass=tuple(qid for qid, m in valid.items() if m < LOW_MASS),
-            sampled=tuple(q.id for q in request.questions if q.id in sampled))
+            sampled=tuple(q.id for q in request.questions if q.id in sampled),
+            sampled_reasons={q.id: sampled[q.id] for q in request.questions if q.id in sampled} or None)
         usage = {"input_tokens": sum(r.input_tokens for r in replies),
                  "output_tokens": sum(r.output_tokens for r in replies)}
         return validate_answers(request, {"answers": answers, "usage": usage, "model": model},
@@ -320,12 +330,7 @@ class LlmEvaluator:
                 if resp.status_code != 200:  # the body of an error is never read
                     asked = {k: resp.headers[k] for k in ("retry-after", "retry-after-ms") if k in resp.headers}
                     return resp.status_code, asked, b""
-                raw = bytearray()
-                async for chunk in resp.aiter_bytes():
-                    raw += chunk
-                    if len(raw) > MAX_RESPONSE_BYTES:
-                        raise AnswerInvalid(f"the {self.route.name} server's response exceeds 1 MiB")
-                return 200, {}, bytes(raw)
+                return 200, {}, await read_capped(resp, MAX_RESPONSE_BYTES, f"the {self.route.name} server's response")
         except httpx.HTTPError as exc:
             # The exception's text can name the URL, never the key or a body; only its type is shown.
             raise UpstreamError(f"the {self.route.name} server is unreachable or broke off "

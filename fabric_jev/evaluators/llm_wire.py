@@ -18,12 +18,14 @@ from Anthropic's prompt cache.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..contract.values import is_finite_number
 from ..errors import AnswerInvalid
+from .bounded_body import ACCEPT_ENCODING
 from .readout import TOP_LOGPROBS
 
 #: Output tokens a sample may use: a JSON object or a tool call naming one label.
@@ -67,6 +69,16 @@ def chat_sample_body(model: str, system: str, user: str, labels: Sequence[str],
             "max_tokens": SAMPLE_MAX_TOKENS, "temperature": 1.0, "n": 1, "stream": False,
             "response_format": {"type": "json_schema",
                                 "json_schema": {"name": _TOOL_NAME, "strict": True, "schema": schema}}}
+
+
+def _number(value: object) -> float | None:
+    """A JSON number as a float, NaN and infinities kept for the readout to refuse (an int past the
+    float range reads as an infinity, as JavaScript reads it); None for anything else, a bool too."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if is_finite_number(value) or isinstance(value, float):
+        return float(value)
+    return math.inf if value > 0 else -math.inf  # an int: copysign would overflow converting it
 
 
 def _get(value: Any, key: str, where: str) -> Any:
@@ -130,13 +142,16 @@ def _candidates(logprobs: Any) -> tuple[tuple[str, float], ...] | None:
         return None  # only the chosen token: no distribution to read
     out: list[tuple[str, float]] = []
     for i, entry in enumerate([*top, first]):
-        token, logprob = _get(entry, "token", "a logprobs entry"), _get(entry, "logprob", "a logprobs entry")
-        if not isinstance(token, str) or not is_finite_number(logprob) or logprob > 1e-6:
-            raise AnswerInvalid(f"logprobs entry {i} is not a token with a finite log-probability ≤ 0")
-        out.append((token, float(logprob)))
-    # The chosen token is last: counted only when the top list left it out. Two different tokens
-    # that read the same (a byte-level spelling of "A", say) are both kept and add up.
-    if out[-1] in out[:-1]:
+        token, logprob = _get(entry, "token", "a logprobs entry"), _number(_get(entry, "logprob", "a logprobs entry"))
+        if not isinstance(token, str) or logprob is None:
+            raise AnswerInvalid(f"logprobs entry {i} is not a token with a numeric log-probability")
+        out.append((token, logprob))
+    # Whether the numbers are a distribution (finite, ≤ 0, a mass of at most 1) is the readout's to
+    # judge: what it refuses is read from samples instead (readout auto). The chosen token is last:
+    # counted only when the top list left its text out, however the server rounded its number. Two
+    # tokens of the top list that read the same (a byte-level spelling of "A", say) are both kept,
+    # and merge by log-sum-exp.
+    if out[-1][0] in {token for token, _ in out[:-1]}:
         out.pop()
     return tuple(out)
 
@@ -195,14 +210,14 @@ def read_messages(body: object, requested: str) -> Completion:
 
 def anthropic_headers(key: str | None) -> dict[str, str]:
     headers = {"anthropic-version": ANTHROPIC_VERSION, "content-type": "application/json",
-               "accept": "application/json"}
+               "accept": "application/json", "accept-encoding": ACCEPT_ENCODING}
     if key:
         headers["x-api-key"] = key
     return headers
 
 
 def chat_headers(key: str | None) -> dict[str, str]:
-    headers = {"content-type": "application/json", "accept": "application/json"}
+    headers = {"content-type": "application/json", "accept": "application/json", "accept-encoding": ACCEPT_ENCODING}
     if key:
         headers["authorization"] = f"Bearer {key}"
     return headers

@@ -7,13 +7,18 @@ Each question is read over single-token labels:
 - noul: ``Yes`` / ``No``;
 - score: the level digits ``0`` … ``n-1``.
 
-From logprobs (`read_logprobs`): the probabilities of the server's top next
-tokens are summed per label, spellings of one label merged (surrounding
-whitespace and case: ``" yes"``, ``"YES"`` and ``"Yes"`` are one label), then
-renormalised over the valid labels. The mass the valid labels had before
-renormalising is the *valid mass*; under `LOW_MASS` the answer is flagged.
-A label the server did not list gets the smaller of the smallest listed
-probability and its share of what the list leaves: an upper bound, never 0.
+From logprobs (`read_logprobs`): the server's top next tokens are first
+checked to be a distribution: every log-probability a finite number, none
+above 0 (`POSITIVE_TOLERANCE` for rounding), and the listed probabilities
+adding up to at most 1 (`MASS_TOLERANCE` for rounding); anything else is
+refused (`DistributionRefused`, with its `reason`). Then the spellings of one
+label are merged (`spelling`: ``" yes"``, ``"YES"``, ``"Ｙｅｓ"``, ``"Yes\u200b"``
+and ``"Yes"`` are one label) by log-sum-exp, never by a sum of probabilities
+past 1, and renormalised over the valid labels. The mass the valid labels had
+before renormalising is the *valid mass*; under `LOW_MASS` the answer is
+flagged. A label the server did not list gets the smaller of the smallest
+listed probability and its share of what the list leaves: an upper bound,
+never 0.
 
 From samples (`read_samples`): counts of the labels the samples named,
 smoothed by adding `SAMPLE_PRIOR` to every label (Jeffreys' prior), so that
@@ -27,11 +32,14 @@ log-probabilities before renormalising: p ∝ exp(log p / T) (`temper`).
 from __future__ import annotations
 
 import math
+import re
 import string
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..contract.provenance import SampledReason
 from ..errors import AnswerInvalid
 
 #: Under this valid mass an answer is flagged (provenance `lowMass`): the model mostly wanted to
@@ -48,10 +56,37 @@ SAMPLE_PRIOR = 0.5
 #: Temperatures a profile may hold.
 MIN_TEMPERATURE = 0.05
 MAX_TEMPERATURE = 20.0
+#: How far above 1 the listed probabilities may add up before the list is refused: servers send
+#: float32 log-probabilities, some rounded (to two decimals: at most 0.5% over); a list that claims
+#: more is not a distribution. Within it the reading is at most 1% off, under the answer's 0.02.
+MASS_TOLERANCE = 0.01
+#: How far above 0 a log-probability may be (rounding of a probability of 1) before it is refused.
+POSITIVE_TOLERANCE = 1e-6
+
+#: Code points that render as nothing, removed from a token wherever they are: Unicode's
+#: Default_Ignorable_Code_Point (zero-width space and joiners, the byte order mark, the soft
+#: hyphen, bidirectional marks, variation selectors, the combining grapheme joiner, Hangul fillers,
+#: tag characters), with the rest of category Cf (format) and the control characters (Cc) that
+#: are not whitespace: `_invisible` adds those two by category.
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
 
 
 class NoValidLabel(AnswerInvalid):
     """None of a question's labels was among the next tokens (or the samples)."""
+
+    reason: SampledReason = "no_label"
+
+
+class DistributionRefused(AnswerInvalid):
+    """The next tokens a server listed are not a distribution: a log-probability that is NaN,
+    infinite or positive, or probabilities that add up to more than 1. `reason` says which."""
+
+    def __init__(self, message: str, reason: SampledReason) -> None:
+        super().__init__(message)
+        self.reason: SampledReason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +103,23 @@ class Reading:
         return self.valid_mass < LOW_MASS
 
 
+def _invisible(text: str) -> str:
+    text = _IGNORABLE.sub("", text)
+    if any(unicodedata.category(c) in ("Cf", "Cc") for c in text):
+        text = "".join(c for c in text if c.isspace() or unicodedata.category(c) not in ("Cf", "Cc"))
+    return text
+
+
 def spelling(token: str) -> str:
-    """The form in which spellings of one label meet: no surrounding whitespace, case-folded."""
-    return token.strip().casefold()
+    """The form in which spellings of one label meet: invisible code points removed anywhere
+    (see `_IGNORABLE`), compatibility forms folded (NFKC: fullwidth ``Ｎｏ``, mathematical and
+    circled letters, superscript digits), no surrounding whitespace, case-folded (then NFKC
+    again, as Unicode's caseless matching does)."""
+    if token.isascii() and token.isprintable():
+        return token.strip().lower()  # nothing to fold: the common case, a plain token
+    text = unicodedata.normalize("NFKC", _invisible(token))
+    text = _invisible(text).strip().casefold()
+    return unicodedata.normalize("NFKC", text).strip()
 
 
 def score_labels(levels: int) -> tuple[str, ...]:
@@ -86,32 +135,58 @@ def rounds(options: int) -> list[range]:
     return [range(start, min(start + size, options)) for start in range(0, options, size)]
 
 
+def logsumexp(logs: Sequence[float]) -> float:
+    """log Σ exp(x), without overflow or underflow; -inf for no terms."""
+    if not logs:
+        return -math.inf
+    top = max(logs)
+    if top == -math.inf:
+        return top
+    return top + math.log(math.fsum(math.exp(x - top) for x in logs))
+
+
+def checked_logprobs(candidates: Sequence[tuple[str, float]], where: str) -> list[float]:
+    """The candidates' log-probabilities, once they are known to be a distribution (module doc)."""
+    logs: list[float] = []
+    for _, logprob in candidates:
+        if not math.isfinite(logprob):
+            raise DistributionRefused(f"{where}: a next-token log-probability is not a finite number; "
+                                      "the server's logprobs are not a distribution", "not_finite")
+        if logprob > POSITIVE_TOLERANCE:
+            raise DistributionRefused(f"{where}: a next-token log-probability is positive ({logprob:.4g}): "
+                                      "the server's logprobs are not a distribution", "positive_logprob")
+        logs.append(min(0.0, float(logprob)))
+    listed = logsumexp(logs)
+    if listed > math.log1p(MASS_TOLERANCE):
+        raise DistributionRefused(f"{where}: the {len(logs)} next tokens the server listed add up to a "
+                                  f"probability of {math.exp(min(listed, 700.0)):.4g}, more than 1: "
+                                  "they are not a distribution", "mass_above_one")
+    return logs
+
+
 def read_logprobs(labels: Sequence[str], candidates: Sequence[tuple[str, float]], where: str) -> Reading:
-    """`candidates`: the server's top next tokens as (text, log-probability)."""
+    """`candidates`: the server's top next tokens as (text, log-probability). Refuses a list that is
+    not a distribution (`DistributionRefused`) or names no label (`NoValidLabel`)."""
+    logs = checked_logprobs(candidates, where)
     index = {spelling(label): i for i, label in enumerate(labels)}
-    mass = [0.0] * len(labels)
-    seen = [False] * len(labels)
-    listed = 0.0
-    smallest = 1.0
-    for token, logprob in candidates:
-        p = math.exp(min(0.0, logprob))
-        listed += p
-        smallest = min(smallest, p)
+    spellings: list[list[float]] = [[] for _ in labels]
+    for (token, _), logprob in zip(candidates, logs, strict=True):
         i = index.get(spelling(token))
         if i is not None:
-            mass[i] += p
-            seen[i] = True
-    valid = sum(mass)
-    if valid <= 0.0:
+            spellings[i].append(logprob)
+    if not any(spellings):
         raise NoValidLabel(f"{where}: none of the labels {', '.join(labels)} is among the model's "
                            f"{len(candidates)} most likely next tokens (it does not answer in the labels)")
-    missing = seen.count(False)
+    merged = [logsumexp(found) for found in spellings]  # -inf for a label not listed
+    valid = logsumexp([m for m in merged if m > -math.inf])
+    missing = sum(1 for m in merged if m == -math.inf)
     if missing:
-        floor = min(smallest, max(0.0, 1.0 - listed) / missing)
-        floor = max(floor, valid * 1e-9)  # never 0: a temperature takes its logarithm
-        mass = [m if s else floor for m, s in zip(mass, seen, strict=True)]
-    total = sum(mass)
-    return Reading(tuple(m / total for m in mass), min(1.0, valid))
+        left = -math.expm1(min(0.0, logsumexp(logs)))  # what the list leaves of the mass
+        floor = min(min(logs), math.log(left / missing) if left > 0 else -math.inf)
+        floor = max(floor, valid + math.log(1e-9))  # never 0: a temperature takes its logarithm
+        merged = [floor if m == -math.inf else m for m in merged]
+    total = logsumexp(merged)
+    return Reading(tuple(math.exp(m - total) for m in merged), min(1.0, math.exp(valid)))
 
 
 def read_samples(labels: Sequence[str], picks: Sequence[str | None], where: str,
@@ -179,6 +254,7 @@ def answer(qtype: str, keys: Sequence[str], probabilities: Sequence[float]) -> d
             "probabilities": {str(i): p for i, p in enumerate(probs)}, "confidence": score_confidence(probs)}
 
 
-__all__ = ["LETTERS", "LOW_MASS", "MAX_ROUND", "NOUL_LABELS", "SAMPLE_PRIOR", "TOP_LOGPROBS", "NoValidLabel",
-           "Reading", "answer", "combine_rounds", "read_logprobs", "read_samples", "rounds", "score_labels",
-           "spelling", "temper"]
+__all__ = ["LETTERS", "LOW_MASS", "MASS_TOLERANCE", "MAX_ROUND", "NOUL_LABELS", "POSITIVE_TOLERANCE", "SAMPLE_PRIOR",
+           "TOP_LOGPROBS", "DistributionRefused", "NoValidLabel", "Reading", "answer", "checked_logprobs",
+           "combine_rounds", "logsumexp", "read_logprobs", "read_samples", "rounds", "score_labels", "spelling",
+           "temper"]
