@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .._files import atomic_write
+from .._files import LineLimits, atomic_write, bounded_lines, open_regular
 from .._json import JSONInputError, loads_bounded, read_json_file
 from ..batch.files import MAX_RECORD_BYTES, AppendLog
 from ..errors import EvalError
@@ -40,6 +40,7 @@ MAX_MANIFEST_BYTES = 16 << 20
 MAX_SUMMARY_BYTES = 64 << 20
 #: results.jsonl read back (--compare, the report, --resume of a finished eval).
 MAX_RESULTS_BYTES = 4 << 30
+_RESULTS_LIMITS = LineLimits(max_bytes=MAX_RESULTS_BYTES, max_line_bytes=MAX_RECORD_BYTES, max_lines=100_000_000)
 
 RecordKey = tuple[str, str, Key]
 
@@ -151,14 +152,14 @@ def read_results(path: str | Path, *, whole_lines_only: bool = False) -> Iterato
     `whole_lines_only` (a partial file), a last line without its newline is left out: a kill
     cut it, and its line runs again."""
     path = Path(path)
-    try:
-        if path.stat().st_size > MAX_RESULTS_BYTES:
-            raise EvalError(f"{path} is over {MAX_RESULTS_BYTES >> 30} GiB")
-        f = open(path, "rb")  # noqa: SIM115  (held open across yields)
-    except OSError as exc:
-        raise EvalError(f"cannot read {path}: {exc.strerror}") from None
+    f = open_regular(path, label=str(path), error=EvalError)  # a device or FIFO: refused at once
     with f:
-        for number, raw in enumerate(f, 1):
+        if os.fstat(f.fileno()).st_size > MAX_RESULTS_BYTES:
+            raise EvalError(f"{path} is over {MAX_RESULTS_BYTES >> 30} GiB")
+        for number, raw in enumerate(bounded_lines(f, label=str(path), limits=_RESULTS_LIMITS, error=EvalError), 1):
+            if raw is None:
+                raise EvalError(f"{path} line {number} is not an eval results line: it is larger than "
+                                f"{MAX_RECORD_BYTES} bytes")
             if whole_lines_only and not raw.endswith(b"\n"):
                 return
             if not raw.strip():
