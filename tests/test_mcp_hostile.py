@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,8 @@ import pytest
 pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install -e '.[mcp]')")
 
 from fabric_jev.mcp.lines import CROWDED_MARK, MAX_LINE_VALUES, BoundedLines
-from fabric_jev.mcp.programs import ProgramCatalog, published
-from fabric_jev.program_files import load_program
+from fabric_jev.mcp.programs import SNIFF_BYTES, ProgramCatalog, published
+from fabric_jev.program_files import MAX_PROGRAM_FILE_BYTES, load_program
 from tests.mcp_support import mcp_client
 from tests.test_mcp import RawSession, call_line
 
@@ -106,7 +107,9 @@ def test_a_junk_folder_is_parsed_once_and_the_program_after_it_is_listed(tmp_pat
                              reserved=frozenset())
     assert [p.path for p in catalog.programs()] == ["zzz.js"]
     first = catalog.parsed
-    assert first == 151  # what opens like a program (the 150 "{" files and zzz.js); the rest is sniffed
+    # Only zzz.js opens as a program does: "{" then NULs has no artifact key, NULs no @program comment.
+    assert first == 1
+    assert sorted(catalog.skipped) == sorted(f"a{i:03}.{'json' if i % 2 else 'ts'}" for i in range(300))
     assert [p.path for p in catalog.programs()] == ["zzz.js"]
     found = catalog.find_tool("zzz")
     assert found is not None and found.program.name == "zzz"
@@ -124,6 +127,87 @@ async def test_a_program_after_junk_is_a_tool_the_client_can_call(tmp_path: Path
         done = await client.call_tool("zzz", {"input": 41})
     assert "zzz" in tools
     assert not done.is_error and done.structured_content is not None and done.structured_content["result"] == 42
+
+
+def large_junk_folder(tmp: Path) -> Path:
+    """256 large files that are no programs (sparse: little is written), sorted before the one
+    program: 128 JSON data files just under the program size bound (they used to be read whole
+    and parsed at the first listing), 64 JSON files of 1.5 MiB that open like an artifact, and
+    64 bundled scripts of 1 MiB, the most a program file may be."""
+    programs = write_folder(tmp, {})
+    for i in range(256):
+        if i < 128:
+            name, head, size = f"a{i:03}.json", b'{"rows": [', MAX_PROGRAM_FILE_BYTES - 4096
+        elif i < 192:
+            name, head, size = f"a{i:03}.json", b'{"name": "big", "code": "', 3 << 19
+        else:
+            name, head, size = f"a{i:03}.ts", b"/* bundled by a tool */\n", MAX_PROGRAM_FILE_BYTES
+        with open(programs / name, "wb") as f:
+            f.write(head)
+            f.truncate(size)
+    (programs / "zzz.js").write_text(VALID)
+    return programs
+
+
+def test_a_folder_of_large_non_programs_is_sniffed_not_read(tmp_path: Path) -> None:
+    programs = large_junk_folder(tmp_path)
+    loaded: list[str] = []
+
+    def load(path: str) -> Any:
+        loaded.append(path)
+        return load_program(programs / path)
+
+    catalog = ProgramCatalog(programs.resolve(), load, tools=True, reserved=frozenset())
+    assert [p.path for p in catalog.programs()] == ["zzz.js"]
+    # Only the program is read whole (after its sniff); of the rest, the head of those under the
+    # size bound, and nothing of those over it.
+    assert loaded == ["zzz.js"]
+    assert catalog.bytes_read == 192 * SNIFF_BYTES + 2 * len(VALID)
+    reasons = catalog.skipped
+    assert len(reasons) == 256
+    assert reasons["a000.json"].startswith("its first key 'rows' is none of a program artifact's (")
+    assert reasons["a128.json"] == f"it is larger than {MAX_PROGRAM_FILE_BYTES} bytes ({3 << 19} bytes)"
+    assert reasons["a192.ts"] == "it does not open with a /* @program comment"
+    # A second listing reads nothing: every file is known by its (mtime, size).
+    before = catalog.bytes_read
+    assert [p.path for p in catalog.programs()] == ["zzz.js"] and catalog.bytes_read == before
+
+
+@pytest.mark.anyio
+async def test_fifos_devices_and_sockets_in_the_folder_are_skipped_and_listing_ends(tmp_path: Path) -> None:
+    import socket
+
+    programs = write_folder(tmp_path, {"zzz.js": VALID})
+    os.mkfifo(programs / "a.json")  # no writer: opening it would wait for ever
+    (programs / "b.ts").symlink_to("/dev/zero")  # opening it would read for ever
+    fd = os.open(programs / "a.json", os.O_RDWR | os.O_NONBLOCK)  # ... and a FIFO with a writer
+    os.mkfifo(programs / "c.js")
+    writer = os.open(programs / "c.js", os.O_RDWR | os.O_NONBLOCK)
+    os.write(writer, b"/* @program {}")
+    here = os.getcwd()
+    with socket.socket(socket.AF_UNIX) as server:
+        os.chdir(programs)
+        try:
+            server.bind("d.mjs")
+        finally:
+            os.chdir(here)
+        try:
+            catalog = ProgramCatalog(programs.resolve(), lambda p: load_program(programs / p), tools=True,
+                                     reserved=frozenset())
+            assert [p.path for p in catalog.programs()] == ["zzz.js"]
+            assert catalog.skipped == {"a.json": "it is a FIFO, not a regular file",
+                                       "b.ts": "it is a character device, not a regular file",
+                                       "c.js": "it is a FIFO, not a regular file",
+                                       "d.mjs": "it is a socket, not a regular file"}
+            async with mcp_client(tmp_path, *args(tmp_path, "--program-tools")) as client:
+                tools = {t.name for t in (await client.list_tools()).tools}
+                resources = [str(r.uri) for r in (await client.list_resources()).resources]
+                by_path = await client.call_tool("jev_run", {"programPath": "a.json", "input": 1})
+        finally:
+            os.close(fd)
+            os.close(writer)
+    assert "zzz" in tools and resources == ["fabric-jev://programs/zzz.js"]
+    assert by_path.is_error and "no program file 'a.json'" in by_path.content[0].text  # type: ignore[union-attr]
 
 
 # ---------------------------------------------------------------- a wait that outlives its session
