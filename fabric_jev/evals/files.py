@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import json
 import os
-import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -134,12 +133,10 @@ class ResultsFolder:
 def file_digest(path: str | Path) -> str | None:
     """sha256 of a regular file's bytes, read in blocks; None when it is not one or cannot be read
     (the evaluator that reads it will say why)."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open
-            return None
-        with open(path, "rb") as f:
+    try:  # the opened descriptor is the one checked: a FIFO swapped in after a stat would block
+        with open_regular(path, label=str(path), error=ValueError) as f:
             return "sha256:" + hashlib.file_digest(f, "sha256").hexdigest()
-    except OSError:
+    except (OSError, ValueError):
         return None
 
 
