@@ -12,6 +12,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install -e '.[mcp]')")
 
@@ -171,6 +173,83 @@ def test_a_folder_of_large_non_programs_is_sniffed_not_read(tmp_path: Path) -> N
     # A second listing reads nothing: every file is known by its (mtime, size).
     before = catalog.bytes_read
     assert [p.path for p in catalog.programs()] == ["zzz.js"] and catalog.bytes_read == before
+
+
+ARTIFACT = {"name": "zzz", "code": "return input + 1;", "inputSchema": {"type": "integer"},
+            "outputSchema": {"type": "integer"}, "language": "javascript"}
+SPACE = st.text(alphabet=" \t\r\n", max_size=40)
+
+
+def catalog_of(folder: Path, files: dict[str, bytes]) -> tuple[ProgramCatalog, list[str]]:
+    """A catalog of `folder` holding `files` only, and the list of paths it loads whole."""
+    for old in folder.iterdir():
+        old.unlink()
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    loaded: list[str] = []
+
+    def load(path: str) -> Any:
+        loaded.append(path)
+        return load_program(folder / path)
+
+    return ProgramCatalog(folder.resolve(), load, tools=True, reserved=frozenset()), loaded
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.permutations(list(ARTIFACT)), SPACE, SPACE, st.booleans(), SPACE, st.sampled_from(["/*", "/**"]))
+def test_a_program_in_any_layout_passes_the_sniff(tmp_path_factory: pytest.TempPathFactory, keys: list[str],
+                                                  before: str, inside: str, indent: bool, lead: str,
+                                                  opener: str) -> None:
+    """The cheap test lets every real program through: an artifact with its keys in any order and
+    any white space (or indented by json.dumps), a source file with white space before its comment."""
+    artifact = {key: ARTIFACT[key] for key in keys}
+    body = json.dumps(artifact, indent=1 if indent else None)
+    header = json.dumps({k: v for k, v in ARTIFACT.items() if k not in ("code", "language")})
+    files = {"a.json": (before + "{" + inside + body[1:]).encode(),
+             "b.js": f"{lead}{opener} @program {header} */\nreturn input + 1;\n".encode()}
+    catalog, loaded = catalog_of(tmp_path_factory.mktemp("layout"), files)
+    assert [p.path for p in catalog.programs()] == ["a.json", "b.js"], catalog.skipped
+    assert sorted(loaded) == ["a.json", "b.js"]
+
+
+_WHITE = b" \t\n\r\f\v"
+OPENINGS = st.sampled_from(["", "{", '{"rows": [', '{"name": ', '{ "code":', "/*", "/* @program", "/** @programs",
+                            "  /*\t@program ", "// @program", "\ufeff/* @program"])
+
+
+def opens_as_a_program(data: bytes, suffix: str) -> bool:
+    """The documented cheap test, written plainly (docs/mcp.md): a source file's first bytes are a
+    /* @program comment; a .json file's are `{` and a first key a program artifact has."""
+    head = data[:SNIFF_BYTES].removeprefix(b"\xef\xbb\xbf").lstrip(_WHITE)
+    if suffix != "json":
+        rest = head.removeprefix(b"/**") if head.startswith(b"/**") else head.removeprefix(b"/*")
+        if rest is head:
+            return False
+        rest = rest.lstrip(b" \t")
+        after = rest[8:9]  # "@program" ends a word: no ASCII letter, digit or _ after it
+        return rest.startswith(b"@program") and not (after.isalnum() or after == b"_")
+    if not head.startswith(b"{"):
+        return False
+    rest = head[1:].lstrip(_WHITE)
+    if not rest.startswith(b'"') or b'"' not in rest[1:]:
+        return False
+    key, _, after = rest[1:].partition(b'"')
+    return (key.decode("utf-8", "replace") in {*ARTIFACT, "requires", "limits"} and b"\\" not in key
+            and after.lstrip(_WHITE).startswith(b":"))
+
+
+@settings(max_examples=80, deadline=None)
+@given(OPENINGS, st.text(max_size=300), st.sampled_from(["json", "ts", "js", "mjs"]))
+def test_text_that_is_no_program_is_read_no_further_than_its_head(tmp_path_factory: pytest.TempPathFactory,
+                                                                  opening: str, text: str, suffix: str) -> None:
+    """Any text, padded past the sniff: it is never listed, and only if its head opens as a program
+    does is it read whole (once, then refused by the loader); otherwise SNIFF_BYTES are read."""
+    data = (opening + text).encode("utf-8", "surrogatepass") + b" " * (4 * SNIFF_BYTES) + b"x"
+    catalog, loaded = catalog_of(tmp_path_factory.mktemp("junk"), {f"junk.{suffix}": data})
+    assert catalog.programs() == []
+    assert set(catalog.skipped) == {f"junk.{suffix}"}
+    assert bool(loaded) == opens_as_a_program(data, suffix), catalog.skipped
+    assert catalog.bytes_read == SNIFF_BYTES + (len(data) if loaded else 0)
 
 
 @pytest.mark.anyio
