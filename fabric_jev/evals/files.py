@@ -135,7 +135,10 @@ def file_digest(path: str | Path) -> str | None:
     (the evaluator that reads it will say why)."""
     try:  # the opened descriptor is the one checked: a FIFO swapped in after a stat would block
         with open_regular(path, label=str(path), error=ValueError) as f:
-            return "sha256:" + hashlib.file_digest(f, "sha256").hexdigest()
+            digest = hashlib.sha256()
+            while block := f.read(1 << 20):
+                digest.update(block)
+            return "sha256:" + digest.hexdigest()
     except (OSError, ValueError):
         return None
 
