@@ -192,6 +192,19 @@ def test_a_save_to_disk_folder_holding_a_fifo_is_refused_before_the_library_open
         read_dataset(folder, input_schema={"type": "object"}, output_schema={"type": "object"})
 
 
+def test_a_fifo_behind_a_linked_subfolder_is_refused_and_a_link_loop_ends(tmp_path: Path) -> None:
+    folder = tmp_path / "saved"
+    (folder / "train").mkdir(parents=True)
+    (folder / "dataset_dict.json").write_text('{"splits": ["train", "test"]}')
+    (folder / "train" / "loop").symlink_to(folder)  # a link back up: the walk must still end
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.mkfifo(elsewhere / "data-00000-of-00001.arrow")
+    (folder / "test").symlink_to(elsewhere)
+    with pytest.raises(EvalError, match=r"test/data-00000-of-00001\.arrow is a FIFO, not a regular file$"):
+        read_dataset(folder, input_schema={"type": "object"}, output_schema={"type": "object"})
+
+
 # ---------------------------------------------------------------- the bounds, on text of any shape
 
 LIMITS = LineLimits(max_bytes=4096, max_line_bytes=64, max_lines=50)

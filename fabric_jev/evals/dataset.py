@@ -221,9 +221,11 @@ def _open(path: Path) -> BinaryIO:
 def _check_folder(folder: Path) -> None:
     """A `save_to_disk` folder holds only files and folders (the library would open a FIFO
     and wait, or read a device for ever), at most MAX_FOLDER_ENTRIES, each file within the
-    dataset's bound. Symlinks are followed, as the library follows them."""
+    dataset's bound. Symlinks are followed, as the library follows them; a folder met again
+    through a link is looked at once (a link loop ends)."""
     seen = 0
     stack = [folder]
+    visited: set[tuple[int, int]] = set()
     while stack:
         here = stack.pop()
         try:
@@ -234,7 +236,8 @@ def _check_folder(folder: Path) -> None:
                         raise EvalError(f"dataset {folder} holds more than {MAX_FOLDER_ENTRIES} files and folders")
                     info = entry.stat()
                     if stat.S_ISDIR(info.st_mode):
-                        if not entry.is_symlink():
+                        if (info.st_dev, info.st_ino) not in visited:
+                            visited.add((info.st_dev, info.st_ino))
                             stack.append(Path(entry.path))
                     elif not stat.S_ISREG(info.st_mode):
                         raise EvalError(f"cannot read dataset {folder}: {entry.path} is {kind_of(info.st_mode)}, "
