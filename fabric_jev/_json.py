@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import sys
 from pathlib import Path
@@ -167,23 +166,20 @@ def loads_bounded(data: bytes | str, *, what: str, max_bytes: int, max_depth: in
 
 def read_bounded(path: str | Path, *, label: str, max_bytes: int) -> bytes:
     """A file's bytes ("-" is standard input), refused by size before it is read whole
-    (JSONInputError, naming `label`); a file that grows while it is read is still bounded."""
-    try:
-        if str(path) == "-":
+    (JSONInputError, naming `label`); a file that grows while it is read is still bounded.
+    Only a regular file is read (`_files.open_regular`): a device, a FIFO or a socket is
+    refused at once, without waiting for a writer."""
+    if str(path) == "-":
+        try:
             raw = sys.stdin.buffer.read(max_bytes + 1)
-        else:
-            with open(path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if size > max_bytes:
-                    raise JSONInputError(f"{label} is larger than {max_bytes} bytes ({size} bytes)")
-                raw = f.read(max_bytes + 1)
-    except IsADirectoryError:
-        raise JSONInputError(f"cannot read {label}: it is a directory") from None
-    except OSError as exc:
-        raise JSONInputError(f"cannot read {label}: {exc.strerror or exc}") from None
-    if len(raw) > max_bytes:
-        raise JSONInputError(f"{label} is larger than {max_bytes} bytes")
-    return raw
+        except OSError as exc:
+            raise JSONInputError(f"cannot read {label}: {exc.strerror or exc}") from None
+        if len(raw) > max_bytes:
+            raise JSONInputError(f"{label} is larger than {max_bytes} bytes")
+        return raw
+    from ._files import read_regular
+
+    return read_regular(path, label=label, max_bytes=max_bytes, error=JSONInputError)
 
 
 def read_json_file(path: str | Path, *, what: str, max_bytes: int, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:

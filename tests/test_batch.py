@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -10,7 +11,6 @@ import resource
 import signal
 import subprocess
 import sys
-import threading
 import tracemalloc
 from collections.abc import Iterator
 from contextlib import aclosing, contextmanager
@@ -358,7 +358,7 @@ def test_a_tampered_resume_file_is_refused_in_one_line(files: dict[str, str], ch
 def test_out_must_be_a_regular_file(files: dict[str, str], tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    for out, kind in (("/dev/full", "a device"), (str(fifo), "a FIFO"), (str(tmp_path), "a directory")):
+    for out, kind in (("/dev/full", "a character device"), (str(fifo), "a FIFO"), (str(tmp_path), "a directory")):
         # A FIFO with no reader used to block the open for ever: the subprocess timeout would fire.
         done = run_cli({**files, "out": out})
         assert done.returncode == 2, done.stderr
@@ -385,62 +385,42 @@ def test_a_full_disk_stops_the_batch_in_one_line_and_resume_finishes_it(files: d
     assert sorted(r["line"] for r in lines) == list(range(1, 21))
 
 
-def fifo_writer(path: Path, lines: list[str], hold: threading.Event | None = None) -> tuple[threading.Thread,
-                                                                                         list[BaseException]]:
-    """A thread that opens the FIFO for writing (waiting for a reader), writes `lines`, then closes it
-    (after `hold` is set, when given). Anything it meets, a broken pipe included, is kept."""
-    met: list[BaseException] = []
-
-    def write() -> None:
-        try:
-            with path.open("w") as f:
-                for line in lines:
-                    f.write(line + "\n")
-                    f.flush()
-                if hold is not None:
-                    hold.wait(60)
-        except BaseException as exc:  # reported by the test
-            met.append(exc)
-
-    thread = threading.Thread(target=write, daemon=True)
-    thread.start()
-    return thread, met
-
-
-def test_a_named_fifo_is_read_once_and_its_writer_is_not_cut_off(files: dict[str, str]) -> None:
+def test_a_named_fifo_is_refused_at_once_and_a_pipe_on_standard_input_is_read_to_its_end(
+        files: dict[str, str]) -> None:
     fifo = Path(files["inputs"]).with_name("inputs.fifo")
     os.mkfifo(fifo)
-    writer, met = fifo_writer(fifo, [input_line(1), input_line(2)])
-    # Counting used to open the FIFO and close it unread: the writer lost its pipe, and the
-    # batch then waited for ever for a writer, deaf to SIGINT and SIGTERM.
+    # A FIFO used to be waited on for a writer (for ever, when none came): now it is refused, and
+    # a stream is named as one, "-", for standard input.
     done = run_cli({**files, "inputs": str(fifo)}, "--quiet")
-    writer.join(30)
-    assert met == []
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"fabric-jev: cannot read inputs {fifo}: it is a FIFO, "
+                                                "not a regular file"]
+    assert not Path(files["out"]).exists()
+    piped = subprocess.run(batch_argv({**files, "inputs": "-"}, "--quiet"), input=input_line(1) + "\n" + input_line(2),
+                           capture_output=True, text=True, timeout=50, cwd=ROOT)
+    assert piped.returncode == 0, piped.stderr
     assert sorted((r["line"], r["state"]) for r in records(files["out"])) == [(1, "completed"), (2, "completed")]
 
 
 @contextmanager
 def reading_a_waiting_pipe(files: dict[str, str], first: str, *args: str) -> Iterator[subprocess.Popen[str]]:
-    """`fabric-jev batch` reading its inputs from a FIFO that sends `first` and then waits
-    (its writer holds the pipe open until the test ends); the process is ended if the test did not."""
-    fifo = Path(files["inputs"]).with_name("inputs.fifo")
-    os.mkfifo(fifo)
-    hold = threading.Event()
-    writer, _ = fifo_writer(fifo, [first], hold)
-    argv = [sys.executable, "-m", "fabric_jev.cli", "batch", files["program"], "--inputs", str(fifo), *args]
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    """`fabric-jev batch` reading its inputs from a pipe on standard input that sends `first` and
+    then waits (the test holds the pipe open until it ends); the process is ended if the test did not."""
+    argv = [sys.executable, "-m", "fabric_jev.cli", "batch", files["program"], "--inputs", "-", *args]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
-        assert proc.stderr is not None
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.write(first + "\n")
+        proc.stdin.flush()
         yield proc
     finally:
-        hold.set()
-        writer.join(30)
         if proc.poll() is None:
             proc.kill()
             proc.wait(30)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        for stream in (proc.stdin, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(BrokenPipeError):
+                    stream.close()
 
 
 def test_a_pipe_that_waits_holds_back_neither_outcomes_nor_signals(files: dict[str, str]) -> None:

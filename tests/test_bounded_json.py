@@ -63,7 +63,7 @@ def test_files_over_the_size_cap_are_refused_before_reading(tmp_path: Path) -> N
 def test_missing_file_and_directory_name_the_path(tmp_path: Path) -> None:
     with pytest.raises(JSONInputError, match=r"^cannot read program .*nope\.json: No such file or directory$"):
         read_json_file(tmp_path / "nope.json", what="program", max_bytes=100)
-    with pytest.raises(JSONInputError, match=r"^cannot read program .*: it is a directory$"):
+    with pytest.raises(JSONInputError, match=r"^cannot read program .*: it is a directory, not a regular file$"):
         read_json_file(tmp_path, what="program", max_bytes=100)
 
 

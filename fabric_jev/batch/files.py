@@ -1,4 +1,11 @@
-"""The batch's two files: the inputs (JSON Lines, read lazily) and the output log (append-only)."""
+"""The batch's two files: the inputs (JSON Lines, read lazily) and the output log (append-only).
+
+The inputs are a regular file, or standard input for "-" (a pipe: `zcat in.jsonl.gz |
+fabric-jev batch ... --inputs -`). A path that is a device, a FIFO or a socket is refused
+at once (`_files.open_regular`): `/dev/zero` would be read for ever, a FIFO waits for a
+writer that may never come. Both are bounded: MAX_INPUTS_BYTES, MAX_INPUT_LINES lines,
+and a line over MAX_LINE_BYTES is a rejected input, skipped without being held.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
+from .._files import LineLimits, bounded_lines, kind_of, open_regular
 from .._json import JSONInputError, loads_bounded
 from ..contract.wire_model import WireModel
 from ..errors import BatchError, JevError
@@ -24,6 +32,13 @@ from .records import MAX_LINE_BYTES, BatchItem, BatchOutcome, Key, parse_input_l
 MAX_RECORD_BYTES = 1_048_576
 #: Counting reads this much at a time: a line is never held whole, however long.
 _COUNT_BLOCK = 1 << 20
+#: The most of the inputs read (a file, or a pipe on standard input): past it the batch stops.
+MAX_INPUTS_BYTES = 64 << 30
+#: The most lines of the inputs, blank ones included.
+MAX_INPUT_LINES = 100_000_000
+_INPUT_LIMITS = LineLimits(max_bytes=MAX_INPUTS_BYTES, max_line_bytes=MAX_LINE_BYTES, max_lines=MAX_INPUT_LINES)
+#: "-" names standard input.
+STDIN = "-"
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
 R = TypeVar("R")
@@ -39,20 +54,28 @@ def _read_line(f: BinaryIO, limit: int) -> tuple[bytes, bool]:
     return b"", True
 
 
+def _open_inputs(path: str | Path) -> BinaryIO:
+    """The inputs file, if it is a regular file within MAX_INPUTS_BYTES (BatchError otherwise)."""
+    f = open_regular(path, label=f"inputs {path}", error=BatchError)
+    size = os.fstat(f.fileno()).st_size
+    if size > MAX_INPUTS_BYTES:
+        f.close()
+        raise BatchError(f"inputs {path} is larger than {MAX_INPUTS_BYTES} bytes ({size} bytes)")
+    return f
+
+
 def count_inputs(path: str | Path) -> int | None:
     """How many non-blank lines the inputs file has (for the progress bar's total).
 
     Counted in blocks of 1 MiB, so a line of any length (gigabytes without a
     newline) costs no more memory than a short one; the reader later skips it.
-    None when the inputs are a pipe or a device: they can be read only once,
-    and the run needs them.
+    None for standard input ("-"): a pipe can be read only once, and the run
+    needs it. A path that is not a regular file is refused here, at once.
     """
-    try:
-        # Looked at before it is opened: opening a FIFO waits for its writer, and closing it
-        # unread would leave the writer with a broken pipe before the real read began.
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        with open(path, "rb") as f:
+    if str(path) == STDIN:
+        return None
+    with _open_inputs(path) as f:
+        try:
             count = 0
             filled = False  # the line read so far has a non-blank byte
             while block := f.read(_COUNT_BLOCK):
@@ -62,25 +85,30 @@ def count_inputs(path: str | Path) -> int | None:
                     filled = False
                 filled = filled or bool(rest.strip())
             return count + filled
-    except OSError as exc:
-        raise BatchError(f"cannot read inputs {path}: {exc.strerror}") from None
+        except OSError as exc:
+            raise BatchError(f"cannot read inputs {path}: {exc.strerror}") from None
 
 
 def read_inputs(path: str | Path, *, id_field: str | None = None) -> Iterator[BatchItem]:
-    """The inputs file, one item per non-blank line, numbered from 1; a bad line is a rejected item."""
-    try:
-        f = open(path, "rb")  # noqa: SIM115  (held open across yields)
-    except OSError as exc:
-        raise BatchError(f"cannot read inputs {path}: {exc.strerror}") from None
+    """The inputs file ("-": standard input), one item per non-blank line, numbered from 1;
+    a bad line is a rejected item. Past MAX_INPUTS_BYTES or MAX_INPUT_LINES, BatchError."""
+    stdin = str(path) == STDIN
+    # Standard input through a reader of its own (a copy of descriptor 0), not sys.stdin: a read
+    # still waiting in a daemon thread at exit would otherwise hold sys.stdin's lock as Python
+    # shuts down, and the interpreter aborts.
+    label = "inputs on standard input" if stdin else f"inputs {path}"
+    f: BinaryIO
+    if stdin:
+        try:
+            f = os.fdopen(os.dup(0), "rb")
+        except OSError as exc:  # no standard input at all
+            raise BatchError(f"cannot read {label}: {exc.strerror}") from None
+    else:
+        f = _open_inputs(path)
     seen: set[Key] = set()
     with f:
-        number = 0
-        while True:
-            raw, too_long = _read_line(f, MAX_LINE_BYTES)
-            if not raw and not too_long:
-                return
-            number += 1
-            if too_long:
+        for number, raw in enumerate(bounded_lines(f, label=label, limits=_INPUT_LIMITS, error=BatchError), 1):
+            if raw is None:
                 yield BatchItem(line=number, key=number,
                                 error=f"input line {number} is larger than {MAX_LINE_BYTES} bytes")
                 continue
@@ -215,8 +243,7 @@ class AppendLog(Generic[K, R]):
 
     def _refuse_unless_regular(self, mode: int) -> None:
         if not stat.S_ISREG(mode):
-            kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode)
-                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+            kind = kind_of(mode)
             raise self._error(f"output {self.path} is {kind}; --out must be a regular file "
                               "(records are appended and read back by --resume)")
 
@@ -225,7 +252,7 @@ class AppendLog(Generic[K, R]):
         earlier: dict[K, R] = {}
         keep = 0  # bytes up to the end of the last complete line
         try:
-            with open(self.path, "rb") as f:
+            with open_regular(self.path, label=f"output {self.path}", error=error) as f:
                 number = 0
                 while True:
                     raw, too_long = _read_line(f, MAX_RECORD_BYTES)

@@ -25,6 +25,8 @@ from ..evaluators.base import Evaluator
 from .labels import LabeledExample
 
 MAX_CACHE_LINE = 1 << 20
+#: An answer cache over this is refused before it is read (answers are a few KiB each).
+MAX_CACHE_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -51,9 +53,12 @@ class AnswerCache:
         return hashlib.sha256(f"{self._identity}\n{example.key}".encode()).hexdigest()[:32]
 
     def _load(self, path: Path) -> None:
+        from .._files import read_regular
+
+        raw = read_regular(path, label=f"answer cache {path}", max_bytes=MAX_CACHE_BYTES, error=LabelsInvalid)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
             raise LabelsInvalid(f"cannot read answer cache {path}: {exc}") from None
         lines = text.split("\n")
         for number, line in enumerate(lines, start=1):

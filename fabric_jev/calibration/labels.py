@@ -203,14 +203,11 @@ def parse_labels(text: str, *, source: str = "labels") -> list[LabeledExample]:
 
 
 def _read_text(path: str | Path, what: str) -> str:
+    from .._files import read_regular
+
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise LabelsInvalid(f"{what} {path} is larger than {MAX_FILE_BYTES >> 20} MiB")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise LabelsInvalid(f"cannot read {what} {path}: {exc.strerror}") from None
+    # Only a regular file, refused at once otherwise (a FIFO would wait, /dev/zero never end).
+    data = read_regular(path, label=f"{what} {path}", max_bytes=MAX_FILE_BYTES, error=LabelsInvalid)
     if data.startswith(b"\xef\xbb\xbf"):
         raise LabelsInvalid(f"{what} {path} starts with a byte-order mark; save it as plain UTF-8")
     try:

