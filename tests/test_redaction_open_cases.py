@@ -317,3 +317,9 @@ def test_few_random_seeds_are_missed(size: int, most_missed: float, shape: str) 
 ])
 def test_the_new_rules_stay_linear(filler: str) -> None:
     redact_text(filler * (200_000 // len(filler)))
+
+
+def test_a_seed_split_across_list_items_is_found_in_groups_not_glued() -> None:
+    out, kinds = redact(["otp", "JBSW", "Y3DP", "EHPK", "3PXP"])
+    assert out[0] == "otp" and all(item == "[redacted: totp seed]" for item in out[1:]) and kinds
+    assert redact(["H2", "H3", "H4", "H5", "H6", "H7", "A2", "B3"]) == (["H2", "H3", "H4", "H5", "H6", "H7", "A2", "B3"], [])

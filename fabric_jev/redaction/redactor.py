@@ -70,6 +70,9 @@ _BASE32 = re.compile(r"[A-Z2-7]+=*|[a-z2-7]+=*")
 _DECODE_DEPTH = 2
 #: Rules that do not look across list items: joined short strings are not random keys.
 _NOT_ACROSS_ITEMS = frozenset({"base64 data", "high-entropy string"})
+#: ...and one that looks across them only joined with a space: `["JBSW", "Y3DP", …]` is a seed
+#: in groups, `["H2", "H3", …]` joined without a space no seed.
+_SPACED_ACROSS_ITEMS = frozenset({"totp seed"})
 
 
 def _printable(raw: bytes) -> str | None:
@@ -257,7 +260,7 @@ def _across_items(items: list[Any], out: list[Any], kinds: list[str]) -> None:
             starts = [lo for _, lo, _ in spans]
 
             for rule in rules:
-                if rule.kind in _NOT_ACROSS_ITEMS:
+                if rule.kind in _NOT_ACROSS_ITEMS or (not sep and rule.kind in _SPACED_ACROSS_ITEMS):
                     continue
                 for m, offset, stands_from in rule.finditer(joined):
                     if len(_touched(spans, starts, stands_from, m.end() + offset, 2)) < 2:
