@@ -148,7 +148,10 @@ def _scan(text: str, kinds: list[str], depth: int = 0) -> str:
         if decoded is None:
             return run
         found: list[str] = []
-        _scan(fold(decoded[1]), found, depth + 1)
+        # As decoded, then folded: folding first would read `bob%000000` as `bob` and a NUL.
+        _scan(decoded[1], found, depth + 1)
+        if not found and needs_folding(decoded[1]):
+            _scan(fold(decoded[1]), found, depth + 1)
         if not found:
             return run
         kind = f"{decoded[0]}-encoded {found[0]}"
