@@ -174,6 +174,8 @@ def _plant(draw: st.DrawFn, value: Any, leaf: Any) -> Any:
 @example(({"lines": ["sk-proj-", "abcdefghijklmnopqrstuvwx", "yz"]}, "abcdefghijklmnopqrstuvwx"))
 @example(({"\uff50\uff41\uff53\uff53\uff57\uff4f\uff52\uff44": "hunter2hunter2"}, "hunter2hunter2"))
 @example(({"ghp_abcdefghijklmnopqrstuvwxyz0123456789": 1}, "abcdefghijklmnopqrstuvwxyz0123456789"))
+# hex of `smbclient //fs/s -U bob%000000000000`: folded before it was scanned, `%00` became a NUL
+@example((b"smbclient //fs/s -U bob%000000000000".hex(), "000000000000"))
 def test_a_planted_secret_never_comes_out(planted: tuple[Any, str]) -> None:
     value, body = planted
     try:

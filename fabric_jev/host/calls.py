@@ -30,6 +30,7 @@ from ..contract.program import Program, not_granted
 from ..contract.values import JsonValue, normalize_json
 from ..errors import CapabilityError, EvaluationError, HostCallRefused, JevError, ProgramInvalid, clip_error
 from ..evaluators.base import Evaluator
+from .failures import application_call, describe_failure
 from .gate import CALLER_GRANT, AuditTrail, Pending, PolicyGate
 from .observing import ObserverHandle, UserText
 from .registry import CallContext, CapabilityHandler, CapabilityRegistry
@@ -103,9 +104,12 @@ class CapabilityCalls:
         provenance = evaluation.provenance
         if provenance is None:  # an application's own evaluator that does not say: its route names it
             if self._unnamed is None:
-                status = self._services.evaluator.status()
-                self._unnamed = Provenance(route=status.route[:64] or "unknown", model=evaluation.model[:128],
-                                           readout="unknown")
+                model = evaluation.model[:128]
+                try:
+                    route = self._services.evaluator.status().route[:64]
+                    self._unnamed = Provenance(route=route or "unknown", model=model, readout="unknown")
+                except Exception:  # a broken status() cannot fail a run whose evaluation succeeded
+                    self._unnamed = Provenance(route="unknown", model=model, readout="unknown")
             provenance = self._unnamed
         if self._answerers is None:
             self._answerers = AnswererLog()
@@ -234,9 +238,10 @@ class CapabilityCalls:
             budget.end_evaluation()
             settle(False, clip_error(str(exc)))
             return
-        except Exception as exc:  # an evaluator bug: the run sees a clean error
+        except Exception as exc:  # an evaluator bug: the run sees a clean error that names it
             budget.end_evaluation()
-            settle(False, f"jev.evaluate failed: {type(exc).__name__}")
+            cause = describe_failure(exc, f"evaluate() of {type(services.evaluator).__name__}")
+            settle(False, clip_error(f"jev.evaluate failed: {cause}"))
             return
         denied = budget.end_evaluation(evaluation.usage.input_tokens, evaluation.usage.output_tokens)
         self._answered(evaluation)  # even when withheld: it answered, and its tokens were counted
@@ -244,7 +249,8 @@ class CapabilityCalls:
             settle(False, denied)
             return
         if self.listener is not None:
-            self.listener(request, evaluation)
+            with application_call("on_evaluation listener"):
+                self.listener(request, evaluation)
         # The guest gets the answers; who answered is the envelope's to say.
         settle(True, json.dumps(evaluation.to_json(evaluator=False)))
 
@@ -258,7 +264,7 @@ class CapabilityCalls:
             settle(False, clip_error(str(exc)))
             return
         except Exception as exc:  # handler errors reach the guest as messages, not traces
-            settle(False, clip_error(f"{ctx.ref} failed: {exc}"))
+            settle(False, clip_error(f"{ctx.ref} failed: {describe_failure(exc, with_type=False)}"))
             return
         settle(True, json.dumps(value))
 

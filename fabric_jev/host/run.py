@@ -30,6 +30,7 @@ from ..errors import CompileError, clip_error
 from ..sandbox.connection import asyncio_loop
 from ..sandbox.session import Ended, Ending, Event, HostCall, Logs, SessionLimits, WorkerLike, WorkerSession
 from .calls import CallServices, CapabilityCalls, EvaluationListener, Settler, answer_when_done
+from .failures import describe_failure
 from .gate import AuditTrail
 from .observing import ObserverHandle, UserText, user_text
 from .registry import Connector
@@ -260,8 +261,8 @@ class Run:
                         tasks.cancel_scope.cancel()
                 if deadline.cancelled_caught:
                     end = RunEnd(RunEndKind.TIMEOUT, error=DEADLINE_EXCEEDED.format(timeout_ms=self.limits.timeout_ms))
-        except Exception as exc:  # a host bug must still end the run, not the host
-            end = RunEnd(RunEndKind.ERROR, error=f"Jev host error: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # a host bug must still end the run, not the host; it names its cause
+            end = RunEnd(RunEndKind.ERROR, error=clip_error(f"Jev host error: {describe_failure(exc)}"))
         finally:
             for timer in self._timers:
                 timer.cancel()

@@ -70,6 +70,9 @@ _BASE32 = re.compile(r"[A-Z2-7]+=*|[a-z2-7]+=*")
 _DECODE_DEPTH = 2
 #: Rules that do not look across list items: joined short strings are not random keys.
 _NOT_ACROSS_ITEMS = frozenset({"base64 data", "high-entropy string"})
+#: ...and one that looks across them only joined with a space: `["JBSW", "Y3DP", …]` is a seed
+#: in groups, `["H2", "H3", …]` joined without a space no seed.
+_SPACED_ACROSS_ITEMS = frozenset({"totp seed"})
 
 
 def _printable(raw: bytes) -> str | None:
@@ -145,7 +148,10 @@ def _scan(text: str, kinds: list[str], depth: int = 0) -> str:
         if decoded is None:
             return run
         found: list[str] = []
-        _scan(fold(decoded[1]), found, depth + 1)
+        # As decoded, then folded: folding first would read `bob%000000` as `bob` and a NUL.
+        _scan(decoded[1], found, depth + 1)
+        if not found and needs_folding(decoded[1]):
+            _scan(fold(decoded[1]), found, depth + 1)
         if not found:
             return run
         kind = f"{decoded[0]}-encoded {found[0]}"
@@ -257,7 +263,7 @@ def _across_items(items: list[Any], out: list[Any], kinds: list[str]) -> None:
             starts = [lo for _, lo, _ in spans]
 
             for rule in rules:
-                if rule.kind in _NOT_ACROSS_ITEMS:
+                if rule.kind in _NOT_ACROSS_ITEMS or (not sep and rule.kind in _SPACED_ACROSS_ITEMS):
                     continue
                 for m, offset, stands_from in rule.finditer(joined):
                     if len(_touched(spans, starts, stands_from, m.end() + offset, 2)) < 2:

@@ -20,12 +20,12 @@ __all__ = ["is_secret_key", "pair_secret"]
 _SECRET_KEY_SUFFIXES = ("password", "passwd", "passphrase", "secret", "token", "authorization",
                         "cookie", "apikey", "privatekey", "clientsecret", "accesskey", "secretkey",
                         "accountkey", "authkey", "sessionid", "credential", "credentials",
-                        "privatekeyid")
+                        "privatekeyid", "otpseed", "otpkey", "mfaseed", "mfakey")
 #: ...or whose last word is one of these (DB_PASS, MYSQL_PWD, user_ssn; not "bypass").
 _SECRET_LAST_WORDS = frozenset({"pass", "pwd", "pw", "auth", "ssn"})
-#: How a secret's encoding is named after it (secret_hex, tokenB64, password_hash): dropped
-#: before the checks above.
-_ENCODING_TAIL = re.compile(r"(?:hex|b64|base64|bytes|str|string|value|data|raw|enc|encoded|hash)+$")
+#: How a secret's encoding is named after it (secret_hex, tokenB64, password_hash, secret_hex_key,
+#: secretHexValue): dropped before the checks above, however many such words follow.
+_ENCODING_TAIL = re.compile(r"(?:hex|b64|base64|bytes|str|string|value|data|raw|enc|encoded|hash|key|text)$")
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _NOT_ALNUM = re.compile(r"[^a-z0-9]")
 _SEPARATORS = re.compile(r"[_\-\s]")
@@ -46,9 +46,14 @@ def is_secret_key(key: str) -> bool:
     """
     key = fold(key)
     norm = _NOT_ALNUM.sub("", key.lower())
-    bare = _ENCODING_TAIL.sub("", norm) or norm
-    if norm.endswith(_SECRET_KEY_SUFFIXES) or bare.endswith(_SECRET_KEY_SUFFIXES):
-        return True
+    # The name with its tail words dropped one by one: `apikeyhex` is `apikey` (not `api`).
+    for _ in range(4):
+        if norm.endswith(_SECRET_KEY_SUFFIXES):
+            return True
+        tail = _ENCODING_TAIL.search(norm)
+        if tail is None or tail.start() == 0:
+            break
+        norm = norm[:tail.start()]
     words = [w.lower() for w in _WORDS.findall(key)]
     while len(words) > 1 and _ENCODING_TAIL.fullmatch(words[-1]):
         words.pop()

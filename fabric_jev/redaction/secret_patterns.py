@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import itertools
 import math
 import re
 from collections import Counter
@@ -34,8 +35,9 @@ def marker(kind: str) -> str:
 _KEYWORDS = (r"(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|auth[_-]?key|"
              r"private[_-]?key(?:[_-]?id)?|client[_-]?secret|access[_-]?key|secret[_-]?access[_-]?key|"
              r"secret[_-]?key|account[_-]?key|credentials?|cookie|ssn|[_.-]pass|[_.-]pw)")
-#: Words naming how a secret is written, after its name (secret_hex, token_b64).
-_NAME_TAIL = r"(?:[_-]?(?:key|value|b64|base64|base|hash|hex|str|string|text|data|bytes|file_content))?"
+#: Words naming how a secret is written, after its name (secret_hex, token_b64, secretHexValue,
+#: SIGNING_SECRET_HEX_STRING): up to three of them.
+_NAME_TAIL = r"(?:[_-]?(?:key|value|b64|base64|base|hash|hex|str|string|text|data|bytes|file_content)){0,3}"
 # A value in quotes (spaces allowed) or a bare word; `\\?` lets the rule see
 # through JSON that was itself escaped into a string.
 _VALUE = r"""(?:\\?["'](?P<q>[^"'\n\\]{3,})|(?P<s>[^\s"'`,;{}()\[\]\\<>]{3,}))"""
@@ -167,6 +169,14 @@ def _is_code(m: Any, group: int) -> bool:
     return m.string[end:end + 1] in ("(", "[") and _IDENTIFIER_PATH.fullmatch(m.group(group)) is not None
 
 
+_NEGATED_OPTION = re.compile(r"\s*--?no-", re.IGNORECASE)
+
+
+def _not_a_negation(m: Any) -> bool:
+    """`--no-password now`: an option that turns the password off takes no value."""
+    return _NEGATED_OPTION.match(m.group(0)) is None
+
+
 def _not_a_variable(value: str) -> bool:
     return not value.startswith("$")
 
@@ -185,6 +195,68 @@ def _is_basic_credentials(value: str) -> bool:
     except (binascii.Error, ValueError):
         return False
     return b":" in raw
+
+
+#: The lengths of a TOTP seed in base32: 80, 128 and 160 bits (RFC 4226 asks 128 at least, 160
+#: recommended; authenticator apps show 16 or 32 characters).
+_SEED_LENGTHS = frozenset({16, 26, 32})
+_SEED_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+
+
+def _ascending_run(text: str, most: int = 5) -> bool:
+    """Whether `most` characters in a row follow the base32 alphabet's order (`ABCDEFGH`, `234567`)."""
+    run = 1
+    for a, b in itertools.pairwise(text):
+        i, j = _SEED_ALPHABET.find(a), _SEED_ALPHABET.find(b)
+        run = run + 1 if i >= 0 and j == i + 1 else 1
+        if run >= most:
+            return True
+    return False
+
+
+#: The thirty commonest letter pairs of English text: a random seed holds few of them (each pair
+#: of letters is one of these 1 time in 23), words many (`PENDINGAPPROVAL2` holds six).
+_ENGLISH_PAIRS = frozenset(("TH", "HE", "IN", "ER", "AN", "RE", "ON", "AT", "EN", "ND", "TI", "ES", "OR", "TE",
+                           "ED", "IS", "IT", "AL", "AR", "ST", "TO", "NT", "NG", "SE", "HA", "OU", "IO", "LE",
+                           "VE", "RO"))
+
+
+def _reads_as_words(body: str) -> bool:
+    """Whether a run reads like words: three or more common English letter pairs, a fifth of its pairs."""
+    pairs = [body[i:i + 2] for i in range(len(body) - 1)]
+    common = sum(p in _ENGLISH_PAIRS for p in pairs)
+    return common >= 3 and common * 5 >= len(pairs)
+
+
+def _is_seed(value: str, *, named: bool = False) -> bool:
+    """A base32 TOTP seed: 16, 26 or 32 characters (spaces aside) of A–Z and 2–7 that look random.
+
+    Random means many distinct characters (three eighths of the length at least: 6 of 16), no
+    run of five in the alphabet's order (the alphabet itself is no seed), a digit (upper-case
+    words hold none, and a random 16-character seed holds one 96 times in 100) and no group of
+    four all digits in a run of four groups (`ROOM 2345 WING EAST`), and it does not read as words (`IPV6ADDRESSESARE`).
+    After a name that says one-time code (`named`), a single run of capitals needs no digit.
+    """
+    groups = value.rstrip("=").split()
+    body = "".join(groups).upper()
+    if len(body) not in _SEED_LENGTHS or len(set(body)) < len(body) * 3 // 8 or _ascending_run(body) \
+            or _reads_as_words(body):
+        return False
+    if named and len(groups) == 1 and groups[0].isupper():
+        return True
+    all_digits = len(groups) == 4 and any(g.isdigit() for g in groups)
+    return any(c.isdigit() for c in body) and not all_digits
+
+
+def _grouped(letters: str) -> str:
+    """A seed of 32, 26 or 16 characters in groups of four (the last of 26 a group of two), in that
+    order: a word after it (`… 3pxp done`) is not taken into it."""
+    c = f"[{letters}2-7]"
+    return f"{c}{{4}}(?: {c}{{4}}){{7}}|{c}{{4}}(?: {c}{{4}}){{5}} {c}{{2}}|{c}{{4}}(?: {c}{{4}}){{3}}"
+
+
+def _is_named_seed(value: str) -> bool:
+    return _is_seed(value, named=True)
 
 
 _PORT = re.compile(r"\d{1,5}[/\s?#]")  # a port (at most 65535) before a path
@@ -265,16 +337,19 @@ TAIL: tuple[Rule, ...] = (
     # `redis-cli -a SECRET`, and the clients below, each with its own password option.
     Rule("command-line password",
          r"(?i)\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlpump|mariadb|"
-         r"mariadb-dump)\b[^\n|;&]*?\s-p(?P<s>[^\s'\"]+)"),
+         r"mariadb-dump)\b[^\n|;&]*?\s-p(?:'(?P<q>[^'\n]+)'|\"(?P<d>[^\"\n]+)\"|(?P<s>[^\s'\"]+))"),
     Rule("command-line password", r"(?i)\bsshpass\s+-p\s*['\"]?(?P<s>[^\s'\"]+)"),
     Rule("command-line password", r"(?i)\bredis-cli\b[^\n|;&]*?\s-a\s+['\"]?(?P<s>[^\s'\"]+)"),
     Rule("command-line password",
-         r"(?i)\b(?:curl|wget)\b[^\n|;&]*?\s(?:-u|--user|--http-password|--password)[ =]\s*['\"]?"
+         r"(?i)\b(?:curl|wget)\b[^\n|;&]*?\s(?:-[a-z]*u|--user|--http-password|--password)[ =]\s*['\"]?"
          r"(?P<s>[^\s'\"]+)"),
     _command(
         "mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop|mongofiles",
         r"(?:-p|--password)(?:\s+|=)" + _ARG),
     _command("sqlcmd|bcp|osql|isql", r"-P\s*" + _ARG),
+    # lftp -u user,password (a comma, not a colon, between them).
+    _command("lftp", r"(?:-u|--user)\s+(?:'[^',\n]*,(?P<q>[^'\n]+)'|\"[^\",\n]*,(?P<d>[^\"\n]+)\"|"
+                     r"[^\s,'\"|;&<>]*,(?P<s>[^\s'\"|;&<>]+))"),
     _command(r"ldap[a-z]*", r"-w\s*" + _ARG),
     _command("ldappasswd", r"-[as]\s*" + _ARG),
     _command("openssl", r"-[kK]\s+" + _ARG),
@@ -299,17 +374,26 @@ TAIL: tuple[Rule, ...] = (
     Rule("command-line password",
          r"(?i)\bnet\s+use\b[^\n|;&]*?(?:\\\\\S+|/user:\S+)\s+" + _WINDOWS_ARG),
     Rule("command-line password", r"""(?i)\bnet\s+user\s+(?:"[^"\n]+"|[^\s"/]+)\s+""" + _WINDOWS_ARG),
+    # Any tool's option whose last word names a secret (`--password`, `--client-secret`, `--db-pass`,
+    # `-pw`, `--api-key-hex`), its value bare or quoted with spaces; `--x=…` is a secret assignment.
     Rule("command-line password",
-         r"(?i)(?:^|\s)--?[a-z0-9-]*(?:password|passwd|passphrase|token|secret|api-key|apikey)"
-         r"(?:[-_](?:hex|b64|base64|key|value|string|text))?\s+(?P<s>[^\s'\"-][^\s'\"]*)"),
+         r"(?i)(?:^|\s)--?(?:[a-z0-9-]*(?:password|passwd|passphrase|token|secret|api-key|apikey)|"
+         r"(?:[a-z0-9]+[-_])*(?:pass|pwd|pw))"
+         r"(?:[-_](?:hex|b64|base64|key|value|string|text))?\s+" + _arg(r"[^\s'\"-][^\s'\"]*"),
+         match_check=_not_a_negation),
     # `echo PW | docker login --password-stdin` (podman, helm, ... alike), `| sudo -S`,
     # `| passwd --stdin`, `| chpasswd`; and here-strings.
     Rule("command-line password",
-         r"(?i)\b(?:echo|printf)\s+(?:-[a-z]+\s+)*(?:['\"]%s(?:\\n)?['\"]\s+)?"
+         r"(?i)\b(?:echo|printf)\s+(?:--?[a-z]*\s+)*(?:(?:['\"]%s(?:\\n)?['\"]|%s(?:\\n)?)\s+)?"
          + _arg(r"[^\s'\"|;&]+") + r"\s*\|[^\n|;&]*?" + _PIPED_TO, check=_not_a_variable),
     Rule("command-line password",
          r"(?i)(?:--password-stdin|--stdin\b|\bsudo\b[^\n|;&<]*?\s-[A-Za-z]*S\b[^\n|;&<]*?)\s*<<<\s*"
          + _arg(r"[^\s'\"|;&<>]+"), check=_not_a_variable),
+    # .pgpass: HOST:PORT:DATABASE:USER:PASSWORD, `\:` escaping a colon; the port digits or `*`.
+    Rule("pgpass password",
+         r"(?m)(?:^|[ \t'\"])(?:\*|(?:[^\s:\\]|\\.)*[A-Za-z.](?:[^\s:\\]|\\.)*):(?:[0-9]{1,5}|\*):"
+         r"(?:[^\s:\\]|\\.)+:(?:[^\s:\\]|\\.)+:"
+         r"(?P<s>(?:[^\s:\\'\"]|\\.){2,})(?:[\s'\"]|$)", check=lambda s: s.strip("*") != ""),
     # .netrc: machine HOST login NAME password SECRET (one line or several).
     Rule("command-line password",
          r"(?i)\b(?:machine\s+\S+|default)(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+" + _ARG),
@@ -325,6 +409,8 @@ TAIL: tuple[Rule, ...] = (
     # Name/value pairs in text: XML elements and attributes, JSON/YAML objects, CLI options, tuples.
     Rule("secret pair",
          r"<(?:[A-Za-z_][\w.-]*:)?(?P<n>[A-Za-z_][\w.-]*)(?:\s[^<>]*)?>\s*(?P<s>[^<\s][^<]*?)\s*</"),
+    Rule("secret pair",  # <Password value="…"/>: the element names the secret, an attribute holds it
+         r"<(?:[A-Za-z_][\w.-]*:)?(?P<n>[A-Za-z_][\w.-]*)\s[^<>]*?\b(?i:value)\s*=\s*" + _QUOTED),
     Rule("secret pair",
          r"<[\w:.-]+\s[^<>]*?\b(?i:key|name|id)\s*=\s*[\"'](?P<n>[^\"'<>\n]+)[\"'][^<>]*?"
          r"\b(?i:value)\s*=\s*" + _QUOTED),
@@ -357,6 +443,17 @@ TAIL: tuple[Rule, ...] = (
          r"|(?P<s>[^\s'\"|;&<>`]+)\s*(?:;|$|\s(?:default|quota|profile|password|account|temporary|container)\b))"),
     Rule("sql password", r"(?i)\bset\s+password\b[^\n;=]*=\s*(?:password\s*\(\s*)?" + _ARG),
     Rule("sql password", r"(?i)(?:^|[^\w'\"$./-])password(?:\s+|\s*=\s*|\s*\(\s*)N?" + _QUOTED),
+    # A TOTP seed (base32): after a name that says one-time code, in any case, grouped or not; bare,
+    # in upper case (or grouped by four, as authenticator apps show it, in either case).
+    Rule("totp seed",
+         r"(?i)(?:\b|_)(?:totp|hotp|otp|2fa|mfa|two[-_ ]?factor|authenticator|setup[-_ ]?key)"
+         r"(?:[-_ ]?(?:secret|seed|key|code|setup))*[\"']?\s*(?:[:=]|\bis\b)?\s*[\"']?"
+         r"(?P<s>[A-Za-z2-7]{16,32}={0,6}|" + _grouped("A-Za-z") + ")"
+         r"(?:[^A-Za-z0-9=]|$)", check=_is_named_seed),
+    Rule("totp seed", r"(?:^|[^A-Za-z0-9_+/-])(?P<s>[A-Z2-7]{32}|[A-Z2-7]{26}|[A-Z2-7]{16})={0,6}"
+                      r"(?:[^A-Za-z0-9_+/=-]|$)", check=_is_seed),
+    Rule("totp seed", r"(?:^|[^A-Za-z0-9_+/-])(?P<s>" + _grouped("A-Z") + "|" + _grouped("a-z") +
+                      r")(?:[^A-Za-z0-9_+/=-]|$)", check=_is_seed),
     Rule("azure storage key", r"(?i)\bAccountKey=(?P<s>[A-Za-z0-9+/=]{20,})"),
     Rule("social security number", r"\b(?P<s>[0-9]{3}-[0-9]{2}-[0-9]{4})\b", check=_is_ssn),
     Rule("base64 data", r"(?P<s>(?:[A-Za-z0-9+/]{4}){40,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)",

@@ -125,7 +125,11 @@ class JevServer:
         # Extensions of the wire format are prefixed x_ (the spec asks it): who answered is x_provenance,
         # the shape every other result calls `evaluator`; x_evaluator is the route alone, as before.
         out = evaluation.to_json(evaluator=False)
-        out["x_evaluator"] = self.evaluator.status().route
+        try:
+            route = self.evaluator.status().route
+        except Exception:  # a broken status() cannot undo an evaluation that succeeded
+            route = "unknown"
+        out["x_evaluator"] = route
         if evaluation.provenance is not None:
             out["x_provenance"] = evaluation.provenance.to_json()
         return 200, out
