@@ -82,6 +82,23 @@ class RuleContext:
     origins: frozenset[str] = frozenset()
     #: Resolves symlinks (os.path.realpath on the host); None keeps paths lexical.
     resolve: Callable[[str], str] | None = None
+    #: The temporary roots (/tmp, /var/tmp, $TMPDIR) below which a folder the user owns is theirs
+    #: to change (fabric_jev.approval.places).
+    temporary: tuple[str, ...] = ()
+    #: The user id owning a path (os.lstat on the host), None when nothing is there; without it
+    #: no temporary folder counts as the user's.
+    owner: Callable[[str], int | None] | None = None
+    #: The user the host runs as.
+    uid: int | None = None
+
+    @classmethod
+    def here(cls, cwd: str, home: str, origins: frozenset[str] = frozenset()) -> RuleContext:
+        """The context of a call made on this machine: symlinks resolved, its temporary roots,
+        ownership looked up with lstat, the user the process runs as."""
+        import os
+        import os.path
+
+        return cls(cwd, home, origins, os.path.realpath, temporary_roots(), owner_of, os.getuid())
 
     @property
     def where(self) -> _paths.Where:
@@ -90,6 +107,32 @@ class RuleContext:
     @property
     def known(self) -> _shell.Known:
         return _shell.Known(self.home, self.cwd)
+
+
+def temporary_roots() -> tuple[str, ...]:
+    """The temporary roots of this machine: /tmp, /var/tmp and $TMPDIR (an absolute folder that
+    neither is nor holds the home folder), each also as its symlinks resolve (/tmp is
+    /private/tmp on macOS)."""
+    import os
+    import posixpath
+
+    roots = ["/tmp", "/var/tmp"]
+    tmpdir = os.environ.get("TMPDIR", "")
+    if tmpdir.startswith("/"):
+        folder = posixpath.normpath(tmpdir)
+        if folder != "/" and not _paths.inside(posixpath.normpath(os.path.expanduser("~")), folder):
+            roots.append(folder)
+    return tuple(dict.fromkeys([*roots, *(os.path.realpath(r) for r in roots)]))
+
+
+def owner_of(path: str) -> int | None:
+    """The user id that owns `path` itself (a symlink's own owner), None when nothing is there."""
+    import os
+
+    try:
+        return os.lstat(path).st_uid
+    except FileNotFoundError:
+        return None
 
 
 @dataclass(slots=True)
