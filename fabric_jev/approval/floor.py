@@ -20,8 +20,8 @@ from typing import Any
 
 from . import floor_checks as _checks
 from . import floor_closed as _closed
+from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS, CallView
 from .floor_reading import catalogue, scripts
-from .rules import PATH_KEYS, SQL_KEYS, URL_KEYS, CallView
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from . import paths as _paths
 from . import shell as _shell
+from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS
 from .floor_reading import ANYWHERE, commands, has_flag, named, operands, paths_named, scripts, writes
 from .places import in_places, outside, word_paths
-from .rules import PATH_KEYS, SQL_KEYS, URL_KEYS
 
 if TYPE_CHECKING:
-    from .rules import CallView
+    from .call_view import CallView
 
 #: A mode (777, u+w, a-x,g+s) is an operand of chmod, not a path.
 _MODE = re.compile(r"[0-7]{3,4}|(?:[ugoa]*[+=-][rwxXst]*)(?:,[ugoa]*[+=-][rwxXst]*)*")

@@ -30,7 +30,7 @@ from .floor_reading import commands, name_regex, named, opaque, option_values, w
 from .places import in_places, word_paths
 
 if TYPE_CHECKING:
-    from .rules import CallView
+    from .call_view import CallView
 
 _CLUSTER = re.compile(r"-[A-Za-z]+")
 #: Standard inputs a program read from them cannot be known by reading the command.

@@ -34,7 +34,7 @@ from . import shell as _shell
 from .shell_words import Simple, Word
 
 if TYPE_CHECKING:
-    from .rules import CallView
+    from .call_view import CallView
 
 #: Words of a ref that make it a shell capability.
 SHELL_WORDS = frozenset({"shell", "sh", "bash", "zsh", "fish", "pwsh", "powershell", "exec", "execute", "terminal",

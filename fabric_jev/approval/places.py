@@ -16,7 +16,7 @@ with lstat, so a symlink planted by someone else is not theirs); both the
 path as written and where its symlinks lead must be such a folder. Deleting
 or writing there is routine (``rm -rf /tmp/myproject-cache``). Pure code:
 the host passes the roots, the owner lookup and its user id
-(`fabric_jev.approval.rules.RuleContext.here`).
+(`fabric_jev.approval.call_view.RuleContext.here`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from . import paths as _paths
 from .shell_words import Simple
 
 if TYPE_CHECKING:
-    from .rules import CallView
+    from .call_view import CallView
 
 #: A brace expansion is read into at most this many words; more is unknown.
 MAX_EXPANSIONS = 64
