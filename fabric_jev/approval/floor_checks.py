@@ -292,18 +292,12 @@ def system_writes(view: CallView, params: Mapping[str, Any]) -> bool:
 
 
 def _crontab_changes(command: _shell.Simple) -> bool:
-    """crontab -r removes the table; crontab FILE and crontab - replace it (-l lists, -e edits
-    in front of the person)."""
+    """crontab -r removes the table; crontab FILE, crontab - and a bare crontab (which reads the
+    new table from its input, ``crontab < jobs``) replace it. Only -l (lists) and -e (edits in
+    front of the person) leave it to them."""
     if has_flag(command, "r", ("--remove",)):
         return True
-    words = list(command.words[1:])
-    while words:
-        word = words.pop(0)
-        if word.literal and word.text == "-u":
-            words = words[1:]
-        elif not (word.literal and word.text.startswith("-") and word.text != "-"):
-            return True
-    return False
+    return not has_flag(command, "le", ())
 
 
 def hidden_program(view: CallView, params: Mapping[str, Any]) -> bool:

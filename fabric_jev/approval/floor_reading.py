@@ -206,7 +206,9 @@ def option_values(command: Simple, wanted: Sequence[str]) -> Iterator[Word]:
                 yield Word(text[len(option) + 1:])
             elif not option.startswith("--") and len(option) == 2 and text.startswith(option) and len(text) > 2 \
                     and not text.startswith("--"):
-                yield Word(text[2:])
+                # -v=/:/h is -v /:/h to docker's flag parser; elsewhere `=` would be part of the
+                # value (tar -C=x), and reading the value without it can only read more places.
+                yield Word(text[2:].removeprefix("="))
 
 
 def writes(command: Simple) -> Iterator[Word]:
