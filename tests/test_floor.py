@@ -272,11 +272,16 @@ _CORES: list[list[tuple[str, str]]] = [
     [("w", "alias"), ("w", "ls=rm -rf /"), ("op", ";"), ("w", "ls")],
     [("w", "docker"), ("w", "run"), ("w", "--privileged"), ("w", "alpine")],
     [("w", "echo"), ("w", "x"), ("op", ">"), ("w", "/dev/nvme0n1")],
+    [("w", "python3"), ("w", "-cimport os")],
+    [("x", "/bin/r?"), ("w", "-rf"), ("t", "")],
+    [("w", "cpio"), ("w", "-idm"), ("op", "<"), ("w", "x.cpio")],
+    [("w", "crontab"), ("op", "<"), ("w", "jobs")],
 ]
 #: How the script reaches a shell: as it is, or through a string, a pipe, a file or a here-document.
 _CARRIERS = ["{}", "sh -c {q}", "bash -lc {q}", "eval {q}", "su -c {q}", "sudo bash -c {q}", "echo {q} | sh",
              "printf %s {q} | bash -s", "bash <<< {q}", "sh <<'FLOOR_END'\n{}\nFLOOR_END", "trap {q} EXIT",
-             "find . -maxdepth 0 -exec sh -c {q} \\;", "watch -n1 {q}", "ssh host {q}", "xargs sh -c {q} < list",
+             "sh -c -- {q}", "bash -c -x {q}", "find . -maxdepth 0 -exec sh -c {q} \\;", "watch -n1 {q}",
+             "ssh host {q}", "xargs sh -c {q} < list",
              "echo {q} > /tmp/mine/x.sh && bash /tmp/mine/x.sh", "f() {{ {}; }}; f", "git -c alias.x=!{q} x"]
 #: Spellings of places outside the tree and the user's temporary folders.
 _TARGETS = ["/", "/etc", "//etc", "/./etc", "/usr/../etc", "/etc/", "~", "~/", "$HOME", "${HOME}", "$HOME/..",

@@ -18,6 +18,9 @@ from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS
 from .floor_reading import ANYWHERE, commands, has_flag, named, operands, paths_named, scripts, writes
 from .places import in_places, outside, word_paths
 
+#: A program name that is a glob (`[` alone is the test command).
+_GLOB = re.compile(r"[*?]|\[.+\]")
+
 if TYPE_CHECKING:
     from .call_view import CallView
 
@@ -304,6 +307,8 @@ def hidden_program(view: CallView, params: Mapping[str, Any]) -> bool:
     for command in commands(view):
         if command.words and not command.words[0].literal and command.words[0].expanded is None:
             return True
+        if command.program is not None and _GLOB.search(command.program):
+            return True  # /bin/r? runs whatever the glob matches first
         if named(command, ["eval"]) and any(not w.literal for w in command.words[1:]):
             return True
     return False

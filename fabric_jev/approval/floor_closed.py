@@ -56,6 +56,8 @@ def _flag_given(word: str, flags: list[str], caseless: bool) -> bool:
             return True
         if len(flag) == 2 and flag[0] == "-" and _CLUSTER.fullmatch(word) and flag[1] in word[1:]:
             return True  # -Bc, -ne, -pie
+        if len(flag) == 2 and flag[0] == "-" and not caseless and word.startswith(flag) and len(word) > 2:
+            return True  # the code attached to its flag: python3 -c'import os', perl -e'unlink 1'
     return False
 
 
@@ -81,7 +83,11 @@ def _awk_runs(command: _shell.Simple) -> bool:
     while i < len(words):
         text = words[i].text
         if text in ("-f", "--file"):
-            return False  # the program is a file: read like any script file
+            # The program is a file, read like any script file; but a program from its input
+            # or a process substitution (awk -f /dev/stdin, awk -f <(curl …)) cannot be read.
+            source = words[i + 1] if i + 1 < len(words) else None
+            return source is None or source.value is None or source.value == "-" \
+                or source.value.startswith(_STDIN_FILES[1:]) or source.value.startswith("/dev/fd/")
         if text in ("-e", "--source") and i + 1 < len(words):
             program = words[i + 1]
             break

@@ -224,8 +224,9 @@ def writes(command: Simple) -> Iterator[Word]:
         return
     if spec.get("only_with") and not has_flag(command, spec.get("only_with_short", ""), spec["only_with"]):
         return
-    if spec.get("anywhere") and has_flag(command, spec.get("anywhere_short", ""), spec["anywhere"]):
-        yield Word(ANYWHERE, False, None)  # tar -P: member names are absolute
+    if spec.get("anywhere") and has_flag(command, spec.get("anywhere_short", ""), spec["anywhere"]) \
+            and not has_flag(command, "", spec.get("anywhere_unless", ())):
+        yield Word(ANYWHERE, False, None)  # tar -P, cpio -i: member names may be absolute
     found = operands(command)
     which = spec.get("operands", "")
     if which == "all":

@@ -306,12 +306,26 @@ def _shell_string(name: str, words: list[Word], depth: int, outer: Simple, neste
         for i, w in enumerate(words[1:], start=1):
             value = w.value or ""
             if value.startswith("-") and not value.startswith("--") and "c" in value[1:]:
-                script_words = words[i + 1:i + 2]
+                script_words = _command_string(words, i + 1)
                 break
     if script_words:
         # A string with an expansion in it is still read: what it would run is what deny rules and
         # the floor must see ($HOME expanded where known, the rest as written).
         yield from _script(" ".join(_script_text(w) for w in script_words), depth, outer, nested, opaque)
+
+
+def _command_string(words: list[Word], start: int) -> list[Word]:
+    """The command string of `sh -c`: the first operand after the options that may follow -c
+    (``sh -c -- '…'``, ``bash -c -x '…'``, ``bash -c -o errexit '…'``)."""
+    i = start
+    while i < len(words):
+        w = words[i]
+        if not w.literal or not w.text.startswith(("-", "+")) or w.text in ("-", "+"):
+            return [w]
+        if w.text == "--":
+            return words[i + 1:i + 2]
+        i += 2 if w.text in ("-o", "+o", "-O", "+O") else 1
+    return []
 
 
 def _find_actions(words: list[Word], depth: int, outer: Simple, nested: Nested,
