@@ -182,12 +182,12 @@ async def test_each_family_is_stopped_under_allow_through_a_real_host(family: st
         ran.append(args)
         return "ran"
 
-    for ref in {a["ref"] for a in actions}:
-        registry.register(ref, run_it, "execute")
+    for ref, risk in {(a["ref"], a["risk"]) for a in actions}:
+        registry.register(ref, run_it, risk)
     code = ("const out = []; for (const a of input.calls) { try { await tools.call({ref: a.ref, args: a.arguments}); "
             "out.push('ran'); } catch (e) { out.push('refused'); } } return out;")
     prog = program(code, name="family", requires=sorted({a["ref"] for a in actions}), outputSchema={})
-    config = HostConfig(approvals={"execute": "allow"})
+    config = HostConfig(approvals={"execute": "allow", "write": "allow"})
     async with JevHost(config, capabilities=registry) as host:  # no approver: no one to ask
         envelope = await host.run(prog, {"calls": actions})
     assert envelope.result == ["refused"] * len(actions), envelope.error
@@ -201,7 +201,7 @@ async def test_each_family_is_stopped_under_allow_through_a_real_host(family: st
 def _hits(actions: list[dict[str, Any]], first: str) -> set[str]:
     found = {first}
     for action in actions:
-        view = CallView(action["ref"], "execute", action["arguments"], RuleContext.here(CWD, HOME))
+        view = CallView(action["ref"], action["risk"], action["arguments"], RuleContext.here(CWD, HOME))
         found |= {e.id for e in floor_hits(view)}
     return found
 

@@ -21,7 +21,7 @@ from typing import Any
 from . import floor_checks as _checks
 from . import floor_closed as _closed
 from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS, CallView
-from .floor_reading import catalogue, scripts
+from .floor_reading import WRITE_PATH_KEYS, catalogue, ref_words, scripts
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,15 @@ def floor_hits(view: CallView) -> list[FloorEntry]:
 
 
 def _has_facets(view: CallView) -> bool:
-    return bool(scripts(view) or view.values(PATH_KEYS) or view.values(SQL_KEYS) or view.values(URL_KEYS))
+    return bool(scripts(view) or view.values(PATH_KEYS) or view.values(SQL_KEYS) or view.values(URL_KEYS)
+                or (view.risk == "write" and view.values(WRITE_PATH_KEYS))
+                or _interpreters() & ref_words(view.ref))
+
+
+@lru_cache(maxsize=1)
+def _interpreters() -> frozenset[str]:
+    """The ref words of an interpreter's capability (the inline-code entry's `capabilities`)."""
+    return frozenset(word for raw in catalogue()["entries"] for word in raw.get("params", {}).get("capabilities", ()))
 
 
 _CHECKS: dict[str, Callable[[CallView, Mapping[str, Any]], bool]] = {

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from . import paths as _paths
 from . import shell as _shell
 from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS
-from .floor_reading import ANYWHERE, commands, has_flag, named, operands, paths_named, scripts, writes
+from .floor_reading import ANYWHERE, WRITE_PATH_KEYS, commands, has_flag, named, operands, paths_named, scripts, writes
 from .places import in_places, outside, word_paths
 
 #: A program name that is a glob (`[` alone is the test command).
@@ -257,7 +257,7 @@ def write_outside_tree(view: CallView, params: Mapping[str, Any]) -> bool:
                 and any(outside(view, command, value) for value in _link_targets(command)):
             return True
     if view.risk == "write":
-        for value in view.strings(PATH_KEYS):
+        for value in view.strings(WRITE_PATH_KEYS):
             if not in_places(view, word_paths(view, None, value)):
                 return True
     return False
@@ -290,7 +290,7 @@ def system_writes(view: CallView, params: Mapping[str, Any]) -> bool:
         if any(t.text == ANYWHERE or system(word_paths(view, command, t.value)) for t in writes(command)):
             return True
     if view.risk == "write":
-        return any(system(word_paths(view, None, value)) for value in view.strings(PATH_KEYS))
+        return any(system(word_paths(view, None, value)) for value in view.strings(WRITE_PATH_KEYS))
     return False
 
 

@@ -26,7 +26,16 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import shell as _shell
-from .floor_reading import commands, name_regex, named, opaque, option_values, writes
+from .floor_reading import (
+    commands,
+    name_regex,
+    named,
+    opaque,
+    option_values,
+    ref_words,
+    strings_under,
+    writes,
+)
 from .places import in_places, word_paths
 
 if TYPE_CHECKING:
@@ -108,6 +117,8 @@ def _awk_runs(command: _shell.Simple) -> bool:
 
 
 def inline_code(view: CallView, params: Mapping[str, Any]) -> bool:
+    if set(params["capabilities"]) & ref_words(view.ref) and strings_under(view, params["code_keys"]):
+        return True  # sandbox.python(code: "…"): an interpreter's capability given code
     for command in commands(view):
         spec = _spec(command, params["interpreters"])
         if spec is not None and _inline(command, spec):

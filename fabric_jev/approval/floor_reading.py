@@ -31,6 +31,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from . import shell as _shell
+from .call_view import PATH_KEYS
 from .shell_words import Simple, Word
 
 if TYPE_CHECKING:
@@ -46,11 +47,17 @@ COMMAND_KEYS = ("cmd", "command", "commandLine", "command_line", "script", "shel
 #: Keys that name a program whose arguments sit beside it under one of ARGUMENT_KEYS.
 PROGRAM_KEYS = ("program", "executable", "exe", "binary", "bin", "command", "cmd", "file", "tool")
 ARGUMENT_KEYS = ("args", "argv", "arguments", "params", "parameters", "options", "flags", "argList", "arg_list")
+#: Under a write capability, the keys the floor reads as places written: the rules' path keys and
+#: more names a capability may give them (``fs.rm(target: "/etc")``).
+WRITE_PATH_KEYS = (*PATH_KEYS, "target", "location", "output", "out", "outfile", "outFile", "output_path",
+                   "outputPath", "folder", "dst", "root", "into", "dir_path", "dirPath", "dest_path", "destPath")
 #: What a program writes when its input says where (tar -P): anywhere, system files included.
 ANYWHERE = "<where its input says>"
 #: Arguments read at most this deep, and at most this many strings from one call.
 MAX_DEPTH = 8
 MAX_STRINGS = 256
+#: A string longer than this is not read as JSON text.
+MAX_JSON_CHARS = 65_536
 
 
 @lru_cache(maxsize=1)
@@ -62,8 +69,7 @@ def catalogue() -> Mapping[str, Any]:
 
 
 def is_shell_capability(ref: str) -> bool:
-    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", ref).lower()
-    return bool(SHELL_WORDS & set(re.split(r"[^a-z0-9]+", words)))
+    return bool(SHELL_WORDS & ref_words(ref))
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +115,9 @@ def _read(view: CallView) -> Iterator[Read]:
                 return
             if key in COMMAND_KEYS or wide:
                 yield from text(value, key in COMMAND_KEYS)
+            decoded = json_inside(value)
+            if decoded is not None and depth < MAX_DEPTH:  # {"payload": "{\"cmd\": …}"}
+                stack.append((decoded, key, depth + 1))
         elif isinstance(value, list):
             if value and all(isinstance(v, str) for v in value):
                 if key in COMMAND_KEYS or wide:
@@ -134,6 +143,46 @@ def _program_and_arguments(value: dict[str, Any], wide: bool, argv: Any) -> Iter
         for key, program in value.items():
             if isinstance(program, str) and key != args_key and (wide or key in PROGRAM_KEYS) and program.strip():
                 yield from argv([program, *args], True)
+
+
+def json_inside(value: str) -> dict[str, Any] | list[Any] | None:
+    """The object or array a string holds as JSON text, or None: the floor reads inside it as
+    it reads the arguments themselves."""
+    text = value.strip()
+    if len(text) > MAX_JSON_CHARS or (text[:1], text[-1:]) not in (("{", "}"), ("[", "]")):
+        return None
+    try:
+        decoded = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return decoded if isinstance(decoded, dict | list) else None
+
+
+def strings_under(view: CallView, keys: Sequence[str]) -> list[str]:
+    """Every string held under one of `keys` at any depth of the arguments (lists of strings
+    included, JSON text read inside), at most MAX_STRINGS."""
+    wanted = frozenset(keys)
+    out: list[str] = []
+    stack: list[tuple[Any, bool, int]] = [(view.arguments, False, 0)]
+    while stack and len(out) < MAX_STRINGS:
+        value, under, depth = stack.pop()
+        if isinstance(value, str):
+            if under and value.strip():
+                out.append(value)
+            decoded = json_inside(value)
+            if decoded is not None and depth < MAX_DEPTH:
+                stack.append((decoded, under, depth + 1))
+        elif isinstance(value, list) and depth < MAX_DEPTH:
+            stack.extend((item, under, depth + 1) for item in value)
+        elif isinstance(value, dict) and depth < MAX_DEPTH:
+            stack.extend((item, under or str(k) in wanted, depth + 1) for k, item in value.items())
+    return out
+
+
+def ref_words(ref: str) -> set[str]:
+    """The words of a capability ref: ``sandbox.runPython`` → sandbox, run, python."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", ref).lower()
+    return set(re.split(r"[^a-z0-9]+", words)) - {""}
 
 
 def commands(view: CallView) -> Iterator[Simple]:
