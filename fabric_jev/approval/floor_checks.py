@@ -16,10 +16,14 @@ from . import paths as _paths
 from . import shell as _shell
 from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS
 from .floor_reading import ANYWHERE, WRITE_PATH_KEYS, commands, has_flag, named, operands, paths_named, scripts, writes
-from .places import in_places, outside, word_paths
+from .places import expansions, in_places, outside, word_paths
 
 #: A program name that is a glob (`[` alone is the test command).
 _GLOB = re.compile(r"[*?]|\[.+\]")
+#: What a glob naming a program file would not hold: a string of a list read as an argv may be
+#: any text (JSON, a sentence), and exec does not expand globs.
+_NOT_A_PATH = re.compile(r"[\s\"'{}=:,;]")
+_NOT_A_WORD = re.compile(r"[\s\"':=;]")
 
 if TYPE_CHECKING:
     from .call_view import CallView
@@ -307,8 +311,12 @@ def hidden_program(view: CallView, params: Mapping[str, Any]) -> bool:
     for command in commands(view):
         if command.words and not command.words[0].literal and command.words[0].expanded is None:
             return True
-        if command.program is not None and _GLOB.search(command.program):
+        program = command.program
+        if program is not None and _GLOB.search(program) and not _NOT_A_PATH.search(program):
             return True  # /bin/r? runs whatever the glob matches first
+        if program is not None and "{" in program and not _NOT_A_WORD.search(program) \
+                and expansions(program) != [program]:
+            return True  # r{m,} -rf /: the braces make rm and r, and rm runs with r as an operand
         if named(command, ["eval"]) and any(not w.literal for w in command.words[1:]):
             return True
     return False
