@@ -25,9 +25,14 @@ from tests.conftest import program
 CWD, HOME = "/work/project", "/home/user"
 
 
+def _nothing_there(path: str) -> int | None:
+    return None
+
+
 def view(arguments: Any, ref: str = "shell.exec", risk: str = "execute", *, resolve: Any = None,
          origins: frozenset[str] = frozenset()) -> CallView:
-    return CallView(ref, risk, arguments, RuleContext(CWD, HOME, origins, resolve))
+    """The call as floor.json's examples read it: /tmp is the temporary root, where nothing exists yet."""
+    return CallView(ref, risk, arguments, RuleContext(CWD, HOME, origins, resolve, ("/tmp",), _nothing_there, 1000))
 
 
 def allows(rule: str, arguments: Any, **kw: Any) -> bool:
@@ -157,10 +162,10 @@ def test_a_broad_allow_never_lifts_the_floor_and_a_rule_naming_the_entry_does() 
     found = screen(view({"cmd": "rm -rf /"}), broad)
     assert found is not None and found.decision == "ask" and found.floor is not None
     assert found.floor.id == "recursive-delete-outside-tree"
-    lifting = RuleSet(parse_rules([{"allow": 'shell.exec(cmd: "rm -rf /tmp/scratch/*")',
+    lifting = RuleSet(parse_rules([{"allow": 'shell.exec(cmd: "rm -rf /data/scratch/*")',
                                     "lifts": ["recursive-delete-outside-tree", "write-outside-tree"]}],
                                   source="config"))
-    lifted = screen(view({"cmd": "rm -rf /tmp/scratch/build"}), lifting)
+    lifted = screen(view({"cmd": "rm -rf /data/scratch/build"}), lifting)
     assert lifted is not None and lifted.decision == "allow" and "lifting the floor" in lifted.reason
     still = screen(view({"cmd": "rm -rf /"}), lifting)  # the lifting rule does not match: the floor stands
     assert still is not None and still.decision == "ask"

@@ -40,19 +40,21 @@ class Screening:
         return self.reason
 
 
-def screen(view: CallView, rules: RuleSet) -> Screening | None:
-    """Layers 1–4 for one call; None when no rule and no floor entry speak."""
-    candidates = rules.candidates(view.ref, view.risk) if len(rules) else []
+def screen(view: CallView, rules: RuleSet | None) -> Screening | None:
+    """Layers 1–4 for one call; None when no rule and no floor entry speak. Without rules
+    (None), the floor still speaks."""
+    candidates = rules.candidates(view.ref, view.risk) if rules is not None and len(rules) else []
     if candidates:
+        assert rules is not None
         deny = rules.first("deny", view)
         if deny is not None:
             return Screening("deny", f"the rule {deny.text} ({deny.source}) denies it", deny)
     hits = floor_hits(view)
     for entry in hits:
-        lifting = rules.lifting(entry.id, view, candidates) if candidates else None
+        lifting = rules.lifting(entry.id, view, candidates) if rules is not None and candidates else None
         if lifting is None:
             return Screening("ask", f"the floor: {entry.what} ({entry.id})", floor=entry)
-    if candidates:
+    if candidates and rules is not None:
         ask = rules.first("ask", view)
         if ask is not None:
             return Screening("ask", f"the rule {ask.text} ({ask.source}) asks", ask)

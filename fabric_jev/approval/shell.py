@@ -1,166 +1,104 @@
 """Shell commands as parsed words, never as raw strings (the approvals' rules and floor read them).
 
 A real parser reads the command: tree-sitter's bash grammar, as Codex CLI does
-for `bash -lc` scripts. A command becomes a `Script`:
+for `bash -lc` scripts. A command becomes a `Script` (`shell_words`):
 
 - `segments` and `operators`: the simple commands joined by ``;``, ``&&``,
   ``||``, ``|``, ``&`` (a newline counts as ``;``), each one's words after
   quote removal. This is its *shape*: an allow rule matches a command only
   when the rule was written for that whole shape (`plain` scripts only);
 - `commands`: every simple command anywhere in it — inside ``$(…)``,
-  backticks, ``<(…)``, subshells, loops, the string of ``bash -c "…"`` and
-  ``eval``, and the command behind a wrapper (``sudo``, ``env X=1``,
-  ``nice``, ``timeout``, ``xargs``, …). Deny and ask rules and the floor look
-  at all of them, so no spelling hides a command from them.
+  backticks, ``<(…)``, subshells, loops, function bodies, the string of
+  ``bash -c "…"`` and ``eval``, and the command behind a wrapper (``sudo``,
+  ``env X=1``, ``nice``, ``timeout``, ``xargs``, ``busybox``, …,
+  `shell_wrappers`); a redirection with no command (``> /etc/passwd``) and
+  an assignment (``export PATH=…``) are commands without words. Deny and ask
+  rules and the floor look at all of them, so no spelling hides a command
+  from them. Each knows its standard input (a pipe, a here-document), the
+  folders an earlier ``cd`` names, and the function whose body holds it;
+- `opaque`: what the parser could not read (a parse error, scripts nested too
+  deep, too many commands): the floor asks a person about those.
 
-A word is `literal` when no expansion is left in it. ``~``, ``$HOME`` and
-``$PWD`` are known (the person's home and the working directory); the value
-with them expanded is `expanded`. Any other expansion or substitution makes
-a word dynamic: an allow rule's wildcard never matches it.
+A word is `literal` when no expansion is left in it. ``~``, ``$HOME``,
+``$PWD`` and ``$(pwd)`` are known (the person's home and the working
+directory; ``$PWD`` and ``$(pwd)`` only in a script that does not change
+folder); the value with them expanded is `expanded`. Any other expansion or
+substitution makes a word dynamic: an allow rule's wildcard never matches it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+import re
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
+from .shell_words import Known, Redirect, Script, Simple, Word, basename, quote
+from .shell_wrappers import MAX_NESTING, SHELLS, WRAPPERS, effective
+
+__all__ = [
+    "HARMLESS_TARGETS",
+    "MAX_COMMANDS",
+    "MAX_COMMAND_CHARS",
+    "MAX_NESTING",
+    "SHELLS",
+    "WRAPPERS",
+    "Known",
+    "Redirect",
+    "Script",
+    "Simple",
+    "Word",
+    "basename",
+    "parse",
+    "parse_argv",
+]
+
 #: A command longer than this is not parsed: it matches no allow rule (and is shown whole).
 MAX_COMMAND_CHARS = 65_536
-#: How deep `bash -c "…"` / `eval` strings are parsed inside one another.
-MAX_NESTING = 4
-#: At most this many simple commands are collected from one script.
+#: At most this many simple commands are collected from one script; more is opaque.
 MAX_COMMANDS = 512
-
-#: Shells whose `-c STRING` is a script of its own.
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox", "fish"})
-#: Wrappers that run the command after their options: name → options that take a value.
-WRAPPERS: dict[str, frozenset[str]] = {
-    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group"}),
-    "doas": frozenset({"-u", "-C"}),
-    "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
-    "nice": frozenset({"-n", "--adjustment"}),
-    "nohup": frozenset(),
-    "time": frozenset({"-f", "-o", "--format", "--output"}),
-    "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
-    "stdbuf": frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}),
-    "ionice": frozenset({"-c", "-n", "-p", "--class", "--classdata"}),
-    "command": frozenset(),
-    "builtin": frozenset(),
-    "exec": frozenset({"-a"}),
-    "xargs": frozenset({"-I", "-i", "-n", "-P", "-d", "-L", "-l", "-s", "-a", "-E", "-e",
-                        "--max-args", "--max-procs", "--delimiter", "--arg-file", "--replace"}),
-    "chroot": frozenset(),
-    "flock": frozenset({"-w", "-E", "--timeout", "--conflict-exit-code"}),
-    "unbuffer": frozenset(),
-    "strace": frozenset({"-e", "-o", "-p", "-s", "-u"}),
-    "watch": frozenset({"-n", "--interval", "-d"}),
-    "caffeinate": frozenset(),
-    "torsocks": frozenset(),
-    "proxychains": frozenset({"-f"}),
-    "firejail": frozenset(),
-}
-#: Wrappers whose first operand is not the command (timeout DURATION cmd, chroot DIR cmd, flock FILE cmd).
-_LEADING_OPERAND = frozenset({"timeout", "chroot", "flock"})
 #: Redirections that change no file: duplicating a descriptor, or writing to /dev/null.
 HARMLESS_TARGETS = frozenset({"/dev/null"})
 
 _STRUCTURE = frozenset({"program", "list", "pipeline", "redirected_statement", "negated_command"})
 _OPERATORS = frozenset({";", "&&", "||", "|", "|&", "&"})
+_REDIRECTS = frozenset({"file_redirect", "herestring_redirect", "heredoc_redirect"})
+#: Files that stand for a descriptor the command inherits (its input is not a file one can read).
+_INPUT_FILES = ("/dev/stdin", "/dev/fd/", "/proc/self/fd/", "/dev/tcp/", "/dev/udp/")
+#: Commands that change the folder later commands run in.
+_CHDIR = frozenset({"cd", "pushd", "chdir"})
+#: A script that may change folder: $PWD and $(pwd) in it are not the working directory. Read
+#: over the raw text on purpose: a false alarm only makes $PWD unknown (more is asked, never less).
+_MAY_CHANGE_FOLDER = re.compile(r"\b(?:cd|pushd|popd|chdir)\b")
+#: Nothing known: no home folder, no working directory.
+NOWHERE = Known()
 
 
-@dataclass(frozen=True, slots=True)
-class Word:
-    """One shell word: its value after quote removal (`text`), or its source when dynamic."""
-
-    text: str
-    literal: bool = True
-    #: The value with ~, $HOME and $PWD expanded; None when another expansion is in it.
-    expanded: str | None = None
-
-    @property
-    def value(self) -> str | None:
-        """What the shell would pass, when it is known."""
-        return self.text if self.literal else self.expanded
-
-
-@dataclass(frozen=True, slots=True)
-class Redirect:
-    operator: str  # ">", ">>", "<", "&>", ">&", "2>", ...
-    target: Word
-
-
-@dataclass(frozen=True, slots=True)
-class Simple:
-    """One simple command: assignments, words (the program first) and redirections."""
-
-    words: tuple[Word, ...]
-    assignments: tuple[str, ...] = ()
-    redirects: tuple[Redirect, ...] = ()
-
-    @property
-    def program(self) -> str | None:
-        """The program's name as written (a path kept), or None when it comes from an expansion."""
-        return self.words[0].value if self.words else None
-
-    def argv(self) -> list[str | None]:
-        return [w.value for w in self.words]
-
-    def text(self) -> str:
-        return " ".join([*self.assignments, *(_quote(w) for w in self.words),
-                         *(f"{r.operator}{_quote(r.target)}" for r in self.redirects)])
-
-
-@dataclass(frozen=True, slots=True)
-class Script:
-    raw: str
-    segments: tuple[Simple, ...] = ()
-    operators: tuple[str, ...] = ()
-    #: Every part was understood as simple commands joined by operators.
-    plain: bool = True
-    #: Every simple command anywhere in it, wrappers unwrapped, nested scripts parsed.
-    commands: tuple[Simple, ...] = ()
-    #: Why it is not plain ("a subshell", "a parse error", ...), for the question a person reads.
-    unusual: tuple[str, ...] = field(default=())
-
-    @property
-    def compound(self) -> bool:
-        return len(self.segments) != 1 or not self.plain
-
-    def shown_segments(self) -> list[str]:
-        """Each segment with the operator that follows it, as a person should read them."""
-        out = []
-        for i, segment in enumerate(self.segments):
-            op = self.operators[i] if i < len(self.operators) else ""
-            out.append(segment.text() + (f" {op}" if op else ""))
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class Known:
-    """What the parser may expand: the home folder and the working directory."""
-
-    home: str = ""
-    cwd: str = ""
-
-
-def parse(command: str, known: Known = Known()) -> Script:
+def parse(command: str, known: Known = NOWHERE) -> Script:
     """The command as a Script (cached: the same command is parsed once)."""
     return _parse_cached(command, known.home, known.cwd)
 
 
-def parse_argv(argv: list[str], known: Known = Known()) -> Script:
+def parse_argv(argv: list[str], known: Known = NOWHERE) -> Script:
     """An argv list (no shell between it and the program): one segment of literal words."""
     words = tuple(Word(a, True, a) for a in argv)
     simple = Simple(words)
-    commands = tuple(_effective(simple, known, 0))
-    return Script(" ".join(_quote(w) for w in words), (simple,), (), True, commands)
+    opaque: list[str] = []
+    commands = tuple(effective(simple, known, 0, _nested_parser(known), opaque))
+    return Script(" ".join(quote(w) for w in words), (simple,), (), True, commands, (),
+                  tuple(dict.fromkeys(opaque)))
 
 
 @lru_cache(maxsize=2048)
 def _parse_cached(command: str, home: str, cwd: str) -> Script:
-    return _parse(command, Known(home, cwd), 0)
+    return _parse(command, Known(home, cwd), 0, None)
+
+
+def _nested_parser(known: Known) -> Any:
+    def nested(text: str, depth: int, outer: Simple) -> Script:
+        # After a cd (or `env -C`), $PWD in a nested script is that folder, not the working directory.
+        return _parse(text, known if not outer.dirs else Known(known.home, ""), depth, outer)
+    return nested
 
 
 def _parser() -> Any:
@@ -176,28 +114,38 @@ def _parser() -> Any:
 _PARSER: Any = None
 
 
-def _parse(command: str, known: Known, depth: int) -> Script:
+def _parse(command: str, known: Known, depth: int, outer: Simple | None) -> Script:
+    """`outer` is the command a nested script runs in (`bash -c "…"`): its commands inherit its
+    standard input, folders and function."""
     if len(command) > MAX_COMMAND_CHARS or "\x00" in command:
-        return Script(command, plain=False, unusual=("too long to read",))
+        return Script(command, plain=False, unusual=("too long to read",), opaque=("too long to read",))
+    if known.cwd and _MAY_CHANGE_FOLDER.search(command):
+        known = Known(known.home, "")
     source = command.encode("utf-8", "surrogatepass")
     tree = _parser().parse(source)
-    walker = _Walker(source, known, depth)
+    walker = _Walker(source, known, depth, outer)
     segments, operators = walker.shape(tree.root_node)
     walker.collect(tree.root_node)
     if tree.root_node.has_error:
         walker.unusual.append("a part the shell parser could not read")
+        walker.opaque.append("a part the shell parser could not read")
     plain = not walker.unusual and bool(segments)
     return Script(command, tuple(segments), tuple(operators), plain, tuple(walker.commands[:MAX_COMMANDS]),
-                  tuple(dict.fromkeys(walker.unusual)))
+                  tuple(dict.fromkeys(walker.unusual)), tuple(dict.fromkeys(walker.opaque)))
 
 
 class _Walker:
-    def __init__(self, source: bytes, known: Known, depth: int) -> None:
+    def __init__(self, source: bytes, known: Known, depth: int, outer: Simple | None) -> None:
         self.source = source
         self.known = known
         self.depth = depth
+        self.outer = outer
         self.unusual: list[str] = []
+        self.opaque: list[str] = []
         self.commands: list[Simple] = []
+        #: The folders named by a cd so far (None: one cannot be known).
+        self.dirs: tuple[str, ...] | None = outer.dirs if outer is not None else ()
+        self.nested = _nested_parser(known)
 
     def text(self, node: Any) -> str:
         return self.source[node.start_byte:node.end_byte].decode("utf-8", "replace")
@@ -232,8 +180,7 @@ class _Walker:
             if len(operators) < len(segments):
                 operators.append(";")
             simple = self.simple(body)
-            redirects = tuple(r for r in (self.redirect(c) for c in node.children if c is not body) if r)
-            segments.append(Simple(simple.words, simple.assignments, simple.redirects + redirects))
+            segments.append(replace(simple, redirects=simple.redirects + self._statement_redirects(node, body)))
             return
         if kind == "negated_command":
             self.unusual.append("a negated command (!)")
@@ -260,26 +207,25 @@ class _Walker:
             kind = child.type
             if kind == "variable_assignment":
                 assignments.append(self.text(child))
-                self._note_dynamic(child)
             elif kind == "command_name":
                 words.append(self.word(child.children[0] if child.children else child))
-            elif kind in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
-                redirect = self.redirect(child)
-                if redirect is not None:
-                    redirects.append(redirect)
+            elif kind in _REDIRECTS:
+                redirects.extend(self.redirects(child))
             elif child.is_named and kind != "comment":
                 words.append(self.word(child))
         return Simple(tuple(words), tuple(assignments), tuple(redirects))
 
-    def redirect(self, node: Any) -> Redirect | None:
+    def redirects(self, node: Any) -> list[Redirect]:
+        """A redirection as Redirects: none for a here-document or here-string (their text is
+        input, not a file), but the file redirections written after a here-document's start."""
         if node.type == "heredoc_redirect":
             self.unusual.append("a here-document")
-            return None
+            return [r for c in node.children if c.type == "file_redirect" for r in self.redirects(c)]
         if node.type == "herestring_redirect":
             self.unusual.append("a here-string")
-            return None
+            return []
         if node.type != "file_redirect":
-            return None
+            return []
         descriptor = ""
         operator = ""
         target: Word | None = None
@@ -290,11 +236,11 @@ class _Walker:
                 operator = child.type
             else:
                 target = self.word(child)
-        return Redirect(descriptor + operator, target or Word(""))
+        return [Redirect(descriptor + operator, target or Word(""))]
 
-    def _note_dynamic(self, node: Any) -> None:
-        for child in node.children:
-            self._note_dynamic(child)
+    def _statement_redirects(self, statement: Any, body: Any) -> tuple[Redirect, ...]:
+        return tuple(r for c in statement.children if c is not body and c.type in _REDIRECTS
+                     for r in self.redirects(c))
 
     def word(self, node: Any) -> Word:
         parts: list[tuple[str, str | None]] = []  # (literal text or None-marked dynamic, expanded)
@@ -314,6 +260,10 @@ class _Walker:
         kind = node.type
         raw = self.text(node)
         if kind == "word":
+            if "\n" in raw.replace("\\\n", ""):
+                # Bash ends a word at an unquoted line break; the grammar sometimes reads on
+                # (`ls<newline>\m\k\f\s /dev/sdb1`): what bash would run is not what was parsed.
+                self.opaque.append("a word the shell parser read across a line break")
             if top and raw.startswith("~"):
                 user, slash, rest = raw[1:].partition("/")
                 if not user and self.known.home:
@@ -354,7 +304,10 @@ class _Walker:
         if kind in ("command_substitution", "process_substitution"):
             self.unusual.append("a command substitution" if kind == "command_substitution"
                                 else "a process substitution")
-            parts.append((raw, None))
+            inner_text = raw[2:-1] if raw.startswith("$(") else raw[1:-1]
+            pwd = self.known.cwd if kind == "command_substitution" and inner_text.strip() in (
+                "pwd", "pwd -L", "pwd -P") else ""
+            parts.append((raw, pwd or None))
             return False
         parts.append((raw, None))
         if kind not in ("ansi_c_string", "translated_string"):
@@ -363,89 +316,99 @@ class _Walker:
 
     # ---------------------------------------------------------------- every command (deny, ask, floor)
 
-    def collect(self, node: Any) -> None:
-        stack = [node]
+    def collect(self, root: Any) -> None:
+        stack = [root]
         while stack:
-            current = stack.pop()
-            if current.type == "command":
+            node = stack.pop()
+            found = self._statement(node)
+            if found is not None:
                 if len(self.commands) >= MAX_COMMANDS:
+                    self.opaque.append(f"more than {MAX_COMMANDS} commands")
                     return
-                simple = self.simple(current)
-                parent = current.parent
-                if parent is not None and parent.type == "redirected_statement":
-                    extra = tuple(r for r in (self.redirect(c) for c in parent.children if c is not current) if r)
-                    simple = Simple(simple.words, simple.assignments, simple.redirects + extra)
-                self.commands.extend(_effective(simple, self.known, self.depth))
-            stack.extend(reversed(current.children))
+                self._add(found, node)
+            stack.extend(reversed(node.children))
 
+    def _statement(self, node: Any) -> Simple | None:
+        """The simple command a node stands for: a command, a redirection with no command (or
+        around a group, a loop), a declaration or a bare assignment; None for any other node."""
+        kind = node.type
+        parent = node.parent
+        if kind == "command":
+            simple = self.simple(node)
+            if parent is not None and parent.type == "redirected_statement":
+                simple = replace(simple, redirects=simple.redirects + self._statement_redirects(parent, node))
+            return simple
+        if kind == "redirected_statement":
+            body = node.child_by_field_name("body")
+            if body is None or body.type != "command":
+                redirects = self._statement_redirects(node, body)
+                return Simple((), (), redirects) if redirects else None
+            return None
+        if kind == "declaration_command":
+            words = [Word(c.type) for c in node.children[:1] if not c.is_named]
+            words += [Word(self.text(c)) if c.type == "variable_name" else self.word(c)
+                      for c in node.children if c.is_named and c.type != "variable_assignment"]
+            assignments = tuple(self.text(c) for c in node.children if c.type == "variable_assignment")
+            return Simple(tuple(words), assignments)
+        if kind == "variable_assignment" and parent is not None \
+                and parent.type not in ("command", "declaration_command"):
+            return Simple((), (self.text(node),))
+        return None
 
-def _effective(simple: Simple, known: Known, depth: int) -> Iterator[Simple]:
-    """The command itself, the command behind each wrapper, and the commands of a `-c` string."""
-    yield simple
-    words = list(simple.words)
-    for _ in range(8):  # wrappers inside wrappers (sudo env X=1 nice rm …), bounded
-        if not words or not words[0].literal:
+    def _add(self, simple: Simple, node: Any) -> None:
+        outer = self.outer
+        simple = replace(simple, stdin=self._stdin(node) or (outer.stdin if outer else ""),
+                         dirs=self.dirs, within=self._within(node) or (outer.within if outer else ""),
+                         fed=outer.fed if outer else "")
+        for command in effective(simple, self.known, self.depth, self.nested, self.opaque):
+            self.commands.append(command)
+            self._chdir(command)
+
+    def _stdin(self, node: Any) -> str:
+        """What the command at `node` reads as its standard input, from the nearest place that says."""
+        current = node
+        while current is not None:
+            for child in current.children:
+                kind = child.type
+                if kind == "heredoc_redirect":
+                    return "here-document"
+                if kind == "herestring_redirect":
+                    return "here-string"
+                if kind == "file_redirect" and any(c.type in ("<", "<&") for c in child.children):
+                    target = next((c for c in child.children if c.is_named and c.type != "file_descriptor"), None)
+                    word = self.word(target) if target is not None else None
+                    if word is None or not word.literal or word.text.startswith(_INPUT_FILES):
+                        return "substitution"  # < <(…), < /dev/stdin: what it reads only the run knows
+                    return "file"
+            before = current.prev_sibling
+            if before is not None and before.type in ("|", "|&"):
+                return "pipe"
+            current = current.parent
+        return ""
+
+    def _within(self, node: Any) -> str:
+        current = node.parent
+        while current is not None:
+            if current.type == "function_definition":
+                name = next((c for c in current.children if c.type == "word"), None)
+                return self.text(name) if name is not None else ""
+            current = current.parent
+        return ""
+
+    def _chdir(self, command: Simple) -> None:
+        """A cd, pushd or chdir adds its folder to those later commands may run in."""
+        if basename(command.program) not in _CHDIR or self.dirs is None:
             return
-        name = _basename(words[0].text)
-        if name in SHELLS or name == "eval":
-            yield from _nested(name, words, known, depth)
+        operands = [w for w in command.words[1:] if not (w.literal and w.text.startswith("-") and w.text != "-")]
+        if not operands:
+            target: str | None = "~"
+        elif operands[0].literal and (operands[0].text == "-" or operands[0].text[:1] == "+"):
+            target = None if operands[0].text[:1] == "+" else ""  # cd - goes back where it was
+        else:
+            target = operands[0].value
+        if target == "":
             return
-        takes_value = WRAPPERS.get(name)
-        if takes_value is None:
-            return
-        i = 1
-        while i < len(words):
-            w = words[i].value or ""
-            if name == "env" and "=" in w and not w.startswith("-"):
-                i += 1
-            elif w == "--":
-                i += 1
-                break
-            elif w.startswith("-") and len(w) > 1:
-                i += 2 if w in takes_value else 1
-            else:
-                break
-        if name in _LEADING_OPERAND:
-            i += 1
-        words = words[i:]
-        if not words:
-            return
-        yield Simple(tuple(words), (), simple.redirects)
-
-
-def _nested(name: str, words: list[Word], known: Known, depth: int) -> Iterator[Simple]:
-    if depth >= MAX_NESTING:
-        return
-    if name == "eval":
-        script_words = words[1:]
-    else:
-        script_words = []
-        for i, w in enumerate(words[1:], start=1):
-            value = w.value or ""
-            if value.startswith("-") and not value.startswith("--") and "c" in value[1:]:
-                script_words = words[i + 1:i + 2]
-                break
-    if not script_words:
-        return
-    # A string with an expansion in it is still read: what it would run is what deny rules and
-    # the floor must see ($HOME expanded where known, the rest as written).
-    inner = _parse(" ".join(_script_text(w) for w in script_words), known, depth + 1)
-    yield from inner.commands
-
-
-def _script_text(word: Word) -> str:
-    if word.value is not None:
-        return word.value
-    text = word.text
-    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" else text
-
-
-def _basename(program: str) -> str:
-    return program.rsplit("/", 1)[-1]
-
-
-def basename(program: str | None) -> str | None:
-    return None if program is None else _basename(program)
+        self.dirs = None if target is None or len(self.dirs) >= 16 else (*self.dirs, target)
 
 
 def _unescape(raw: str) -> str:
@@ -478,17 +441,6 @@ def _unescape_dq(raw: str) -> str:
         out.append(ch)
         i += 1
     return "".join(out)
-
-
-_SAFE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%^*")
-
-
-def _quote(word: Word) -> str:
-    if not word.literal:
-        return word.text
-    if word.text and all(ch in _SAFE_CHARS for ch in word.text):
-        return word.text
-    return "'" + word.text.replace("'", "'\\''") + "'"
 
 
 _DESCRIPTIONS = {

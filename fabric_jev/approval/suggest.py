@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import posixpath
 
-from .rules import COMMAND_KEYS, PATH_KEYS, CallView
+from .call_view import COMMAND_KEYS, PATH_KEYS, CallView
 from .shell import Script
 
 MAX_PATTERN_CHARS = 300

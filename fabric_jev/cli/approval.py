@@ -42,8 +42,7 @@ async def _cmd_approve(args: argparse.Namespace) -> int:
         sys.stderr.write(f"fabric-jev: {one_line(str(exc))}\n")
         return 2
     extra: dict[str, Any] = {"evaluator": {"spec": spec, "because": because}}
-    view = CallView(action.ref, action.risk, action.arguments,
-                    RuleContext(os.getcwd(), os.path.expanduser("~"), frozenset(), os.path.realpath))
+    view = CallView(action.ref, action.risk, action.arguments, RuleContext.here(os.getcwd(), os.path.expanduser("~")))
     found = screen(view, rules["rules"]) if args.policy != "deny" else None
     if found is None and args.policy == "auto" and rules["defaults"] is not None:
         found = screen_defaults(view, rules["defaults"])

@@ -196,11 +196,9 @@ class PolicyGate:
 
     def view(self, ref: str, risk: Risk, arguments: Any, origins: frozenset[str] = frozenset()) -> Any:
         """The call as rules and the floor read it (approval.rules.CallView)."""
-        import os.path
-
         from ..approval.rules import CallView, RuleContext
 
-        return CallView(ref, risk, arguments, RuleContext(self.cwd, self.home, origins, os.path.realpath))
+        return CallView(ref, risk, arguments, RuleContext.here(self.cwd, self.home, origins))
 
     def triage(self, ref: str, risk: Risk, arguments: Any = None,
                origins: frozenset[str] = frozenset()) -> tuple[Policy, PolicyOutcome] | Pending:
@@ -212,7 +210,7 @@ class PolicyGate:
         from ..approval.screen import screen, screen_defaults
 
         view = self.view(ref, risk, arguments, origins)
-        found = screen(view, self.rules) if self.rules is not None else None
+        found = screen(view, self.rules)  # the floor holds without rules too
         if found is not None:
             rule = found.rule
             if found.decision != "ask":

@@ -1,0 +1,181 @@
+"""A capability call as rules and the floor read it: its arguments by facet, where it runs. Pure code.
+
+`CallView` reads each facet of the arguments once (the command under the
+command keys, parsed; the paths, normalised; the URLs; the SQL), whatever the
+number of rules. `RuleContext` says where the call runs: the working
+directory, the home folder, the run's origins and, on the host
+(`RuleContext.here`), how to resolve symlinks and which temporary folders
+are the user's (`fabric_jev.approval.places`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import paths as _paths
+from . import shell as _shell
+
+#: The arguments each facet reads, at the top level or inside params/args/arguments/input.
+COMMAND_KEYS = ("cmd", "command", "commandLine", "command_line", "script", "shellCommand",
+                "shell_command", "argv")
+PATH_KEYS = ("path", "paths", "file", "files", "filePath", "file_path", "filename", "fileName", "dir",
+             "directory", "cwd", "workdir", "src", "source", "dest", "destination", "from", "to",
+             "target_file", "targetFile")
+URL_KEYS = ("url", "uri", "href", "endpoint")
+SQL_KEYS = ("sql", "query", "statement")
+_NESTS = ("params", "args", "arguments", "input")
+FACETS = {"cmd": COMMAND_KEYS, "path": PATH_KEYS, "url": URL_KEYS, "sql": SQL_KEYS}
+
+
+@dataclass(slots=True)
+class RuleContext:
+    """Where the call runs: the working directory, the home folder, the run's origins."""
+
+    cwd: str
+    home: str
+    origins: frozenset[str] = frozenset()
+    #: Resolves symlinks (os.path.realpath on the host); None keeps paths lexical.
+    resolve: Callable[[str], str] | None = None
+    #: The temporary roots (/tmp, /var/tmp, $TMPDIR) below which a folder the user owns is theirs
+    #: to change (fabric_jev.approval.places).
+    temporary: tuple[str, ...] = ()
+    #: The user id owning a path (os.lstat on the host), None when nothing is there; without it
+    #: no temporary folder counts as the user's.
+    owner: Callable[[str], int | None] | None = None
+    #: The user the host runs as.
+    uid: int | None = None
+
+    @classmethod
+    def here(cls, cwd: str, home: str, origins: frozenset[str] = frozenset()) -> RuleContext:
+        """The context of a call made on this machine: symlinks resolved, its temporary roots,
+        ownership looked up with lstat, the user the process runs as."""
+        import os
+        import os.path
+
+        return cls(cwd, home, origins, os.path.realpath, temporary_roots(), owner_of, os.getuid())
+
+    @property
+    def where(self) -> _paths.Where:
+        return _paths.Where(self.cwd, self.home)
+
+    @property
+    def known(self) -> _shell.Known:
+        return _shell.Known(self.home, self.cwd)
+
+
+def temporary_roots() -> tuple[str, ...]:
+    """The temporary roots of this machine: /tmp, /var/tmp and $TMPDIR (an absolute folder that
+    neither is nor holds the home folder), each also as its symlinks resolve (/tmp is
+    /private/tmp on macOS)."""
+    import os
+    import posixpath
+
+    roots = ["/tmp", "/var/tmp"]
+    tmpdir = os.environ.get("TMPDIR", "")
+    if tmpdir.startswith("/"):
+        folder = posixpath.normpath(tmpdir)
+        if folder != "/" and not _paths.inside(posixpath.normpath(os.path.expanduser("~")), folder):
+            roots.append(folder)
+    return tuple(dict.fromkeys([*roots, *(os.path.realpath(r) for r in roots)]))
+
+
+def owner_of(path: str) -> int | None:
+    """The user id that owns `path` itself (a symlink's own owner), None when nothing is there."""
+    import os
+
+    try:
+        return os.lstat(path).st_uid
+    except FileNotFoundError:
+        return None
+
+
+@dataclass(slots=True)
+class CallView:
+    """One capability call's arguments, read once per facet whatever the number of rules."""
+
+    ref: str
+    risk: str
+    arguments: Any
+    context: RuleContext
+    _cache: dict[Any, Any] = field(default_factory=dict)
+
+    def values(self, keys: Sequence[str]) -> list[Any]:
+        """The values of `keys`, at the top level and one level inside params/args/arguments/input."""
+        args = self.arguments
+        if not isinstance(args, dict):  # JSON arguments: objects are dicts
+            return []
+        cached: list[Any] | None = self._cache.get(id(keys))  # keys are the module's constant tuples
+        if cached is not None:
+            return cached
+        present = args.keys() & keys
+        out = [args[k] for k in keys if k in present] if present else []
+        for nest in _NESTS:
+            inner = args.get(nest)
+            if isinstance(inner, dict) and (found := inner.keys() & keys):
+                out.extend(inner[k] for k in keys if k in found)
+        self._cache[id(keys)] = out
+        return out
+
+    def get(self, dotted: str) -> tuple[bool, Any]:
+        value = self.arguments
+        for part in dotted.split("."):
+            if not isinstance(value, dict) or part not in value:
+                return False, None
+            value = value[part]
+        return True, value
+
+    def scripts(self) -> list[_shell.Script]:
+        """The commands in the call (a string is parsed by the shell grammar; a list is an argv)."""
+        if "scripts" not in self._cache:
+            out = []
+            for value in self.values(COMMAND_KEYS):
+                if isinstance(value, str):
+                    out.append(_shell.parse(value, self.context.known))
+                elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+                    out.append(_shell.parse_argv(list(value), self.context.known))
+            self._cache["scripts"] = out
+        result: list[_shell.Script] = self._cache["scripts"]
+        return result
+
+    def paths(self) -> list[tuple[str, str] | None]:
+        """Each path argument as (lexical, real); None for one that cannot be known."""
+        if "paths" not in self._cache:
+            out: list[tuple[str, str] | None] = []
+            for value in self.values(PATH_KEYS):
+                items = value if isinstance(value, list) else [value]
+                for item in items:
+                    out.append(self.path(item) if isinstance(item, str) else None)
+            self._cache["paths"] = out
+        result: list[tuple[str, str] | None] = self._cache["paths"]
+        return result
+
+    def path(self, text: str) -> tuple[str, str] | None:
+        known: dict[str, tuple[str, str] | None] = self._cache.setdefault("path", {})
+        if text in known:
+            return known[text]
+        found = known[text] = self._path(text)
+        return found
+
+    def _path(self, text: str) -> tuple[str, str] | None:
+        lexical = _paths.normalise(text, self.context.where)
+        if lexical is None:
+            return None
+        resolve = self.context.resolve
+        real = lexical
+        if resolve is not None:
+            try:
+                real = resolve(lexical)
+            except (OSError, ValueError):
+                real = lexical
+        return lexical, real
+
+    def strings(self, keys: Sequence[str]) -> list[str]:
+        out = []
+        for value in self.values(keys):
+            if isinstance(value, str):
+                out.append(value)
+            elif isinstance(value, list):
+                out.extend(v for v in value if isinstance(v, str))
+        return out

@@ -1,0 +1,337 @@
+"""The floor's checks for destructive and exfiltrating shapes (floor.json names them). Pure code.
+
+Each check reads the call through `floor_reading` (its commands wherever they
+are, what each writes) and `places` (paths as the file system would see them,
+the working tree and the user's temporary folders); none reads a raw string.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from . import paths as _paths
+from . import shell as _shell
+from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS
+from .floor_reading import ANYWHERE, WRITE_PATH_KEYS, commands, has_flag, named, operands, paths_named, scripts, writes
+from .places import expansions, in_places, outside, word_paths
+
+#: A program name that is a glob (`[` alone is the test command).
+_GLOB = re.compile(r"[*?]|\[.+\]")
+#: What a glob naming a program file would not hold: a string of a list read as an argv may be
+#: any text (JSON, a sentence), and exec does not expand globs.
+_NOT_A_PATH = re.compile(r"[\s\"'{}=:,;]")
+_NOT_A_WORD = re.compile(r"[\s\"':=;]")
+
+if TYPE_CHECKING:
+    from .call_view import CallView
+
+#: A mode (777, u+w, a-x,g+s) is an operand of chmod, not a path.
+_MODE = re.compile(r"[0-7]{3,4}|(?:[ugoa]*[+=-][rwxXst]*)(?:,[ugoa]*[+=-][rwxXst]*)*")
+
+
+@lru_cache(maxsize=64)
+def path_regex(patterns: tuple[str, ...], cwd: str, home: str) -> re.Pattern[str]:
+    """Many path patterns as one regex (one match per path instead of one per pattern)."""
+    where = _paths.Where(cwd, home)
+    return re.compile("|".join(f"(?:{_paths.compile_path_pattern(p, where).regex.pattern})" for p in patterns)
+                      or r"(?!)", re.DOTALL)
+
+
+def _matcher(view: CallView, params: Mapping[str, Any], key: str, not_key: str = "except") -> Any:
+    where = view.context.where
+    patterns = path_regex(tuple(params[key]), where.cwd, where.home)
+    excepted = path_regex(tuple(params.get(not_key, ())), where.cwd, where.home)
+
+    def matches(found: list[tuple[str, str]] | None) -> bool:
+        return found is not None and any(patterns.match(p) is not None and excepted.match(p) is None
+                                         for pair in found for p in pair)
+    return matches
+
+
+def operands_outside_tree(view: CallView, params: Mapping[str, Any]) -> bool:
+    strict = bool(params.get("strict"))
+    for command in commands(view):
+        flagged = named(command, params["programs"]) and has_flag(command, params.get("short", ""),
+                                                                   params.get("long", ()))
+        if not (flagged or named(command, params.get("always", ()))):
+            continue
+        if any(outside(view, command, w.value, strict=strict) for w in operands(command)
+               if not (w.literal and _MODE.fullmatch(w.text))):
+            return True
+    return False
+
+
+def find_outside_tree(view: CallView, params: Mapping[str, Any]) -> bool:
+    actions = set(params["actions"])
+    for command in commands(view):
+        if not named(command, ["find"]):
+            continue
+        if not actions & {w.text for w in command.words[1:]}:
+            continue
+        starts = []
+        for w in command.words[1:]:
+            if w.literal and (w.text.startswith("-") or w.text in ("(", "!")):
+                break
+            starts.append(w)
+        if any(outside(view, command, w.value) for w in starts or [_shell.Word(".")]):
+            return True
+    return False
+
+
+def device_write(view: CallView, params: Mapping[str, Any]) -> bool:
+    device = _matcher(view, params, "devices")
+    for command in commands(view):
+        targets = list(writes(command))
+        if named(command, params["programs"]):
+            targets += operands(command)
+        if any(device(word_paths(view, command, t.value)) for t in targets):
+            return True
+    return False
+
+
+def programs(view: CallView, params: Mapping[str, Any]) -> bool:
+    return any(named(c, params["programs"]) for c in commands(view))
+
+
+def download_and_run(view: CallView, params: Mapping[str, Any]) -> bool:
+    for read in scripts(view):
+        found = read.script.commands
+        if any(named(c, params["downloaders"]) for c in found) and any(named(c, params["interpreters"]) for c in found):
+            return True
+    return False
+
+
+def _git_args(command: _shell.Simple) -> list[str] | None:
+    """A git command's words after its global options (git -C DIR push → [push, ...])."""
+    if not named(command, ["git"]):
+        return None
+    words = [w.value or "" for w in command.words[1:]]
+    i = 0
+    while i < len(words) and words[i].startswith("-"):
+        i += 2 if words[i] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") else 1
+    return words[i:]
+
+
+def git(view: CallView, params: Mapping[str, Any]) -> bool:
+    options = re.compile("|".join(".*".join(re.escape(p) for p in o.split("*")) for o in params["options"]) + r"\Z")
+    for command in commands(view):
+        args = _git_args(command)
+        if not args or args[0] != params["subcommand"]:
+            continue
+        for word in args[1:]:
+            if word.startswith("--") and options.match(word):
+                return True
+            if word.startswith("-") and not word.startswith("--") and any(ch in word[1:] for ch in params["short"]):
+                return True
+            if not word.startswith("-") and any(word.startswith(p) for p in params["refspec_prefixes"]):
+                return True
+    return False
+
+
+def git_discard(view: CallView, params: Mapping[str, Any]) -> bool:
+    for command in commands(view):
+        args = _git_args(command)
+        if not args:
+            continue
+        sub, rest = args[0], args[1:]
+        if sub == "reset" and "--hard" in rest:
+            return True
+        if sub == "clean" and any((w.startswith("-") and not w.startswith("--") and "f" in w) or w == "--force"
+                                  for w in rest):
+            return True
+        if sub == "branch" and any(w in ("-D", "--delete") or (w.startswith("-") and "D" in w) for w in rest) \
+                and ("-D" in rest or "--force" in rest or any(w.startswith("-") and "D" in w for w in rest)):
+            return True
+        if (sub == "restore" and ("." in rest or "--worktree" in rest)) or (sub == "checkout" and "." in rest):
+            return True
+        if sub == "stash" and rest[:1] in (["clear"], ["drop"]):
+            return True
+    return False
+
+
+def _sql_texts(view: CallView, params: Mapping[str, Any]) -> Iterator[str]:
+    yield from view.strings(SQL_KEYS)
+    programs: Mapping[str, list[str]] = params["shell_programs"]
+    for command in commands(view):
+        name = _shell.basename(command.program)
+        if name is None or name not in programs:
+            continue
+        flags = programs[name]
+        words = command.words[1:]
+        for i, word in enumerate(words):
+            value = word.value or ""
+            if value in flags and i + 1 < len(words):
+                yield words[i + 1].value or ""
+            elif any(value.startswith(f + "=") for f in flags if f.startswith("--")):
+                yield value.split("=", 1)[1]
+        if "*" in flags:  # sqlite3 DB "SQL": every operand may be SQL
+            for word in operands(command):
+                if word.value:
+                    yield word.value
+
+
+def sql(view: CallView, params: Mapping[str, Any]) -> bool:
+    texts = [t for t in _sql_texts(view, params) if t and len(t) <= 100_000]
+    if not texts:
+        return False
+    import sqlparse
+
+    for text in texts:
+        statements: Any = sqlparse.parse(text)
+        for statement in statements:
+            kind = statement.get_type()
+            keywords = [t.normalized for t in statement.flatten() if t.is_keyword]
+            if kind in ("DROP", "TRUNCATE") or (keywords[:1] == ["TRUNCATE"]):
+                return True
+            if kind in ("DELETE", "UPDATE") and not any(isinstance(t, sqlparse.sql.Where) for t in statement.tokens):
+                return True
+            if kind == "ALTER" and "DROP" in keywords:
+                return True
+    return False
+
+
+def _path_values(view: CallView) -> Iterator[list[tuple[str, str]] | None]:
+    """Every path a call names: path arguments, file URLs, command operands and redirect targets."""
+    for value in view.strings(PATH_KEYS):
+        yield word_paths(view, None, value)
+    for url in view.strings(URL_KEYS):
+        if url.lower().startswith("file:"):
+            yield word_paths(view, None, re.sub(r"^file:(//[^/]*)?", "", url, flags=re.IGNORECASE))
+    for command in commands(view):
+        for named_path in paths_named(command):
+            yield word_paths(view, command, named_path)
+
+
+def paths(view: CallView, params: Mapping[str, Any]) -> bool:
+    matches = _matcher(view, params, "patterns")
+    return any(matches(found) for found in _path_values(view))
+
+
+def secrets_to_network(view: CallView, params: Mapping[str, Any]) -> bool:
+    secret = re.compile("|".join(".*".join(re.escape(p) for p in s.split("*")) for s in params["secret_names"])
+                        + r"\Z")
+    uploads = set(params["upload_options"])
+    for read in scripts(view):
+        found = read.script.commands
+        network = [c for c in found if named(c, params["network"])]
+        if not network:
+            continue
+        if any(named(c, params["dumps"]) and len(c.words) == 1 for c in found):
+            return True
+        for command in found:
+            for word in command.words:
+                if not word.literal:
+                    names = re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", word.text)
+                    if any(secret.match(n.upper()) for n in names):
+                        return True
+        for command in network:
+            words = command.words[1:]
+            for i, word in enumerate(words):
+                text = word.text if word.literal else (word.expanded or word.text)
+                flag, _, attached = text.partition("=")
+                value = None
+                if flag in uploads:
+                    value = attached or (words[i + 1].value if i + 1 < len(words) else None)
+                    if value is None and i + 1 < len(words):
+                        return True  # uploading something only the shell knows
+                if value is None:
+                    continue
+                value = value.split("=", 1)[1] if "=" in value and "@" in value else value
+                if value in ("@-", "-"):
+                    return True
+                if (value.startswith("@") or flag in ("-T", "--upload-file", "--post-file", "--body-file")) \
+                        and outside(view, command, value.lstrip("@")):
+                    return True
+    return False
+
+
+def write_outside_tree(view: CallView, params: Mapping[str, Any]) -> bool:
+    ignored = set(params["ignored_targets"])
+    found = list(commands(view))
+    for command in found:
+        for target in writes(command):
+            if target.value not in ignored and outside(view, command, target.value):
+                return True
+        # A link out of the tree, made in a call that does more: what comes after it may write
+        # through the link, and the floor read the path before the link was there.
+        if named(command, ["ln"]) and len({c.words for c in found if not c.via}) > 1 \
+                and any(outside(view, command, value) for value in _link_targets(command)):
+            return True
+    if view.risk == "write":
+        for value in view.strings(WRITE_PATH_KEYS):
+            if not in_places(view, word_paths(view, None, value)):
+                return True
+    return False
+
+
+def _link_targets(command: _shell.Simple) -> Iterator[str | None]:
+    """What ln's links point to, as paths read from the working directory (a symbolic link's
+    target is relative to the link's folder)."""
+    found = operands(command)
+    if len(found) < 2:
+        return
+    folder = (found[-1].value or "").rsplit("/", 1)[0] if "/" in (found[-1].value or "") else ""
+    symbolic = has_flag(command, "s", ("--symbolic",))
+    for target in found[:-1]:
+        value = target.value
+        if value is not None and symbolic and folder and not value.startswith(("/", "~")):
+            value = folder + "/" + value
+        yield value
+
+
+def system_writes(view: CallView, params: Mapping[str, Any]) -> bool:
+    system = _matcher(view, params, "paths")
+    for command in commands(view):
+        if named(command, params["programs"]):
+            return True
+        if named(command, ["crontab"]) and _crontab_changes(command):
+            return True
+        if named(command, params.get("with_operands", ())) and operands(command):
+            return True  # mount DEV DIR, mount --bind / DIR (mount alone lists)
+        if any(t.text == ANYWHERE or system(word_paths(view, command, t.value)) for t in writes(command)):
+            return True
+    if view.risk == "write":
+        return any(system(word_paths(view, None, value)) for value in view.strings(WRITE_PATH_KEYS))
+    return False
+
+
+def _crontab_changes(command: _shell.Simple) -> bool:
+    """crontab -r removes the table; crontab FILE, crontab - and a bare crontab (which reads the
+    new table from its input, ``crontab < jobs``) replace it. Only -l (lists) and -e (edits in
+    front of the person) leave it to them."""
+    if has_flag(command, "r", ("--remove",)):
+        return True
+    return not has_flag(command, "le", ())
+
+
+def hidden_program(view: CallView, params: Mapping[str, Any]) -> bool:
+    for command in commands(view):
+        if command.words and not command.words[0].literal and command.words[0].expanded is None:
+            return True
+        program = command.program
+        if program is not None and _GLOB.search(program) and not _NOT_A_PATH.search(program):
+            return True  # /bin/r? runs whatever the glob matches first
+        if program is not None and "{" in program and not _NOT_A_WORD.search(program) \
+                and expansions(program) != [program]:
+            return True  # r{m,} -rf /: the braces make rm and r, and rm runs with r as an operand
+        if named(command, ["eval"]) and any(not w.literal for w in command.words[1:]):
+            return True
+    return False
+
+
+def kill_or_power(view: CallView, params: Mapping[str, Any]) -> bool:
+    for command in commands(view):
+        words = [w.value or "" for w in command.words]
+        if named(command, params["programs"]):
+            return True
+        if named(command, ["systemctl"]) and any(w in params["systemctl"] for w in words[1:]):
+            return True
+        if named(command, ["init", "telinit"]) and any(w in ("0", "6") for w in words[1:]):
+            return True
+        if named(command, ["kill"]) and (("-1" in words[1:] and words.index("-1") > 1) or "1" in words[1:]):
+            return True  # every process, or init
+    return False
+

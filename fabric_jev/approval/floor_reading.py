@@ -1,0 +1,311 @@
+"""How the floor reads a call: its commands wherever they are, what each command writes, its paths.
+
+Rules read a call's command under the keys written for it (`cmd`, `command`,
+`script`, `argv`, …). The floor reads more, because it must hold whatever a
+capability calls its arguments:
+
+- under any capability, a command key at any depth (``options.cmd``), a list
+  of commands under ``commands``, and a program with its arguments
+  (``{program: "rm", args: ["-rf", "/"]}``, also ``command`` + ``args``);
+- under a **shell capability** — one whose ref names a shell, a terminal, a
+  process or running a command (`is_shell_capability`: ``shell.exec``,
+  ``terminal.run``, ``os.system``, ``process.spawn``, …) — every string
+  anywhere in the arguments is read as a possible command, whatever its key
+  (``code``, ``steps[0].run``), and every list of strings as an argv, with
+  each string of it as a command too.
+
+What a command writes comes from `floor.json`'s ``writers`` table (data:
+which operands, option values or ``key=value`` operands a program writes, and
+the flags it needs for that, as ``sed`` needs ``-i``), plus its output
+redirections. Pure code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from . import shell as _shell
+from .call_view import PATH_KEYS
+from .shell_words import Simple, Word
+
+if TYPE_CHECKING:
+    from .call_view import CallView
+
+#: Words of a ref that make it a shell capability.
+SHELL_WORDS = frozenset({"shell", "sh", "bash", "zsh", "fish", "pwsh", "powershell", "exec", "execute", "terminal",
+                         "term", "command", "commands", "cmd", "process", "subprocess", "spawn", "system", "run",
+                         "script", "console", "pty", "tty", "cli", "popen"})
+#: Keys that hold a command under any capability, at any depth.
+COMMAND_KEYS = ("cmd", "command", "commandLine", "command_line", "script", "shellCommand", "shell_command", "argv",
+                "commands", "cmdline", "shell")
+#: Keys that name a program whose arguments sit beside it under one of ARGUMENT_KEYS.
+PROGRAM_KEYS = ("program", "executable", "exe", "binary", "bin", "command", "cmd", "file", "tool")
+ARGUMENT_KEYS = ("args", "argv", "arguments", "params", "parameters", "options", "flags", "argList", "arg_list")
+#: Under a write capability, the keys the floor reads as places written: the rules' path keys and
+#: more names a capability may give them (``fs.rm(target: "/etc")``).
+WRITE_PATH_KEYS = (*PATH_KEYS, "target", "location", "output", "out", "outfile", "outFile", "output_path",
+                   "outputPath", "folder", "dst", "root", "into", "dir_path", "dirPath", "dest_path", "destPath")
+#: What a program writes when its input says where (tar -P): anywhere, system files included.
+ANYWHERE = "<where its input says>"
+#: Arguments read at most this deep, and at most this many strings from one call.
+MAX_DEPTH = 8
+MAX_STRINGS = 256
+#: A string longer than this is not read as JSON text.
+MAX_JSON_CHARS = 65_536
+
+
+@lru_cache(maxsize=1)
+def catalogue() -> Mapping[str, Any]:
+    """floor.json, read once."""
+    data: Mapping[str, Any] = json.loads(
+        resources.files(__package__).joinpath("floor.json").read_text("utf-8"))
+    return data
+
+
+def is_shell_capability(ref: str) -> bool:
+    return bool(SHELL_WORDS & ref_words(ref))
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """A script the floor read from a call, and whether a command key held it (then a parse
+    error in it counts: a string under another key need not be a command)."""
+
+    script: _shell.Script
+    keyed: bool
+
+
+def scripts(view: CallView) -> list[Read]:
+    """Every script the floor reads in the call (module doc), cached on the view."""
+    cached: list[Read] | None = view._cache.get("floor scripts")
+    if cached is None:
+        cached = view._cache["floor scripts"] = list(_read(view))
+    return cached
+
+
+def _read(view: CallView) -> Iterator[Read]:
+    known = view.context.known
+    wide = is_shell_capability(view.ref)
+    strings = 0
+    seen: set[tuple[str, bool]] = set()
+
+    def text(value: str, keyed: bool) -> Iterator[Read]:
+        if (value, keyed) not in seen and value.strip():
+            seen.add((value, keyed))
+            yield Read(_shell.parse(value, known), keyed)
+
+    def argv(values: list[str], keyed: bool) -> Iterator[Read]:
+        key = ("\x00".join(values), keyed)
+        if key not in seen:
+            seen.add(key)
+            yield Read(_shell.parse_argv(values, known), keyed)
+
+    stack: list[tuple[Any, str, int]] = [(view.arguments, "", 0)]
+    while stack:
+        value, key, depth = stack.pop()
+        if isinstance(value, str):
+            strings += 1
+            if strings > MAX_STRINGS:
+                return
+            if key in COMMAND_KEYS or wide:
+                yield from text(value, key in COMMAND_KEYS)
+            decoded = json_inside(value)
+            if decoded is not None and depth < MAX_DEPTH:  # {"payload": "{\"cmd\": …}"}
+                stack.append((decoded, key, depth + 1))
+        elif isinstance(value, list):
+            if value and all(isinstance(v, str) for v in value):
+                if key in COMMAND_KEYS or wide:
+                    yield from argv(list(value), key in COMMAND_KEYS and key != "commands")
+                if key == "commands" or wide:
+                    for item in value:
+                        yield from text(item, key == "commands")
+                continue
+            if depth < MAX_DEPTH:
+                stack.extend((item, key, depth + 1) for item in reversed(value))
+        elif isinstance(value, dict) and depth < MAX_DEPTH:
+            yield from _program_and_arguments(value, wide, argv)
+            stack.extend((item, str(k), depth + 1) for k, item in reversed(list(value.items())))
+
+
+def _program_and_arguments(value: dict[str, Any], wide: bool, argv: Any) -> Iterator[Read]:
+    """``{program: "rm", args: ["-rf", "/"]}`` as the argv it runs (under a shell capability, any
+    string beside an argument list)."""
+    for args_key in ARGUMENT_KEYS:
+        args = value.get(args_key)
+        if not (isinstance(args, list) and all(isinstance(a, str) for a in args)):
+            continue
+        for key, program in value.items():
+            if isinstance(program, str) and key != args_key and (wide or key in PROGRAM_KEYS) and program.strip():
+                yield from argv([program, *args], True)
+
+
+def json_inside(value: str) -> dict[str, Any] | list[Any] | None:
+    """The object or array a string holds as JSON text, or None: the floor reads inside it as
+    it reads the arguments themselves."""
+    text = value.strip()
+    if len(text) > MAX_JSON_CHARS or (text[:1], text[-1:]) not in (("{", "}"), ("[", "]")):
+        return None
+    try:
+        decoded = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return decoded if isinstance(decoded, dict | list) else None
+
+
+def strings_under(view: CallView, keys: Sequence[str]) -> list[str]:
+    """Every string held under one of `keys` at any depth of the arguments (lists of strings
+    included, JSON text read inside), at most MAX_STRINGS."""
+    wanted = frozenset(keys)
+    out: list[str] = []
+    stack: list[tuple[Any, bool, int]] = [(view.arguments, False, 0)]
+    while stack and len(out) < MAX_STRINGS:
+        value, under, depth = stack.pop()
+        if isinstance(value, str):
+            if under and value.strip():
+                out.append(value)
+            decoded = json_inside(value)
+            if decoded is not None and depth < MAX_DEPTH:
+                stack.append((decoded, under, depth + 1))
+        elif isinstance(value, list) and depth < MAX_DEPTH:
+            stack.extend((item, under, depth + 1) for item in value)
+        elif isinstance(value, dict) and depth < MAX_DEPTH:
+            stack.extend((item, under or str(k) in wanted, depth + 1) for k, item in value.items())
+    return out
+
+
+def ref_words(ref: str) -> set[str]:
+    """The words of a capability ref: ``sandbox.runPython`` → sandbox, run, python."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", ref).lower()
+    return set(re.split(r"[^a-z0-9]+", words)) - {""}
+
+
+def commands(view: CallView) -> Iterator[Simple]:
+    for read in scripts(view):
+        yield from read.script.commands
+
+
+#: What the parser says of text that is not shell at all: it counts only under a command key.
+PARSE_ERROR = "a part the shell parser could not read"
+
+
+def opaque(view: CallView) -> list[str]:
+    """What the parser could not read in the call's commands: a parse error only in a command
+    held under a command key (prose under another key need not parse), anything else anywhere."""
+    return [reason for read in scripts(view) for reason in read.script.opaque
+            if read.keyed or reason != PARSE_ERROR]
+
+
+# ---------------------------------------------------------------------------- words of a command
+
+
+@lru_cache(maxsize=512)
+def name_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    # Every alternative anchored at the end: `a|b\Z` would leave all but the last a prefix match.
+    return re.compile("(?:" + "|".join(".*".join(re.escape(p) for p in pat.split("*")) for pat in patterns) + r")\Z",
+                      re.DOTALL)
+
+
+def named(command: Simple, names: Sequence[str]) -> bool:
+    program = _shell.basename(command.program)
+    return program is not None and name_regex(tuple(names)).match(program) is not None
+
+
+def operands(command: Simple) -> list[Word]:
+    """Its words after the program that are not options; an unknown one when more come at run time."""
+    found = [w for w in command.words[1:] if not (w.literal and w.text.startswith("-") and len(w.text) > 1)]
+    if command.fed:
+        found.append(Word(f"<operands from {command.fed}>", False, None))
+    return found
+
+
+def options(command: Simple) -> list[str]:
+    return [w.text for w in command.words[1:] if w.literal and w.text.startswith("-") and len(w.text) > 1]
+
+
+def has_flag(command: Simple, short: str, long: Sequence[str]) -> bool:
+    for option in options(command):
+        if option.startswith("--"):
+            if option.split("=", 1)[0] in long:
+                return True
+        elif any(ch in option[1:] for ch in short):
+            return True
+    return False
+
+
+def option_values(command: Simple, wanted: Sequence[str]) -> Iterator[Word]:
+    """The values of options `wanted` (``-C DIR``, ``-CDIR``, ``--directory=DIR``, ``-xzf F -C DIR``)."""
+    words = command.words[1:]
+    for i, word in enumerate(words):
+        if not word.literal:
+            continue
+        text = word.text
+        for option in wanted:
+            if text == option:
+                if i + 1 < len(words):
+                    yield words[i + 1]
+                else:
+                    yield Word(f"<the value of {option}>", False, None)
+            elif option.startswith("--") and text.startswith(option + "="):
+                yield Word(text[len(option) + 1:])
+            elif not option.startswith("--") and len(option) == 2 and text.startswith(option) and len(text) > 2 \
+                    and not text.startswith("--"):
+                # -v=/:/h is -v /:/h to docker's flag parser; elsewhere `=` would be part of the
+                # value (tar -C=x), and reading the value without it can only read more places.
+                yield Word(text[2:].removeprefix("="))
+
+
+def writes(command: Simple) -> Iterator[Word]:
+    """Every word the command writes to as a path: output redirections and the writers table."""
+    for redirect in command.redirects:
+        if redirect.writes:
+            yield redirect.target
+    name = _shell.basename(command.program)
+    spec = catalogue()["writers"].get(name or "")
+    if spec is None:
+        return
+    if spec.get("unless") and has_flag(command, spec.get("unless_short", ""), spec["unless"]):
+        return
+    if spec.get("only_with") and not has_flag(command, spec.get("only_with_short", ""), spec["only_with"]):
+        return
+    if spec.get("anywhere") and has_flag(command, spec.get("anywhere_short", ""), spec["anywhere"]) \
+            and not has_flag(command, "", spec.get("anywhere_unless", ())):
+        yield Word(ANYWHERE, False, None)  # tar -P, cpio -i: member names may be absolute
+    found = operands(command)
+    which = spec.get("operands", "")
+    if which == "all":
+        yield from found
+    elif which == "last" and found:
+        yield found[-1]
+    elif which == "first" and found:
+        yield found[0]
+    yield from option_values(command, spec.get("options", ()))
+    for key in spec.get("keys", ()):  # dd of=FILE
+        for word in command.words[1:]:
+            if word.literal and word.text.startswith(key + "="):
+                yield Word(word.text[len(key) + 1:])
+            elif not word.literal and word.text.startswith(key + "="):
+                yield Word(word.text, False, None)
+
+
+def paths_named(command: Simple) -> Iterator[str | None]:
+    """Every value of the command read as a possible path: operands, option values after `=`,
+    ``@file`` arguments, and redirection targets."""
+    for word in command.words[1:]:
+        value = word.value
+        if value is None:
+            continue
+        if value.startswith("-") and "=" in value:
+            value = value.split("=", 1)[1]
+        elif value.startswith("@"):
+            value = value[1:]
+        if value:
+            yield value
+    for redirect in command.redirects:
+        if redirect.target.value:
+            yield redirect.target.value
