@@ -47,6 +47,7 @@ async def _run(args: argparse.Namespace) -> int:
     from ..errors import InputInvalid, LaunchRejected
     from ..evaluators.select import build_evaluator
     from ..host import JevHost
+    from . import started_up
     from .prompt import TerminalApprover, terminal_approver
 
     config = config_from(args)  # with the user's and the project's settings (threshold, rules)
@@ -110,6 +111,7 @@ async def _run(args: argparse.Namespace) -> int:
                         tg.start_soon(host.stop, run.id)
 
             tg.start_soon(stop_on_signal)
+            started_up()  # the program may run long and allocate: the collector runs again
             try:
                 envelope = await host.run(program, value, on_event=show, intent=args.intent)
             except InputInvalid as exc:
