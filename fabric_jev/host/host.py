@@ -75,7 +75,7 @@ class JevHost:
             dict(config.approvals), approver=approver, evaluator=evaluator,
             threshold=config.auto_approval_threshold, approver_timeout_s=config.approver_timeout_ms / 1000,
             classifier_timeout_s=config.request_timeout_ms / 1000, max_request_bytes=config.max_request_bytes,
-            overrides=PolicyOverrides(config.allow, config.deny), **host_rules(config, rules))
+            overrides=PolicyOverrides(config.allow, config.deny), **host_rules(config, rules, deferred=True))
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self._active = 0  # runs holding a slot (loading or running): at most max_concurrent_runs
         self._queue: deque[Run] = deque()  # launched beyond the slots, first in first out
