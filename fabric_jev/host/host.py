@@ -14,7 +14,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from ..contract.config import HostConfig
+from ..contract.config import HostConfig, default_config
 from ..contract.envelope import Envelope, ProgressEvent
 from ..contract.policy import PolicyOverrides
 from ..contract.program import Program
@@ -64,7 +64,7 @@ class JevHost:
         entered; a test or a benchmark may give its own `WorkerSource`, as httpx's clients take
         a `transport=` (a source that is an async context manager is entered and closed with
         the host; docs/architecture.md, "The worker source")."""
-        self.config = config = config or HostConfig()
+        self.config = config = config or default_config()
         if evaluator is None or isinstance(evaluator, str):
             from ..evaluators.select import build_evaluator
 
