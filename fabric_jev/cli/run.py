@@ -51,6 +51,9 @@ async def _run(args: argparse.Namespace) -> int:
     from .prompt import TerminalApprover, terminal_approver
 
     config = config_from(args)  # with the user's and the project's settings (threshold, rules)
+    # One run needs one worker, the one the early zygote forks: warm spares would be forked, and
+    # one more after the run took its worker, only to be killed at exit, on the cores the run needs.
+    config = config.model_copy(update={"warm_workers": 0})
     if args.launch_browser:
         config = launching_browser(config)
     try:
