@@ -152,7 +152,7 @@ def test_a_model_with_a_field_serializer_or_extra_fields_is_left_to_pydantic() -
         a: int = 0
 
     assert plain_dump(Sorted(items=["b", "a"])) is None
-    assert plain_dump(Open(a=1, b=2)) is None
+    assert plain_dump(Open.model_validate({"a": 1, "b": 2})) is None
     assert plain_dump(Usage(input_tokens=1, output_tokens=2)) == {"input_tokens": 1, "output_tokens": 2}
 
 
@@ -172,3 +172,36 @@ async def test_to_json_of_a_model_not_yet_built_builds_no_schema() -> None:
     shown = done.stdout.decode().split()
     assert shown[0] == "False"
     assert "result" not in shown and "'state'," in shown and shown[-1] == "e"
+
+
+def _public_models() -> list[BaseModel]:
+    from fabric_jev import EvaluatorStatus
+    from fabric_jev.contract.program import parse_program
+    from fabric_jev.contract.provenance import Provenance
+    from fabric_jev.evaluators.base import CredentialStatus, ProfileStatus
+    from fabric_jev.evaluators.select import select
+
+    config = HostConfig.model_validate(
+        {"maxConcurrentRuns": 3, "defaults": {"timeoutMs": 500}, "allow": ["demo.read"], "evaluator": {"kind": "local"},
+         "connectors": {"browser": {"wsUrl": "ws://x", "allowedMethods": ["Runtime.evaluate"]}}}, by_alias=True)
+    return [
+        HostConfig(), config,
+        parse_program({"name": "p", "code": "return 1", "inputSchema": {"type": "object"}, "outputSchema": {},
+                       "requires": ["jev.evaluate"], "limits": {"maxTokens": 3}, "language": "typescript"}),
+        EvaluatorStatus("local", "m", CredentialStatus(configured=True, source="environment"), problem="no",
+                        profile=ProfileStatus(name="p", signatures=1, examples=2), mode="online"),
+        Provenance(route="r", model="m", readout="mixed", answerers=(
+            Provenance(route="a", model="b", readout="logprobs", temperatures={"q": 1.5}, valid_mass={"q": 0.9},
+                       low_mass=("q",)),)),
+        select(None, HostConfig()), select("ollama:qwen3:8b", HostConfig()),
+    ]
+
+
+def test_the_other_wire_shapes_are_written_as_pydantic_writes_them_or_left_to_it() -> None:
+    written = 0
+    for model in _public_models():
+        plain = plain_dump(model)
+        if plain is not None:
+            assert json.dumps(plain) == json.dumps(model.model_dump(mode="json")), type(model).__name__
+            written += 1
+    assert written >= 4  # the program, both provenances' model, the selections
