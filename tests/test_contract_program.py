@@ -71,7 +71,7 @@ def test_schema_errors_name_the_side() -> None:
 
 _ANY_TEXT = st.text(alphabet=st.characters(codec=None, categories=None), max_size=6)
 _REFS = st.sampled_from(["jev.evaluate", "demo.read", "a.b", "ab", "A.b", "x.y\n", "demo.read"]) | _ANY_TEXT
-_ODD = st.none() | st.booleans() | st.integers(-2, 3) | st.floats(allow_nan=False) | _ANY_TEXT | st.just([]) | st.just({})
+_ODD: st.SearchStrategy[Any] = st.none() | st.booleans() | st.integers(-2, 3) | st.floats(allow_nan=False) | _ANY_TEXT | st.just([]) | st.just({})
 _LIMIT = st.none() | st.integers(-1, 2) | st.booleans() | st.floats(0, 2) | st.just(2**70)
 _LIMITS = st.none() | _ODD | st.dictionaries(
     st.sampled_from(["timeoutMs", "maxEvaluations", "maxToolCalls", "maxTokens", "timeout", "max_tokens"]),
@@ -117,7 +117,8 @@ def test_a_program_read_without_a_schema_is_the_one_pydantic_makes(raw: dict[str
     assert plain == validated
     assert plain.model_fields_set == validated.model_fields_set
     assert plain.limits == validated.limits
-    assert plain.limits is None or plain.limits.model_fields_set == validated.limits.model_fields_set
+    if plain.limits is not None and validated.limits is not None:
+        assert plain.limits.model_fields_set == validated.limits.model_fields_set
     assert plain.to_json() == validated.model_dump(mode="json")
     assert plain.input_schema is not raw["inputSchema"]  # a copy, as pydantic makes one
 
