@@ -69,3 +69,14 @@ def test_config_file_errors_are_specific(tmp_path: Path) -> None:
     bad.write_text("{nope")
     with pytest.raises(ConfigError, match="not valid JSON"):
         HostConfig.load(bad)
+
+
+def test_the_default_config_made_without_validating_is_the_validated_one() -> None:
+    from fabric_jev.contract.config import default_config
+
+    made, validated = default_config(), HostConfig()
+    assert made == validated
+    assert made.model_fields_set == validated.model_fields_set == set()
+    assert made.model_dump() == validated.model_dump()
+    assert made.typecheck == validated.typecheck and made.typecheck.model_dump() == validated.typecheck.model_dump()
+    assert made.effective_limits(None) == validated.effective_limits(None)

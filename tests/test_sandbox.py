@@ -223,3 +223,28 @@ async def test_normalize_past_the_memory_limit_throws_a_catchable_memory_error(h
 async def test_normalize_keeps_its_range_error_for_a_bad_form(host: JevHost) -> None:
     env = await host.run(program("try { 'a'.normalize('X'); } catch (e) { return e.name; }"), None)
     assert env.result == "RangeError"
+
+
+async def test_a_taken_worker_is_replaced_a_moment_later_and_a_launch_never_waits_for_that(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from anyio import wait_all_tasks_blocked
+
+    from fabric_jev.sandbox import pool as pool_module
+
+    monkeypatch.setattr(pool_module, "_TOP_UP_PAUSE_S", 3600)
+    async with pool_module.WorkerPool(warm=1) as pool:
+        first = await pool.acquire()  # the warm one, taken from the idle workers
+        await wait_all_tasks_blocked()
+        # Its replacement is not asked for yet: the zygote forks nothing while this launch loads.
+        assert pool._requested == 0 and not pool._idle
+        second = await pool.acquire()  # none idle: asked for at once, and given
+        assert second.pid != first.pid
+        first.close()
+        second.close()
+
+    monkeypatch.setattr(pool_module, "_TOP_UP_PAUSE_S", 0)
+    async with pool_module.WorkerPool(warm=1) as pool:
+        taken = await pool.acquire()
+        await wait_all_tasks_blocked()
+        assert pool._requested + len(pool._idle) == 1  # topped up to its one warm worker
+        taken.close()

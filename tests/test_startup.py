@@ -1,5 +1,5 @@
-"""What `fabric-jev run` of a trivial program loads: only what the run uses (docs/performance.md,
-"Start-up of run"). Its time is the benchmark's (`fabric-jev bench cli`), never asserted here."""
+"""What `fabric-jev run` of a trivial program loads: only what the run uses, and no pydantic schema
+(docs/performance.md, "Command start-up"). Its time is the benchmark's (`fabric-jev bench cli`), never asserted here."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 #: Loaded only by what a trivial run never does: refusing a value, asking an approver, asking
 #: Jev, a status, a profile, another evaluator kind, a connector, another command.
 NOT_LOADED = (
-    "jsonschema", "httpx", "numpy", "fabric_jev_browser",
+    "jsonschema", "httpx", "numpy", "tree_sitter", "rich", "uvicorn", "fabric_jev_browser",
     "fabric_jev.contract.evaluation", "fabric_jev.approval.question", "fabric_jev.redaction",
     "fabric_jev.contract.observe", "fabric_jev.host.status", "fabric_jev.host.observers",
     "fabric_jev.evaluators.profile", "fabric_jev.evaluators.cassette", "fabric_jev.evaluators.fixture",
@@ -33,8 +33,17 @@ def test_a_trivial_run_loads_only_what_it_uses(tmp_path: Path) -> None:
         f"    code = main(['run', {str(program)!r}, '--evaluator', 'local', '--quiet'])",
         "print(code, 'completed' in out.getvalue())",
         f"print([m for m in {NOT_LOADED!r} if m in sys.modules])",
+        # A model's validator and serializer are built on first use: a trivial run reads its program
+        # and writes its envelope without them (contract/wire_plain.py, Program's plain reader).
+        "from pydantic import BaseModel",
+        "def kinds(cls):",
+        "    for sub in cls.__subclasses__():",
+        "        yield sub",
+        "        yield from kinds(sub)",
+        "print(sorted({k.__qualname__ for k in kinds(BaseModel) if k.__pydantic_complete__}))",
     ])
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    ran, loaded = done.stdout.splitlines()
+    ran, loaded, built = done.stdout.splitlines()
     assert ran == "0 True", done.stderr
     assert loaded == "[]"
+    assert built == "[]"

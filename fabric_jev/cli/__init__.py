@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 
@@ -91,15 +92,44 @@ def main(argv: list[str] | None = None) -> int:
     # numpy is not loaded yet here, so the setting takes effect.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     words = sys.argv[1:] if argv is None else argv
-    parser = build_parser("run" if words[:1] == ["run"] else None)
-    args, extra = parser.parse_known_args(argv)
-    if extra:
-        # The innermost subcommand's usage, not the top-level one, for a bad flag.
-        args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    # Called without arguments, main is the process's entry (the `fabric-jev` script): start-up
+    # then runs without the cyclic garbage collector, which would walk every module and model
+    # being made many times over, and what lived to the end is frozen before the interpreter's
+    # last collection walks it once more (docs/performance.md, "Start-up of run").
+    global _collector_paused
+    owns_process = argv is None and gc.isenabled()
+    if owns_process:
+        gc.disable()
+        _collector_paused = True
     try:
-        return _dispatch(args)
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+        parser = build_parser("run" if words[:1] == ["run"] else None)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            # The innermost subcommand's usage, not the top-level one, for a bad flag.
+            args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        if args.command != "run":  # `run` turns it back on once its host is up (started_up)
+            started_up()
+        try:
+            return _dispatch(args)
+        except KeyboardInterrupt:
+            return EXIT_INTERRUPTED
+    finally:
+        if owns_process:
+            started_up()
+            gc.freeze()
+
+
+_collector_paused = False
+
+
+def started_up() -> None:
+    """The command's start-up is over: the collector, if `main` paused it, runs again, and leaves
+    what start-up made (modules, classes, the host) out of its walks."""
+    global _collector_paused
+    if _collector_paused:
+        _collector_paused = False
+        gc.freeze()
+        gc.enable()
 
 
 def _dispatch(args: argparse.Namespace) -> int:

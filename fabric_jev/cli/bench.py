@@ -74,11 +74,9 @@ async def _run(args: argparse.Namespace) -> int:
             if not args.json:
                 plugin_suite.show(report[suite])
         elif suite == "cli":
-            import anyio.to_thread
-
             from ..benchmarks.cli import bench_cli, print_cli
 
-            report["cli"] = await anyio.to_thread.run_sync(bench_cli, min(args.samples, 15))
+            report["cli"] = await bench_cli(args.samples)
             if not args.json:
                 print_cli(report["cli"])
         elif suite == "pytest":

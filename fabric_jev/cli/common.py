@@ -107,10 +107,10 @@ def load_program(path: str) -> Any:
 
 def config_from(args: argparse.Namespace) -> HostConfig:
     """The host config named by --config (ConfigError on a bad one), else the defaults."""
-    from ..contract.config import HostConfig
+    from ..contract.config import HostConfig, default_config
 
     path = getattr(args, "config", None)
-    config = HostConfig.load(path) if path else HostConfig()
+    config = HostConfig.load(path) if path else default_config()
     allow, deny = getattr(args, "allow", None) or (), getattr(args, "deny", None) or ()
     if allow or deny:  # --allow/--deny join the config's own lists, for this command only
         config = config.model_copy(update={"allow": tuple(dict.fromkeys((*config.allow, *allow))),

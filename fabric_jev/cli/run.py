@@ -47,9 +47,13 @@ async def _run(args: argparse.Namespace) -> int:
     from ..errors import InputInvalid, LaunchRejected
     from ..evaluators.select import build_evaluator
     from ..host import JevHost
+    from . import started_up
     from .prompt import TerminalApprover, terminal_approver
 
     config = config_from(args)  # with the user's and the project's settings (threshold, rules)
+    # One run needs one worker, the one the early zygote forks: warm spares would be forked, and
+    # one more after the run took its worker, only to be killed at exit, on the cores the run needs.
+    config = config.model_copy(update={"warm_workers": 0})
     if args.launch_browser:
         config = launching_browser(config)
     try:
@@ -110,6 +114,7 @@ async def _run(args: argparse.Namespace) -> int:
                         tg.start_soon(host.stop, run.id)
 
             tg.start_soon(stop_on_signal)
+            started_up()  # the program may run long and allocate: the collector runs again
             try:
                 envelope = await host.run(program, value, on_event=show, intent=args.intent)
             except InputInvalid as exc:

@@ -44,7 +44,7 @@ class RunState(enum.StrEnum):
 
 class Usage(BaseModel):
     # The contract spells these two in snake_case on the wire too: no aliases.
-    model_config = ConfigDict(frozen=True, json_schema_serialization_defaults_required=True)
+    model_config = ConfigDict(frozen=True, json_schema_serialization_defaults_required=True, defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -151,7 +151,8 @@ class Envelope(WireModel):
     error: str | None = Field(default=None, exclude_if=omit_none)
     evaluations: int = 0
     tool_calls: int = 0
-    usage: Usage = Usage()
+    # Defaults made without validating (their values are the defaults): no schema is built with the class.
+    usage: Usage = Usage.model_construct()
     events: tuple[ProgressEvent, ...] = ()
     next_sequence: int = 1
     logs: tuple[str, ...] = ()
@@ -160,7 +161,7 @@ class Envelope(WireModel):
     #: The newest policy decisions on the run's capability calls (at most 64;
     #: `approval_counts` has the totals). A run that made no capability call shows neither.
     approvals: tuple[AuditEntry, ...] = Field(default=(), exclude_if=omit_empty)
-    approval_counts: ApprovalCounts = ApprovalCounts()
+    approval_counts: ApprovalCounts = ApprovalCounts.model_construct()
     #: What was type-checked at launch: language, mode, outcome, the compiler, whether the verdict
     #: was cached, and the errors reported (docs/programs.md).
     typecheck: TypecheckReport | None = Field(default=None, exclude_if=omit_none)

@@ -13,6 +13,7 @@ from .schema_subset import check_schema
 from .wire_model import WireModel, omit_none, validate_json_object
 
 REF_PATTERN = re.compile(r"^[a-z][a-z0-9_-]*\.[a-zA-Z0-9_.$-]+$")
+MAX_NAME_CHARS = 128
 MAX_CODE_CHARS = 65_536
 MAX_REFS = 64
 #: The only `jev.*` refs a program may declare; the rest are lifecycle calls.
@@ -48,7 +49,7 @@ class Program(WireModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    name: str = Field(min_length=1, max_length=128)
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
     code: str = Field(min_length=1, max_length=MAX_CODE_CHARS,
                       description="Body of an async function: may await jev.evaluate(...) and return a value.")
     input_schema: dict[str, Any] = Field(description="JSON Schema (the supported subset) of `input`.")
@@ -70,22 +71,28 @@ class Program(WireModel):
     @field_validator("requires", mode="before")
     @classmethod
     def _check_refs(cls, value: Any) -> Any:
-        refs = tuple(value) if isinstance(value, list) else value
-        if not isinstance(refs, tuple) or not all(isinstance(ref, str) for ref in refs):
-            return refs  # not a list of strings: pydantic's own check says so
-        seen: set[str] = set()
-        for ref in refs:
-            if not 3 <= len(ref) <= 256:
-                raise ValueError(f"ref {ref[:64]!r} must be 3-256 characters")
-            if not REF_PATTERN.fullmatch(ref):
-                raise ValueError(
-                    f"ref {ref!r} must look like 'connector.capability' "
-                    f"(pattern {REF_PATTERN.pattern})"
-                )
-            if ref in seen:
-                raise ValueError(f"ref {ref!r} is listed twice")
-            seen.add(ref)
-        return refs
+        return checked_refs(value)
+
+
+def checked_refs(value: Any) -> Any:
+    """`Program.requires` before pydantic's own check: a list becomes a tuple, and each ref is
+    checked in the contract's words (ValueError)."""
+    refs = tuple(value) if isinstance(value, list) else value
+    if not isinstance(refs, tuple) or not all(isinstance(ref, str) for ref in refs):
+        return refs  # not a list of strings: pydantic's own check says so
+    seen: set[str] = set()
+    for ref in refs:
+        if not 3 <= len(ref) <= 256:
+            raise ValueError(f"ref {ref[:64]!r} must be 3-256 characters")
+        if not REF_PATTERN.fullmatch(ref):
+            raise ValueError(
+                f"ref {ref!r} must look like 'connector.capability' "
+                f"(pattern {REF_PATTERN.pattern})"
+            )
+        if ref in seen:
+            raise ValueError(f"ref {ref!r} is listed twice")
+        seen.add(ref)
+    return refs
 
 
 
@@ -148,8 +155,88 @@ def parse_program(data: Program | Any) -> Program:
     Raises `ProgramInvalid` for the artifact and `SchemaInvalid` for a schema
     outside the supported subset.
     """
-    program = data if isinstance(data, Program) else validate_as(Program, data, ProgramInvalid,
-                                                                   "Invalid Jev program")
+    if isinstance(data, Program):
+        program = data
+    else:
+        program = plain_program(data) or validate_as(Program, data, ProgramInvalid, "Invalid Jev program")
     check_schema(program.input_schema, "inputSchema")
     check_schema(program.output_schema, "outputSchema")
     return program
+
+
+# ---------------------------------------------------------------- without a schema
+
+#: JSON key → field, for the artifact and its limits.
+_PROGRAM_FIELDS = {"name": "name", "code": "code", "inputSchema": "input_schema", "outputSchema": "output_schema",
+                   "requires": "requires", "limits": "limits", "language": "language"}
+_LIMIT_FIELDS = {"timeoutMs": ("timeout_ms", 1), "maxEvaluations": ("max_evaluations", 0),
+                 "maxToolCalls": ("max_tool_calls", 1), "maxTokens": ("max_tokens", 1)}
+_LANGUAGES = ("javascript", "typescript")
+
+
+def plain_program(raw: Any) -> Program | None:
+    """The `Program` pydantic would make of a well-formed artifact, made without building its
+    schema; None for anything else, which `validate_as` then accepts or refuses in its own words.
+
+    A command runs one program: validating it through pydantic would first build the validators of
+    `Program` and `ProgramLimits` (docs/performance.md, "Start-up of run"). This accepts only what
+    pydantic accepts, and makes what it makes: the JSON keys and nothing else, exact types (strict,
+    as `Program` is), strings UTF-8 can encode, the lengths and bounds the fields declare, the refs
+    `checked_refs` accepts; the schemas are copied, as pydantic copies a dict.
+    tests/test_contract_program.py holds it to pydantic's verdict."""
+    if type(raw) is not dict or not raw.keys() <= _PROGRAM_FIELDS.keys():
+        return None
+    name, code = raw.get("name"), raw.get("code")
+    if not (_text(name, 1, MAX_NAME_CHARS) and _text(code, 1, MAX_CODE_CHARS)):
+        return None
+    schemas = raw.get("inputSchema"), raw.get("outputSchema")
+    if not all(type(schema) is dict and all(_text(key, 0, None) for key in schema) for schema in schemas):
+        return None
+    values: dict[str, Any] = {"name": name, "code": code,
+                              "input_schema": dict(schemas[0]), "output_schema": dict(schemas[1])}  # type: ignore[arg-type]
+    if "requires" in raw:
+        refs = raw["requires"]
+        if type(refs) not in (list, tuple) or len(refs) > MAX_REFS or not all(type(ref) is str for ref in refs):
+            return None
+        try:
+            values["requires"] = checked_refs(refs)
+        except ValueError:
+            return None
+    if "limits" in raw:
+        limits = _plain_limits(raw["limits"])
+        if limits is False:
+            return None
+        values["limits"] = limits
+    if "language" in raw:
+        language = raw["language"]
+        if language is not None and (type(language) is not str or language not in _LANGUAGES):
+            return None
+        values["language"] = language
+    return Program.model_construct({_PROGRAM_FIELDS[key] for key in raw}, **values)
+
+
+def _plain_limits(raw: Any) -> ProgramLimits | bool | None:
+    """`ProgramLimits` of a well-formed `limits` (None for null), or False."""
+    if raw is None:
+        return None
+    if type(raw) is not dict or not raw.keys() <= _LIMIT_FIELDS.keys():
+        return False
+    values = {}
+    for key, value in raw.items():
+        field, lowest = _LIMIT_FIELDS[key]
+        if value is not None and (type(value) is not int or value < lowest):
+            return False
+        values[field] = value
+    return ProgramLimits.model_construct(set(values), **values)
+
+
+def _text(value: Any, shortest: int, longest: int | None) -> bool:
+    """A str of that many characters that UTF-8 can encode (pydantic refuses a lone surrogate)."""
+    if type(value) is not str or len(value) < shortest or (longest is not None and len(value) > longest):
+        return False
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+    return True

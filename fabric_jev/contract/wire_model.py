@@ -65,10 +65,13 @@ UtcTime = Annotated[AwareDatetime, AfterValidator(_utc),
 class WireModel(BaseModel):
     """Base of the contract models whose JSON keys are camelCase (see the module doc)."""
 
-    # The last one is for the JSON Schema of what a model writes (MCP output schemas): a field is
+    # The fifth is for the JSON Schema of what a model writes (MCP output schemas): a field is
     # required there unless it may be left out (`exclude_if`), default or not, as `to_json` does.
+    # Schemas are built on first use, not with the class: a trivial run validates or serializes
+    # none of them (docs/performance.md, "Start-up of run").
     model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True, json_schema_serialization_defaults_required=True)
+                              serialize_by_alias=True, json_schema_serialization_defaults_required=True,
+                              defer_build=True)
 
     if not TYPE_CHECKING:  # type checkers know only the snake_case names, as they should
         def __getattr__(self, name: str) -> Any:
@@ -87,6 +90,13 @@ class WireModel(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object the wire shows (see the module doc)."""
+        if not type(self).__pydantic_complete__:
+            # Not built yet: written without building it, when `wire_plain` knows every value.
+            from .wire_plain import plain_dump
+
+            plain = plain_dump(self)
+            if plain is not None:
+                return plain
         return self.model_dump(mode="json")
 
 

@@ -33,9 +33,10 @@ class CredentialStatus(WireModel):
     verified: Literal[False] = False
 
 
-NO_CREDENTIALS = CredentialStatus(configured=False, source="missing")
+# Made without validating (the values are known): importing this module builds no schema.
+NO_CREDENTIALS = CredentialStatus.model_construct(configured=False, source="missing")
 #: What an offline evaluator reports: it needs no key, so none is "missing".
-NO_CREDENTIALS_NEEDED = CredentialStatus(configured=False, source="not needed")
+NO_CREDENTIALS_NEEDED = CredentialStatus.model_construct(configured=False, source="not needed")
 #: offline: nothing leaves the host; online: requests go to an endpoint.
 Mode = Literal["offline", "online"]
 
@@ -83,6 +84,15 @@ class EvaluatorStatus(WireModel):
         deprecated_item("Evaluator.status()", key)
         value: JsonValue = self.to_json()[key]
         return value
+
+
+def known_status(route: str, model: str, credentials: CredentialStatus = NO_CREDENTIALS, problem: str | None = None,
+                 profile: ProfileStatus | None = None, mode: Mode = "offline") -> EvaluatorStatus:
+    """`EvaluatorStatus(...)` of values an evaluator of fabric-jev made itself (of their types already),
+    without validating them again: a run that asks its evaluator whether it is ready builds no schema
+    (docs/performance.md, "Start-up of run")."""
+    return EvaluatorStatus.model_construct(route=route, model=model, mode=mode, ready=problem is None,
+                                           credentials=credentials, profile=profile, problem=problem)
 
 
 def deprecated_item(what: str, key: str) -> None:

@@ -34,7 +34,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from ..contract.values import JsonValue
-from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus, ProfileStatus, evaluation_deadline
+from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus, ProfileStatus, evaluation_deadline, known_status
 from .local_model import weights_problem
 
 if TYPE_CHECKING:
@@ -297,7 +297,7 @@ class LocalEvaluator:
         profile = None if self.profile is None else ProfileStatus(
             name=self.profile.name, signatures=len(self.profile.models), examples=self.profile.examples)
         problem = None if self._model is not None else weights_problem()
-        return EvaluatorStatus("local", MODEL_NAME, NO_CREDENTIALS_NEEDED, problem=problem, profile=profile)
+        return known_status("local", MODEL_NAME, NO_CREDENTIALS_NEEDED, problem=problem, profile=profile)
 
     async def aclose(self) -> None:
         return None

@@ -74,9 +74,7 @@ class Selection(WireModel):
     @classmethod
     def _route_of_spec(cls, data: Any) -> Any:
         if isinstance(data, dict) and isinstance(data.get("spec"), str):
-            kind = data["spec"].partition(":")[0]
-            route = ROUTES[ROUTE_ALIASES.get(kind, kind)].name if kind in ROUTES or kind in ROUTE_ALIASES else kind
-            data = {**data, "route": route}
+            data = {**data, "route": _route_of(data["spec"])}
         return data
 
     @property
@@ -91,17 +89,30 @@ class Selection(WireModel):
         return model or None if kind in LLM_ROUTES else None
 
 
+def _route_of(spec: str) -> str:
+    kind = spec.partition(":")[0]
+    return ROUTES[ROUTE_ALIASES.get(kind, kind)].name if kind in ROUTES or kind in ROUTE_ALIASES else kind
+
+
+def _selected(spec: str, rule: str) -> Selection:
+    # `Selection(spec=spec, rule=rule)` of two strings, without validating them: choosing the
+    # evaluator of a trivial run builds no schema (docs/performance.md, "Start-up of run").
+    if type(spec) is not str:  # a caller's odd value: pydantic says what is wrong with it
+        return Selection(spec=spec, rule=rule)
+    return Selection.model_construct(route=_route_of(spec), spec=spec, rule=rule)
+
+
 def select(spec: str | None, config: HostConfig) -> Selection:
     """Which evaluator `build_evaluator(spec, config)` builds, and why (see the module doc)."""
     section = _section(config)
     if spec:
-        return Selection(spec=spec, rule=f"--evaluator {spec}")
+        return _selected(spec, f"--evaluator {spec}")
     if section.get("kind"):
-        return Selection(spec=str(section["kind"]), rule=f"the config's evaluator.kind is {section['kind']!r}")
+        return _selected(str(section["kind"]), f"the config's evaluator.kind is {section['kind']!r}")
     if config.model != "jev-latest" and route_for_model(config.model).name != "typesafe":
         route = route_for_model(config.model).name
-        return Selection(spec=route, rule=f"the config's model {config.model!r} is served by the {route} route")
-    return Selection(spec="local", rule="no route is configured: the offline local evaluator")
+        return _selected(route, f"the config's model {config.model!r} is served by the {route} route")
+    return _selected("local", "no route is configured: the offline local evaluator")
 
 
 def record_source(config: HostConfig) -> Selection:

@@ -153,14 +153,15 @@ class PolicyGate:
                  overrides: PolicyOverrides | None = None, rules: Any = None, defaults: Any = None,
                  cwd: str | None = None, home: str | None = None) -> None:
         """`rules` is an approval.rules.RuleSet (the config's and the settings'), `defaults`
-        fabric-jev's default rules (None when switched off); `cwd` and `home` are where paths
+        fabric-jev's default rules (None when switched off), either given as a function that
+        makes it on first use (`host_rules(deferred=True)`); `cwd` and `home` are where paths
         are read against (the process's own by default)."""
         import os
 
         self.approvals = approvals
         self.overrides = overrides or PolicyOverrides()
-        self.rules = rules
-        self.defaults = defaults
+        self._rules = rules
+        self._defaults = defaults
         self.cwd = cwd or os.getcwd()
         self.home = home if home is not None else os.path.expanduser("~")
         # allow and deny decide alone: their outcomes are made once, not per call.
@@ -176,6 +177,18 @@ class PolicyGate:
         self.approver_timeout_s = approver_timeout_s
         self.classifier_timeout_s = classifier_timeout_s
         self.max_request_bytes = max_request_bytes
+
+    @property
+    def rules(self) -> Any:
+        if callable(self._rules):
+            self._rules = self._rules()
+        return self._rules
+
+    @property
+    def defaults(self) -> Any:
+        if callable(self._defaults):
+            self._defaults = self._defaults()
+        return self._defaults
 
     @property
     def approver_name(self) -> str:
@@ -434,15 +447,37 @@ def _suggest(ref: str, view: Any) -> str | None:
     return None if pattern == ref else pattern  # the bare ref: "always for this ref", as before
 
 
-def host_rules(config: Any, extra: Any = ()) -> dict[str, Any]:
+def host_rules(config: Any, extra: Any = (), *, deferred: bool = False) -> dict[str, Any]:
     """The gate's rules for a host: the config's, then `extra` (the settings'), and the defaults
-    unless switched off. A rule that cannot be read is a ConfigError."""
-    from ..approval.rules import RuleError, RuleSet, parse_rules
-    from ..approval.screen import default_rules
-    from ..errors import ConfigError
+    unless switched off. A rule that cannot be read is a ConfigError.
 
-    try:
-        rules = RuleSet([*parse_rules(list(config.rules), source="config"), *extra])
-    except RuleError as exc:
-        raise ConfigError(f"Invalid fabric-jev config: {exc}") from None
-    return {"rules": rules, "defaults": default_rules() if config.default_rules else None}
+    With `deferred`, what can wait comes as a function that reads it, which `PolicyGate` calls
+    on its first triage: the defaults, and the rule set when neither the config nor `extra` holds
+    a rule (a rule given is read now, so a bad one is refused as the host is made). A run that
+    makes no capability call then never loads the rules' modules (docs/performance.md)."""
+    extra = list(extra)
+    rules: Any = _no_rules
+    if not deferred or config.rules or extra:
+        from ..approval.rules import RuleError, RuleSet, parse_rules
+        from ..errors import ConfigError
+
+        try:
+            rules = RuleSet([*parse_rules(list(config.rules), source="config"), *extra])
+        except RuleError as exc:
+            raise ConfigError(f"Invalid fabric-jev config: {exc}") from None
+    defaults: Any = None
+    if config.default_rules:
+        defaults = _default_rules if deferred else _default_rules()
+    return {"rules": rules, "defaults": defaults}
+
+
+def _default_rules() -> Any:
+    from ..approval.screen import default_rules
+
+    return default_rules()
+
+
+def _no_rules() -> Any:
+    from ..approval.rules import RuleSet
+
+    return RuleSet([])

@@ -14,7 +14,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from ..contract.config import HostConfig
+from ..contract.config import HostConfig, default_config
 from ..contract.envelope import Envelope, ProgressEvent
 from ..contract.policy import PolicyOverrides
 from ..contract.program import Program
@@ -64,7 +64,7 @@ class JevHost:
         entered; a test or a benchmark may give its own `WorkerSource`, as httpx's clients take
         a `transport=` (a source that is an async context manager is entered and closed with
         the host; docs/architecture.md, "The worker source")."""
-        self.config = config = config or HostConfig()
+        self.config = config = config or default_config()
         if evaluator is None or isinstance(evaluator, str):
             from ..evaluators.select import build_evaluator
 
@@ -75,7 +75,7 @@ class JevHost:
             dict(config.approvals), approver=approver, evaluator=evaluator,
             threshold=config.auto_approval_threshold, approver_timeout_s=config.approver_timeout_ms / 1000,
             classifier_timeout_s=config.request_timeout_ms / 1000, max_request_bytes=config.max_request_bytes,
-            overrides=PolicyOverrides(config.allow, config.deny), **host_rules(config, rules))
+            overrides=PolicyOverrides(config.allow, config.deny), **host_rules(config, rules, deferred=True))
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self._active = 0  # runs holding a slot (loading or running): at most max_concurrent_runs
         self._queue: deque[Run] = deque()  # launched beyond the slots, first in first out

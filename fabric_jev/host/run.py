@@ -134,16 +134,18 @@ class Run:
 
     def envelope(self, after: int = 0) -> Envelope:
         budget, audit = self.budget, self.audit
-        return Envelope(
+        # Every value is the run's own, of its field's type already (the guest's were validated
+        # at the boundary): made without a second pass, and without building the schema.
+        return Envelope.model_construct(
             id=self.id, name=self.program.name, state=self.state, background=self.background,
             started_at=self.started_at, ended_at=self.ended_at, result=self.result, error=self.error,
             evaluations=budget.evaluations, tool_calls=budget.tool_calls,
-            usage=Usage(input_tokens=budget.input_tokens, output_tokens=budget.output_tokens),
+            usage=Usage.model_construct(input_tokens=budget.input_tokens, output_tokens=budget.output_tokens),
             events=self.ring.after(after), next_sequence=self.ring.next_sequence,
             logs=tuple(self.logs.lines),
             observation=None if self.observation is None else self.observation.counts(),
             approvals=tuple(audit.entries),
-            approval_counts=ApprovalCounts(allowed=audit.allowed, denied=audit.denied),
+            approval_counts=ApprovalCounts.model_construct(allowed=audit.allowed, denied=audit.denied),
             typecheck=None if self.checked is None else self.checked.report(),
             evaluator=self._calls.answerers(),
         )

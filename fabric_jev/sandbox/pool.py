@@ -105,6 +105,10 @@ async def early_zygote(forks: int = 1) -> AsyncIterator[None]:
             await zygote.aclose()
 
 
+#: How long after a worker is taken its replacement is asked for (see `WorkerPool._top_up_soon`).
+_TOP_UP_PAUSE_S = 0.005
+
+
 class Worker:
     """One forked guest process, owned by a single run."""
 
@@ -150,6 +154,7 @@ class WorkerPool:
         self._tg: anyio.abc.TaskGroup | None = None
         self._closing = False
         self._broken: str | None = None
+        self._top_up_due = False
 
     async def __aenter__(self) -> WorkerPool:
         self._tg = anyio.create_task_group()
@@ -242,7 +247,7 @@ class WorkerPool:
                 raise SandboxUnavailable(self._broken)
             if self._idle:
                 worker = self._idle.popleft()
-                self._request(self._warm + len(self._waiters) - len(self._idle) - self._requested)
+                self._top_up_soon()
                 return worker
             event = anyio.Event()
             self._waiters.append(event)
@@ -252,6 +257,23 @@ class WorkerPool:
             finally:
                 with suppress(ValueError):
                     self._waiters.remove(event)
+
+    def _top_up_soon(self) -> None:
+        # The spare that replaces a worker just taken is asked for a moment later: forked at once,
+        # the zygote's fork and the new worker's start ran on the two cores while the launch that
+        # took the worker loaded its program, and its first tick waited for them
+        # (docs/performance.md, "Start-up of run"). A launch that finds no idle worker still asks
+        # for one at once.
+        if self._tg is None:
+            self._request(self._warm + len(self._waiters) - len(self._idle) - self._requested)
+        elif not self._top_up_due:
+            self._top_up_due = True
+            self._tg.start_soon(self._top_up)
+
+    async def _top_up(self) -> None:
+        await anyio.sleep(_TOP_UP_PAUSE_S)
+        self._top_up_due = False
+        self._request(self._warm + len(self._waiters) - len(self._idle) - self._requested)
 
     async def exit_code(self, pid: int, timeout: float) -> int | None:
         if pid not in self._exits:

@@ -120,7 +120,8 @@ class CheckReport:
         from ..contract.envelope import TypecheckReport
 
         verdict = self.verdict
-        return TypecheckReport(
+        # The check's own values, of the report's types: made without validating them again.
+        return TypecheckReport.model_construct(
             language=self.language, mode=self.mode, outcome=self.outcome, compiler=self.compiler,
             cached=None if self.compiler is None else self.cached,
             errors=None if verdict is None else len(verdict.diagnostics),
