@@ -337,7 +337,7 @@ async def test_many_possible_hosts_inside_a_closed_root_are_looked_at_in_one_cal
 
 
 def test_closed_in_capture_reads_the_flat_tree() -> None:
-    from fabric_jev_browser.frames import closed_in_capture
+    from fabric_jev_browser.shadow import closed_in_capture
 
     # document > body > div#host (closed: li > text) > ... ; a span inside with a nested closed root.
     strings = ["F1", "closed", "open", "#document", "BODY", "DIV", "LI", "#text", "SPAN", "B", "X-Y"]

@@ -1,5 +1,6 @@
 """The package's import graph: the layer table of docs/architecture.md, no cycles, the wire
-inside the sandbox, and connectors that use only public names.
+inside the sandbox, connectors that use only public names, and the browser connector's own
+layers (its table in docs/architecture.md).
 
 Read from the source with `ast` (nothing is imported), so the test sees every
 import: module-level, inside functions and under `TYPE_CHECKING`.
@@ -15,13 +16,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fabric_jev"
 CONNECTORS = ROOT / "connectors"
+BROWSER = CONNECTORS / "browser" / "fabric_jev_browser"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
 
-def _modules() -> dict[str, tuple[Path, bool]]:
+def _modules(package: Path = PACKAGE) -> dict[str, tuple[Path, bool]]:
     found: dict[str, tuple[Path, bool]] = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
         is_package = parts[-1] == "__init__"
         if is_package:
             parts.pop()
@@ -51,8 +53,8 @@ def _imports(name: str, modules: dict[str, tuple[Path, bool]]) -> set[str]:
     return out
 
 
-def _graph() -> dict[str, set[str]]:
-    modules = _modules()
+def _graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    modules = _modules(package)
     return {name: _imports(name, modules) for name in modules}
 
 
@@ -241,3 +243,102 @@ def test_a_private_import_in_a_connector_is_found(tmp_path: Path) -> None:
                      "check_plan_fits is not in fabric_jev.verification.__all__",
                      "fabric_jev._json is not a public module"]
 
+
+
+# ---------------------------------------------------------------- the browser connector's layers
+
+#: The issue-42 bound on a module's size, for the connector's modules.
+MAX_MODULE_LINES = 600
+
+
+def browser_layers() -> list[tuple[str, frozenset[str]]]:
+    """(layer, its modules) per row of the table under "## The browser connector's layers",
+    from the bottom layer up; `__init__` is the package itself."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    section = text.split("\n## The browser connector's layers\n", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and "`" in cells[1]:
+            rows.append((cells[0], frozenset(re.findall(r"`([^`]+)`", cells[1]))))
+    return rows
+
+
+def _short(module: str) -> str:
+    """`fabric_jev_browser.frames` -> `frames`; the package itself -> `__init__`."""
+    return module.split(".", 1)[1] if "." in module else "__init__"
+
+
+def layer_offenders(graph: dict[str, set[str]], layers: list[tuple[str, frozenset[str]]]) -> list[str]:
+    """Every import that runs up the layers (to a row below in the table), and the modules no
+    row names or two rows name."""
+    level: dict[str, int] = {}
+    out = []
+    for number, (_, modules) in enumerate(layers):
+        for module in sorted(modules):
+            if module in level:
+                out.append(f"{module} has two rows")
+            level[module] = number
+    for name in sorted(graph):
+        if name not in level:
+            out.append(f"{name} is in no row")
+    for name, deps in sorted(graph.items()):
+        for dep in sorted(deps):
+            if name in level and dep in level and level[dep] > level[name]:
+                out.append(f"{name} ({layers[level[name]][0]}) imports {dep} ({layers[level[dep]][0]}), "
+                           "a layer above it")
+    return out
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
+    return []
+
+
+def _browser_graph() -> dict[str, set[str]]:
+    return {_short(name): {_short(d) for d in deps} for name, deps in _graph(BROWSER).items()}
+
+
+def test_the_browser_layer_table_names_every_module_once() -> None:
+    layers = browser_layers()
+    assert [name for name, _ in layers][:5] == ["the base", "CDP transport", "page model",
+                                                "queries and checks", "verification"]
+    named = [m for _, modules in layers for m in modules]
+    assert sorted(named) == sorted(_browser_graph()), "docs/architecture.md: the browser's layer table " \
+        "must name each module of fabric_jev_browser once"
+
+
+def test_the_browser_connector_imports_only_down_its_layers() -> None:
+    graph = _browser_graph()
+    assert "tab" in graph["verification"] and "verification" in graph["page"]  # the reader sees it
+    assert layer_offenders(graph, browser_layers()) == []
+
+
+def test_the_browser_connector_has_no_import_cycle() -> None:
+    # The package's __init__ is the top layer: its edges to its own modules run down, and count.
+    assert _cycle(_browser_graph()) == []
+
+
+def test_no_module_of_the_browser_connector_is_over_the_bound() -> None:
+    long = {path.name: n for path in BROWSER.glob("*.py")
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}, f"split these along the layers (at most {MAX_MODULE_LINES} lines each)"
+
+
+def test_an_upward_import_or_a_cycle_in_a_connector_is_found() -> None:
+    # The browser connector before it was layered: the page model imported the checks and the
+    # verification channels that stand on it, and the three made a circle.
+    layers = [("transport", frozenset({"cdp"})), ("page model", frozenset({"page", "frames"})),
+              ("checks", frozenset({"checks"})), ("verification", frozenset({"verification"}))]
+    graph = {"cdp": set(), "frames": {"cdp"}, "page": {"frames", "checks", "verification"},
+             "checks": {"page", "frames"}, "verification": {"checks", "page", "cdp"}}
+    assert layer_offenders(graph, layers) == [
+        "page (page model) imports checks (checks), a layer above it",
+        "page (page model) imports verification (verification), a layer above it"]
+    assert set(_cycle(graph)) >= {"page", "checks"}
+    assert layer_offenders({"cdp": set(), "frames": {"cdp"}, "extra": set()},
+                           [*layers, ("again", frozenset({"cdp"}))]) == [
+        "cdp has two rows", "extra is in no row", "frames (page model) imports cdp (again), a layer above it"]

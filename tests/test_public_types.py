@@ -93,5 +93,5 @@ def test_the_scan_sees_the_public_api() -> None:
     names = {qualname for qualname, _ in _public_callables()}
     assert "fabric_jev.host.host.JevHost.run" in names
     assert "fabric_jev.contract.evaluation.validate_request" in names
-    assert "fabric_jev_browser.page.Page.call" in names
+    assert "fabric_jev_browser.tab.Tab.call" in names and "fabric_jev_browser.page.Page.snapshot_source" in names
     assert _bare_any("Any") and _bare_any(Any) and not _bare_any("dict[str, Any]")

@@ -18,20 +18,22 @@ if TYPE_CHECKING:
         CallTimeout,
         CDPError,
         ConnectionLost,
+        EvaluationFailed,
         LaunchError,
         NavigationError,
         NotConnected,
     )
     from .launcher import LaunchedBrowser, launch_chromium
-    from .page import EvaluationFailed, Page
+    from .page import Page
+    from .tab import Tab
 
 _LAZY = {
     "CDPConnection": ".cdp",
     "BrowserConfig": ".connector", "BrowserConnector": ".connector",
     **dict.fromkeys(("BrowserError", "BrowserPolicyError", "CallTimeout", "CDPError", "ConnectionLost",
-                     "LaunchError", "NavigationError", "NotConnected"), ".errors"),
+                     "EvaluationFailed", "LaunchError", "NavigationError", "NotConnected"), ".errors"),
     "LaunchedBrowser": ".launcher", "launch_chromium": ".launcher",
-    "EvaluationFailed": ".page", "Page": ".page",
+    "Page": ".page", "Tab": ".tab",
 }
 
 
@@ -47,5 +49,5 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "BrowserConfig", "BrowserConnector", "BrowserError", "BrowserPolicyError", "CDPConnection",
     "CDPError", "CallTimeout", "ConnectionLost", "EvaluationFailed", "LaunchError",
-    "LaunchedBrowser", "NavigationError", "NotConnected", "Page", "launch_chromium",
+    "LaunchedBrowser", "NavigationError", "NotConnected", "Page", "Tab", "launch_chromium",
 ]

@@ -5,7 +5,8 @@ Requests are matched to replies by id; events go to listeners keyed by
 must not block (a waiter only sets an event). At most `max_outstanding`
 commands are on the wire at once; each has a timeout. A dropped connection
 fails every pending call at once and the client stays closed: reconnecting is
-an explicit, new `CDPConnection.connect`.
+an explicit, new `CDPConnection.connect`. `each` sends many calls at once and
+keeps every one's answer or error.
 """
 
 from __future__ import annotations
@@ -14,19 +15,21 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 
 import anyio
 import websockets
 from websockets.asyncio.client import ClientConnection
 
-from .errors import CallTimeout, CDPError, ConnectionLost, NavigationError
+from .errors import BrowserError, CallTimeout, CDPError, ConnectionLost, NavigationError
 
 log = logging.getLogger(__name__)
 Listener = Callable[[dict[str, Any]], None]
 DEFAULT_TIMEOUT_MS = 10_000
 MAX_OUTSTANDING = 16
+T = TypeVar("T")
+X = TypeVar("X")
 
 
 def _expire(fut: asyncio.Future[dict[str, Any]], method: str, timeout_ms: int) -> None:
@@ -202,3 +205,21 @@ class CDPConnection:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._reader
+
+
+async def each(call: Callable[[X], Awaitable[T]], items: Iterable[X]) -> list[T | Exception]:
+    """`call(item)` for every item at once; one that fails gives its exception, the others
+    carry on (cancellation still cancels them all)."""
+    todo = list(items)
+    results: list[T | Exception] = [BrowserError("not run")] * len(todo)
+
+    async def run(i: int, item: X) -> None:
+        try:
+            results[i] = await call(item)
+        except Exception as exc:
+            results[i] = exc
+
+    async with anyio.create_task_group() as tg:
+        for i, item in enumerate(todo):
+            tg.start_soon(run, i, item)
+    return results

@@ -1,4 +1,5 @@
-"""The thin driver between smart assertions and a real page."""
+"""The thin driver between smart assertions and a real page: a page's snapshots as a
+`fabric_jev.assertions` snapshot source."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import json
 
 from fabric_jev.assertions import Element, Snapshot
 
-from .frames import ClosedShadow
-from .page import Page
+from .shadow import ClosedShadow
+from .tab import Tab
 
 
 class PageSource:
@@ -23,7 +24,7 @@ class PageSource:
     `closed_shadow` chooses which closed shadow roots are walked (docs/browser.md).
     """
 
-    def __init__(self, page: Page, *, track: bool = True, allow_reload: bool = False,
+    def __init__(self, page: Tab, *, track: bool = True, allow_reload: bool = False,
                  closed_shadow: ClosedShadow = "all") -> None:
         self.page = page
         self.allow_reload = allow_reload

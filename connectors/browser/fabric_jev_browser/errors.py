@@ -42,6 +42,10 @@ class NotConnected(BrowserError):
     pass
 
 
+class EvaluationFailed(BrowserError):
+    """The page threw while evaluating an expression."""
+
+
 class BrowserPolicyError(BrowserError):
     """A call the connector's configuration does not allow."""
 

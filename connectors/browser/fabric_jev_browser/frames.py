@@ -1,263 +1,57 @@
 """Snapshots that see the whole page: every frame, in process or not, and closed shadow roots.
 
-`FrameTracker` follows one page's CDP sessions: the page's own, and one per
-out-of-process frame (attached with `Target.setAutoAttach {flatten: true}`,
-recursively), with each frame's main-world execution context, the frames
-that are loading, and the sessions that went away.
-
-`snapshot_page` runs runtime_js/snapshot.js in every frame's context (all at
-once), then places each frame on the page: the frame's owner element (found
-with `DOM.getFrameOwner` in the parent's session) gives the offset and the
-clip of its content box, its path (`checkout/card`) and whether it is shown.
-Elements in frames get page coordinates, `in_viewport` against the frame's
-visible part, and `is_occluded` when something in an ancestor document covers
-the frame at the element's centre (one hit test per owner, batched).
-A frame that cannot be read (detached, navigating, no document yet) is listed
-in the snapshot's `frames` with an `error`, which lowers its confidence
-instead of failing it. Closed shadow roots are found through CDP and handed
-to the page walk as arguments (page script still cannot reach them): by
-default (`closed_shadow="all"`) on any host, from one bulk
-`DOMSnapshot.captureSnapshot` per renderer session (see `closed_in_capture`);
-with `"custom-elements"` only on custom elements without an open root
-(`DOM.describeNode {pierce}` on each); with `"off"` not at all.
+`FrameSnapshot` runs runtime_js/snapshot.js in every frame's context that the
+page's `FrameTracker` (sessions.py) knows (all at once), then places each
+frame on the page: the frame's owner element (found with `DOM.getFrameOwner`
+in the parent's session) gives the offset and the clip of its content box,
+its path (`checkout/card`) and whether it is shown. Elements in frames get
+page coordinates, `in_viewport` against the frame's visible part, and
+`is_occluded` when something in an ancestor document covers the frame at the
+element's centre (one hit test per owner, batched). A frame that cannot be
+read (detached, navigating, no document yet) is listed in the snapshot's
+`frames` with an `error`, which lowers its confidence instead of failing it.
+Closed shadow roots are looked up through CDP first (shadow.py) and handed to
+the page walk as arguments. `expand_snapshot` turns the compact answer into
+the snapshot's JSON; `frame_texts` reads every frame's visible text.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-import re
-from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any
 
 import anyio
 
-from fabric_jev.protocol import runtime_js
+from .cdp import CDPConnection, each
+from .errors import BrowserError
+from .scripts import GROUP, OWNER_HITS, OWNER_INFO, QUIET_OBSERVER, TEXT_OF_FRAME
+from .sessions import FrameTracker
+from .shadow import CLOSED_SHADOW_MODES, ClosedRoots, ClosedShadow, closed_in_capture
 
-from .cdp import CDPConnection
-from .errors import BrowserError, CDPError
-
-T = TypeVar("T")
-X = TypeVar("X")
-#: Which closed shadow roots a snapshot looks up through CDP (see docs/browser.md).
-ClosedShadow = Literal["all", "custom-elements", "off"]
-CLOSED_SHADOW_MODES: tuple[ClosedShadow, ...] = ("all", "custom-elements", "off")
-
-#: The elements that can host a shadow root besides custom elements (the DOM standard's
-#: list for attachShadow and declarative shadow roots).
-SHADOW_HOST_TAGS = frozenset({
-    "article", "aside", "blockquote", "body", "div", "footer", "h1", "h2", "h3", "h4", "h5", "h6",
-    "header", "main", "nav", "p", "section", "span"})
-#: Above this many possible hosts inside one session's closed trees, their nested closed
-#: roots are read from each outermost closed tree's host in one DOM.describeNode call
-#: instead of one call per possible host.
-NESTED_CANDIDATES_PER_CALL = 16
-#: Remote objects made for one snapshot live in this group and are released after it.
-GROUP = "fabric-jev-snapshot"
+#: Element fields the page leaves out when they hold their default value.
+ELEMENT_DEFAULTS: dict[str, Any] = {
+    "role": "", "explicit_role": False, "tag": "", "name": "", "text": "", "value": None,
+    "value_redacted": False, "value_clipped": False, "input_type": None, "checked": None,
+    "aria_checked": None, "disabled": False, "aria_disabled": False, "disabled_source": None,
+    "expanded": None, "pressed": None, "selected": None, "level": None, "placeholder": None,
+    "testid": None, "id": None, "in_shadow": False, "readonly": False, "editable": False,
+    "visible": False, "in_viewport": False, "is_occluded": False, "occluded_by": None,
+    "frame": "", "frame_url": "",
+}
 
 
-def _scripts(text: str) -> dict[str, str]:
-    """runtime_js/frames.js by section: each `//# name` line starts one script, whose
-    leading comment lines are left out (a function declaration must start the text)."""
-    parts = re.split(r"^//# (\w+)\n", text, flags=re.MULTILINE)
-    return {name: "\n".join(itertools.dropwhile(lambda line: line.startswith("//"),
-                                                 body.strip().splitlines()))
-            for name, body in zip(parts[1::2], parts[2::2], strict=True)}
-
-
-_SCRIPTS = _scripts(runtime_js("frames.js"))
-#: Installed at document start in every frame the tracker sets up (the DOM's quiet period).
-QUIET_OBSERVER = _SCRIPTS["quietObserver"]
-CLOSED_HOST_CANDIDATES = _SCRIPTS["closedHostCandidates"]
-OWNER_INFO = _SCRIPTS["ownerInfo"]
-OWNER_HITS = _SCRIPTS["ownerHits"]
-TEXT_OF_FRAME = _SCRIPTS["textOfFrame"]
-
-
-def closed_in_capture(capture: dict[str, Any]) -> tuple[dict[str, list[int]], dict[str, list[int]],
-                                                         dict[str, list[int]]]:
-    """Closed shadow roots in a `DOMSnapshot.captureSnapshot` reply, by frame id.
-
-    The capture is the flat tree: a shadow root is not a node of its own, its
-    children hang under the host and carry the type of the shadow tree they are
-    in (`shadowRootType`). A node in a closed tree whose parent is not in one
-    starts a closed root (any host: a custom element, a `<div>`, a declarative
-    root); the first such node per parent is returned, and its root node is
-    the root. A closed tree directly inside another closed tree looks like its
-    parent's own content, so the elements inside closed trees that could host
-    a shadow root (custom elements and the DOM standard's host tags) with
-    children are returned too, as are the outermost closed trees' hosts, for a
-    closer look with DOM.describeNode.
-
-    Returns (nodes leading to roots, possible nested hosts, outermost hosts).
-    """
-    strings: list[str] = capture.get("strings", [])
-    try:
-        closed = strings.index("closed")
-    except ValueError:
-        return {}, {}, {}
-    found: dict[str, list[int]] = {}
-    nested: dict[str, list[int]] = {}
-    outer: dict[str, list[int]] = {}
-    for doc in capture.get("documents", ()):
-        nodes = doc["nodes"]
-        rare = nodes.get("shadowRootType") or {}
-        in_closed = {i for i, v in zip(rare.get("index", ()), rare.get("value", ()), strict=False) if v == closed}
-        if not in_closed:
-            continue
-        frame = strings[doc["frameId"]]
-        parents, backend, names = nodes["parentIndex"], nodes["backendNodeId"], nodes["nodeName"]
-        types = nodes["nodeType"]
-        starts: dict[int, int] = {}
-        has_children: set[int] = set()
-        for i in sorted(in_closed):
-            parent = parents[i]
-            if parent in in_closed:
-                has_children.add(parent)
-            elif parent >= 0 and parent not in starts:
-                starts[parent] = backend[i]
-        found[frame] = list(starts.values())
-        outer[frame] = [backend[p] for p in starts]
-        hosts = [backend[i] for i in sorted(has_children)
-                 if types[i] == 1 and _may_host(strings[names[i]].lower())]
-        if hosts:
-            nested[frame] = hosts
-    return found, nested, outer
-
-
-def _may_host(tag: str) -> bool:
-    return tag in SHADOW_HOST_TAGS or "-" in tag
-
-
-@dataclass
-class _Session:
-    id: str
-    parent: str | None  # the session that attached it; None for the page's own
-    ready: bool = False
-    removers: list[Callable[[], None]] = field(default_factory=list)
-
-
-class FrameTracker:
-    """The CDP sessions, frame contexts and loading frames of one page (see module doc)."""
-
-    def __init__(self, cdp: CDPConnection, top_session: str) -> None:
-        self.cdp = cdp
-        self.top = top_session
-        self.sessions: dict[str, _Session] = {}
-        #: (session, frame id) -> the frame's main-world execution context
-        self.contexts: dict[tuple[str, str], int] = {}
-        self.loading: set[str] = set()
-        self._watch(top_session, None)
-        self.sessions[top_session].ready = True  # Page.attach sets the page's own session up
-
-    def _watch(self, sid: str, parent: str | None) -> None:
-        session = self.sessions[sid] = _Session(sid, parent)
-
-        def created(msg: dict[str, Any]) -> None:
-            ctx = msg["params"]["context"]
-            aux = ctx.get("auxData") or {}
-            if aux.get("isDefault") and aux.get("frameId"):
-                self.contexts[(sid, aux["frameId"])] = ctx["id"]
-
-        def destroyed(msg: dict[str, Any]) -> None:
-            gone = msg["params"].get("executionContextId")
-            for key in [k for k, v in self.contexts.items() if k[0] == sid and v == gone]:
-                del self.contexts[key]
-
-        def cleared(_msg: dict[str, Any]) -> None:
-            for key in [k for k in self.contexts if k[0] == sid]:
-                del self.contexts[key]
-
-        def attached(msg: dict[str, Any]) -> None:
-            params = msg["params"]
-            if params.get("targetInfo", {}).get("type") == "iframe" and params["sessionId"] not in self.sessions:
-                self._watch(params["sessionId"], sid)
-
-        def detached(msg: dict[str, Any]) -> None:
-            self._drop(msg["params"].get("sessionId", ""))
-
-        def started(msg: dict[str, Any]) -> None:
-            self.loading.add(msg["params"]["frameId"])
-
-        def stopped(msg: dict[str, Any]) -> None:
-            self.loading.discard(msg["params"]["frameId"])
-
-        for method, listener in (("Runtime.executionContextCreated", created),
-                                 ("Runtime.executionContextDestroyed", destroyed),
-                                 ("Runtime.executionContextsCleared", cleared),
-                                 ("Target.attachedToTarget", attached),
-                                 ("Target.detachedFromTarget", detached),
-                                 ("Page.frameStartedLoading", started),
-                                 ("Page.frameStoppedLoading", stopped),
-                                 ("Page.frameDetached", stopped)):
-            session.removers.append(self.cdp.on(method, listener, session_id=sid))
-
-    def _drop(self, sid: str) -> None:
-        session = self.sessions.pop(sid, None)
-        if session is None:
-            return
-        for remove in session.removers:
-            remove()
-        for key in [k for k in self.contexts if k[0] == sid]:
-            del self.contexts[key]
-        for child in [s.id for s in self.sessions.values() if s.parent == sid]:
-            self._drop(child)
-
-    async def _auto_attach(self, sid: str) -> None:
-        params: dict[str, Any] = {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True}
-        try:
-            # Only frames: workers need no session of ours.
-            await self.cdp.call("Target.setAutoAttach", {
-                **params, "filter": [{"type": "iframe", "exclude": False}]}, session_id=sid)
-        except CDPError:  # a browser without target filters: other targets are ignored on attach
-            await self.cdp.call("Target.setAutoAttach", params, session_id=sid)
-
-    async def start(self) -> None:
-        """Attach to the page's out-of-process frames, now and as they appear."""
-        await self._auto_attach(self.top)
-
-    async def prepare(self) -> None:
-        """Set up sessions attached since the last call (and the frames they attach in turn)."""
-        while True:
-            fresh = [s for s in self.sessions.values() if not s.ready]
-            if not fresh:
-                return
-            for s in fresh:
-                s.ready = True
-            await each(self._setup, [s.id for s in fresh])
-
-    async def _setup(self, sid: str) -> None:
-        try:
-            await self.cdp.call("Page.enable", session_id=sid)
-            await self.cdp.call("Page.addScriptToEvaluateOnNewDocument", {"source": QUIET_OBSERVER},
-                                session_id=sid)
-            await self.cdp.call("Runtime.enable", session_id=sid)
-            await self._auto_attach(sid)
-        except BrowserError:
-            self._drop(sid)  # the frame went away while being set up
-
-    def close(self) -> None:
-        for sid in list(self.sessions):
-            self._drop(sid)
-
-
-async def each(call: Callable[[X], Awaitable[T]], items: Iterable[X]) -> list[T | Exception]:
-    """`call(item)` for every item at once; one that fails gives its exception, the others
-    carry on (cancellation still cancels them all)."""
-    todo = list(items)
-    results: list[T | Exception] = [BrowserError("not run")] * len(todo)
-
-    async def run(i: int, item: X) -> None:
-        try:
-            results[i] = await call(item)
-        except Exception as exc:
-            results[i] = exc
-
-    async with anyio.create_task_group() as tg:
-        for i, item in enumerate(todo):
-            tg.start_soon(run, i, item)
-    return results
+def expand_snapshot(raw: dict[str, Any]) -> dict[str, Any]:
+    """Restore omitted defaults and add each element's viewport_bbox (bbox minus scroll)."""
+    sx, sy = raw["scroll"]["x"], raw["scroll"]["y"]
+    elements = []
+    for compact in raw["elements"]:
+        element = {**ELEMENT_DEFAULTS, "index": 0, **compact}
+        box = element["bbox"]
+        element["viewport_bbox"] = {"x": box["x"] - round(sx), "y": box["y"] - round(sy),
+                                    "width": box["width"], "height": box["height"]}
+        elements.append(element)
+    return {**raw, "elements": elements}
 
 
 @dataclass
@@ -316,6 +110,7 @@ class FrameSnapshot:
         self.wrapped = (f"function (options, ...closed) {{ return JSON.stringify(({script})"
                         "(options, closed.map((n) => n.getRootNode()))); }")
         self.used_sessions: set[str] = set()
+        self.closed_roots = ClosedRoots(self.call)
 
     async def call(self, session: str, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         self.used_sessions.add(session)
@@ -368,7 +163,7 @@ class FrameSnapshot:
         if self.closed_shadow == "all":
             roots = {f.session: f.id for f in frames.values()
                      if f.parent not in frames or frames[f.parent or ""].session != f.session}
-            for session, found in zip(roots, await each(self._closed_in_session, list(roots.items())),
+            for session, found in zip(roots, await each(self.closed_roots.in_session, list(roots)),
                                       strict=True):
                 if isinstance(found, Exception):
                     # Not a silent gap: the session's frames are not read this time (an error
@@ -397,9 +192,9 @@ class FrameSnapshot:
             return
         try:
             if self.closed_shadow == "all":
-                closed = await self._resolve_all(f.session, ctx, self.closed_nodes.get(f.id, []))
+                closed = await self.closed_roots.resolve(f.session, ctx, self.closed_nodes.get(f.id, []))
             elif self.closed_shadow == "custom-elements":
-                closed = await self._closed_roots(f.session, ctx)
+                closed = await self.closed_roots.on_custom_elements(f.session, ctx)
             else:
                 closed = []
             reply = await self.call(f.session, "Runtime.callFunctionOn", {
@@ -417,82 +212,6 @@ class FrameSnapshot:
             f.raw = json.loads(reply["result"]["value"])
         except (KeyError, TypeError, ValueError) as exc:
             f.error = f"unreadable answer ({_brief(exc)})"
-
-    async def _closed_in_session(self, root: tuple[str, str]) -> dict[str, list[int]]:
-        """Every closed shadow root in one renderer session's documents, by frame: one
-        DOMSnapshot.captureSnapshot, plus a look at the possible hosts inside closed trees."""
-        session, _frame_id = root
-        capture = await self.call(session, "DOMSnapshot.captureSnapshot", {"computedStyles": []})
-        found, nested, outer_hosts = closed_in_capture(capture)
-        if nested:
-            per_host = sum(map(len, nested.values())) <= NESTED_CANDIDATES_PER_CALL
-            for got in await each(self._nested_roots, [
-                    (session, frame, node, per_host)
-                    for frame, nodes in (nested if per_host else outer_hosts).items() for node in nodes]):
-                if isinstance(got, Exception):
-                    raise got
-                for frame, roots in got.items():
-                    found.setdefault(frame, []).extend(roots)
-        return found
-
-    async def _nested_roots(self, job: tuple[str, str, int, bool]) -> dict[str, list[int]]:
-        """Closed roots at or below one node (its own only, or its whole subtree)."""
-        session, frame, node, own_only = job
-        described = (await self.call(session, "DOM.describeNode", {
-            "backendNodeId": node, "depth": 0 if own_only else -1, "pierce": True}))["node"]
-        roots: list[int] = []
-        stack = [described]
-        while stack:
-            item = stack.pop()
-            for shadow in item.get("shadowRoots", ()):
-                if shadow.get("shadowRootType") == "closed":
-                    roots.append(shadow["backendNodeId"])
-                stack.append(shadow)
-            stack.extend(item.get("children", ()))
-            # A frame's own document is read in its own context, from its own capture.
-        return {frame: roots}
-
-    async def _resolve_all(self, session: str, ctx: int, nodes: list[int]) -> list[str]:
-        async def resolve(node: int) -> str:
-            reply = await self.call(session, "DOM.resolveNode", {
-                "backendNodeId": node, "executionContextId": ctx, "objectGroup": GROUP})
-            return str(reply["object"]["objectId"])
-
-        out = []
-        for got in await each(resolve, nodes):
-            if isinstance(got, Exception):
-                raise got
-            out.append(got)
-        return out
-
-    async def _closed_roots(self, session: str, ctx: int) -> list[str]:
-        found = await self.call(session, "Runtime.callFunctionOn", {
-            "functionDeclaration": CLOSED_HOST_CANDIDATES, "executionContextId": ctx, "objectGroup": GROUP})
-        result = found.get("result", {})
-        if not result.get("objectId") or result.get("description") == "Array(0)":
-            return []
-        props = await self.call(session, "Runtime.getProperties",
-                                {"objectId": result["objectId"], "ownProperties": True})
-        hosts = [p["value"]["objectId"] for p in props.get("result", ())
-                 if p.get("name", "").isdigit() and p.get("value", {}).get("objectId")]
-
-        async def roots_of(host: str) -> list[str]:
-            node = (await self.call(session, "DOM.describeNode",
-                                    {"objectId": host, "depth": 0, "pierce": True}))["node"]
-            out = []
-            for root in node.get("shadowRoots", ()):
-                if root.get("shadowRootType") == "closed":
-                    resolved = await self.call(session, "DOM.resolveNode", {
-                        "backendNodeId": root["backendNodeId"], "executionContextId": ctx, "objectGroup": GROUP})
-                    out.append(resolved["object"]["objectId"])
-            return out
-
-        roots: list[str] = []
-        for got in await each(roots_of, hosts):
-            if isinstance(got, Exception):
-                raise got
-            roots.extend(got)
-        return roots
 
     async def _locate(self, f: _Frame, frames: dict[str, _Frame]) -> None:
         parent = frames.get(f.parent or "")
@@ -656,5 +375,7 @@ async def frame_texts(cdp: CDPConnection, tracker: FrameTracker) -> list[str]:
     return [t for t in await each(text, keys) if isinstance(t, str)]
 
 
-__all__ = ["CLOSED_SHADOW_MODES", "QUIET_OBSERVER", "ClosedShadow", "FrameSnapshot", "FrameTracker",
-           "closed_in_capture", "each", "frame_texts"]
+# CLOSED_SHADOW_MODES, QUIET_OBSERVER, ClosedShadow, FrameTracker, closed_in_capture and each
+# moved below (shadow.py, scripts.py, sessions.py, cdp.py) and are still importable from here.
+__all__ = ["CLOSED_SHADOW_MODES", "ELEMENT_DEFAULTS", "QUIET_OBSERVER", "ClosedShadow", "FrameSnapshot",
+           "FrameTracker", "closed_in_capture", "each", "expand_snapshot", "frame_texts"]

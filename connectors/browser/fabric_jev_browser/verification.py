@@ -15,7 +15,7 @@ from fabric_jev.verification import PollOutcome, SeeOptions, Target, TargetField
 
 from .cdp import CDPConnection
 from .checks import PageSource
-from .page import Page
+from .tab import Tab
 
 
 def _fields(e: Element) -> TargetFields:
@@ -61,7 +61,7 @@ class TargetSeen(Predicate):
 
 @dataclass
 class BrowserChannels:
-    page: Page
+    page: Tab
     sample_ms: int = 200
     steps: list[str] = field(default_factory=list)
 
@@ -109,7 +109,7 @@ class BrowserChannels:
 async def open_browser_channels(ws_url: str, url: str) -> AsyncIterator[BrowserChannels]:
     cdp = await CDPConnection.connect(ws_url)
     try:
-        page = await Page.open(cdp, url)
+        page = await Tab.open(cdp, url)
         try:
             yield BrowserChannels(page)
         finally:
