@@ -28,6 +28,7 @@ import json
 import os
 import re
 import sys
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -212,14 +213,16 @@ class CallTrace:
         self.ref = ref
         self._approval: Span | None = None
 
-    def asking(self, policy: Policy) -> None:
-        """The decision waits for the classifier or a person: its own span, until `decided`."""
-        from opentelemetry.trace import set_span_in_context
+    def asking(self, policy: Policy) -> AbstractContextManager[Any]:
+        """The decision waits for the classifier or a person: its own span, until `decided`,
+        current while the gate decides (an approver's own spans are its children)."""
+        from opentelemetry.trace import set_span_in_context, use_span
 
-        self._approval = self._run._tracer.start_span(
+        self._approval = approval = self._run._tracer.start_span(
             f"approve {self.ref}", context=set_span_in_context(self.span),
             attributes={RUN_ID: self._run.run_id, "fabric_jev.capability.ref": self.ref,
                         "fabric_jev.approval.policy": policy})
+        return use_span(approval, end_on_exit=False, record_exception=False, set_status_on_exception=False)
 
     def decided(self, policy: Policy, outcome: PolicyOutcome, probability: float | None) -> None:
         """The gate's decision, on the call's span and the approval's; a denial ends the call."""
@@ -279,7 +282,7 @@ class CallTrace:
         self.span.set_attribute("fabric_jev.cancelled", True)
         self._end()
 
-    def current(self) -> Any:
+    def current(self) -> AbstractContextManager[Any]:
         """A context manager that makes the call's span current, so spans the target makes
         (an instrumented HTTP client, a handler's own) are its children."""
         from opentelemetry.trace import use_span

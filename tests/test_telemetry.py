@@ -87,7 +87,8 @@ def spans() -> Iterator[InMemorySpanExporter]:
 
 
 async def write(args: Any, ctx: CallContext) -> Any:
-    return {"wrote": args["n"]}
+    with trace.get_tracer("test").start_as_current_span("handler's own"):
+        return {"wrote": args["n"]}
 
 
 def registry() -> CapabilityRegistry:
@@ -103,7 +104,8 @@ def evaluator(url: str, tmp: Path, key: str = API_KEY) -> HttpEvaluator:
 
 
 async def allow(call: CapabilityCall) -> str:
-    return "allow"
+    with trace.get_tracer("test").start_as_current_span("approver's own"):
+        return "allow"
 
 
 def everything(found: Sequence[ReadableSpan]) -> str:
@@ -138,8 +140,13 @@ async def test_one_run_with_an_evaluation_and_an_approval_as_spans(spans: InMemo
     assert env.state == "completed", env.error
     found = spans.get_finished_spans()
     assert sorted(span.name for span in found) == [
-        "approve demo.write", "evaluate jev-latest", "execute_tool demo.write", "invoke_workflow telemetry-demo"]
+        "approve demo.write", "approver's own", "evaluate jev-latest", "execute_tool demo.write", "handler's own",
+        "invoke_workflow telemetry-demo"]
     named = by_name(found)
+    # The approver's and the handler's own spans sit below the approval and the call.
+    assert named["approver's own"].parent.span_id == named["approve demo.write"].context.span_id  # type: ignore[union-attr]
+    assert named["handler's own"].parent.span_id == named["execute_tool demo.write"].context.span_id  # type: ignore[union-attr]
+    found = [span for span in found if not span.name.endswith("own")]
     run = named["invoke_workflow telemetry-demo"]
     evaluate, tool, approve = named["evaluate jev-latest"], named["execute_tool demo.write"], named["approve demo.write"]
     # The tree: one trace, the run at its root, the approval below the call it decided.
@@ -340,3 +347,27 @@ def test_a_runs_error_type_is_a_category_never_its_message(state: str, error: st
 ])
 def test_run_error_types(error: str, expected: str) -> None:
     assert run_error_type("failed", error, None) == expected
+
+
+async def test_a_batchs_runs_are_children_of_the_callers_span(spans: InMemorySpanExporter) -> None:
+    from fabric_jev.batch import batch
+
+    tracer = trace.get_tracer("test")
+    evaluator = FixtureEvaluator({"answers": {"q": {"noul": 0.75}}, "usage": {"input_tokens": 3, "output_tokens": 1}})
+    code = "return (await jev.evaluate({state: 's', questions: {q: {type: 'noul', instructions: 'q?'}}})).answers.q.noul;"
+    with tracer.start_as_current_span("my batch") as parent:
+        outcomes = [outcome async for outcome in batch(program(code, name="batched", requires=["jev.evaluate"]),
+                                                        [1, 2, 3], evaluator=evaluator, concurrency=2)]
+    assert sorted(outcome.state for outcome in outcomes) == ["completed"] * 3
+    found = spans.get_finished_spans()
+    runs = [span for span in found if span.name == "invoke_workflow batched"]
+    evaluations = [span for span in found if span.name == "evaluate fixture"]
+    assert len(runs) == 3 and len(evaluations) == 3
+    assert all(run.parent is not None and run.parent.span_id == parent.get_span_context().span_id for run in runs)
+    # Each evaluation is its own run's child, with that run's id.
+    run_ids = {run.context.span_id: (run.attributes or {})["fabric_jev.run.id"] for run in runs}
+    assert len(set(run_ids.values())) == 3
+    for evaluation in evaluations:
+        assert evaluation.parent is not None
+        assert (evaluation.attributes or {})["fabric_jev.run.id"] == run_ids[evaluation.parent.span_id]
+        assert (evaluation.attributes or {})["gen_ai.usage.input_tokens"] == 3

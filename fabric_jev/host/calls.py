@@ -97,6 +97,7 @@ class CapabilityCalls:
         self._answerers: AnswererLog | None = None
         self._unnamed: Provenance | None = None
         self._trace = trace
+        self._evaluator_names: tuple[str, str] | None = None  # (model, route), for the spans
 
     def answerers(self) -> Provenance | None:
         """The envelope's ``evaluator``: who answered this run's evaluations, None before any answer."""
@@ -192,9 +193,11 @@ class CapabilityCalls:
         if self._trace is None:
             return ValidCall(ref, risk, args, target)
         request = cast("EvaluationRequest", target) if ref == "jev.evaluate" else None
-        status = self._services.evaluator.status() if request is not None else None
-        return ValidCall(ref, risk, args, target, self._trace.call(
-            ref, risk, args, request, model=status.model if status else "", system=status.route if status else ""))
+        if request is not None and self._evaluator_names is None:  # once per run: status may read a file
+            status = self._services.evaluator.status()
+            self._evaluator_names = (status.model, status.route)
+        model, system = self._evaluator_names or ("", "")
+        return ValidCall(ref, risk, args, target, self._trace.call(ref, risk, args, request, model, system))
 
     # ------------------------------------------------------------------ 2. decide, 3. record
 
@@ -207,12 +210,13 @@ class CapabilityCalls:
 
     async def _decide(self, call: ValidCall, pending: Pending | None = None,
                       ) -> tuple[Policy, PolicyOutcome, float | None]:
-        if call.trace is not None and pending is not None:
-            call.trace.asking(pending.policy)  # the classifier or a person: its own span
-        return await self._services.gate.decide(
-            call.ref, call.risk, run_id=self._run_id, run_name=self._program.name,
-            arguments=call.arguments, intent=self._intent(), audit=self._audit, pending=pending,  # the user's words now
-            origins=self.origins)
+        # The classifier or a person: the approval's own span, current while it is decided.
+        with call.trace.asking(pending.policy) if call.trace is not None and pending is not None \
+                else nullcontext():
+            return await self._services.gate.decide(
+                call.ref, call.risk, run_id=self._run_id, run_name=self._program.name,
+                arguments=call.arguments, intent=self._intent(),  # the user's words now
+                audit=self._audit, pending=pending, origins=self.origins)
 
     async def _decide_then_invoke(self, call: ValidCall, settle: Settler,
                                   tasks: anyio.abc.TaskGroup, pending: Pending | None = None) -> None:
