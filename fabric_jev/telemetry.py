@@ -105,6 +105,8 @@ def run_error_type(state: str, error: str | None, budget_failure: str | None) ->
     said = error or ""
     if said.startswith("Jev host error"):
         return "host_error"
+    if said.startswith("Jev program does not compile"):  # a queued run that failed to load
+        return "compile_error"
     found = _ERROR_CLASS.match(said)
     if found is not None and found.group(1) in _JS_ERRORS:
         return found.group(1)

@@ -26,7 +26,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from fabric_jev import CapabilityCall, CapabilityRegistry, FixtureEvaluator, HostConfig, JevHost
 from fabric_jev.evaluators import TYPESAFE, AuthStore, CredentialResolver, HttpEvaluator
 from fabric_jev.host.registry import CallContext
-from fabric_jev.telemetry import CAPTURE_CONTENT_ENV, run_error_type
+from fabric_jev.telemetry import CAPTURE_CONTENT_ENV, MAX_CONTENT_CHARS, run_error_type, shown
 from tests.conftest import program
 from tests.upstream import mock
 
@@ -325,7 +325,7 @@ def test_without_opentelemetry_imported_nothing_imports_it(tmp_path: Path) -> No
     assert done.stdout.strip() == "[]"
 
 
-ERROR_TYPES = {"timeout", "budget_exhausted", "host_error", "output_invalid", "failed", "Error", "TypeError",
+ERROR_TYPES = {"timeout", "budget_exhausted", "host_error", "compile_error", "output_invalid", "failed", "Error", "TypeError",
                "RangeError", "ReferenceError", "SyntaxError", "EvalError", "URIError", "AggregateError",
                "InternalError"}
 
@@ -343,6 +343,7 @@ def test_a_runs_error_type_is_a_category_never_its_message(state: str, error: st
     ("Error: sk-secret-in-a-message", "Error"),
     ("SecretTokenError: x", "failed"),  # a class of the guest's own: its name is the guest's text
     ("Jev host error: RuntimeError: x", "host_error"),
+    ("Jev program does not compile: SyntaxError: unexpected token (line 1, column 2)", "compile_error"),
     ("output does not match its declared schema", "output_invalid"),
 ])
 def test_run_error_types(error: str, expected: str) -> None:
@@ -371,3 +372,21 @@ async def test_a_batchs_runs_are_children_of_the_callers_span(spans: InMemorySpa
         assert evaluation.parent is not None
         assert (evaluation.attributes or {})["fabric_jev.run.id"] == run_ids[evaluation.parent.span_id]
         assert (evaluation.attributes or {})["gen_ai.usage.input_tokens"] == 3
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=40),
+                    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=12), inner, max_size=6),
+                    max_leaves=40)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(value=JSON, where=st.integers(0, 5), long=st.booleans())
+def test_content_as_a_span_holds_it_is_redacted_and_bounded(value: Any, where: int, long: bool) -> None:
+    # A secret planted in a random input, which may be far past the cut.
+    planted: Any = {"note": "x" * (5_000 if long else 3), "value": value}
+    planted[f"k{where}"] = f"token {INPUT_TOKEN} here"
+    text = shown(planted)
+    assert len(text) <= MAX_CONTENT_CHARS
+    assert INPUT_TOKEN not in text
+    if not long and len(text) < MAX_CONTENT_CHARS:
+        assert json.loads(text)["note"] == "xxx"  # whole JSON when it fits
