@@ -390,3 +390,24 @@ def test_content_as_a_span_holds_it_is_redacted_and_bounded(value: Any, where: i
     assert INPUT_TOKEN not in text
     if not long and len(text) < MAX_CONTENT_CHARS:
         assert json.loads(text)["note"] == "xxx"  # whole JSON when it fits
+
+
+async def test_a_run_launched_by_a_capability_call_is_its_child(spans: InMemorySpanExporter) -> None:
+    hosts: list[JevHost] = []
+
+    async def launch(args: Any, ctx: CallContext) -> Any:
+        env = await hosts[0].run(program("return 7;", name="nested"), None)
+        return env.result
+
+    reg = CapabilityRegistry()
+    reg.register("demo.launch", launch, "read")
+    async with JevHost(HostConfig(max_concurrent_runs=2, approvals={"agent": "allow"}), capabilities=reg,
+                       evaluator=FixtureEvaluator({"answers": {}})) as host:
+        hosts.append(host)
+        env = await host.run(program("return await tools.call({ref: 'demo.launch'});", name="outer",
+                                     requires=["demo.launch"]), None)
+    assert env.state == "completed" and env.result == 7, env.error
+    named = by_name(spans.get_finished_spans())
+    nested, call = named["invoke_workflow nested"], named["execute_tool demo.launch"]
+    assert nested.parent is not None and nested.parent.span_id == call.context.span_id
+    assert (nested.attributes or {})["fabric_jev.run.id"] != (call.attributes or {})["fabric_jev.run.id"] == env.id
