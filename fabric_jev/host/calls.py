@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -38,6 +39,7 @@ from .registry import CallContext, CapabilityHandler, CapabilityRegistry
 if TYPE_CHECKING:  # the request's models load with a run's first jev.evaluate (start-up of `run`)
     from ..contract.evaluation import Evaluation, EvaluationRequest
     from ..contract.provenance import AnswererLog, Provenance
+    from ..telemetry import CallTrace, RunTrace
 
 #: Answers one guest call: (ok, JSON text of the value or the error message).
 Settler = Callable[[bool, str], None]
@@ -70,6 +72,7 @@ class ValidCall:
     risk: Risk
     arguments: Any  # as the caller sent them; the gate redacts them for an approver
     target: EvaluationRequest | AdviceRequest | CapabilityHandler
+    trace: CallTrace | None = None  # its span, when the run is traced (fabric_jev.telemetry)
 
 
 class CapabilityCalls:
@@ -77,7 +80,8 @@ class CapabilityCalls:
 
     def __init__(self, services: CallServices, program: Program, audit: AuditTrail,
                  budget: RunBudget, *, run_id: str, intent: UserText,
-                 observation: ObserverHandle | None, input_json: str = "null") -> None:
+                 observation: ObserverHandle | None, input_json: str = "null",
+                 trace: RunTrace | None = None) -> None:
         self._services = services
         self._program = program
         self._requires = frozenset(program.requires)
@@ -93,6 +97,8 @@ class CapabilityCalls:
         #: Who answered this run's evaluations (made with the first answer).
         self._answerers: AnswererLog | None = None
         self._unnamed: Provenance | None = None
+        self._trace = trace
+        self._evaluator_names: tuple[str, str] | None = None  # (model, route), for the spans
 
     def answerers(self) -> Provenance | None:
         """The envelope's ``evaluator``: who answered this run's evaluations, None before any answer."""
@@ -142,7 +148,15 @@ class CapabilityCalls:
         if not self._recorded(call, policy, outcome, probability):
             raise CapabilityError(denial_message(ref, outcome))
         assert isinstance(call.target, AdviceRequest) and self._observation is not None
-        return await self._observation.advise(call.target)
+        if call.trace is None:
+            return await self._observation.advise(call.target)
+        try:
+            delivered = await self._observation.advise(call.target)
+        except JevError as exc:
+            call.trace.failed(type(exc).__name__, str(exc))
+            raise
+        call.trace.succeeded(json.dumps(delivered))
+        return delivered
 
     # ------------------------------------------------------------------ 1. validate
 
@@ -175,8 +189,19 @@ class CapabilityCalls:
             target = self._services.capabilities.get(ref)
             if target is None:  # a jev.* ref has no handler: only its own door reaches it
                 raise CapabilityError(not_granted(ref))
-            return ValidCall(ref, self._services.capabilities.risk(ref), args, target)
-        return ValidCall(ref, BUILTIN_RISKS[ref], args, target)
+            return self._valid(ref, self._services.capabilities.risk(ref), args, target)
+        return self._valid(ref, BUILTIN_RISKS[ref], args, target)
+
+    def _valid(self, ref: str, risk: Risk, args: Any,
+               target: EvaluationRequest | AdviceRequest | CapabilityHandler) -> ValidCall:
+        if self._trace is None:
+            return ValidCall(ref, risk, args, target)
+        request = cast("EvaluationRequest", target) if ref == "jev.evaluate" else None
+        if request is not None and self._evaluator_names is None:  # once per run: status may read a file
+            status = self._services.evaluator.status()
+            self._evaluator_names = (status.model, status.route)
+        model, system = self._evaluator_names or ("", "")
+        return ValidCall(ref, risk, args, target, self._trace.call(ref, risk, args, request, model, system))
 
     # ------------------------------------------------------------------ 2. decide, 3. record
 
@@ -189,10 +214,13 @@ class CapabilityCalls:
 
     async def _decide(self, call: ValidCall, pending: Pending | None = None,
                       ) -> tuple[Policy, PolicyOutcome, float | None]:
-        return await self._services.gate.decide(
-            call.ref, call.risk, run_id=self._run_id, run_name=self._program.name,
-            arguments=call.arguments, intent=self._intent(), audit=self._audit, pending=pending,  # the user's words now
-            origins=self.origins)
+        # The classifier or a person: the approval's own span, current while it is decided.
+        with call.trace.asking(pending.policy) if call.trace is not None and pending is not None \
+                else nullcontext():
+            return await self._services.gate.decide(
+                call.ref, call.risk, run_id=self._run_id, run_name=self._program.name,
+                arguments=call.arguments, intent=self._intent(),  # the user's words now
+                audit=self._audit, pending=pending, origins=self.origins)
 
     async def _decide_then_invoke(self, call: ValidCall, settle: Settler,
                                   tasks: anyio.abc.TaskGroup, pending: Pending | None = None) -> None:
@@ -207,66 +235,107 @@ class CapabilityCalls:
                   probability: float | None) -> bool:
         """Record the decision in the audit trail; True when it allows the call."""
         self._audit.add(call.ref, call.risk, policy, outcome, probability)
+        if call.trace is not None:
+            call.trace.decided(policy, outcome, probability)
         return outcome.allowed
 
     # ------------------------------------------------------------------ 4. invoke
 
     def _invoke(self, call: ValidCall, settle: Settler, tasks: anyio.abc.TaskGroup) -> None:
         """The one place an allowed guest capability call reaches its target."""
-        target = call.target
+        target, trace = call.target, call.trace
         if call.ref == "jev.evaluate":  # validated as an EvaluationRequest: its module is loaded
             from ..contract.evaluation import EvaluationRequest
 
             assert isinstance(target, EvaluationRequest)
             denied = self._budget.begin_evaluation()
             if denied is not None:
+                if trace is not None:
+                    trace.failed("budget_exhausted", denied)
                 settle(False, denied)
                 return
-            tasks.start_soon(self._evaluate, target, settle)
+            tasks.start_soon(self._evaluate, target, settle, trace)
         elif isinstance(target, AdviceRequest):
             assert self._observation is not None  # launch requires observe for jev.advise
-            tasks.start_soon(answer_when_done, self._observation.advise(target), settle)
+            tasks.start_soon(answer_when_done, self._observation.advise(target),
+                             settle if trace is None else _traced(settle, trace))
         else:  # neither jev.* ref: the registry's handler
             ctx = CallContext(run_id=self._run_id, run_name=self._program.name, ref=call.ref)
-            tasks.start_soon(self._tool, cast("CapabilityHandler", target), call.arguments, ctx, settle)
+            tasks.start_soon(self._tool, cast("CapabilityHandler", target), call.arguments, ctx, settle, trace)
 
-    async def _evaluate(self, request: EvaluationRequest, settle: Settler) -> None:
+    async def _evaluate(self, request: EvaluationRequest, settle: Settler, trace: CallTrace | None) -> None:
         services, budget = self._services, self._budget
         try:
-            evaluation = await services.evaluator.evaluate(request, timeout=services.request_timeout_s)
+            # Spans the evaluator makes (an instrumented HTTP client's) are the batch's children.
+            with trace.current() if trace is not None else nullcontext():
+                evaluation = await services.evaluator.evaluate(request, timeout=services.request_timeout_s)
         except EvaluationError as exc:
             budget.end_evaluation()
+            if trace is not None:
+                trace.failed(type(exc).__name__, str(exc))
             settle(False, clip_error(str(exc)))
             return
         except Exception as exc:  # an evaluator bug: the run sees a clean error that names it
             budget.end_evaluation()
             cause = describe_failure(exc, f"evaluate() of {type(services.evaluator).__name__}")
             settle(False, clip_error(f"jev.evaluate failed: {cause}"))
+            if trace is not None:
+                trace.failed(type(exc).__name__)
+            settle(False, f"jev.evaluate failed: {type(exc).__name__}")
             return
         denied = budget.end_evaluation(evaluation.usage.input_tokens, evaluation.usage.output_tokens)
         self._answered(evaluation)  # even when withheld: it answered, and its tokens were counted
+        if trace is not None:
+            trace.answered(evaluation)
+            if denied is not None:
+                trace.failed("budget_exhausted", denied)
         if denied is not None:
             settle(False, denied)
             return
         if self.listener is not None:
             with application_call("on_evaluation listener"):
                 self.listener(request, evaluation)
+            self.listener(request, evaluation)
+        if trace is not None:
+            trace.succeeded()
         # The guest gets the answers; who answered is the envelope's to say.
         settle(True, json.dumps(evaluation.to_json(evaluator=False)))
 
     async def _tool(self, handler: CapabilityHandler, args: Any, ctx: CallContext,
-                    settle: Settler) -> None:
+                    settle: Settler, trace: CallTrace | None = None) -> None:
         # A program launched from inside this handler can hold no more than this one.
         CALLER_GRANT.set(self._requires)
         try:
-            value = normalize_json(await handler(args, ctx), f"{ctx.ref} result")
-        except JevError as exc:  # ValueRejected too: a result that is not finite JSON
-            settle(False, clip_error(str(exc)))
+            # The handler's own spans (and those of a run it launches) are the call's children.
+            with trace.current() if trace is not None else nullcontext():
+                value = normalize_json(await handler(args, ctx), f"{ctx.ref} result")
+        except Exception as exc:  # JevError (ValueRejected too: a result that is not finite JSON) or a
+            # handler's own: it reaches the guest as a message, not a trace
+            message = clip_error(str(exc) if isinstance(exc, JevError) else f"{ctx.ref} failed: {exc}")
+            if trace is not None:
+                trace.failed(type(exc).__name__, message)
+            settle(False, message)
             return
         except Exception as exc:  # handler errors reach the guest as messages, not traces
             settle(False, clip_error(f"{ctx.ref} failed: {describe_failure(exc, with_type=False)}"))
             return
         settle(True, json.dumps(value))
+        text = json.dumps(value)
+        if trace is not None:
+            trace.succeeded(text)
+        settle(True, text)
+
+
+def _traced(settle: Settler, trace: CallTrace) -> Settler:
+    """`settle`, ending the call's span first (a refusal's `error.type`: JevError)."""
+    def settled(ok: bool, text: str) -> None:
+        if ok:
+            trace.succeeded(text)
+        else:
+            trace.failed("JevError", text)
+        settle(ok, text)
+
+    return settled
 
 
 async def answer_when_done(awaitable: Awaitable[Any], settle: Settler) -> None:

@@ -29,6 +29,7 @@ from ..contract.wire_model import utc_now
 from ..errors import CompileError, clip_error
 from ..sandbox.connection import asyncio_loop
 from ..sandbox.session import Ended, Ending, Event, HostCall, Logs, SessionLimits, WorkerLike, WorkerSession
+from ..telemetry import run_started
 from .calls import CallServices, CapabilityCalls, EvaluationListener, Settler, answer_when_done
 from .failures import describe_failure
 from .gate import AuditTrail
@@ -126,9 +127,10 @@ class Run:
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
         self._timers: set[asyncio.TimerHandle] = set()  # pending program.sleep timers (asyncio)
+        self._trace = run_started(self.id, program, input_json, background=background)  # None: no tracing
         self._calls = CapabilityCalls(services.calls, program, self.audit, self.budget,
                                       run_id=self.id, intent=user_text(intent), observation=observation,
-                                      input_json=input_json)
+                                      input_json=input_json, trace=self._trace)
 
     # ------------------------------------------------------------------ seen from outside
 
@@ -336,6 +338,8 @@ class Run:
         self.error = clip_error(error) if error is not None else None
         self.result = result
         self.ended_at = utc_now()
+        if self._trace is not None:
+            self._trace.ended(state, error, result, self.budget)
 
     # ------------------------------------------------------------------ host calls
 
