@@ -278,10 +278,9 @@ class CapabilityCalls:
         except Exception as exc:  # an evaluator bug: the run sees a clean error that names it
             budget.end_evaluation()
             cause = describe_failure(exc, f"evaluate() of {type(services.evaluator).__name__}")
-            settle(False, clip_error(f"jev.evaluate failed: {cause}"))
             if trace is not None:
                 trace.failed(type(exc).__name__)
-            settle(False, f"jev.evaluate failed: {type(exc).__name__}")
+            settle(False, clip_error(f"jev.evaluate failed: {cause}"))
             return
         denied = budget.end_evaluation(evaluation.usage.input_tokens, evaluation.usage.output_tokens)
         self._answered(evaluation)  # even when withheld: it answered, and its tokens were counted
@@ -295,7 +294,6 @@ class CapabilityCalls:
         if self.listener is not None:
             with application_call("on_evaluation listener"):
                 self.listener(request, evaluation)
-            self.listener(request, evaluation)
         if trace is not None:
             trace.succeeded()
         # The guest gets the answers; who answered is the envelope's to say.
@@ -311,15 +309,12 @@ class CapabilityCalls:
                 value = normalize_json(await handler(args, ctx), f"{ctx.ref} result")
         except Exception as exc:  # JevError (ValueRejected too: a result that is not finite JSON) or a
             # handler's own: it reaches the guest as a message, not a trace
-            message = clip_error(str(exc) if isinstance(exc, JevError) else f"{ctx.ref} failed: {exc}")
+            message = clip_error(str(exc) if isinstance(exc, JevError)
+                                 else f"{ctx.ref} failed: {describe_failure(exc, with_type=False)}")
             if trace is not None:
                 trace.failed(type(exc).__name__, message)
             settle(False, message)
             return
-        except Exception as exc:  # handler errors reach the guest as messages, not traces
-            settle(False, clip_error(f"{ctx.ref} failed: {describe_failure(exc, with_type=False)}"))
-            return
-        settle(True, json.dumps(value))
         text = json.dumps(value)
         if trace is not None:
             trace.succeeded(text)
