@@ -276,7 +276,7 @@ def test_batch_needs_out_unless_dry_run_and_profile_is_the_local_evaluators(tmp_
     fixture = write_text(tmp_path, "fixture.json", json.dumps(FIXTURE))
     done = cli("batch", f["program"], "--inputs", f["inputs"], "--out", f["out"], "--evaluator",
                f"fixture:{fixture}", "--profile", str(tmp_path / "p.json"))
-    assert done.returncode == 2 and "a profile adapts the local evaluator or a model route (openai, ollama, anthropic), not 'fixture'" in done.stderr
+    assert done.returncode == 2 and "a profile adapts the local evaluator or a model route (openai, ollama, anthropic, gguf), not 'fixture'" in done.stderr
 
 
 def test_check_reads_a_program_file_and_reports_the_files_lines(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ INSTALL_HINT = "pip install 'fabric-jev[gguf]'"
 STOP_GRACE_S = 10.0
 _MAX_REPORT_BYTES = 64 * 1024
 #: A llama.cpp log line: its time, then its level letter (E: error).
-_ERROR_LINE = re.compile(r"^\s*[\d.]+\s+E\s+(.*)$")
+_ERROR_LINE = re.compile(r"\s*[\d.]+\s+E\s+(.*)")  # read with fullmatch, one line at a time
 
 #: The one thread that starts servers (see the module doc): an executor's worker lives until the
 #: interpreter shuts down, and a child started from it dies when the process does.
@@ -84,7 +84,7 @@ def error_lines(text: str, most: int = 4) -> str:
     logged no error."""
     found: list[str] = []
     for line in text.splitlines():
-        matched = _ERROR_LINE.match(line)
+        matched = _ERROR_LINE.fullmatch(line)
         if matched and matched.group(1).strip() not in found:
             found.append(matched.group(1).strip())
     if not found:
