@@ -8,7 +8,8 @@ wheelhouse ``./scripts/wheelhouse DIR`` builds in a clone): ``browser`` (the CDP
 browser connector, fabric-jev-browser), ``mcp`` (``fabric-jev mcp``), ``report``
 (matplotlib charts for ``fabric-jev calibrate --report`` and ``fabric-jev eval
 --report``), ``datasets`` (``fabric-jev eval`` on Hugging Face datasets exports),
-``ray`` (``fabric-jev batch --ray``), ``bench`` (the peers ``fabric-jev bench``
+``ray`` (``fabric-jev batch --ray``), ``gguf`` (``--evaluator gguf:FILE``),
+``otel`` (OpenTelemetry traces), ``bench`` (the peers ``fabric-jev bench``
 measures).
 """
 
