@@ -155,11 +155,12 @@ class CallView:
         known: dict[str, tuple[str, str] | None] = self._cache.setdefault("path", {})
         if text in known:
             return known[text]
-        found = known[text] = self._path(text)
+        found = known[text] = self.path_from(text)
         return found
 
-    def _path(self, text: str) -> tuple[str, str] | None:
-        lexical = _paths.normalise(text, self.context.where)
+    def path_from(self, text: str, where: _paths.Where | None = None) -> tuple[str, str] | None:
+        """`text` as a path, lexically and resolved, from `where` (the call's own folder by default)."""
+        lexical = _paths.normalise(text, self.context.where if where is None else where)
         if lexical is None:
             return None
         resolve = self.context.resolve

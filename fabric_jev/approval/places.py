@@ -146,17 +146,7 @@ def word_paths(view: CallView, command: Simple | None, value: str | None) -> lis
 
 
 def _path_from(view: CallView, text: str, base: str) -> tuple[str, str] | None:
-    lexical = _paths.normalise(text, _paths.Where(base, view.context.home))
-    if lexical is None:
-        return None
-    resolve = view.context.resolve
-    real = lexical
-    if resolve is not None:
-        try:
-            real = resolve(lexical)
-        except (OSError, ValueError):
-            real = lexical
-    return lexical, real
+    return view.path_from(text, _paths.Where(base, view.context.home))
 
 
 def in_places(view: CallView, found: Sequence[tuple[str, str]] | None, *, strict: bool = False) -> bool:
