@@ -31,7 +31,8 @@ callers, which name the room and are exported from it.
     ├── EvaluationError           jev.evaluate failed (see evaluators)
     │   ├── RequestInvalid        the request breaks contract §5
     │   ├── AnswerInvalid         the upstream answer breaks contract §5
-    │   │   └── NoValidLabel      (evaluators.readout) none of the labels among the next tokens
+    │   │   ├── NoValidLabel      (evaluators.readout) none of the labels among the next tokens
+    │   │   └── DistributionRefused (evaluators.readout) listed next tokens that are not a distribution
     │   ├── UpstreamError         HTTP status, timeout, transport (no bodies)
     │   ├── CredentialError       a key could not be found or produced
     │   └── CassetteMiss          a request a cassette does not hold, in a mode that may not record it

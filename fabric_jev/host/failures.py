@@ -22,7 +22,8 @@ from contextlib import contextmanager
 
 from ..errors import clip_error
 
-__all__ = ["MAX_NAMED_ERRORS", "CallFailed", "application_call", "describe_failure"]
+# CallFailed is the host's own marker, never raised to a caller (describe_failure reads it): not exported.
+__all__ = ["MAX_NAMED_ERRORS", "application_call", "describe_failure"]
 
 #: The most errors of one group that a description names; the rest are counted.
 MAX_NAMED_ERRORS = 5
