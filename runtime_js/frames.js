@@ -1,5 +1,5 @@
 // The page-side scripts of the browser connector's frame walk
-// (connectors/browser/fabric_jev_browser/frames.py), shipped next to snapshot.js.
+// (connectors/browser/fabric_jev_browser/scripts.py reads it; frames.py, shadow.py and tab.py send its scripts), shipped next to snapshot.js.
 // Each section, from its `//# name` line to the next one, is one script that the
 // connector reads by name: quietObserver is installed at document start, the
 // others are function declarations sent with Runtime.callFunctionOn.
