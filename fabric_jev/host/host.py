@@ -14,6 +14,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from ..capabilities import Connector
 from ..contract.config import HostConfig, default_config
 from ..contract.envelope import Envelope, ProgressEvent
 from ..contract.policy import PolicyOverrides
@@ -27,7 +28,7 @@ from .calls import CallServices, EvaluationListener
 from .gate import PolicyGate, host_rules
 from .launch import admit, load_run, queue_run
 from .observing import ObservationSource
-from .registry import CapabilityRegistry, Connector
+from .registry import CapabilityRegistry
 from .run import Run, RunServices, WorkerSource, session_limits
 
 if TYPE_CHECKING:
