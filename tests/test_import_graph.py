@@ -406,3 +406,36 @@ def test_an_upward_import_or_a_cycle_in_a_connector_is_found() -> None:
     assert layer_offenders({"cdp": set(), "frames": {"cdp"}, "extra": set()},
                            [*layers, ("again", frozenset({"cdp"}))]) == [
         "cdp has two rows", "extra is in no row", "frames (page model) imports cdp (again), a layer above it"]
+
+
+# ---------------------------------------------------------------- the host's size
+
+#: The issue-42 bound on `JevHost`: its lifecycle and public API; what a run, its calls, its
+#: admission and its scheduling do lives in host/'s other modules.
+MAX_JEVHOST_LINES = 250
+
+
+def class_lines(path: Path, name: str) -> int:
+    """The lines of class `name` in `path`, from its `class` line (or first decorator) to its last."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            return (node.end_lineno or node.lineno) - first + 1
+    raise AssertionError(f"{path.relative_to(ROOT)} defines no class {name}")
+
+
+def test_jevhost_stays_small() -> None:
+    lines = class_lines(PACKAGE / "host" / "host.py", "JevHost")
+    assert lines <= MAX_JEVHOST_LINES, (f"JevHost is {lines} lines (at most {MAX_JEVHOST_LINES}): move a cohesive "
+                                        "piece into a module of host/ named for what it holds")
+
+
+def test_no_module_of_the_host_is_over_the_bound() -> None:
+    long = {path.name: n for path in (PACKAGE / "host").glob("*.py")
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}, f"split these (at most {MAX_MODULE_LINES} lines each)"
+
+
+def test_class_lines_counts_a_class_whole(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("x = 1\n@dec\nclass A:\n    '''doc'''\n\n    def f(self):\n        pass\n\ny = 2\n")
+    assert class_lines(tmp_path / "m.py", "A") == 6
