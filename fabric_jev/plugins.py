@@ -37,8 +37,8 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     import argparse
 
+    from .capabilities import Connector
     from .contract.values import JsonValue
-    from .host.registry import Connector
 
 GROUP = "fabric_jev.connectors"
 #: How to get the connectors this project publishes (named in "not installed" errors).

@@ -28,14 +28,9 @@ from __future__ import annotations
 from ._process import end_process_group, kill_process_group, read_available, wait_process_exit
 from ._runtime_js import runtime_js_path
 from ._waiting import Waiter
+from .capabilities import CallContext, Capability, CapabilityHandler, Connector
 from .contract.policy import Risk
-from .host.registry import (
-    CallContext,
-    Capability,
-    CapabilityHandler,
-    CapabilityRegistry,
-    Connector,
-)
+from .host.registry import CapabilityRegistry
 from .terminal import one_line
 
 

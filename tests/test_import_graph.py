@@ -58,6 +58,14 @@ def _graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     return {name: _imports(name, modules) for name in modules}
 
 
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
+    return []
+
+
 def _is_ancestor(package: str, module: str) -> bool:
     return module.startswith(package + ".")
 
@@ -171,8 +179,72 @@ def test_the_layer_table_is_read_as_written() -> None:
     table = layer_table()
     assert {"errors", "_json", "_waiting"} <= base() and table["errors"] == base()
     assert table["sandbox"] == base() | {"contract"} and table["cli"] is None and table["benchmarks"] is None
-    assert table["plugins"] == base() | {"contract", "host"}
+    assert table["plugins"] == base() | {"contract", "capabilities"}
     assert table["fabric_jev"] == table["_sync"]
+
+
+def room_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """room -> the other rooms its modules import."""
+    rooms: dict[str, set[str]] = {}
+    for name, deps in graph.items():
+        rooms.setdefault(_room(name), set()).update(_room(d) for d in deps if _room(d) != _room(name))
+    return rooms
+
+
+def table_circle(rows: list[tuple[frozenset[str], frozenset[str] | None]]) -> list[str]:
+    """A circle the table itself allows: rooms of one row are one layer, and a row that names a
+    room of another may import it. A row that may import everything is the top: no row may name
+    it. Empty when the rows stack."""
+    layer = {room: number for number, (rooms, _) in enumerate(rows) for room in rooms}
+    allowed = {str(number): {str(layer[r]) for r in (names or ()) if r in layer and layer[r] != number}
+               for number, (_, names) in enumerate(rows)}
+    tops = {str(number) for number, (_, names) in enumerate(rows) if names is None}
+    named_tops = sorted(top for deps in allowed.values() for top in deps & tops)
+    return _cycle(allowed) or [f"row {top} may import everything, and another row names it" for top in named_tops]
+
+
+def _table_rows() -> list[tuple[frozenset[str], frozenset[str] | None]]:
+    """(its rooms, what they may import) per row of the layer table."""
+    table = layer_table()
+    rows = []
+    for rooms_cell, _ in _rows():
+        rooms = frozenset(_names(rooms_cell) | (base() if rooms_cell.startswith("the base:") else set()))
+        rows.append((rooms, table[next(iter(rooms))]))
+    return rows
+
+
+def test_the_rooms_import_each_other_in_no_circle() -> None:
+    # Modules can be free of cycles while their rooms are not, and a circle of rooms is an import
+    # back up the layers: what `farm-studio look` drew when plugins.py took `Connector` from
+    # host/registry.py and host/host.py took `build_connector` from plugins.py.
+    assert _cycle(room_graph(_graph())) == []
+
+
+def test_the_layer_table_stacks_its_rooms() -> None:
+    # With the table a stack, every import it allows runs down a layer: a new room's row cannot
+    # let two rooms import each other (the rows of plugins and host once did).
+    assert table_circle(_table_rows()) == []
+
+
+def test_a_circle_of_rooms_or_of_rows_is_found() -> None:
+    modules = {"fabric_jev.plugins": {"fabric_jev.host.registry"}, "fabric_jev.host.registry": set(),
+               "fabric_jev.host.host": {"fabric_jev.plugins", "fabric_jev.host.registry"}}
+    assert _cycle(modules) == []  # no cycle of modules ...
+    assert set(_cycle(room_graph(modules))) == {"plugins", "host"}  # ... but one of rooms
+    base_row, cli = frozenset({"errors"}), frozenset({"cli"})
+    assert set(table_circle([(base_row, base_row), (frozenset({"plugins"}), frozenset({"errors", "host"})),
+                             (frozenset({"host"}), frozenset({"plugins"})), (cli, None)])) == {"1", "2"}
+    assert table_circle([(base_row, base_row), (frozenset({"mcp"}), frozenset({"cli"})), (cli, None)]) == [
+        "row 2 may import everything, and another row names it"]
+
+
+def test_no_module_shares_its_name_with_a_script() -> None:
+    # `farm-studio look` read fabric_jev/cli/setup.py as the shell script scripts/setup, and drew
+    # the CLI importing scripts/: a name both hold is one room to the structure tools.
+    scripts = {path.name for path in (ROOT / "scripts").iterdir() if path.is_file()}
+    assert "setup" in scripts
+    sources = [*PACKAGE.rglob("*.py"), *CONNECTORS.rglob("*.py")]
+    assert sorted(str(p.relative_to(ROOT)) for p in sources if p.stem in scripts) == []
 
 
 # ---------------------------------------------------------------- connectors use only public names
@@ -290,14 +362,6 @@ def layer_offenders(graph: dict[str, set[str]], layers: list[tuple[str, frozense
     return out
 
 
-def _cycle(graph: dict[str, set[str]]) -> list[str]:
-    try:
-        tuple(graphlib.TopologicalSorter(graph).static_order())
-    except graphlib.CycleError as exc:
-        return list(exc.args[1])
-    return []
-
-
 def _browser_graph() -> dict[str, set[str]]:
     return {_short(name): {_short(d) for d in deps} for name, deps in _graph(BROWSER).items()}
 
@@ -342,3 +406,36 @@ def test_an_upward_import_or_a_cycle_in_a_connector_is_found() -> None:
     assert layer_offenders({"cdp": set(), "frames": {"cdp"}, "extra": set()},
                            [*layers, ("again", frozenset({"cdp"}))]) == [
         "cdp has two rows", "extra is in no row", "frames (page model) imports cdp (again), a layer above it"]
+
+
+# ---------------------------------------------------------------- the host's size
+
+#: The issue-42 bound on `JevHost`: its lifecycle and public API; what a run, its calls, its
+#: admission and its scheduling do lives in host/'s other modules.
+MAX_JEVHOST_LINES = 250
+
+
+def class_lines(path: Path, name: str) -> int:
+    """The lines of class `name` in `path`, from its `class` line (or first decorator) to its last."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            return (node.end_lineno or node.lineno) - first + 1
+    raise AssertionError(f"{path.relative_to(ROOT)} defines no class {name}")
+
+
+def test_jevhost_stays_small() -> None:
+    lines = class_lines(PACKAGE / "host" / "host.py", "JevHost")
+    assert lines <= MAX_JEVHOST_LINES, (f"JevHost is {lines} lines (at most {MAX_JEVHOST_LINES}): move a cohesive "
+                                        "piece into a module of host/ named for what it holds")
+
+
+def test_no_module_of_the_host_is_over_the_bound() -> None:
+    long = {path.name: n for path in (PACKAGE / "host").glob("*.py")
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}, f"split these (at most {MAX_MODULE_LINES} lines each)"
+
+
+def test_class_lines_counts_a_class_whole(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("x = 1\n@dec\nclass A:\n    '''doc'''\n\n    def f(self):\n        pass\n\ny = 2\n")
+    assert class_lines(tmp_path / "m.py", "A") == 6

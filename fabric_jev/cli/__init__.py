@@ -50,7 +50,7 @@ def _add_all_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     from .mcp import add_mcp_command
     from .plugins import add_plugin_commands
     from .run import add_run_command
-    from .setup import add_setup_command
+    from .setup_command import add_setup_command
     from .typecheck import add_typecheck_commands
     from .verification import add_verification_commands
 

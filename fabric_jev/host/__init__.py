@@ -12,16 +12,17 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ..approval.question import Approver, CapabilityCall, ClassifierVerdict, Unavailable
+    from ..capabilities import CallContext
     from .calls import EvaluationListener
     from .host import JevHost
     from .observers import Advice, AdviceLatch, MainSession, Observer
-    from .registry import CallContext, CapabilityRegistry
+    from .registry import CapabilityRegistry
 
 _LAZY = {
     "JevHost": ".host", "EvaluationListener": ".calls",
     **dict.fromkeys(("Advice", "AdviceLatch", "MainSession", "Observer"), ".observers"),
     **dict.fromkeys(("Approver", "CapabilityCall", "Unavailable", "ClassifierVerdict"), "..approval.question"),
-    "CallContext": ".registry", "CapabilityRegistry": ".registry",
+    "CallContext": "..capabilities", "CapabilityRegistry": ".registry",
 }
 
 

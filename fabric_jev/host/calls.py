@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio.abc
 
+from ..capabilities import CallContext, CapabilityHandler
 from ..contract.advice import ADVICE_SHAPE, AdviceRequest, parse_advice
 from ..contract.budget import RunBudget
 from ..contract.policy import BUILTIN_RISKS, Policy, PolicyOutcome, Risk, denial_message
@@ -34,7 +35,7 @@ from ..evaluators.base import Evaluator
 from .failures import application_call, describe_failure
 from .gate import CALLER_GRANT, AuditTrail, Pending, PolicyGate
 from .observing import ObserverHandle, UserText
-from .registry import CallContext, CapabilityHandler, CapabilityRegistry
+from .registry import CapabilityRegistry
 
 if TYPE_CHECKING:  # the request's models load with a run's first jev.evaluate (start-up of `run`)
     from ..contract.evaluation import Evaluation, EvaluationRequest

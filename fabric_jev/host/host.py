@@ -3,32 +3,31 @@ the public API (contract §2). Everything of one run lives in its `Run` (host/ru
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
-from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, overload
 
 import anyio
-import anyio.abc
 import anyio.lowlevel
 
+from ..capabilities import Connector
 from ..contract.config import HostConfig, default_config
 from ..contract.envelope import Envelope, ProgressEvent
 from ..contract.policy import PolicyOverrides
 from ..contract.program import Program
 from ..contract.values import JsonInput, JsonObject
-from ..errors import ConcurrencyLimitReached, HostClosed, UnknownRun
+from ..errors import HostClosed
 from ..evaluators.base import Evaluator
 from ..sandbox.pool import WorkerPool
 from ..typecheck.checker import checker_status
 from .calls import CallServices, EvaluationListener
 from .gate import PolicyGate, host_rules
-from .launch import admit, load_run, queue_run
+from .launch import admit
 from .observing import ObservationSource
-from .registry import CapabilityRegistry, Connector
+from .registry import CapabilityRegistry
 from .run import Run, RunServices, WorkerSource, session_limits
+from .scheduler import RunScheduler
 
 if TYPE_CHECKING:
     from ..approval.question import Approver  # loaded when a call must be asked
@@ -76,13 +75,10 @@ class JevHost:
             threshold=config.auto_approval_threshold, approver_timeout_s=config.approver_timeout_ms / 1000,
             classifier_timeout_s=config.request_timeout_ms / 1000, max_request_bytes=config.max_request_bytes,
             overrides=PolicyOverrides(config.allow, config.deny), **host_rules(config, rules, deferred=True))
-        self._runs: OrderedDict[str, Run] = OrderedDict()
-        self._active = 0  # runs holding a slot (loading or running): at most max_concurrent_runs
-        self._queue: deque[Run] = deque()  # launched beyond the slots, first in first out
+        self._scheduler = RunScheduler(config)  # the runs: retained, holding a slot, or queued
         self._closed = False
         self._entered = False
         self._stack = AsyncExitStack()
-        self._tg: anyio.abc.TaskGroup | None = None
         self._services: RunServices | None = None  # made on entry, once the pool exists
         self._observers: ObservationSource | None = None  # a bound session (bind_session)
         self._connectors: list[Connector] = []
@@ -103,7 +99,7 @@ class JevHost:
             workers = self._workers if self._workers is not None else WorkerPool(warm=self.config.warm_workers)
             if isinstance(workers, AbstractAsyncContextManager):
                 await self._stack.enter_async_context(workers)
-            self._tg = await self._stack.enter_async_context(anyio.create_task_group())
+            self._scheduler.start(await self._stack.enter_async_context(anyio.create_task_group()))
         except BaseException:
             await self._stack.aclose()
             raise
@@ -126,13 +122,7 @@ class JevHost:
             return
         self._closed = True
         with anyio.CancelScope(shield=True):
-            for run in list(self._queue):  # first, so that no queued run takes a freed slot
-                run.cancel()
-            for run in list(self._runs.values()):
-                run.cancel()
-            for run in list(self._runs.values()):
-                await run.done.wait()
-            self._runs.clear()
+            await self._scheduler.cancel_all()
             for connector in self._connectors:
                 await connector.aclose()
             await self.evaluator.aclose()
@@ -204,7 +194,7 @@ class JevHost:
 
         ev = self.evaluator.status()
         return HostStatus(ev.credentials, ev.model, ev.route,
-                          tuple(run.summary() for run in self._runs.values()), ev.mode, ev.problem,
+                          tuple(run.summary() for run in self._scheduler), ev.mode, ev.problem,
                           checker_status(self.config))
 
     def host_status(self) -> JsonObject:
@@ -253,13 +243,10 @@ class JevHost:
             self.capabilities.register(ref, capability.handler, capability.risk)
         self._connectors.append(connector)
 
-    # ------------------------------------------------------------------ the registry of runs
+    # ------------------------------------------------------------------ launching
 
     def _get(self, id: str) -> Run:
-        run = self._runs.get(id) if isinstance(id, str) else None
-        if run is None:
-            raise UnknownRun(str(id))
-        return run
+        return self._scheduler.get(id)
 
     def _session_text(self) -> str | None:
         """The bound session's latest real input, now."""
@@ -269,7 +256,7 @@ class JevHost:
                       observe: dict[str, Any] | None, intent: str | None = None,
                       grant: Iterable[str] | None = None) -> Run:
         await anyio.lowlevel.checkpoint_if_cancelled()
-        if self._closed or self._tg is None or self._services is None:
+        if self._closed or self._services is None:
             raise HostClosed("Jev host is closed" if self._closed else "Jev host is not started; "
                              "use `async with JevHost() as host`")
         # Without an intent of its own, a run's calls weigh the bound session's latest real input
@@ -279,70 +266,8 @@ class JevHost:
                                grant=grant, capabilities=self.capabilities, gate=self.policy,
                                session_bound=self._observers is not None, config=self.config)
         limits = self.config.effective_limits(admitted.program.limits)
-        config = self.config
-        if self._active >= config.max_concurrent_runs or self._queue:  # FIFO: none jumps the queue
-            if len(self._queue) >= config.max_queued_runs:
-                raise ConcurrencyLimitReached(
-                    f"Jev run queue is full ({len(self._queue)} waiting behind "
-                    f"{config.max_concurrent_runs} running; maxQueuedRuns {config.max_queued_runs})"
-                    if config.max_queued_runs else
-                    f"Jev concurrent-run limit reached ({config.max_concurrent_runs}; maxQueuedRuns is 0)")
-            run = queue_run(admitted, background=background, services=self._services, limits=limits,
-                            observers=self._observers)
-            run.left_queue = self._left_queue
-            self._queue.append(run)
-        else:
-            self._active += 1
-            try:
-                run = await load_run(admitted, background=background, services=self._services,
-                                     limits=limits, observers=self._observers)
-            except BaseException:
-                self._active -= 1
-                self._start_queued()
-                raise
-            self._tg.start_soon(partial(run.drive, self._released))
-        self._runs[run.id] = run
-        self._prune()
-        return run
-
-    def _released(self, run: Run) -> None:
-        """A run has ended: its slot goes to the first queued run, and it may now be pruned."""
-        self._active -= 1
-        self._start_queued()
-        self._prune()
-
-    def _left_queue(self, run: Run) -> None:
-        """A queued run was cancelled before it started."""
-        self._queue.remove(run)
-        self._prune()
-
-    def _start_queued(self) -> None:
-        """Give free slots to queued runs, oldest first."""
-        while self._queue and self._active < self.config.max_concurrent_runs and self._tg is not None:
-            run = self._queue.popleft()
-            run.start()
-            self._active += 1
-            self._tg.start_soon(self._load_and_drive, run)
-
-    async def _load_and_drive(self, run: Run) -> None:
-        """A run that waited: its launch already returned, so failing to load ends it `failed`."""
-        try:
-            await run.load()
-        except BaseException as exc:
-            run.end_unstarted(str(exc) if isinstance(exc, Exception) else "Jev host is closing")
-            self._released(run)
-            if not isinstance(exc, Exception):
-                raise
-            return
-        await run.drive(self._released)
-
-    def _prune(self) -> None:
-        """Drop the oldest terminal runs beyond maxRetainedRuns (running and queued ones are kept)."""
-        excess = len(self._runs) - self.config.max_retained_runs
-        if excess <= 0:
-            return
-        for rid in [rid for rid, r in self._runs.items() if r.state.terminal][:excess]:
-            del self._runs[rid]
+        return await self._scheduler.place(admitted, background=background, services=self._services,
+                                           limits=limits, observers=self._observers)
 
 
 def _deprecated(message: str) -> None:

@@ -1,29 +1,16 @@
-"""Capabilities: exact refs mapped to async handlers, and the connector protocol.
+"""The capability registry: exact refs mapped to async handlers, with their risks.
 
-`fabric_jev.protocol` re-exports the public names; they live here so the host
-can type its connectors without importing the layer above it.
+Only the host fills it. What a connector is and offers (`Connector`, `Capability`,
+`CallContext`) is `fabric_jev.capabilities`, below the host and the plugins; the
+names stay importable from here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
-
+from ..capabilities import CallContext, Capability, CapabilityHandler, Connector
 from ..contract.policy import RISKS, Risk
 from ..contract.program import REF_PATTERN
 from ..errors import CapabilityError
-
-CapabilityHandler = Callable[[Any, "CallContext"], Awaitable[Any]]
-
-
-@dataclass(frozen=True, slots=True)
-class CallContext:
-    """What a handler learns about its caller: the run, never the guest."""
-
-    run_id: str
-    run_name: str
-    ref: str
 
 
 class CapabilityRegistry:
@@ -61,23 +48,4 @@ class CapabilityRegistry:
         return sorted(self._handlers)
 
 
-@dataclass(frozen=True, slots=True)
-class Capability:
-    """One capability a connector offers."""
-
-    handler: CapabilityHandler
-    risk: Risk = "execute"
-    description: str = ""
-
-
-@runtime_checkable
-class Connector(Protocol):
-    name: str
-
-    def capabilities(self) -> Mapping[str, Capability]: ...
-
-    async def run_ended(self, run_id: str) -> None:
-        """Release what a run held (connections, handles). Called once per run."""
-        ...
-
-    async def aclose(self) -> None: ...
+__all__ = ["CallContext", "Capability", "CapabilityHandler", "CapabilityRegistry", "Connector"]

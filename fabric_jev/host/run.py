@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import anyio.abc
 
+from ..capabilities import Connector
 from ..contract.budget import RunBudget
 from ..contract.config import EffectiveLimits
 from ..contract.envelope import ApprovalCounts, Envelope, RunState, Usage
@@ -34,7 +35,6 @@ from .calls import CallServices, CapabilityCalls, EvaluationListener, Settler, a
 from .failures import describe_failure
 from .gate import AuditTrail
 from .observing import ObserverHandle, UserText, user_text
-from .registry import Connector
 from .ring import LogBuffer, ProgressRing
 
 if TYPE_CHECKING:
