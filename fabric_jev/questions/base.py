@@ -11,7 +11,7 @@ local evaluator's embedding evidence) is handed to it as an argument.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 
@@ -33,7 +33,7 @@ class AnswerChecks(Protocol):
 
     def probability(self, v: Any, where: str, what: str) -> float: ...
     def distribution(self, raw: Any, keys: list[str], where: str) -> dict[str, float]: ...
-    def finite(self, v: Any) -> bool: ...
+    def finite(self, v: object) -> bool: ...
     def key_names(self, keys: Any) -> str: ...
     def invalid(self, message: str) -> Exception: ...
 
@@ -108,11 +108,11 @@ class QuestionKind(ABC):
     # ---------------------------------------------------------------- eval
 
     @abstractmethod
-    def criteria_of(self, answer: dict[str, Any]) -> Any:
+    def criteria_of(self, answer: Mapping[str, Any]) -> Any:
         """The criteria an answer implies, as far as eval's metrics need them (its classes)."""
 
     @abstractmethod
-    def confidence(self, criteria: Any, answer: dict[str, Any]) -> float:
+    def confidence(self, criteria: Any, answer: Mapping[str, Any]) -> float:
         """The probability an answer gives the class it picks."""
 
     @abstractmethod

@@ -3,7 +3,7 @@ each option."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from .base import AnswerChecks, AskedQuestion, Evidence, QuestionKind
@@ -86,10 +86,10 @@ class Choice(QuestionKind):
         return {"type": "choice", "choice": names[best], "probabilities": dict(zip(names, probs, strict=True)),
                 "confidence": choice_confidence(probs)}
 
-    def criteria_of(self, answer: dict[str, Any]) -> Any:
+    def criteria_of(self, answer: Mapping[str, Any]) -> Any:
         return dict.fromkeys(answer["probabilities"])
 
-    def confidence(self, criteria: Any, answer: dict[str, Any]) -> float:
+    def confidence(self, criteria: Any, answer: Mapping[str, Any]) -> float:
         return float(answer["probabilities"][answer["choice"]])
 
     def label_for(self, criteria: Any, expected: Any) -> bool | str | int | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from .base import AnswerChecks, AskedQuestion, Evidence, QuestionKind
@@ -70,10 +70,10 @@ class Noul(QuestionKind):
     def adapted(self, q: AskedQuestion, probabilities: Sequence[float]) -> dict[str, Any]:
         return {"type": "noul", "noul": min(1.0, max(0.0, probabilities[1]))}
 
-    def criteria_of(self, answer: dict[str, Any]) -> Any:
+    def criteria_of(self, answer: Mapping[str, Any]) -> Any:
         return None
 
-    def confidence(self, criteria: Any, answer: dict[str, Any]) -> float:
+    def confidence(self, criteria: Any, answer: Mapping[str, Any]) -> float:
         p = float(answer["noul"])
         return max(p, 1.0 - p)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from .base import AnswerChecks, AskedQuestion, Evidence, QuestionKind
@@ -32,7 +32,7 @@ class Score(QuestionKind):
     def answer(self, q: AskedQuestion, raw: dict[str, Any], where: str, checks: AnswerChecks) -> dict[str, Any]:
         levels = q.criteria
         keys = [str(i) for i in range(len(levels))]
-        score = raw.get("score")
+        score: Any = raw.get("score")
         if not checks.finite(score) or not 0 <= score <= len(levels) - 1:
             raise checks.invalid(f"{where}: score is not a finite number in [0, {len(levels) - 1}]")
         return {
@@ -100,11 +100,11 @@ class Score(QuestionKind):
         return {"type": "score", "score": min(float(len(probs) - 1), max(0.0, score)),
                 "probabilities": _levels(probs), "confidence": score_confidence(probs)}
 
-    def criteria_of(self, answer: dict[str, Any]) -> Any:
+    def criteria_of(self, answer: Mapping[str, Any]) -> Any:
         legend = answer.get("legend")
         return list(legend.values()) if isinstance(legend, dict) else list(answer["probabilities"])
 
-    def confidence(self, criteria: Any, answer: dict[str, Any]) -> float:
+    def confidence(self, criteria: Any, answer: Mapping[str, Any]) -> float:
         level = min(len(criteria) - 1, max(0, round(float(answer["score"]))))
         return float(answer["probabilities"][str(level)])
 
