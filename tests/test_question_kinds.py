@@ -4,7 +4,7 @@ fourth kind, registered in-process only, is dispatched by every room that asks a
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
 import pytest
 
@@ -121,3 +121,18 @@ def test_eval_scores_a_fourth_kind_through_the_table(even: QuestionKind) -> None
     assert confidence_of(question, answer) == 0.8
     assert label_for(question, True) is True and label_for(question, 2) is None
     assert is_correct(answer, False) and not is_correct(answer, True)
+
+
+def test_the_request_models_and_the_type_names_are_the_tables_kinds() -> None:
+    # A kind's request model sits in contract/evaluation_shape.py (built on first use, advertised
+    # to MCP clients as one schema): this holds the two lists to one another.
+    from fabric_jev.contract.evaluation import QuestionType
+    from fabric_jev.contract.evaluation_shape import Question as RequestQuestion
+    from fabric_jev.contract.evaluation_shape import WireQuestion
+    from fabric_jev.evals.summary import QuestionSummary
+
+    for union in (RequestQuestion, WireQuestion):
+        models = get_args(get_args(union)[0])
+        assert [get_args(m.model_fields["type"].annotation) for m in models] == [(name,) for name in KINDS]
+    assert set(get_args(QuestionType)) == set(KINDS)
+    assert set(get_args(QuestionSummary.model_fields["type"].annotation)) == set(KINDS)
