@@ -25,7 +25,7 @@ from typing import Any
 
 from ..contract.evaluation import EvaluationRequest, Question
 from ..questions import kind_of
-from ..questions.text import LETTERS, NOUL_LABELS, render, score_labels
+from ..questions.common import LETTERS, NOUL_LABELS, render, score_labels
 
 SYSTEM = (
     "You are a careful judge. You read a state and answer one question about it with one label.\n"

@@ -33,20 +33,21 @@ import anyio.to_thread
 
 from ..contract.values import JsonValue
 from ..questions import kind_of
-
-# The heuristic's constants and pure helpers live with their kinds; their old names stay here.
 from ..questions.choice import CHOICE_TEMPERATURE as CHOICE_TEMPERATURE
+from ..questions.common import choice_confidence as choice_confidence
+from ..questions.common import declarative as declarative
+from ..questions.common import render as render
+from ..questions.common import score_confidence as score_confidence
 from ..questions.noul import NOUL_CENTER as NOUL_CENTER
 from ..questions.noul import NOUL_WIDTH as NOUL_WIDTH
 from ..questions.noul import PAIR_TEMPERATURE as PAIR_TEMPERATURE
 from ..questions.score import SCORE_SPREAD as SCORE_SPREAD
 from ..questions.score import SCORE_TEMPERATURE as SCORE_TEMPERATURE
-from ..questions.text import choice_confidence as choice_confidence
-from ..questions.text import declarative as declarative
-from ..questions.text import render as render
-from ..questions.text import score_confidence as score_confidence
 from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus, ProfileStatus, evaluation_deadline, known_status
 from .local_model import weights_problem
+
+# The heuristic's constants and pure helpers (above) live with their kinds, in questions/; their
+# old names stay importable from here.
 
 if TYPE_CHECKING:
     # numpy and the encoder load on the first answer, not when a command merely builds the

@@ -41,9 +41,9 @@ from typing import Any
 from ..contract.provenance import SampledReason
 from ..errors import AnswerInvalid
 from ..questions import kind_of
-from ..questions.text import LETTERS as LETTERS
-from ..questions.text import NOUL_LABELS as NOUL_LABELS
-from ..questions.text import score_labels as score_labels
+from ..questions.common import LETTERS as LETTERS
+from ..questions.common import NOUL_LABELS as NOUL_LABELS
+from ..questions.common import score_labels as score_labels
 
 #: Under this valid mass an answer is flagged (provenance `lowMass`): the model mostly wanted to
 #: say something else, so the renormalised distribution rests on little.

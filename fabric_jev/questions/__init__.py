@@ -6,8 +6,8 @@ tests; docs/architecture.md says what else a fourth kind needs (its request mode
 
 from __future__ import annotations
 
-from .base import AnswerChecks, AskedQuestion, Evidence, QuestionKind
 from .choice import Choice
+from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind
 from .noul import Noul
 from .score import Score
 

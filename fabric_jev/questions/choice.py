@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from .base import AnswerChecks, AskedQuestion, Evidence, QuestionKind
-from .text import LETTERS, choice_confidence, described, listing, render, softmax
+from .common import LETTERS, choice_confidence, described, listing, render, softmax
+from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind
 
 MAX_OPTIONS = 255
 MAX_OPTION_KEY_CHARS = 256

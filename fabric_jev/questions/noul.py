@@ -6,8 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from .base import AnswerChecks, AskedQuestion, Evidence, QuestionKind
-from .text import NOUL_LABELS, declarative, render, softmax
+from .common import NOUL_LABELS, declarative, render, softmax
+from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind
 
 # The local heuristic's, chosen by hand on the labeled set in tests/data/local_eval_set.json.
 NOUL_CENTER = 0.38

@@ -6,8 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from .base import AnswerChecks, AskedQuestion, Evidence, QuestionKind
-from .text import render, score_confidence, score_labels, softmax
+from .common import render, score_confidence, score_labels, softmax
+from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind
 
 MIN_LEVELS = 2
 MAX_LEVELS = 10
