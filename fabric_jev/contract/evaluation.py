@@ -17,6 +17,7 @@ from pydantic import ConfigDict, Field
 from .._json import JSONInputError, loads_bounded
 from .._surrogates import has_lone_surrogate
 from ..errors import AnswerInvalid, RequestInvalid
+from ..questions import kind_of
 from .json_basics import key_names, unknown_keys
 from .model_id import MODEL_ID_RULE
 from .provenance import Provenance
@@ -163,16 +164,7 @@ def validate_request(raw: object, *, max_bytes: int = 131_072, wire: bool = Fals
 def _refusal(exc: Any, raw: dict[str, Any]) -> str:
     """The first rule a request breaks, in contract §5's words, from the model's errors (in the
     order of its fields: state, then each question in turn, then model)."""
-    from .evaluation_shape import (
-        MAX_LEVELS,
-        MAX_OPTION_KEY_CHARS,
-        MAX_OPTIONS,
-        MAX_QUESTION_ID_CHARS,
-        MAX_QUESTIONS,
-        MIN_LEVELS,
-        EvaluateRequest,
-        NoulQuestion,
-    )
+    from .evaluation_shape import MAX_QUESTION_ID_CHARS, MAX_QUESTIONS, EvaluateRequest, NoulQuestion
 
     errors: list[dict[str, Any]] = exc.errors(include_url=False, include_context=False, include_input=False)
     extra = [e["loc"][0] for e in errors if e["type"] == "extra_forbidden" and len(e["loc"]) == 1]
@@ -200,19 +192,7 @@ def _refusal(exc: Any, raw: dict[str, Any]) -> str:
     qtype, field, inside = loc[2], loc[3], loc[4:]
     if field == "instructions":
         return f"{where} needs instructions (a string, array or object)"
-    if qtype == "choice":
-        if not inside:
-            return f"{where}: choice criteria must be an object of 1-{MAX_OPTIONS} options"
-        if inside[1:] == ("[key]",):
-            return f"{where}: option names must be 1-{MAX_OPTION_KEY_CHARS} characters"
-        return f"{where}: option {inside[0]!r} needs a description or null"
-    if qtype == "score":
-        if not inside:
-            return f"{where}: score criteria must be an array of {MIN_LEVELS}-{MAX_LEVELS} levels"
-        return f"{where}: every score level needs a description"
-    if len(inside) > 1:
-        return f"{where}: noul criteria values must be descriptions or null"
-    return f"{where}: noul criteria may only have 'true' and 'false' keys"
+    return kind_of(qtype).refusal(where, inside)
 
 
 # The messages below are made only when a check fails: a server validates every answer it gives,
@@ -242,39 +222,29 @@ def _distribution(raw: Any, keys: list[str], where: str) -> dict[str, float]:
     return probs
 
 
+class _Checks:
+    """The contract's number rules, as a question kind checks its answer with them."""
+
+    probability = staticmethod(_probability)
+    distribution = staticmethod(_distribution)
+    finite = staticmethod(is_finite_number)
+    key_names = staticmethod(key_names)
+
+    @staticmethod
+    def invalid(message: str) -> Exception:
+        return AnswerInvalid(message)
+
+
+_CHECKS = _Checks()
+
+
 def _answer(q: Question, raw: Any) -> dict[str, Any]:
     where = f"answer to {q.id!r}"
     if not isinstance(raw, dict):
         raise AnswerInvalid(f"{where} is not an object")
     if raw.get("type", q.type) != q.type:
         raise AnswerInvalid(f"{where} has type {raw.get('type')!r}, expected {q.type!r}")
-    if q.type == "noul":
-        return {"type": "noul", "noul": _probability(raw.get("noul"), where, "noul")}
-    if q.type == "choice":
-        options = list(q.criteria)
-        choice = raw.get("choice")
-        if not isinstance(choice, str) or choice not in q.criteria:
-            shown = key_names(options[:16]) + (f" and {len(options) - 16} more" if len(options) > 16 else "")
-            raise AnswerInvalid(f"{where}: choice is not one of the options ({shown})")
-        return {
-            "type": "choice",
-            "choice": choice,
-            "probabilities": _distribution(raw.get("probabilities"), options, where),
-            "confidence": _probability(raw.get("confidence"), where, "confidence"),
-        }
-    levels = q.criteria
-    keys = [str(i) for i in range(len(levels))]
-    score = raw.get("score")
-    if (not is_finite_number(score)
-            or not 0 <= score <= len(levels) - 1):
-        raise AnswerInvalid(f"{where}: score is not a finite number in [0, {len(levels) - 1}]")
-    return {
-        "type": "score",
-        "score": float(score),
-        "legend": dict(zip(keys, levels, strict=True)),
-        "probabilities": _distribution(raw.get("probabilities"), keys, where),
-        "confidence": _probability(raw.get("confidence"), where, "confidence"),
-    }
+    return kind_of(q.type).answer(q, raw, where, _CHECKS)
 
 
 #: Token counts past this are no integer a JSON reader holds exactly (2**53 - 1).

@@ -18,14 +18,12 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 from typing_extensions import TypedDict
 
+from ..questions.choice import MAX_OPTION_KEY_CHARS, MAX_OPTIONS
+from ..questions.score import MAX_LEVELS, MIN_LEVELS
 from .model_id import MODEL_ID_MAX_CHARS, MODEL_ID_PATTERN, is_model_id
 
 MAX_QUESTIONS = 128
 MAX_QUESTION_ID_CHARS = 128
-MAX_OPTIONS = 255
-MAX_OPTION_KEY_CHARS = 256
-MIN_LEVELS = 2
-MAX_LEVELS = 10
 
 _STRICT = ConfigDict(strict=True, extra="forbid", defer_build=True)
 

@@ -37,6 +37,7 @@ from pydantic import JsonValue as Json  # a model field's JSON: pydantic's own r
 from ..contract.envelope import RunState
 from ..contract.values import JsonValue
 from ..contract.wire_model import WireModel, omit_none
+from ..questions import KINDS
 from .compare import EvalSettings, FieldVerdict, compare, leaves, passed
 from .dataset import BadLine, EvalCase, Key
 
@@ -198,7 +199,7 @@ def _judgments(raw: object) -> tuple[RecordedJudgment, ...]:
             raise ValueError("a judgment is {answers, usage, provenance}")
         answers, usage, provenance = item["answers"], item["usage"], item["provenance"]
         if not isinstance(answers, dict) or not all(isinstance(a, dict) and a.get("type") in
-                                                    ("noul", "choice", "score") for a in answers.values()):
+                                                    KINDS for a in answers.values()):
             raise ValueError("a judgment's answers are typed answers by question id")
         if not isinstance(usage, dict) or not isinstance(provenance, dict):
             raise ValueError("a judgment's usage and provenance are objects")

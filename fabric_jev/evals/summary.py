@@ -36,6 +36,7 @@ from ..contract.evaluation import Question
 from ..contract.values import JsonValue
 from ..contract.wire_model import WireModel, validate_json_object
 from ..errors import EvalError
+from ..questions import kind_of
 from . import stats
 from .compare import EvalSettings, FieldKind, field_kind, leaves
 from .dataset import BadLine, Dataset
@@ -48,9 +49,6 @@ WORST_KEPT = 20
 NONE_LABEL = "(none)"
 #: Provenance keys that describe one evaluation rather than its answerer (left out of a cell's list).
 PER_EVALUATION = frozenset({"validMass", "lowMass", "sampled", "sampledReasons"})
-#: Which question types map straight to which kinds of field.
-_FITS: dict[str, tuple[FieldKind, ...]] = {"noul": ("boolean",), "choice": ("enum", "string"),
-                                            "score": ("number",)}
 
 
 class _Model(WireModel):
@@ -239,36 +237,17 @@ class EvalSummary(_Model):
 def question_of(qid: str, answer: Mapping[str, Any]) -> Question:
     """The question an answer answers, as far as the metrics need it (type and classes)."""
     kind = answer["type"]
-    if kind == "choice":
-        return Question(qid, "choice", None, dict.fromkeys(answer["probabilities"]))
-    if kind == "score":
-        legend = answer.get("legend")
-        levels = list(legend.values()) if isinstance(legend, dict) else list(answer["probabilities"])
-        return Question(qid, "score", None, levels)
-    return Question(qid, "noul", None, None)
+    return Question(qid, kind, None, kind_of(kind).criteria_of(answer))
 
 
 def confidence_of(question: Question, answer: Mapping[str, Any]) -> float:
     """The probability an answer gives the class it picks (noul: max(p, 1 − p))."""
-    if question.type == "noul":
-        p = float(answer["noul"])
-        return max(p, 1.0 - p)
-    if question.type == "choice":
-        return float(answer["probabilities"][answer["choice"]])
-    level = min(len(question.criteria) - 1, max(0, round(float(answer["score"]))))
-    return float(answer["probabilities"][str(level)])
+    return kind_of(question.type).confidence(question.criteria, answer)
 
 
 def label_for(question: Question, expected: JsonValue) -> bool | str | int | None:
     """The class an expected field value names for this question, or None if it names none."""
-    if question.type == "noul":
-        return expected if isinstance(expected, bool) else None
-    if question.type == "choice":
-        return expected if isinstance(expected, str) and expected in question.criteria else None
-    if isinstance(expected, bool) or not isinstance(expected, int | float):
-        return None
-    level = round(expected)
-    return level if 0 <= level < len(question.criteria) and abs(level - expected) < 1e-9 else None
+    return kind_of(question.type).label_for(question.criteria, expected)
 
 
 def label_text(value: JsonValue) -> str:
@@ -332,7 +311,7 @@ def _question_summaries(records: Sequence[EvalRecord], kinds: Mapping[str, Field
         kind = asked[0][1]["type"]
         asked = [(r, a) for r, a in asked if a["type"] == kind]
         field = settings.questions.get(qid)
-        if field is None and qid in kinds and kinds[qid] in _FITS[kind]:
+        if field is None and qid in kinds and kinds[qid] in kind_of(kind).fits:
             field = qid
         outcomes: list[AnswerOutcome] = []
         confidences: list[float] = []

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract.evaluation import validate_request
+from ..questions import kind_of
 
 
 def load_labeled_set(path: str | Path) -> list[dict[str, Any]]:
@@ -16,12 +17,7 @@ def load_labeled_set(path: str | Path) -> list[dict[str, Any]]:
 
 
 def is_correct(answer: dict[str, Any], label: Any) -> bool:
-    kind = answer["type"]
-    if kind == "noul":
-        return bool((answer["noul"] >= 0.5) == bool(label))
-    if kind == "choice":
-        return bool(answer["choice"] == label)
-    return bool(round(answer["score"]) == label)
+    return kind_of(answer["type"]).is_correct(answer, label)
 
 
 def accuracy(answer_fn: Any, items: list[dict[str, Any]]) -> dict[str, Any]:

@@ -36,6 +36,7 @@ import httpx
 from ..contract.evaluation import MAX_DEPTH, MAX_RESPONSE_BYTES, Evaluation, EvaluationRequest, validate_answers
 from ..contract.provenance import Provenance, SampledReason
 from ..errors import AnswerInvalid, ConfigError, EvaluationError, UpstreamError
+from ..questions import kind_of
 from .backoff import DEFAULT_RETRIES, MAX_RETRIES, retry_delay
 from .base import NO_CREDENTIALS_NEEDED, CredentialStatus, EvaluatorStatus, Mode, evaluation_deadline
 from .bounded_body import read_capped
@@ -232,10 +233,10 @@ class LlmEvaluator:
 
         async def question(q_index: int) -> tuple[tuple[float, ...], float]:
             q = request.questions[q_index]
-            if q.type != "choice" or len(q.criteria) <= 26:
+            keys = kind_of(q.type).rounds(q)
+            if keys is None:
                 reading = await read(ask(q))
                 return reading.probabilities, reading.valid_mass
-            keys = list(q.criteria)
             groups = rounds(len(keys))
             readings = await _gather([partial(read, ask(q, [keys[i] for i in g])) for g in groups])
             winners = [max(range(len(r.probabilities)), key=r.probabilities.__getitem__) for r in readings]
@@ -264,7 +265,7 @@ class LlmEvaluator:
         for q, (probabilities, mass) in zip(request.questions, results, strict=True):
             if profile is not None and (q.id not in sampled or profile.applies_to("samples")):
                 probabilities = temper(probabilities, profile.temperature(q.type))
-            keys = list(q.criteria) if q.type == "choice" else [str(i) for i in range(len(probabilities))]
+            keys = kind_of(q.type).readout_keys(q, probabilities)
             answers[q.id] = answer(q.type, keys, probabilities)
             valid[q.id] = round(mass, 6)
         model = replies[0].model if replies else self.model

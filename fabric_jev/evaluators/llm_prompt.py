@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..contract.evaluation import EvaluationRequest, Question
-from .local import render
-from .readout import LETTERS, NOUL_LABELS, score_labels
+from ..questions import kind_of
+from ..questions.common import LETTERS, NOUL_LABELS, render, score_labels
 
 SYSTEM = (
     "You are a careful judge. You read a state and answer one question about it with one label.\n"
@@ -50,15 +50,6 @@ def state_block(state: Any) -> str:
     return f"<{tag}>\n{text}\n</{tag}>\n\n"
 
 
-def _described(name: str, description: Any) -> str:
-    text = render(description).strip()
-    return f"{name}: {text}" if text else name
-
-
-def _listing(labels: Sequence[str]) -> str:
-    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " or " + labels[-1]
-
-
 @dataclass(frozen=True, slots=True)
 class Ask:
     """One request's worth of one question: the question text, its labels and what each label stands for."""
@@ -74,29 +65,8 @@ def ask(question: Question, options: Sequence[str] | None = None) -> Ask:
     """The question's text and labels; for a choice, `options` (default: all) are the ones shown."""
     instructions = render(question.instructions).strip()
     lines = [f"Question: {instructions}" if instructions else "Question:"]
-    if question.type == "noul":
-        criteria = question.criteria or {}
-        if criteria.get("true") is not None:
-            lines.append(f"Answer Yes if: {render(criteria['true']).strip()}")
-        if criteria.get("false") is not None:
-            lines.append(f"Answer No if: {render(criteria['false']).strip()}")
-        labels: tuple[str, ...] = NOUL_LABELS
-        keys: tuple[str, ...] = ("true", "false")
-        lines.append("Answer Yes or No.")
-    elif question.type == "choice":
-        keys = tuple(options if options is not None else question.criteria)
-        labels = LETTERS[:len(keys)]
-        lines.append("Options:")
-        lines += [f"{label}. {_described(key, question.criteria[key])}"
-                  for label, key in zip(labels, keys, strict=True)]
-        lines.append(f"Answer with one letter: {_listing(labels)}.")
-    else:
-        levels = question.criteria
-        labels = score_labels(len(levels))
-        keys = labels
-        lines.append("Levels:")
-        lines += [f"{label}. {render(level).strip()}" for label, level in zip(labels, levels, strict=True)]
-        lines.append(f"Answer with one digit from 0 to {len(levels) - 1}.")
+    more, labels, keys = kind_of(question.type).prompt(question, options)
+    lines += more
     return Ask(question, "\n".join(lines), labels, keys)
 
 
@@ -105,12 +75,7 @@ def request_labels(request: EvaluationRequest) -> tuple[str, ...]:
     request offers (the same tool for every question, so the prompt prefix stays the same)."""
     wanted: set[str] = set()
     for q in request.questions:
-        if q.type == "noul":
-            wanted.update(NOUL_LABELS)
-        elif q.type == "choice":
-            wanted.update(LETTERS[:min(len(q.criteria), len(LETTERS))])
-        else:
-            wanted.update(score_labels(len(q.criteria)))
+        wanted.update(kind_of(q.type).labels(q))
     order = [*LETTERS, *NOUL_LABELS, *score_labels(10)]
     return tuple(label for label in order if label in wanted)
 

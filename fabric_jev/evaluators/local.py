@@ -22,8 +22,6 @@ of the other questions and of their order):
 
 from __future__ import annotations
 
-import json
-import math
 import re
 import threading
 from collections import OrderedDict
@@ -34,8 +32,22 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from ..contract.values import JsonValue
+from ..questions import kind_of
+from ..questions.choice import CHOICE_TEMPERATURE as CHOICE_TEMPERATURE
+from ..questions.common import choice_confidence as choice_confidence
+from ..questions.common import declarative as declarative
+from ..questions.common import render as render
+from ..questions.common import score_confidence as score_confidence
+from ..questions.noul import NOUL_CENTER as NOUL_CENTER
+from ..questions.noul import NOUL_WIDTH as NOUL_WIDTH
+from ..questions.noul import PAIR_TEMPERATURE as PAIR_TEMPERATURE
+from ..questions.score import SCORE_SPREAD as SCORE_SPREAD
+from ..questions.score import SCORE_TEMPERATURE as SCORE_TEMPERATURE
 from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus, ProfileStatus, evaluation_deadline, known_status
 from .local_model import weights_problem
+
+# The heuristic's constants and pure helpers (above) live with their kinds, in questions/; their
+# old names stay importable from here.
 
 if TYPE_CHECKING:
     # numpy and the encoder load on the first answer, not when a command merely builds the
@@ -51,58 +63,7 @@ if TYPE_CHECKING:
 
 MODEL_NAME = "fabric-jev-local-minilm (heuristic, uncalibrated)"
 ADAPTED_MODEL = "fabric-jev-local-minilm+profile:{name}"
-# Chosen by hand on the labeled set in tests/data/local_eval_set.json.
-NOUL_CENTER = 0.38
-NOUL_WIDTH = 0.06
-PAIR_TEMPERATURE = 0.04
-CHOICE_TEMPERATURE = 0.03
-SCORE_TEMPERATURE = 0.03
-SCORE_SPREAD = 0.6
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
-_AUX = re.compile(r"^(does|do|did|is|are|was|were|has|have|had|can|could|will|would|should|"
-                  r"may|might|must)\s+", re.IGNORECASE)
-
-
-def render(value: Any) -> str:
-    """Text for a state, an instruction or a description (strings stay as they are)."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "\n".join(render(v) for v in value)
-    if isinstance(value, dict):
-        return "\n".join(f"{k}: {render(v)}" for k, v in value.items())
-    return json.dumps(value)
-
-
-def declarative(question: str) -> str:
-    """'Does the text ask for a refund?' → 'the text ask for a refund'."""
-    text = question.strip().rstrip("?").strip()
-    return _AUX.sub("", text, count=1) or text
-
-
-def _softmax(xs: list[float], temperature: float) -> list[float]:
-    m = max(xs)
-    es = [math.exp((x - m) / temperature) for x in xs]
-    total = sum(es)
-    return [e / total for e in es]
-
-
-def choice_confidence(probs: list[float]) -> float:
-    n = len(probs)
-    return 1.0 if n <= 1 else max(0.0, (max(probs) - 1 / n) / (1 - 1 / n))
-
-
-def score_confidence(probs: list[float]) -> float:
-    """1 − (spread around the mode ÷ the spread of a uniform distribution)."""
-    n = len(probs)
-    if n <= 1:
-        return 1.0
-    mode = max(range(n), key=lambda i: probs[i])
-    spread = sum(p * abs(i - mode) for i, p in enumerate(probs))
-    uniform = sum(abs(i - (n - 1) / 2) for i in range(n)) / n
-    return max(0.0, min(1.0, 1 - spread / uniform))
 
 
 class LocalEvaluator:
@@ -171,48 +132,6 @@ class LocalEvaluator:
 
     # ------------------------------------------------------------------ answers
 
-    def _noul(self, pieces: list[np.ndarray[Any, Any]], q: Question) -> dict[str, Any]:
-        criteria = q.criteria or {}
-        question = render(q.instructions)
-        yes_text = render(criteria.get("true")) or declarative(question)
-        if not yes_text:
-            return {"noul": 0.5}
-        yes = self._evidence(pieces, yes_text)
-        no_text = render(criteria.get("false"))
-        if no_text:
-            p = _softmax([yes, self._evidence(pieces, no_text)], PAIR_TEMPERATURE)[0]
-        else:
-            p = 1 / (1 + math.exp(-(yes - NOUL_CENTER) / NOUL_WIDTH))
-        return {"noul": min(1.0, max(0.0, p))}
-
-    def _choice(self, pieces: list[np.ndarray[Any, Any]], q: Question) -> dict[str, Any]:
-        names = list(q.criteria)
-        sims = []
-        for name in names:
-            desc = render(q.criteria[name])
-            sims.append(self._evidence(pieces, f"{name}: {desc}" if desc else name))
-        probs = _softmax(sims, CHOICE_TEMPERATURE)
-        best = max(range(len(names)), key=lambda i: probs[i])
-        return {"choice": names[best], "probabilities": dict(zip(names, probs, strict=True)),
-                "confidence": choice_confidence(probs)}
-
-    def _score(self, pieces: list[np.ndarray[Any, Any]], q: Question) -> dict[str, Any]:
-        levels = [render(level) for level in q.criteria]
-        n = len(levels)
-        sims = [self._evidence(pieces, level) for level in levels]
-        by_level = _softmax(sims, SCORE_TEMPERATURE)
-        from_levels = sum(i * p for i, p in enumerate(by_level))
-        # The ordinal axis: how much closer the state is to the top level than the bottom one.
-        axis = (n - 1) / (1 + math.exp(-(sims[-1] - sims[0]) / SCORE_TEMPERATURE))
-        position = (from_levels + axis) / 2
-        weights = [math.exp(-((i - position) ** 2) / (2 * SCORE_SPREAD ** 2)) for i in range(n)]
-        total = sum(weights)
-        probs = [w / total for w in weights]
-        score = sum(i * p for i, p in enumerate(probs))
-        return {"score": min(float(n - 1), max(0.0, score)),
-                "probabilities": {str(i): p for i, p in enumerate(probs)},
-                "confidence": score_confidence(probs)}
-
     def answer_sync(self, request: EvaluationRequest) -> Evaluation:
         return self._answer(request)
 
@@ -225,23 +144,7 @@ class LocalEvaluator:
         from .profile import answer_distribution
 
         probs = model.adapt(answer_distribution(q, prior), state, terms() if model.lexical else None)
-        if q.type == "noul":
-            return {"type": "noul", "noul": min(1.0, max(0.0, probs[1]))}
-        if q.type == "choice":
-            names = list(q.criteria)
-            best = max(range(len(names)), key=lambda i: probs[i])
-            return {"type": "choice", "choice": names[best],
-                    "probabilities": dict(zip(names, probs, strict=True)),
-                    "confidence": choice_confidence(probs)}
-        # The expected level, kept within half a level of the most probable one so that rounding
-        # the score names the level the profile believes in (an expectation alone can land between
-        # two likely levels on a third, unlikely one).
-        mode = max(range(len(probs)), key=lambda i: probs[i])
-        expected = sum(i * p for i, p in enumerate(probs))
-        score = mode + min(0.49, max(-0.49, expected - mode))
-        return {"type": "score", "score": min(float(len(probs) - 1), max(0.0, score)),
-                "probabilities": {str(i): p for i, p in enumerate(probs)},
-                "confidence": score_confidence(probs)}
+        return kind_of(q.type).adapted(q, probs)
 
     def _answer(self, request: EvaluationRequest) -> Evaluation:
         from ..contract.evaluation import validate_answers
@@ -253,12 +156,7 @@ class LocalEvaluator:
         answers: dict[str, Any] = {}
         adapted = 0
         for q in request.questions:
-            if q.type == "noul":
-                answers[q.id] = {"type": "noul", **self._noul(pieces, q)}
-            elif q.type == "choice":
-                answers[q.id] = {"type": "choice", **self._choice(pieces, q)}
-            else:
-                answers[q.id] = {"type": "score", **self._score(pieces, q)}
+            answers[q.id] = {"type": q.type, **kind_of(q.type).heuristic(q, partial(self._evidence, pieces))}
             better = self._adapt(q, answers[q.id], pieces[0], terms)
             if better is not None:
                 answers[q.id] = better

@@ -46,6 +46,7 @@ from ..contract.evaluation import Question, validate_request
 from ..contract.values import is_finite_number
 from ..contract.wire_model import WireModel, omit_none
 from ..errors import EvaluationError, ProfileInvalid
+from ..questions import kind_of
 from .lexical import MAX_PROFILE_IDS, LexicalIndex, b64decode, decode_docs, encode_docs
 
 if TYPE_CHECKING:
@@ -97,16 +98,12 @@ def example_key(state: Any, question: Question) -> str:
 
 
 def class_count(question: Question) -> int:
-    return 2 if question.type == "noul" else len(question.criteria)
+    return len(kind_of(question.type).classes(question))
 
 
 def answer_distribution(question: Question, answer: dict[str, Any]) -> list[float]:
     """An answer's probabilities over the question's classes (no/yes, options, levels) in order."""
-    if question.type == "noul":
-        return [1.0 - float(answer["noul"]), float(answer["noul"])]
-    if question.type == "choice":
-        return [float(answer["probabilities"][name]) for name in question.criteria]
-    return [float(answer["probabilities"][str(i)]) for i in range(len(question.criteria))]
+    return kind_of(question.type).distribution(question, answer)
 
 
 @cache

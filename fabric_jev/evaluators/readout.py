@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 import re
-import string
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +40,10 @@ from typing import Any
 
 from ..contract.provenance import SampledReason
 from ..errors import AnswerInvalid
+from ..questions import kind_of
+from ..questions.common import LETTERS as LETTERS
+from ..questions.common import NOUL_LABELS as NOUL_LABELS
+from ..questions.common import score_labels as score_labels
 
 #: Under this valid mass an answer is flagged (provenance `lowMass`): the model mostly wanted to
 #: say something else, so the renormalised distribution rests on little.
@@ -48,9 +51,7 @@ LOW_MASS = 0.5
 #: How many next tokens a logprobs request asks for (OpenAI's maximum).
 TOP_LOGPROBS = 20
 #: Labels one choice round can use.
-LETTERS = tuple(string.ascii_uppercase)
 MAX_ROUND = len(LETTERS)
-NOUL_LABELS = ("Yes", "No")
 #: Added to each label's count when reading samples.
 SAMPLE_PRIOR = 0.5
 #: Temperatures a profile may hold.
@@ -120,10 +121,6 @@ def spelling(token: str) -> str:
     text = unicodedata.normalize("NFKC", _invisible(token))
     text = _invisible(text).strip().casefold()
     return unicodedata.normalize("NFKC", text).strip()
-
-
-def score_labels(levels: int) -> tuple[str, ...]:
-    return tuple(str(i) for i in range(levels))
 
 
 def rounds(options: int) -> list[range]:
@@ -235,23 +232,10 @@ def combine_rounds(groups: Sequence[Reading], final: Reading, winners: Sequence[
 def answer(qtype: str, keys: Sequence[str], probabilities: Sequence[float]) -> dict[str, Any]:
     """The wire answer for a question of `qtype` whose labels stand for `keys`, from their probabilities.
 
-    The one definition of an LLM route's answer, its confidence included (`choice_confidence`,
-    `score_confidence`): the route builds every answer with it, and `learn`'s report builds the
+    The one door to an LLM route's answer, its confidence included (each kind's `readout`, in
+    questions/): the route builds every answer with it, and `learn`'s report builds the
     tempered answers it measures with it too (calibration.learn_temperatures.tempered)."""
-    from .local import choice_confidence, score_confidence
-
-    probs = list(probabilities)
-    if qtype == "noul":
-        return {"type": "noul", "noul": probs[0]}
-    best = max(range(len(probs)), key=lambda i: probs[i])
-    if qtype == "choice":
-        return {"type": "choice", "choice": keys[best], "probabilities": dict(zip(keys, probs, strict=True)),
-                "confidence": choice_confidence(probs)}
-    # The expected level: the wire's rule (a score is Σ i·p, jevcompat's score.expectation). The most
-    # probable level is the largest of `probabilities`; between two likely levels they can differ.
-    score = sum(i * p for i, p in enumerate(probs))
-    return {"type": "score", "score": min(float(len(probs) - 1), max(0.0, score)),
-            "probabilities": {str(i): p for i, p in enumerate(probs)}, "confidence": score_confidence(probs)}
+    return kind_of(qtype).readout(keys, list(probabilities))
 
 
 __all__ = ["LETTERS", "LOW_MASS", "MASS_TOLERANCE", "MAX_ROUND", "NOUL_LABELS", "POSITIVE_TOLERANCE", "SAMPLE_PRIOR",

@@ -1,0 +1,99 @@
+"""choice: one option among named ones; the answer is the option's key, with a probability for
+each option."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from .common import LETTERS, choice_confidence, described, listing, render, softmax
+from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind
+
+MAX_OPTIONS = 255
+MAX_OPTION_KEY_CHARS = 256
+#: The local heuristic's, chosen by hand on the labeled set in tests/data/local_eval_set.json.
+CHOICE_TEMPERATURE = 0.03
+
+
+class Choice(QuestionKind):
+    name: ClassVar[str] = "choice"
+    fits: ClassVar[tuple[str, ...]] = ("enum", "string")
+
+    def refusal(self, where: str, inside: tuple[Any, ...]) -> str:
+        if not inside:
+            return f"{where}: choice criteria must be an object of 1-{MAX_OPTIONS} options"
+        if inside[1:] == ("[key]",):
+            return f"{where}: option names must be 1-{MAX_OPTION_KEY_CHARS} characters"
+        return f"{where}: option {inside[0]!r} needs a description or null"
+
+    def answer(self, q: AskedQuestion, raw: dict[str, Any], where: str, checks: AnswerChecks) -> dict[str, Any]:
+        options = list(q.criteria)
+        choice = raw.get("choice")
+        if not isinstance(choice, str) or choice not in q.criteria:
+            shown = checks.key_names(options[:16]) + (f" and {len(options) - 16} more" if len(options) > 16 else "")
+            raise checks.invalid(f"{where}: choice is not one of the options ({shown})")
+        return {
+            "type": "choice",
+            "choice": choice,
+            "probabilities": checks.distribution(raw.get("probabilities"), options, where),
+            "confidence": checks.probability(raw.get("confidence"), where, "confidence"),
+        }
+
+    def classes(self, q: AskedQuestion) -> list[str]:
+        return list(q.criteria)
+
+    def distribution(self, q: AskedQuestion, answer: dict[str, Any]) -> list[float]:
+        return [float(answer["probabilities"][name]) for name in q.criteria]
+
+    def prompt(self, q: AskedQuestion, options: Sequence[str] | None) -> tuple[list[str], tuple[str, ...],
+                                                                               tuple[str, ...]]:
+        keys = tuple(options if options is not None else q.criteria)
+        labels = LETTERS[:len(keys)]
+        lines = ["Options:"]
+        lines += [f"{label}. {described(key, q.criteria[key])}" for label, key in zip(labels, keys, strict=True)]
+        lines.append(f"Answer with one letter: {listing(labels)}.")
+        return lines, labels, keys
+
+    def labels(self, q: AskedQuestion) -> tuple[str, ...]:
+        return LETTERS[:min(len(q.criteria), len(LETTERS))]
+
+    def rounds(self, q: AskedQuestion) -> list[str] | None:
+        return list(q.criteria) if len(q.criteria) > len(LETTERS) else None
+
+    def readout_keys(self, q: AskedQuestion, probabilities: Sequence[float]) -> list[str]:
+        return list(q.criteria)
+
+    def readout(self, keys: Sequence[str], probabilities: list[float]) -> dict[str, Any]:
+        best = max(range(len(probabilities)), key=lambda i: probabilities[i])
+        return {"type": "choice", "choice": keys[best], "probabilities": dict(zip(keys, probabilities, strict=True)),
+                "confidence": choice_confidence(probabilities)}
+
+    def heuristic(self, q: AskedQuestion, evidence: Evidence) -> dict[str, Any]:
+        names = list(q.criteria)
+        sims = []
+        for name in names:
+            desc = render(q.criteria[name])
+            sims.append(evidence(f"{name}: {desc}" if desc else name))
+        probs = softmax(sims, CHOICE_TEMPERATURE)
+        best = max(range(len(names)), key=lambda i: probs[i])
+        return {"choice": names[best], "probabilities": dict(zip(names, probs, strict=True)),
+                "confidence": choice_confidence(probs)}
+
+    def adapted(self, q: AskedQuestion, probabilities: Sequence[float]) -> dict[str, Any]:
+        probs = list(probabilities)
+        names = list(q.criteria)
+        best = max(range(len(names)), key=lambda i: probs[i])
+        return {"type": "choice", "choice": names[best], "probabilities": dict(zip(names, probs, strict=True)),
+                "confidence": choice_confidence(probs)}
+
+    def criteria_of(self, answer: Mapping[str, Any]) -> Any:
+        return dict.fromkeys(answer["probabilities"])
+
+    def confidence(self, criteria: Any, answer: Mapping[str, Any]) -> float:
+        return float(answer["probabilities"][answer["choice"]])
+
+    def label_for(self, criteria: Any, expected: Any) -> bool | str | int | None:
+        return expected if isinstance(expected, str) and expected in criteria else None
+
+    def is_correct(self, answer: dict[str, Any], label: Any) -> bool:
+        return bool(answer["choice"] == label)

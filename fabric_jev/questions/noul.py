@@ -1,0 +1,84 @@
+"""noul: a yes-or-no question; the answer is the probability of yes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from .common import NOUL_LABELS, declarative, render, softmax
+from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind
+
+# The local heuristic's, chosen by hand on the labeled set in tests/data/local_eval_set.json.
+NOUL_CENTER = 0.38
+NOUL_WIDTH = 0.06
+PAIR_TEMPERATURE = 0.04
+
+
+class Noul(QuestionKind):
+    name: ClassVar[str] = "noul"
+    fits: ClassVar[tuple[str, ...]] = ("boolean",)
+
+    def refusal(self, where: str, inside: tuple[Any, ...]) -> str:
+        if len(inside) > 1:
+            return f"{where}: noul criteria values must be descriptions or null"
+        return f"{where}: noul criteria may only have 'true' and 'false' keys"
+
+    def answer(self, q: AskedQuestion, raw: dict[str, Any], where: str, checks: AnswerChecks) -> dict[str, Any]:
+        return {"type": "noul", "noul": checks.probability(raw.get("noul"), where, "noul")}
+
+    def classes(self, q: AskedQuestion) -> list[str]:
+        return ["false", "true"]
+
+    def distribution(self, q: AskedQuestion, answer: dict[str, Any]) -> list[float]:
+        return [1.0 - float(answer["noul"]), float(answer["noul"])]
+
+    def prompt(self, q: AskedQuestion, options: Sequence[str] | None) -> tuple[list[str], tuple[str, ...],
+                                                                               tuple[str, ...]]:
+        criteria = q.criteria or {}
+        lines = []
+        if criteria.get("true") is not None:
+            lines.append(f"Answer Yes if: {render(criteria['true']).strip()}")
+        if criteria.get("false") is not None:
+            lines.append(f"Answer No if: {render(criteria['false']).strip()}")
+        lines.append("Answer Yes or No.")
+        return lines, NOUL_LABELS, ("true", "false")
+
+    def labels(self, q: AskedQuestion) -> tuple[str, ...]:
+        return NOUL_LABELS
+
+    def readout_keys(self, q: AskedQuestion, probabilities: Sequence[float]) -> list[str]:
+        return [str(i) for i in range(len(probabilities))]
+
+    def readout(self, keys: Sequence[str], probabilities: list[float]) -> dict[str, Any]:
+        return {"type": "noul", "noul": probabilities[0]}
+
+    def heuristic(self, q: AskedQuestion, evidence: Evidence) -> dict[str, Any]:
+        criteria = q.criteria or {}
+        question = render(q.instructions)
+        yes_text = render(criteria.get("true")) or declarative(question)
+        if not yes_text:
+            return {"noul": 0.5}
+        yes = evidence(yes_text)
+        no_text = render(criteria.get("false"))
+        if no_text:
+            p = softmax([yes, evidence(no_text)], PAIR_TEMPERATURE)[0]
+        else:
+            p = 1 / (1 + math.exp(-(yes - NOUL_CENTER) / NOUL_WIDTH))
+        return {"noul": min(1.0, max(0.0, p))}
+
+    def adapted(self, q: AskedQuestion, probabilities: Sequence[float]) -> dict[str, Any]:
+        return {"type": "noul", "noul": min(1.0, max(0.0, probabilities[1]))}
+
+    def criteria_of(self, answer: Mapping[str, Any]) -> Any:
+        return None
+
+    def confidence(self, criteria: Any, answer: Mapping[str, Any]) -> float:
+        p = float(answer["noul"])
+        return max(p, 1.0 - p)
+
+    def label_for(self, criteria: Any, expected: Any) -> bool | str | int | None:
+        return expected if isinstance(expected, bool) else None
+
+    def is_correct(self, answer: dict[str, Any], label: Any) -> bool:
+        return bool((answer["noul"] >= 0.5) == bool(label))

@@ -1,0 +1,118 @@
+"""score: a position on ordered levels; the answer is the probability-weighted level."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from .common import render, score_confidence, score_labels, softmax
+from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind
+
+MIN_LEVELS = 2
+MAX_LEVELS = 10
+# The local heuristic's, chosen by hand on the labeled set in tests/data/local_eval_set.json.
+SCORE_TEMPERATURE = 0.03
+SCORE_SPREAD = 0.6
+
+
+def _levels(probabilities: Sequence[float]) -> dict[str, float]:
+    return {str(i): p for i, p in enumerate(probabilities)}
+
+
+class Score(QuestionKind):
+    name: ClassVar[str] = "score"
+    fits: ClassVar[tuple[str, ...]] = ("number",)
+
+    def refusal(self, where: str, inside: tuple[Any, ...]) -> str:
+        if not inside:
+            return f"{where}: score criteria must be an array of {MIN_LEVELS}-{MAX_LEVELS} levels"
+        return f"{where}: every score level needs a description"
+
+    def answer(self, q: AskedQuestion, raw: dict[str, Any], where: str, checks: AnswerChecks) -> dict[str, Any]:
+        levels = q.criteria
+        keys = [str(i) for i in range(len(levels))]
+        score: Any = raw.get("score")
+        if not checks.finite(score) or not 0 <= score <= len(levels) - 1:
+            raise checks.invalid(f"{where}: score is not a finite number in [0, {len(levels) - 1}]")
+        return {
+            "type": "score",
+            "score": float(score),
+            # The legend is the request's, never the response's.
+            "legend": dict(zip(keys, levels, strict=True)),
+            "probabilities": checks.distribution(raw.get("probabilities"), keys, where),
+            "confidence": checks.probability(raw.get("confidence"), where, "confidence"),
+        }
+
+    def classes(self, q: AskedQuestion) -> list[str]:
+        return [str(i) for i in range(len(q.criteria))]
+
+    def distribution(self, q: AskedQuestion, answer: dict[str, Any]) -> list[float]:
+        return [float(answer["probabilities"][str(i)]) for i in range(len(q.criteria))]
+
+    def prompt(self, q: AskedQuestion, options: Sequence[str] | None) -> tuple[list[str], tuple[str, ...],
+                                                                               tuple[str, ...]]:
+        levels = q.criteria
+        labels = score_labels(len(levels))
+        lines = ["Levels:"]
+        lines += [f"{label}. {render(level).strip()}" for label, level in zip(labels, levels, strict=True)]
+        lines.append(f"Answer with one digit from 0 to {len(levels) - 1}.")
+        return lines, labels, labels
+
+    def labels(self, q: AskedQuestion) -> tuple[str, ...]:
+        return score_labels(len(q.criteria))
+
+    def readout_keys(self, q: AskedQuestion, probabilities: Sequence[float]) -> list[str]:
+        return [str(i) for i in range(len(probabilities))]
+
+    def readout(self, keys: Sequence[str], probabilities: list[float]) -> dict[str, Any]:
+        # The expected level: the wire's rule (a score is Σ i·p, jevcompat's score.expectation). The most
+        # probable level is the largest of `probabilities`; between two likely levels they can differ.
+        probs = probabilities
+        score = sum(i * p for i, p in enumerate(probs))
+        return {"type": "score", "score": min(float(len(probs) - 1), max(0.0, score)),
+                "probabilities": _levels(probs), "confidence": score_confidence(probs)}
+
+    def heuristic(self, q: AskedQuestion, evidence: Evidence) -> dict[str, Any]:
+        levels = [render(level) for level in q.criteria]
+        n = len(levels)
+        sims = [evidence(level) for level in levels]
+        by_level = softmax(sims, SCORE_TEMPERATURE)
+        from_levels = sum(i * p for i, p in enumerate(by_level))
+        # The ordinal axis: how much closer the state is to the top level than the bottom one.
+        axis = (n - 1) / (1 + math.exp(-(sims[-1] - sims[0]) / SCORE_TEMPERATURE))
+        position = (from_levels + axis) / 2
+        weights = [math.exp(-((i - position) ** 2) / (2 * SCORE_SPREAD ** 2)) for i in range(n)]
+        total = sum(weights)
+        probs = [w / total for w in weights]
+        score = sum(i * p for i, p in enumerate(probs))
+        return {"score": min(float(n - 1), max(0.0, score)), "probabilities": _levels(probs),
+                "confidence": score_confidence(probs)}
+
+    def adapted(self, q: AskedQuestion, probabilities: Sequence[float]) -> dict[str, Any]:
+        # The expected level, kept within half a level of the most probable one so that rounding
+        # the score names the level the profile believes in (an expectation alone can land between
+        # two likely levels on a third, unlikely one).
+        probs = list(probabilities)
+        mode = max(range(len(probs)), key=lambda i: probs[i])
+        expected = sum(i * p for i, p in enumerate(probs))
+        score = mode + min(0.49, max(-0.49, expected - mode))
+        return {"type": "score", "score": min(float(len(probs) - 1), max(0.0, score)),
+                "probabilities": _levels(probs), "confidence": score_confidence(probs)}
+
+    def criteria_of(self, answer: Mapping[str, Any]) -> Any:
+        legend = answer.get("legend")
+        return list(legend.values()) if isinstance(legend, dict) else list(answer["probabilities"])
+
+    def confidence(self, criteria: Any, answer: Mapping[str, Any]) -> float:
+        level = min(len(criteria) - 1, max(0, round(float(answer["score"]))))
+        return float(answer["probabilities"][str(level)])
+
+    def label_for(self, criteria: Any, expected: Any) -> bool | str | int | None:
+        if isinstance(expected, bool) or not isinstance(expected, int | float):
+            return None
+        level = round(expected)
+        return level if 0 <= level < len(criteria) and abs(level - expected) < 1e-9 else None
+
+    def is_correct(self, answer: dict[str, Any], label: Any) -> bool:
+        return bool(round(answer["score"]) == label)
