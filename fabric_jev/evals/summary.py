@@ -33,6 +33,7 @@ from pydantic import JsonValue as Json  # a model field's JSON: pydantic's own r
 
 from ..calibration.metrics import BINS, AnswerOutcome, brier, ece, outcome, reliability
 from ..contract.evaluation import Question
+from ..contract.json_basics import JsonNumber
 from ..contract.values import JsonValue
 from ..contract.wire_model import WireModel, validate_json_object
 from ..errors import EvalError
@@ -191,7 +192,7 @@ class DatasetInfo(_Model):
 
 class Settings(_Model):
     match: Literal["partial", "whole"]
-    tolerance: dict[str, float]
+    tolerance: dict[str, JsonNumber]
     questions: dict[str, str]
 
 
