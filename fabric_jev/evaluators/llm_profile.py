@@ -52,7 +52,7 @@ class LlmProfile(WireModel):
     name: str
     route: str
     model: str
-    readout: str | None = Field(default=None, exclude_if=omit_none)
+    readout: Literal["logprobs", "samples"] | None = Field(default=None, exclude_if=omit_none)
     temperatures: dict[str, JsonNumber]
     report: dict[str, Any] = Field(default_factory=dict, exclude_if=lambda report: not report)
     #: The file it was read from, when it was.
