@@ -161,3 +161,21 @@ def test_flat_columns_in_parquet_are_fields(hf, tmp_path: Path) -> None:  # type
     hf.Dataset.from_list(flat).to_parquet(str(tmp_path / "flat.parquet"))
     dataset = read(tmp_path / "flat.parquet")
     assert [c.expected for c in dataset.cases] == [{"route": "billing", "urgency": 2.0}, {"urgency": 0.5}]
+
+
+def test_a_csv_column_side_and_the_format_are_closed_sets(tmp_path: Path) -> None:
+    from fabric_jev.evals.dataset import Dataset, DatasetFormat
+
+    path = tmp_path / "d.csv"
+    path.write_text("id,input.text,expected.route,meta.note\n7,hi,review,why\n", encoding="utf-8")
+    dataset = read(path)
+    assert dataset.format is DatasetFormat.CSV and dataset.unit == "line"
+    assert dataset.cases[0].key == 7 and dataset.cases[0].input == {"text": "hi"}
+    # Keys of the line are plain strings, as a JSON Lines line's are.
+    assert [type(k) for k in dataset.cases[0].expected] == [str]  # type: ignore[union-attr]
+    (tmp_path / "g.csv").write_text("input,input.text,expected\n{},hi,{}\n", encoding="utf-8")
+    with pytest.raises(EvalError, match=re.escape("give input either whole (a 'input' column) or by field")):
+        read(tmp_path / "g.csv")
+    assert Dataset("d.jsonl", "jsonl", ()).format is DatasetFormat.JSONL  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'txt' is not a valid DatasetFormat"):
+        Dataset("d.txt", "txt", ())  # type: ignore[arg-type]

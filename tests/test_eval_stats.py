@@ -79,3 +79,16 @@ def test_wall_time_is_the_union_of_the_runs_intervals() -> None:
     intervals = [(10.0, 2.0), (11.0, 2.0), (100.0, 1.0), (100.2, 0.3)]
     assert stats.covered_seconds(intervals) == pytest.approx(3.0 + 1.0)
     assert stats.covered_seconds([]) == 0.0
+
+
+def test_mcnemar_method_is_a_closed_set_written_as_its_string() -> None:
+    import json
+
+    from fabric_jev.evals.summary import PairedTest
+
+    methods = [stats.mcnemar(0, 0).method, stats.mcnemar(1, 4).method, stats.mcnemar(5, 30).method]
+    assert methods == [stats.McNemarMethod.NONE, stats.McNemarMethod.EXACT, stats.McNemarMethod.CHI2]
+    pair = PairedTest(first=0, second=1, lines=35, both_passed=0, first_only=5, second_only=30, both_failed=0,
+                      difference=0.7, p_value=0.01, method=methods[2])
+    assert json.dumps(pair.to_json()["method"]) == '"chi2"'
+    assert PairedTest.model_validate(pair.to_json()).method is stats.McNemarMethod.CHI2

@@ -10,6 +10,7 @@ from typing import Any
 from .._files import atomic_write, config_dir
 from .._json import JSONInputError, read_json_file
 from ..contract.config import HostConfig
+from ..contract.json_basics import JsonNumber
 from ..contract.values import is_finite_number
 from ..errors import ConfigError
 from .model_keys import DEFAULT_KEY, parse_model_key
@@ -20,10 +21,11 @@ def settings_path() -> Path:
 
 
 
-def check_threshold(value: object) -> float:
+def check_threshold(value: object) -> JsonNumber:
+    """The threshold as given: settings.json read and saved again keeps 1 as 1."""
     if not is_finite_number(value) or not 0 <= value <= 1:
         raise ValueError("the approval threshold must be a finite number in [0, 1]")
-    return float(value)
+    return value
 
 @dataclass(frozen=True)
 class ApprovalSettings:

@@ -30,7 +30,7 @@ from typing import Any
 from ..contract.program import Program, parse_program
 from ..contract.values import JsonValue
 from ..evals.compare import EvalSettings
-from ..evals.dataset import Dataset, EvalCase
+from ..evals.dataset import Dataset, DatasetFormat, EvalCase
 from ..evals.records import EvalRecord, RecordedJudgment
 from ..evals.summary import EvalSummary, summarize
 
@@ -110,7 +110,7 @@ def synthetic_summary(lines: int, *, seed: int = 7) -> tuple[EvalSummary, list[E
                 error=None if state == "completed" else "Error: synthetic failure", settings=settings,
                 evaluations=1, tool_calls=1, usage={"input_tokens": 40, "output_tokens": 2},
                 started=1_700_000_000 + case.line * 0.01, seconds=rng.uniform(0.002, 0.02), judgments=(judgment,)))
-    dataset = Dataset(f"synthetic-{lines}.jsonl", "jsonl", tuple(cases))
+    dataset = Dataset(f"synthetic-{lines}.jsonl", DatasetFormat.JSONL, tuple(cases))
     summary = summarize(records, program="synthetic-triage", dataset=dataset, settings=settings,
                         output_schema=OUTPUT)
     return summary, records
@@ -139,7 +139,7 @@ async def _eval_once(program: Program, cases: list[EvalCase], folder: Path) -> f
     from ..evals.engine import run_eval
     from ..evaluators.fixture import FixtureEvaluator
 
-    dataset = Dataset("bench.jsonl", "jsonl", tuple(cases))
+    dataset = Dataset("bench.jsonl", DatasetFormat.JSONL, tuple(cases))
     started = time.perf_counter()
     await run_eval(program, dataset, evaluators={"fixture": FixtureEvaluator(FIXTURE)}, out=folder / "eval",
                    concurrency=4)
@@ -225,7 +225,7 @@ async def bench_ray(samples: int, lines: int = 200) -> dict[str, Any] | None:
     import logging
 
     program = parse_program(PROGRAM)
-    dataset = Dataset("bench.jsonl", "jsonl", tuple(bench_cases(lines)))
+    dataset = Dataset("bench.jsonl", DatasetFormat.JSONL, tuple(bench_cases(lines)))
     local: list[float] = []
     on_ray: list[float] = []
     ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)

@@ -13,6 +13,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
+#: A number of a file the host reads and writes back (a plan, a profile, an eval's results): in a
+#: pydantic field the union keeps an integer an integer (smart mode picks the exact type), where
+#: `float` would read 1 as 1.0 and write it back so.
+JsonNumber = int | float
+
 #: Past this an integer is no JSON number a reader can hold (JavaScript reads it as Infinity).
 _MAX_INT = int(sys.float_info.max)
 

@@ -32,6 +32,7 @@ from pydantic import (
 )
 from pydantic import JsonValue as Json  # a model field's JSON: pydantic's own recursive alias
 
+from ..contract.json_basics import JsonNumber
 from ..contract.values import JsonValue
 from ..contract.wire_model import WireModel
 
@@ -65,7 +66,7 @@ class EvalSettings(WireModel):
     #: None: not said here (partial, unless merged settings say otherwise).
     match: Annotated[Match | None, PlainSerializer(lambda match: match or "partial")] = None
     #: Absolute tolerance per numeric field (dotted path, or `*` for every number).
-    tolerance: Annotated[dict[str, float], PlainSerializer(_sorted)] = Field(default_factory=dict)
+    tolerance: Annotated[dict[str, JsonNumber], PlainSerializer(_sorted)] = Field(default_factory=dict)
     #: Question id → the field its answer maps to, where the names differ.
     questions: Annotated[dict[str, str], PlainSerializer(_sorted)] = Field(default_factory=dict)
 
@@ -105,14 +106,14 @@ def parse_settings(raw: object, where: str) -> EvalSettings:
     if not isinstance(questions, dict) or not all(isinstance(k, str) and isinstance(v, str) and v
                                                   for k, v in questions.items()):
         raise ValueError(f"{where}: questions must map question ids to field names")
-    return EvalSettings(match=match, tolerance={k: float(v) for k, v in tolerance.items()},
-                        questions=dict(questions))
+    return EvalSettings(match=match, tolerance=dict(tolerance), questions=dict(questions))
 
 
-def check_tolerance(value: object, where: str) -> float:
+def check_tolerance(value: object, where: str) -> JsonNumber:
+    """The tolerance as given (1 stays 1 in the manifest and summary.json), if it is one."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
         raise ValueError(f"{where} must be a finite number ≥ 0")
-    return float(value)
+    return value
 
 
 class FieldVerdict(WireModel):

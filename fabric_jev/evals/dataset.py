@@ -37,8 +37,9 @@ import os
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, BinaryIO, TypeGuard
+from typing import Any, BinaryIO, Literal, TypeGuard
 
 from pydantic import ConfigDict, Field
 
@@ -61,10 +62,27 @@ MAX_DATASET_LINES = 2 * MAX_CASES
 MAX_FOLDER_ENTRIES = 10_000
 _JSONL_LIMITS = LineLimits(max_bytes=MAX_DATASET_BYTES, max_line_bytes=MAX_LINE_BYTES, max_lines=MAX_DATASET_LINES)
 _LINE_KEYS = frozenset({"id", "input", "expected", "meta"})
-FORMATS = ("jsonl", "csv", "parquet", "arrow", "datasets")
+
+
+class DatasetFormat(StrEnum):
+    """How a dataset is stored; its value is what summary.json's `dataset.format` writes."""
+
+    JSONL = "jsonl"
+    CSV = "csv"
+    PARQUET = "parquet"
+    ARROW = "arrow"
+    #: a folder written by `datasets`' save_to_disk
+    DATASETS = "datasets"
+
+
+FORMATS = tuple(DatasetFormat)
+#: The formats whose lines are table rows, numbered from the first row (not text lines).
+_TABLES = frozenset({DatasetFormat.PARQUET, DatasetFormat.ARROW, DatasetFormat.DATASETS})
 DATASETS_EXTRA = "pip install 'fabric-jev[datasets]'"
 
 Key = int | str
+#: Where a line number points: a text file's line, or a table's row.
+Unit = Literal["line", "row"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,13 +110,17 @@ class Dataset:
     """A dataset read and screened against a program's schemas."""
 
     path: str
-    format: str
+    format: DatasetFormat
     cases: tuple[EvalCase, ...]
     bad: tuple[BadLine, ...] = ()
     #: The settings of a JSON Lines header, if it has one.
     settings: EvalSettings | None = None
     #: Where the line numbers point: "line" in a text file, "row" in Arrow and Parquet.
-    unit: str = "line"
+    unit: Unit = "line"
+
+    def __post_init__(self) -> None:
+        # A caller that names the format as a string ("jsonl") gets the member; "txt" is refused here.
+        object.__setattr__(self, "format", DatasetFormat(self.format))
 
     @property
     def lines(self) -> int:
@@ -111,7 +133,7 @@ class _Screen:
 
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
-    unit: str = "line"
+    unit: Unit = "line"
     cases: list[EvalCase] = field(default_factory=list)
     bad: list[BadLine] = field(default_factory=list)
     seen: set[Key] = field(default_factory=set)
@@ -161,19 +183,19 @@ def _is_key(value: object) -> TypeGuard[Key]:
     return isinstance(value, str) and 1 <= len(value) <= 128
 
 
-def dataset_format(path: Path) -> str:
+def dataset_format(path: Path) -> DatasetFormat:
     """The format a path names: by its suffix, or `datasets` for a folder."""
     if path.is_dir():
-        return "datasets"
+        return DatasetFormat.DATASETS
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
-        return "jsonl"
+        return DatasetFormat.JSONL
     if suffix in (".csv", ".tsv"):
-        return "csv"
+        return DatasetFormat.CSV
     if suffix == ".parquet":
-        return "parquet"
+        return DatasetFormat.PARQUET
     if suffix == ".arrow":
-        return "arrow"
+        return DatasetFormat.ARROW
     raise EvalError(f"dataset {path}: unknown format (use .jsonl, .csv, .tsv, .parquet, .arrow, or a folder "
                     "written by datasets' save_to_disk)")
 
@@ -188,18 +210,17 @@ def read_dataset(path: str | Path, *, input_schema: dict[str, Any], output_schem
     except OSError as exc:
         raise EvalError(f"cannot read dataset {path}: {exc.strerror}") from None
     kind = dataset_format(path)
-    screen = _Screen(input_schema, output_schema, unit="row" if kind in ("parquet", "arrow", "datasets")
-                     else "line")
+    screen = _Screen(input_schema, output_schema, unit="row" if kind in _TABLES else "line")
     settings = None
-    if kind == "datasets":
+    if kind is DatasetFormat.DATASETS:
         _check_folder(path)
         _read_rows(_arrow_rows(path, None, kind, split), screen, "row")
     else:
         # Opened once, and every format reads the descriptor that was checked to be a regular file.
         with _open(path) as f:
-            if kind == "jsonl":
+            if kind is DatasetFormat.JSONL:
                 settings = _read_jsonl(path, f, screen)
-            elif kind == "csv":
+            elif kind is DatasetFormat.CSV:
                 _read_csv(path, f, screen)
             else:
                 _read_rows(_arrow_rows(path, f, kind, split), screen, "row")
@@ -282,10 +303,20 @@ def _read_jsonl(path: Path, f: BinaryIO, screen: _Screen) -> EvalSettings | None
 
 # ---------------------------------------------------------------- CSV and Arrow columns
 
+class Side(StrEnum):
+    """The part of a dataset line a CSV or Arrow column fills; its value is the line's key."""
+
+    ID = "id"
+    INPUT = "input"
+    EXPECTED = "expected"
+    #: ignored (notes for people)
+    META = "meta"
+
+
 @dataclass(frozen=True, slots=True)
 class _Column:
     name: str
-    side: str  # "id" | "input" | "expected" | "meta"
+    side: Side
     path: tuple[str, ...]  # the field inside the side's value; () for the whole value
 
 
@@ -296,23 +327,23 @@ def _columns(names: Iterable[str], where: str) -> list[_Column]:
         if name in seen:
             raise EvalError(f"{where}: column {name!r} appears twice")
         seen.add(name)
-        side, dot, rest = name.partition(".")
-        if side == "meta":
-            columns.append(_Column(name, "meta", ()))
-        elif name == "id":
-            columns.append(_Column(name, "id", ()))
-        elif side in ("input", "expected") and (not dot or all(rest.split("."))):
-            columns.append(_Column(name, side, tuple(rest.split(".")) if dot else ()))
+        head, dot, rest = name.partition(".")
+        if head == Side.META:
+            columns.append(_Column(name, Side.META, ()))
+        elif name == Side.ID:
+            columns.append(_Column(name, Side.ID, ()))
+        elif head in (Side.INPUT, Side.EXPECTED) and (not dot or all(rest.split("."))):
+            columns.append(_Column(name, Side(head), tuple(rest.split(".")) if dot else ()))
         else:
             raise EvalError(f"{where}: column {name!r} is none of id, input, input.FIELD, expected, "
                             "expected.FIELD or meta.*")
-    for side in ("input", "expected"):
-        whole = any(c.side == side and not c.path for c in columns)
-        if whole and any(c.side == side and c.path for c in columns):
-            raise EvalError(f"{where}: give {side} either whole (a {side!r} column) or by field, not both")
-    if not any(c.side == "input" for c in columns):
+    for side in (Side.INPUT, Side.EXPECTED):
+        whole = any(c.side is side and not c.path for c in columns)
+        if whole and any(c.side is side and c.path for c in columns):
+            raise EvalError(f"{where}: give {side} either whole (a {side.value!r} column) or by field, not both")
+    if not any(c.side is Side.INPUT for c in columns):
         raise EvalError(f"{where}: no input column (input, or input.FIELD)")
-    if not any(c.side == "expected" for c in columns):
+    if not any(c.side is Side.EXPECTED for c in columns):
         raise EvalError(f"{where}: no expected column (expected, or expected.FIELD)")
     return columns
 
@@ -366,31 +397,32 @@ def _assemble(columns: list[_Column], cells: Mapping[str, Any], screen: _Screen,
     """One row's cells as a line {input, expected, id?}; ValueError names the column."""
     row: dict[str, Any] = {}
     for column in columns:
-        if column.side == "meta":
+        if column.side is Side.META:
             continue
         value = cells.get(column.name)
         if value is None or (from_text and value == ""):
             continue  # an empty cell leaves its field out
-        if column.side == "id":
+        if column.side is Side.ID:
             if from_text:
                 value = int(value) if value.strip().lstrip("-").isdigit() else value
             row["id"] = value
             continue
-        schema = screen.input_schema if column.side == "input" else screen.output_schema
+        schema = screen.input_schema if column.side is Side.INPUT else screen.output_schema
         sub = schema_at(schema, ".".join(column.path)) if column.path else schema
         if isinstance(value, str) and (from_text or (sub is not None and sub.get("type") not in (None, "string"))):
             try:
                 value = _typed(value, sub)
             except ValueError as exc:
                 raise ValueError(f"column {column.name}: {exc}") from None
+        # Keyed by the plain string: the row is read as a JSON Lines line is.
         if column.path:
-            _put(row.setdefault(column.side, {}), column.path, value)
+            _put(row.setdefault(column.side.value, {}), column.path, value)
         else:
-            row[column.side] = value
+            row[column.side.value] = value
     # An expected value given by fields is an object even if every one of its cells is empty.
-    if any(c.side == "expected" and c.path for c in columns):
+    if any(c.side is Side.EXPECTED and c.path for c in columns):
         row.setdefault("expected", {})
-    if any(c.side == "input" and c.path for c in columns):
+    if any(c.side is Side.INPUT and c.path for c in columns):
         row.setdefault("input", {})
     return row
 
@@ -442,7 +474,7 @@ def _read_csv(path: Path, f: BinaryIO, screen: _Screen) -> None:
         screen.add(line, row)
 
 
-def _read_rows(rows: Iterator[tuple[list[str], Mapping[str, Any]]], screen: _Screen, unit: str) -> None:
+def _read_rows(rows: Iterator[tuple[list[str], Mapping[str, Any]]], screen: _Screen, unit: Unit) -> None:
     columns: list[_Column] | None = None
     for number, (names, cells) in enumerate(rows, 1):
         if columns is None:
@@ -455,19 +487,19 @@ def _read_rows(rows: Iterator[tuple[list[str], Mapping[str, Any]]], screen: _Scr
         screen.add(number, row)
 
 
-def _arrow_rows(path: Path, f: BinaryIO | None, kind: str,
+def _arrow_rows(path: Path, f: BinaryIO | None, kind: DatasetFormat,
                 split: str | None) -> Iterator[tuple[list[str], Mapping[str, Any]]]:
     """Rows of an Arrow or Parquet file (read from `f`, its checked descriptor), or of a
     `save_to_disk` folder (the `datasets` extra)."""
     try:
-        if kind == "datasets":
+        if kind is DatasetFormat.DATASETS:
             import datasets
         else:
             import pyarrow
     except ImportError:
         raise EvalError(f"reading {path} needs the datasets extra: {DATASETS_EXTRA}") from None
     try:
-        if kind == "datasets":
+        if kind is DatasetFormat.DATASETS:
             loaded = datasets.load_from_disk(str(path))
             if isinstance(loaded, datasets.DatasetDict):
                 names = list(loaded)
@@ -477,7 +509,7 @@ def _arrow_rows(path: Path, f: BinaryIO | None, kind: str,
                     raise EvalError(f"dataset {path} has the splits {', '.join(names)}; choose one with --split")
                 loaded = loaded[split]
             table = loaded.data.table
-        elif kind == "parquet":
+        elif kind is DatasetFormat.PARQUET:
             import pyarrow.parquet
 
             table = pyarrow.parquet.read_table(f)

@@ -63,7 +63,7 @@ class CellDiff(_Model):
     fixed: int | None = None
     broken: int | None = None
     p_value: float | None = None
-    method: str | None = None
+    method: stats.McNemarMethod | None = None
     changes: list[LineChange] = Field(default_factory=list)
 
 

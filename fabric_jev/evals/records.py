@@ -35,6 +35,7 @@ from pydantic import (
 from pydantic import JsonValue as Json  # a model field's JSON: pydantic's own recursive alias
 
 from ..contract.envelope import RunState
+from ..contract.json_basics import JsonNumber
 from ..contract.values import JsonValue
 from ..contract.wire_model import WireModel, omit_none
 from ..questions import KINDS
@@ -86,8 +87,8 @@ class EvalRecord(_Model):
     evaluations: int = 0
     tool_calls: int = 0
     usage: dict[str, int] = Field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
-    started: float = 0.0
-    seconds: float = 0.0
+    started: JsonNumber = 0.0
+    seconds: JsonNumber = 0.0
     judgments: tuple[RecordedJudgment, ...] = ()
 
     @model_serializer(mode="wrap")
@@ -160,7 +161,7 @@ class EvalRecord(_Model):
                    expected=data["expected"], state=data["state"], result=result if completed else None,
                    error=error, passed=data["passed"], fields=_verdicts(data.get("fields"), data["expected"]),
                    evaluations=data["evaluations"], tool_calls=data["toolCalls"], usage=usage,
-                   started=float(data["started"]), seconds=float(data["seconds"]),
+                   started=data["started"], seconds=data["seconds"],  # as written: 0 is written back 0
                    judgments=_judgments(data.get("judgments")))
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 #: The two-sided 95 % normal quantile.
 Z95 = 1.959963984540054
@@ -41,6 +42,17 @@ def wilson(passed: int, total: int, z: float = Z95) -> tuple[float, float]:
     return low, high
 
 
+class McNemarMethod(StrEnum):
+    """How McNemar's p-value was computed; its value is what summary.json writes."""
+
+    #: the exact binomial test (fewer than EXACT_BELOW discordant lines)
+    EXACT = "exact"
+    #: the chi-square test with Edwards' continuity correction
+    CHI2 = "chi2"
+    #: no discordant line: nothing to test, p = 1
+    NONE = "none"
+
+
 @dataclass(frozen=True, slots=True)
 class McNemar:
     """McNemar's test on two cells' verdicts for the same lines."""
@@ -49,22 +61,22 @@ class McNemar:
     first_only: int
     second_only: int
     p_value: float
-    method: str  # "exact" | "chi2" | "none" (no discordant line)
+    method: McNemarMethod
 
 
 def mcnemar(first_only: int, second_only: int) -> McNemar:
     """Two-sided p-value that the two cells pass equally often, from the discordant lines."""
     n = first_only + second_only
     if n == 0:
-        return McNemar(first_only, second_only, 1.0, "none")
+        return McNemar(first_only, second_only, 1.0, McNemarMethod.NONE)
     if n < EXACT_BELOW:
         low = min(first_only, second_only)
         tail = sum(math.comb(n, k) for k in range(low + 1))
         # Two-sided: twice the smaller tail of Binomial(n, 1/2), capped at 1 (both tails meet).
-        return McNemar(first_only, second_only, min(1.0, 2 * tail / 2**n), "exact")
+        return McNemar(first_only, second_only, min(1.0, 2 * tail / 2**n), McNemarMethod.EXACT)
     statistic = max(0.0, abs(first_only - second_only) - 1) ** 2 / n
     # The chi-square survival function with one degree of freedom.
-    return McNemar(first_only, second_only, math.erfc(math.sqrt(statistic / 2)), "chi2")
+    return McNemar(first_only, second_only, math.erfc(math.sqrt(statistic / 2)), McNemarMethod.CHI2)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -33,13 +33,14 @@ from pydantic import JsonValue as Json  # a model field's JSON: pydantic's own r
 
 from ..calibration.metrics import BINS, AnswerOutcome, brier, ece, outcome, reliability
 from ..contract.evaluation import Question
+from ..contract.json_basics import JsonNumber
 from ..contract.values import JsonValue
 from ..contract.wire_model import WireModel, validate_json_object
 from ..errors import EvalError
 from ..questions import kind_of
 from . import stats
 from .compare import EvalSettings, FieldKind, field_kind, leaves
-from .dataset import BadLine, Dataset
+from .dataset import BadLine, Dataset, DatasetFormat, Unit
 from .records import EvalRecord
 
 FORMAT: Literal["fabric-jev-eval"] = "fabric-jev-eval"
@@ -169,7 +170,7 @@ class PairedTest(_Model):
     #: second's pass rate minus first's, on the shared lines
     difference: float
     p_value: float
-    method: Literal["exact", "chi2", "none"]
+    method: stats.McNemarMethod
 
 
 class BadLineInfo(_Model):
@@ -179,17 +180,17 @@ class BadLineInfo(_Model):
 
 class DatasetInfo(_Model):
     path: str
-    format: str
+    format: DatasetFormat
     lines: int
     cases: int
     bad: int
     bad_lines: list[BadLineInfo]
-    unit: str = "line"
+    unit: Unit = "line"
 
 
 class Settings(_Model):
     match: Literal["partial", "whole"]
-    tolerance: dict[str, float]
+    tolerance: dict[str, JsonNumber]
     questions: dict[str, str]
 
 
@@ -407,7 +408,7 @@ def paired(first: Sequence[EvalRecord], second: Sequence[EvalRecord], i: int, j:
     return PairedTest(first=i, second=j, lines=n, both_passed=both, first_only=first_only,
                       second_only=second_only, both_failed=n - both - first_only - second_only,
                       difference=(second_only - first_only) / n if n else 0.0, p_value=test.p_value,
-                      method=test.method)  # type: ignore[arg-type]
+                      method=test.method)
 
 
 # ---------------------------------------------------------------- the whole eval

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from ..contract.json_basics import JsonNumber
 from ..contract.wire_model import WireModel, omit_none
 from ..errors import ProfileInvalid
 from .llm_routes import LLM_MODEL_RULE, LLM_ROUTES, is_llm_model
@@ -51,8 +52,8 @@ class LlmProfile(WireModel):
     name: str
     route: str
     model: str
-    readout: str | None = Field(default=None, exclude_if=omit_none)
-    temperatures: dict[str, float]
+    readout: Literal["logprobs", "samples"] | None = Field(default=None, exclude_if=omit_none)
+    temperatures: dict[str, JsonNumber]
     report: dict[str, Any] = Field(default_factory=dict, exclude_if=lambda report: not report)
     #: The file it was read from, when it was.
     path: Path | None = Field(default=None, exclude=True)
@@ -124,7 +125,7 @@ def check(data: object, where: str) -> LlmProfile:
     if not isinstance(report, dict):
         raise bad("report must be an object")
     return LlmProfile(name=name, route=str(route), model=str(model),
-                      temperatures={k: float(v) for k, v in temperatures.items()},
+                      temperatures=dict(temperatures),  # as written: 2 stays 2 when it is saved again
                       readout=readout, report=report)
 
 

@@ -43,6 +43,7 @@ from pydantic import ConfigDict, Field, PlainSerializer
 from .._files import atomic_write
 from .._json import JSONInputError, read_json_file
 from ..contract.evaluation import Question, validate_request
+from ..contract.json_basics import JsonNumber
 from ..contract.values import is_finite_number
 from ..contract.wire_model import WireModel, omit_none
 from ..errors import EvaluationError, ProfileInvalid
@@ -224,17 +225,18 @@ class SignatureEntry(_File):
     type: str
     instructions: str | None
     criteria: Any
-    kernel_temperature: float
-    ridge: float
-    readout_weight: float
-    prior_weight: float
-    floor: float
+    # Numbers as read (a profile read and saved again keeps 0 as 0, not 0.0).
+    kernel_temperature: JsonNumber
+    ridge: JsonNumber
+    readout_weight: JsonNumber
+    prior_weight: JsonNumber
+    floor: JsonNumber
     labels: list[int]
     vectors: str
     weights: str
-    support: float
+    support: JsonNumber
     #: 0 when the states have no word features (then neither terms nor termCounts is written).
-    lexical_weight: float
+    lexical_weight: JsonNumber
     terms: str | None = Field(default=None, exclude_if=omit_none)
     term_counts: list[int] | None = Field(default=None, exclude_if=omit_none)
 
@@ -246,7 +248,8 @@ class SignatureEntry(_File):
                    readout_weight=model.readout_weight, prior_weight=model.prior_weight, floor=model.floor,
                    labels=list(model.labels), vectors=encode_floats(model.vectors, "<f2"),
                    weights=encode_floats(model.weights, "<f4"), support=model.support,
-                   lexical_weight=model.lexical_weight if model.lexical is not None else 0.0,
+                   lexical_weight=model.lexical_weight if model.lexical is not None or not model.lexical_weight
+                   else 0.0,
                    terms=terms, term_counts=counts)
 
 
@@ -347,11 +350,11 @@ class Profile(WireModel):
                    report=report)
 
 
-def _number(raw: dict[str, Any], key: str, low: float, high: float) -> float:
+def _number(raw: dict[str, Any], key: str, low: float, high: float) -> JsonNumber:
     v = raw[key]
     if not is_finite_number(v) or not low <= v <= high:
         raise ValueError(f"{key} must be a number in [{low:g}, {high:g}]")
-    return float(v)
+    return v
 
 
 def _signature_model(raw: Any, version: int = VERSION, max_ids: int = MAX_PROFILE_IDS) -> SignatureModel:

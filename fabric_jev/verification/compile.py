@@ -21,6 +21,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..contract.evaluation import Evaluation, EvaluationRequest, validate_answers, validate_request
+from ..contract.json_basics import JsonNumber
 from ..contract.values import is_finite_number
 from ..contract.wire_model import WireModel
 from ..errors import EvaluationError, RequestInvalid
@@ -58,10 +59,10 @@ class Plan(WireModel):
     dictionary_digest: str
     intent: str
     check_ids: tuple[str, ...]
-    probabilities: dict[str, float]
+    probabilities: dict[str, JsonNumber]
 
     def __init__(self, dictionary_digest: str, intent: str, check_ids: tuple[str, ...],
-                 probabilities: dict[str, float], schema_version: int = 1) -> None:
+                 probabilities: dict[str, JsonNumber], schema_version: int = 1) -> None:
         # By position as well, as when it was a dataclass (the file's order puts the version first).
         BaseModel.__init__(self, schema_version=schema_version, dictionary_digest=dictionary_digest,
                            intent=intent, check_ids=check_ids, probabilities=probabilities)
@@ -75,7 +76,7 @@ class CompileResult(WireModel):
     status: Literal["ready", "incomplete"]
     plan: Plan | None = None
     reason: str | None = None
-    probabilities: dict[str, float] = Field(default_factory=dict)
+    probabilities: dict[str, JsonNumber] = Field(default_factory=dict)
     request_count: int = 0
     usage: dict[str, int] = Field(default_factory=dict)
     model: str | None = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -53,7 +53,8 @@ class VerificationFailed(CheckFailed):
 
 @dataclass
 class RunResult:
-    status: str
+    #: "passed" once every selected check has run; a failing check raises instead.
+    status: Literal["running", "passed"]
     check_ids: tuple[str, ...]
     durations_ms: dict[str, float] = field(default_factory=dict)
 
