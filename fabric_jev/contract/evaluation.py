@@ -22,7 +22,7 @@ from .json_basics import key_names, unknown_keys
 from .model_id import MODEL_ID_RULE
 from .provenance import Provenance
 from .values import JsonValue, is_finite_number
-from .wire_model import WireData, omit_none, wire_adapter
+from .wire_model import WireData, omit_none, wire_json
 
 QuestionType = Literal["noul", "choice", "score"]
 MAX_DEPTH = 32
@@ -86,9 +86,7 @@ class Evaluation(WireData):
         """The wire shape; with `evaluator` (the default) and a provenance, its ``evaluator`` too."""
         # An application's own evaluator may return one with fields of the wrong types: they are
         # written as they are (no warning), and `validate_answers` refuses them in its own words.
-        result: dict[str, Any] = wire_adapter(Evaluation).dump_python(
-            self, mode="json", exclude=None if evaluator else {"provenance"}, warnings=False)
-        return result
+        return wire_json(self, exclude=None if evaluator else {"provenance"}, warnings=False)
 
 
 def _measure(value: Any) -> tuple[int, int]:

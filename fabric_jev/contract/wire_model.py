@@ -62,16 +62,50 @@ UtcTime = Annotated[AwareDatetime, AfterValidator(_utc),
                     PlainSerializer(wire_time, return_type=str, when_used="json")]
 
 
-class WireModel(BaseModel):
-    """Base of the contract models whose JSON keys are camelCase (see the module doc)."""
+#: The one wire configuration of both bases: camelCase keys (`to_camel`), both names construct, every
+#: serialization writes the alias. The fifth is for the JSON Schema of what a shape writes (MCP
+#: output schemas): a field is required there unless it may be left out (`exclude_if`), default or
+#: not, as `to_json` does. Schemas are built on first use, not with the class: a trivial run
+#: validates or serializes none of them (docs/performance.md, "Start-up of run").
+WIRE_CONFIG = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True,
+                         serialize_by_alias=True, json_schema_serialization_defaults_required=True,
+                         defer_build=True)
 
-    # The fifth is for the JSON Schema of what a model writes (MCP output schemas): a field is
-    # required there unless it may be left out (`exclude_if`), default or not, as `to_json` does.
-    # Schemas are built on first use, not with the class: a trivial run validates or serializes
-    # none of them (docs/performance.md, "Start-up of run").
-    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True, json_schema_serialization_defaults_required=True,
-                              defer_build=True)
+
+class WireShape:
+    """The root of every shape with a wire form (`WireModel`, `WireData`): its one serializer."""
+
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object the wire shows (see the module doc)."""
+        return wire_json(self)
+
+
+def wire_json(shape: WireShape, *, exclude: set[str] | None = None, warnings: bool = True) -> dict[str, Any]:
+    """The one serializer of the wire shapes: the JSON object pydantic's JSON mode writes, keys in
+    field order, `exclude` (field names) left out. A model not built yet is written without building
+    it when `wire_plain` knows every value; everything else is pydantic's (with `warnings` False, a
+    value of another type than its field's is written as it is, without a warning)."""
+    if isinstance(shape, BaseModel):
+        if exclude is None and warnings and not type(shape).__pydantic_complete__:
+            from .wire_plain import plain_dump
+
+            plain = plain_dump(shape)
+            if plain is not None:
+                return plain
+        dumped: dict[str, Any] = shape.model_dump(mode="json", exclude=exclude, warnings=warnings)
+        return dumped
+    result: dict[str, Any] = wire_adapter(type(shape)).dump_python(shape, mode="json", exclude=exclude,
+                                                                    warnings=warnings)
+    return result
+
+
+class WireModel(WireShape, BaseModel):
+    """Base of the contract models whose JSON keys are camelCase (see the module doc): validated
+    when made, by keyword."""
+
+    model_config = WIRE_CONFIG
 
     if not TYPE_CHECKING:  # type checkers know only the snake_case names, as they should
         def __getattr__(self, name: str) -> Any:
@@ -87,17 +121,6 @@ class WireModel(BaseModel):
                           f"use .{field}", DeprecationWarning, stacklevel=2)
             value = getattr(self, field)
             return wire_time(value) if isinstance(value, datetime) else value
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object the wire shows (see the module doc)."""
-        if not type(self).__pydantic_complete__:
-            # Not built yet: written without building it, when `wire_plain` knows every value.
-            from .wire_plain import plain_dump
-
-            plain = plain_dump(self)
-            if plain is not None:
-                return plain
-        return self.model_dump(mode="json")
 
 
 class ReadAsDict:
@@ -120,21 +143,14 @@ class ReadAsDict:
             return self.to_json()[key]
 
 
-class WireData:
-    """Base of a frozen dataclass with a wire shape: pydantic serializes it as it does a `WireModel`
-    (camelCase aliases, `Field(exclude_if=...)` in an ``Annotated`` field), without validating it
-    when it is made. For the public records constructed by position since 0.1.0 (`Evaluation`,
-    `HostStatus`), which a `BaseModel` (keywords only) would break."""
+class WireData(WireShape):
+    """Base of a frozen dataclass with a wire shape: the same configuration and serializer as a
+    `WireModel` (camelCase aliases, `Field(exclude_if=...)` in an ``Annotated`` field), constructed
+    by position and not validated when it is made. For the public records constructed by position
+    since 0.1.0 (`Evaluation`, `HostStatus`), which a `BaseModel` (keywords only) would break."""
 
     __slots__ = ()
-    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(
-        alias_generator=to_camel, validate_by_name=True, validate_by_alias=True, serialize_by_alias=True,
-        json_schema_serialization_defaults_required=True, defer_build=True)
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object the wire shows (see the module doc)."""
-        result: dict[str, Any] = wire_adapter(type(self)).dump_python(self, mode="json")
-        return result
+    __pydantic_config__: ClassVar[ConfigDict] = WIRE_CONFIG
 
 
 def wire_adapter(shape: type[Any]) -> TypeAdapter[Any]:
