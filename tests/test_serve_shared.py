@@ -215,3 +215,89 @@ async def test_two_floods_do_not_starve_a_third(tmp_path: Path) -> None:
         tg.cancel_scope.cancel()
     assert answers["C"] == [200] * 5
     assert sorted(answers["A"]) == sorted(answers["B"]) == [200, 200, 429, 429, 429]
+
+
+JEVCOMPAT = Path(sys.executable).with_name("jevcompat")
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`, less multiprocessing's resource tracker."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(text.rsplit(")", 1)[1].split()[1]) == pid and b"resource_tracker" not in cmdline:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def ended(pids: list[int], timeout: float = 30) -> bool:
+    """Whether every process of `pids` ends within `timeout` (pidfds: woken by the exits, no polling)."""
+    import select
+
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(os.pidfd_open(pid))
+        except ProcessLookupError:
+            continue  # already gone
+    try:
+        waiting = set(fds)
+        while waiting:
+            readable, _, _ = select.select(list(waiting), [], [], timeout)
+            if not readable:
+                return False
+            waiting -= set(readable)
+        return True
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+@contextmanager
+def workers(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    proc = subprocess.Popen([sys.executable, "-m", "fabric_jev.cli", "serve", "--port", "0", "--no-access-log",
+                             "--workers", "2", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, cwd=ROOT)
+    assert proc.stdout is not None
+    try:
+        url = proc.stdout.readline().strip().replace("0.0.0.0", "127.0.0.1")
+        assert url.startswith("http://127.0.0.1:"), url
+        yield proc, url
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=30)
+
+
+@pytest.mark.timeout(300)
+def test_two_workers_are_conformant(tmp_path: Path) -> None:
+    import json
+
+    path = token_file(tmp_path)
+    env = {**os.environ, "SHARED_TOKEN": TOKEN}
+    with workers("--host", "0.0.0.0", "--token-file", str(path)) as (proc, url):
+        assert len(children(proc.pid)) == 2
+        report = tmp_path / "report.json"
+        done = subprocess.run([str(JEVCOMPAT), "test", url, "--json", str(report), "--key-env", "SHARED_TOKEN"],
+                              capture_output=True, text=True, timeout=300, env=env)
+    summary = json.loads(report.read_text())["summary"]
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert summary["verdict"] == "conformant", json.dumps(summary)
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL"])
+def test_no_worker_is_left_behind(how: str) -> None:
+    import signal
+
+    with workers() as (proc, url):
+        pids = children(proc.pid)
+        assert len(pids) == 2
+        assert httpx.get(url + "/v1/models").status_code == 200
+        proc.send_signal(getattr(signal, how))
+        # SIGTERM and SIGINT: the parent stops its workers and ends 0; SIGKILL: they see it gone.
+        assert proc.wait(30) == (-9 if how == "SIGKILL" else 0)
+        assert ended(pids), [p for p in pids if Path(f"/proc/{p}").exists()]

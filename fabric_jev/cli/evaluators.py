@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import socket
 import sys
+from typing import Any
 
 from .common import (
     CONFIG_HELP,
@@ -150,6 +152,14 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
         if problem:
             sock.close()
             return fail(problem)
+        options: dict[str, Any] = {
+            "key": key, "log_level": args.log_level, "access_log": not args.no_access_log,
+            "limits": ServeLimits(request_timeout_s=args.request_timeout),
+            "client_requests": args.client_requests, "ssl_certfile": args.ssl_certfile,
+            "ssl_keyfile": args.ssl_keyfile, "ssl_keyfile_password": password}
+        if args.workers > 1:
+            await evaluator.aclose()  # each worker builds its own
+            return await _serve_workers(args, sock, scheme, options)
         # Signals are handled before the URL is announced.
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with anyio.create_task_group() as tg:
@@ -159,15 +169,49 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
                         return
 
                 tg.start_soon(stop_on_signal)
-                await serve(evaluator, sock=sock, key=key,
-                            ready=lambda port: announce(port, args.host, scheme),
-                            log_level=args.log_level, access_log=not args.no_access_log,
-                            limits=ServeLimits(request_timeout_s=args.request_timeout),
-                            client_requests=args.client_requests, ssl_certfile=args.ssl_certfile,
-                            ssl_keyfile=args.ssl_keyfile, ssl_keyfile_password=password)
+                await serve(evaluator, sock=sock, ready=lambda port: announce(port, args.host, scheme), **options)
     finally:
         await evaluator.aclose()
     return 0
+
+
+async def _serve_workers(args: argparse.Namespace, sock: socket.socket, scheme: str, options: dict[str, Any]) -> int:
+    """`--workers N`: the parent starts N workers on `sock`, announces once all are ready, and
+    stops them all on SIGINT or SIGTERM."""
+    import signal
+
+    import anyio
+    import anyio.to_thread
+
+    from ..serve import announce
+    from ..serve.workers import WorkerFailed, WorkerOptions, Workers
+
+    limits = options["limits"]
+    workers = Workers(args.workers, sock, WorkerOptions(args.evaluator, config_from(args), options,
+                                                        grace_s=limits.shutdown_grace_s + 1))
+    failed: str | None = None
+    try:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with anyio.create_task_group() as tg:
+                async def stop_on_signal() -> None:
+                    async for _ in signals:
+                        tg.cancel_scope.cancel()
+                        return
+
+                tg.start_soon(stop_on_signal)
+                try:
+                    await workers.start()
+                except WorkerFailed as exc:
+                    failed = str(exc)
+                    tg.cancel_scope.cancel()
+                else:
+                    announce(sock.getsockname()[1], args.host, scheme)
+                    await workers.watch()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(workers.stop)
+        sock.close()
+    return fail(failed) if failed else 0
 
 
 def _positive_count(text: str) -> int:
@@ -264,6 +308,8 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     sv.add_argument("--token-file", dest="token_file", action="append", metavar="FILE",
                     help="a file only you can read, holding one bearer token (at least 16 characters); "
                          "repeat it for one token per client")
+    sv.add_argument("--workers", type=_positive_count, default=1, metavar="N",
+                    help="processes answering on the one port, each with its own evaluator (default 1)")
     sv.add_argument("--client-requests", dest="client_requests", type=_positive_count, metavar="N",
                     help="requests in flight per client (its token, else its address); past it, 429 with "
                          "Retry-After (default: no such limit)")
