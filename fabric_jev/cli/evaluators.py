@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import socket
 import sys
+from typing import Any
 
 from .common import (
     CONFIG_HELP,
@@ -90,16 +92,53 @@ async def _cmd_status(args: argparse.Namespace) -> int:
     return EXIT_NOT_COMPLETED
 
 
+def _serve_tls(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The scheme, and the key file's password read from its file; ConfigError on a bad option or
+    a certificate, key or password uvicorn would refuse (checked now: one line, before any start)."""
+    from .._files import open_regular
+    from ..errors import ConfigError
+
+    if args.ssl_certfile is None:
+        if args.ssl_keyfile is not None or args.ssl_keyfile_password_file is not None:
+            raise ConfigError("serve: --ssl-keyfile and --ssl-keyfile-password-file need --ssl-certfile")
+        return "http", None
+    password = None
+    if args.ssl_keyfile_password_file is not None:
+        with open_regular(args.ssl_keyfile_password_file, label="key password file",
+                          error=lambda m: ConfigError(m)) as f:
+            password = f.read(4097).decode("utf-8", "replace").strip("\r\n")
+    import ssl
+
+    try:  # what uvicorn does with them (load_cert_chain), once here for a one-line refusal
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(args.ssl_certfile, args.ssl_keyfile,
+                                                                password or None)
+    except (OSError, ssl.SSLError) as exc:
+        reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or type(exc).__name__
+        key = f" and key {args.ssl_keyfile}" if args.ssl_keyfile else ""
+        raise ConfigError(f"serve: cannot load the TLS certificate {args.ssl_certfile}{key}: {reason}") from None
+    return "https", password
+
+
 async def _cmd_serve(args: argparse.Namespace) -> int:
     import signal
 
     import anyio
 
+    from .._bearer import read_token_file, require_token
+    from ..errors import ConfigError
     from ..evaluators.select import build_evaluator
     from ..serve import ListenError, ServeLimits, announce, listen, serve, serve_key_from_env
 
     try:
-        sock = listen(args.port)  # before the evaluator loads: a busy port is one line, at once
+        tokens = [read_token_file(path) for path in args.token_file or ()]
+        require_token(args.host, tokens[0] if tokens else None, command="serve")
+        scheme, password = _serve_tls(args)
+    except ConfigError as exc:
+        return fail(str(exc))
+    # Token files win over FABRIC_JEV_SERVE_KEY, which counts only on loopback (require_token above).
+    key: str | list[str] | None = tokens or serve_key_from_env()
+    try:
+        sock = listen(args.port, args.host)  # before the evaluator loads: a busy port is one line, at once
     except ListenError as exc:
         sys.stderr.write(f"fabric-jev: serve: {exc.strerror}\n")
         return EXIT_REJECTED
@@ -113,6 +152,14 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
         if problem:
             sock.close()
             return fail(problem)
+        options: dict[str, Any] = {
+            "key": key, "log_level": args.log_level, "access_log": not args.no_access_log,
+            "limits": ServeLimits(request_timeout_s=args.request_timeout),
+            "client_requests": args.client_requests, "ssl_certfile": args.ssl_certfile,
+            "ssl_keyfile": args.ssl_keyfile, "ssl_keyfile_password": password}
+        if args.workers > 1:
+            await evaluator.aclose()  # each worker builds its own
+            return await _serve_workers(args, sock, scheme, options)
         # Signals are handled before the URL is announced.
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with anyio.create_task_group() as tg:
@@ -122,12 +169,55 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
                         return
 
                 tg.start_soon(stop_on_signal)
-                await serve(evaluator, sock=sock, key=serve_key_from_env(), ready=announce,
-                            log_level=args.log_level, access_log=not args.no_access_log,
-                            limits=ServeLimits(request_timeout_s=args.request_timeout))
+                await serve(evaluator, sock=sock, ready=lambda port: announce(port, args.host, scheme), **options)
     finally:
         await evaluator.aclose()
     return 0
+
+
+async def _serve_workers(args: argparse.Namespace, sock: socket.socket, scheme: str, options: dict[str, Any]) -> int:
+    """`--workers N`: the parent starts N workers on `sock`, announces once all are ready, and
+    stops them all on SIGINT or SIGTERM."""
+    import signal
+
+    import anyio
+    import anyio.to_thread
+
+    from ..serve import announce
+    from ..serve.workers import WorkerFailed, WorkerOptions, Workers
+
+    limits = options["limits"]
+    workers = Workers(args.workers, sock, WorkerOptions(args.evaluator, config_from(args), options,
+                                                        grace_s=limits.shutdown_grace_s + 1))
+    failed: str | None = None
+    try:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with anyio.create_task_group() as tg:
+                async def stop_on_signal() -> None:
+                    async for _ in signals:
+                        tg.cancel_scope.cancel()
+                        return
+
+                tg.start_soon(stop_on_signal)
+                try:
+                    await workers.start()
+                except WorkerFailed as exc:
+                    failed = str(exc)
+                    tg.cancel_scope.cancel()
+                else:
+                    announce(sock.getsockname()[1], args.host, scheme)
+                    await workers.watch()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(workers.stop)
+        sock.close()
+    return fail(failed) if failed else 0
+
+
+def _positive_count(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 100_000:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number from 1 to 100000")
+    return int(text)
 
 
 def _timeout_seconds(text: str) -> float:
@@ -200,16 +290,35 @@ def add_evaluator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
 
     sv = add_command(
         sub, "serve", help="serve POST /v1/systemone on 127.0.0.1",
-        description="Serve the evaluator over HTTP on 127.0.0.1 (POST /v1/systemone, the TypeSafe wire "
-                    "format). The base URL is printed first, on standard output; the log (one access "
-                    "line per request, as uvicorn writes it) goes to standard error. "
-                    "FABRIC_JEV_SERVE_KEY, when set, is the bearer key clients must send. Runs until "
+        description="Serve the evaluator over HTTP on 127.0.0.1, or on --host (POST /v1/systemone, the "
+                    "TypeSafe wire format). The base URL is printed first, on standard output; the log "
+                    "(one access line per request, as uvicorn writes it) goes to standard error. "
+                    "FABRIC_JEV_SERVE_KEY, when set, is the bearer key clients must send on loopback; "
+                    "--token-file wins over it, and beyond loopback is required. Runs until "
                     "Ctrl-C or SIGTERM.",
-        codes=("0 stopped by a signal", "2 bad config, evaluator or port, or the local model is not installed"))
+        codes=("0 stopped by a signal",
+               "2 bad config, evaluator, port, token file or TLS files, a host beyond loopback "
+               "without --token-file, or the local model is not installed"))
     add_evaluator_options(sv, config=False)
     # Range checked by serve.listen, which says so in one line (as for a busy port).
     sv.add_argument("--port", type=int, default=8787,
-                    help="TCP port on 127.0.0.1 (default 8787; 0 picks a free one)")
+                    help="TCP port (default 8787; 0 picks a free one)")
+    sv.add_argument("--host", default="127.0.0.1",
+                    help="address to listen on (default 127.0.0.1); beyond loopback, --token-file is required")
+    sv.add_argument("--token-file", dest="token_file", action="append", metavar="FILE",
+                    help="a file only you can read, holding one bearer token (at least 16 characters); "
+                         "repeat it for one token per client")
+    sv.add_argument("--workers", type=_positive_count, default=1, metavar="N",
+                    help="processes answering on the one port, each with its own evaluator (default 1)")
+    sv.add_argument("--client-requests", dest="client_requests", type=_positive_count, metavar="N",
+                    help="requests in flight per client (its token, else its address); past it, 429 with "
+                         "Retry-After (default: no such limit)")
+    sv.add_argument("--ssl-certfile", dest="ssl_certfile", metavar="FILE",
+                    help="serve HTTPS with this certificate (PEM), as uvicorn's option")
+    sv.add_argument("--ssl-keyfile", dest="ssl_keyfile", metavar="FILE",
+                    help="the certificate's private key (PEM), if not in the certificate file")
+    sv.add_argument("--ssl-keyfile-password-file", dest="ssl_keyfile_password_file", metavar="FILE",
+                    help="a file holding the private key's password (never on the command line)")
     sv.add_argument("--config", help=CONFIG_HELP)
     sv.add_argument("--log-level", dest="log_level", default="info",
                     choices=("critical", "error", "warning", "info", "debug", "trace"),

@@ -8,13 +8,13 @@ validation, ``detail.error_type`` / ``detail.message`` otherwise).
 
 from __future__ import annotations
 
-import hmac
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
+from .._bearer import bearer_matches
 from .._json import JSONInputError, loads_bounded, values_at_most
 from ..contract.evaluation import MAX_DEPTH, MAX_NODES, EvaluationRequest, validate_request
 from ..errors import EvaluationError, RequestInvalid, UpstreamError
@@ -27,6 +27,8 @@ DEFAULT_MODEL = "jev-latest"
 _PARSE_INLINE_BYTES = 64 * 1024
 
 Response = tuple[int, dict[str, Any]]
+#: One answer whatever was wrong (no header, another scheme, a wrong key): it tells a guesser nothing.
+UNAUTHORIZED_MESSAGE = "Missing or invalid API key: send Authorization: Bearer <key>"
 
 
 def error(status: int, error_type: str, message: str) -> Response:
@@ -40,7 +42,7 @@ def _invalid(msg: str, type_: str = "value_error", loc: tuple[str, ...] = ("body
 class JevServer:
     """What each request means; sockets, limits on bytes and time live in the ASGI layer."""
 
-    def __init__(self, evaluator: Evaluator | str, *, key: str | None = None,
+    def __init__(self, evaluator: Evaluator | str, *, key: str | Sequence[str] | None = None,
                  limits: ServeLimits | None = None) -> None:
         """`evaluator` is an Evaluator, or a spec string (``"local"``, ``"fixture:FILE"``, ...):
         one built from a spec belongs to this server, and `aclose()` closes it."""
@@ -50,7 +52,9 @@ class JevServer:
 
             evaluator = evaluator_from_spec(evaluator)
         self.evaluator: Evaluator = evaluator
-        self.key = key
+        self.key = key if isinstance(key, str) or key is None else (key[0] if key else None)
+        #: Every accepted key (a shared host gives one per client).
+        self.keys: tuple[str, ...] = (key,) if isinstance(key, str) else tuple(key or ())
         self.limits = limits or ServeLimits()
         self._evaluations: anyio.CapacityLimiter | None = None
 
@@ -60,15 +64,11 @@ class JevServer:
             await self.evaluator.aclose()
 
     def _auth(self, headers: Mapping[str, str]) -> Response | None:
-        if self.key is None:
+        if not self.keys:
             return None
-        # The scheme is case-insensitive (RFC 9110 §11.1): `bearer KEY` is `Bearer KEY`.
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        token = token.lstrip(" ")
-        if scheme.lower() != "bearer" or not token:
-            return error(401, "authentication_error", "Missing API key: send Authorization: Bearer <key>")
-        if not hmac.compare_digest(token.encode(), self.key.encode()):
-            return error(401, "authentication_error", "Invalid API key")
+        # Every key is compared (a list, not any()): the time does not tell which one came close.
+        if not any([bearer_matches(headers.get("authorization"), key) for key in self.keys]):
+            return error(401, "authentication_error", UNAUTHORIZED_MESSAGE)
         return None
 
     def refusal(self, method: str, path: str, headers: Mapping[str, str]) -> Response | None:

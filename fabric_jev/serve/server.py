@@ -16,7 +16,7 @@ import logging
 import math
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -24,6 +24,7 @@ import anyio
 from ..errors import JevError
 from ..evaluators.base import Evaluator
 from .asgi import JevApp, Message, Receive, Scope, Send
+from .clients import ClientLimits
 from .guard import Connections, guarded
 from .handler import JevServer
 from .limits import ServeLimits
@@ -43,7 +44,7 @@ class _Tracked:
     """The ASGI app, telling each request's connection when its headers are in, when its body
     is, and when it is done."""
 
-    def __init__(self, app: JevApp, connections: Connections) -> None:
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], connections: Connections) -> None:
         self.app, self.connections = app, connections
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -65,20 +66,26 @@ class _Tracked:
             guard.request_finished()
 
 
-def listen(port: int) -> socket.socket:
-    """Bind 127.0.0.1:port now, so a busy or invalid port is one clear error before anything starts."""
+def listen(port: int, host: str = HOST) -> socket.socket:
+    """Bind host:port now, so a busy or invalid port is one clear error before anything starts."""
     if not 0 <= port <= 65535:
         raise ListenError(errno.EINVAL, f"port must be 0-65535, not {port}")
+    try:
+        # The first address the name gives (`localhost` is 127.0.0.1; `::` and `[::1]` are IPv6).
+        family, _, _, _, address = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM,
+                                                      flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise ListenError(errno.EINVAL, f"cannot listen on {host}:{port}: {exc.strerror}") from None
     # IPPROTO_TCP, not 0: asyncio turns Nagle's algorithm off only on sockets made with it (the
     # guard sets TCP_NODELAY on each connection too, for sockets a caller made).
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((HOST, port))
+        sock.bind(address)
         sock.listen(_BACKLOG)
     except OSError as exc:
         sock.close()
-        raise ListenError(exc.errno, f"cannot listen on {HOST}:{port}: {exc.strerror or exc}") from None
+        raise ListenError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.setblocking(False)
     return sock
 
@@ -131,24 +138,31 @@ def _log_config() -> dict[str, Any]:
     }
 
 
-async def serve(evaluator: Evaluator | str, *, port: int = 0, key: str | None = None,
+async def serve(evaluator: Evaluator | str, *, port: int = 0, key: str | Sequence[str] | None = None,
                 ready: Callable[[int], None] | None = None, limits: ServeLimits | None = None,
                 sock: socket.socket | None = None, log_level: str | None = None,
-                access_log: bool = False) -> None:
+                access_log: bool = False, client_requests: int | None = None,
+                ssl_certfile: str | None = None, ssl_keyfile: str | None = None,
+                ssl_keyfile_password: str | None = None) -> None:
     """Serve until cancelled (asyncio only). `ready(port)` is called once the socket listens.
 
     `evaluator` is an Evaluator or a spec string (`local`, `fixture:FILE`, ...;
     one built from a spec is closed when serving ends). `log_level` (one of
     LOG_LEVELS) turns on uvicorn's logging on standard error, with one access
     line per request when `access_log` is set; without it, only our own
-    warnings are logged. Raises ListenError when the port cannot be listened on.
+    warnings are logged. `key`: the bearer key, or several (one per client).
+    `client_requests`: requests in flight per client (clients.py), None for no
+    such limit. `ssl_*`: TLS, as uvicorn's options of those names. Raises
+    ListenError when the port cannot be listened on.
     """
     if isinstance(evaluator, str):
         from ..evaluators.select import evaluator_for
 
         async with evaluator_for(evaluator) as built:
             await serve(built, port=port, key=key, ready=ready, limits=limits, sock=sock,
-                        log_level=log_level, access_log=access_log)
+                        log_level=log_level, access_log=access_log, client_requests=client_requests,
+                        ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
+                        ssl_keyfile_password=ssl_keyfile_password)
         return
     import uvicorn
 
@@ -157,8 +171,13 @@ async def serve(evaluator: Evaluator | str, *, port: int = 0, key: str | None = 
     limits = limits or ServeLimits()
     sock = sock or listen(port)
     connections = Connections(limits)
+    jev = JevServer(evaluator, key=key, limits=limits)
+    app: Callable[[Scope, Receive, Send], Awaitable[None]] = JevApp(jev)
+    if client_requests is not None:
+        app = ClientLimits(JevApp(jev), client_requests, jev.keys)
     config = uvicorn.Config(
-        _Tracked(JevApp(JevServer(evaluator, key=key, limits=limits)), connections),
+        _Tracked(app, connections),
+        ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, ssl_keyfile_password=ssl_keyfile_password,
         interface="asgi3", lifespan="off", ws="none", http="h11",
         log_config=None if log_level is None else _log_config(), log_level=log_level or "warning",
         access_log=access_log and log_level is not None, server_header=False,
