@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -54,7 +55,8 @@ def http_server(tmp_path: Path, *args: str, config: dict[str, Any] | None = None
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), (tmp_path / "server.log").read_text()
+        assert url.startswith(("http://127.0.0.1:", "https://127.0.0.1:")) and url.endswith("/mcp"), \
+            (tmp_path / "server.log").read_text()
         yield proc, url
     finally:
         if proc.poll() is None:
@@ -65,9 +67,9 @@ def http_server(tmp_path: Path, *args: str, config: dict[str, Any] | None = None
 
 
 @asynccontextmanager
-async def client(url: str, token: str | None = TOKEN, **kwargs: Any) -> AsyncIterator[ClientSession]:
+async def client(url: str, token: str | None = TOKEN, verify: Any = True, **kwargs: Any) -> AsyncIterator[ClientSession]:
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http, \
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300), verify=verify) as http, \
             streamable_http_client(url, http_client=http) as (read, write), \
             ClientSession(read, write, **kwargs) as session:
         await session.initialize()
@@ -212,3 +214,55 @@ async def test_sigterm_stops_the_server_and_leaves_no_worker(tmp_path: Path) -> 
     finally:
         for fd in pidfds:
             os.close(fd)
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed: no certificate to test TLS with")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+@pytest.mark.anyio
+async def test_tls_by_uvicorns_options(tmp_path: Path) -> None:
+    import ssl
+
+    cert, key = _self_signed(tmp_path)
+    with http_server(tmp_path, "--ssl-certfile", str(cert), "--ssl-keyfile", str(key)) as (_, url):
+        assert url.startswith("https://")
+        async with client(url, verify=ssl.create_default_context(cafile=str(cert))) as session:
+            envelope = structured(await session.call_tool("jev_run", {"program": QUICK}))
+    assert envelope["result"] == "done"
+
+
+def test_a_tls_key_without_its_certificate_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "key.pem").write_text("not a key")
+    done = subprocess.run([sys.executable, "-m", "fabric_jev", "mcp", "--transport", "streamable-http",
+                           "--ssl-keyfile", str(tmp_path / "key.pem")], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60, env={**os.environ, "FABRIC_JEV_HOME": str(tmp_path / "home")})
+    assert done.returncode == 2 and done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert "TLS needs both --ssl-certfile and --ssl-keyfile" in line
+
+
+@pytest.mark.timeout(300)
+def test_the_inspector_lists_and_calls_over_http(tmp_path: Path) -> None:
+    from tests.test_mcp_programs import inspector
+
+    with http_server(tmp_path) as (_, url):
+        def inspect(*args: str) -> Any:
+            done = subprocess.run([*inspector(), "--cli", url, "--transport", "http",
+                                   "--header", f"Authorization: Bearer {TOKEN}", *args],
+                                  capture_output=True, text=True, timeout=240, cwd=tmp_path,
+                                  env={**os.environ, "HOME": str(tmp_path / "home")})
+            assert done.returncode == 0, done.stderr[-3000:]
+            return json.loads(done.stdout)
+
+        listed = inspect("--method", "tools/list")
+        assert "jev_run" in {t["name"] for t in listed["tools"]}
+        ran = inspect("--method", "tools/call", "--tool-name", "jev_run",
+                      "--tool-arg", f"program={json.dumps(QUICK)}")
+    assert ran["structuredContent"]["state"] == "completed" and ran["structuredContent"]["result"] == "done"
