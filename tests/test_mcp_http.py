@@ -266,3 +266,44 @@ def test_the_inspector_lists_and_calls_over_http(tmp_path: Path) -> None:
         ran = inspect("--method", "tools/call", "--tool-name", "jev_run",
                       "--tool-arg", f"program={json.dumps(QUICK)}")
     assert ran["structuredContent"]["state"] == "completed" and ran["structuredContent"]["result"] == "done"
+
+
+ASKS_ONCE = program("const a = await jev.evaluate({state: 's', questions: {q: {type: 'noul', instructions: "
+                    "'ok?'}}}); return a.answers.q.noul", name="asker", requires=["jev.evaluate"])
+
+
+@pytest.mark.anyio
+async def test_a_queued_run_asks_its_own_client_not_the_one_that_freed_its_slot(tmp_path: Path) -> None:
+    """One host slot: B's spawn waits in the host's queue behind A's run and starts when A's ends,
+    in A's task; its question still goes to B's user."""
+    import mcp_types as types
+
+    asked: list[str] = []
+    a_asking, b_queued = anyio.Event(), anyio.Event()
+
+    def answer(name: str) -> Any:
+        async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            asked.append(name)
+            if name == "a":
+                a_asking.set()
+                await b_queued.wait()
+            return types.ElicitResult(action="accept", content={"decision": "allow"})
+        return callback
+
+    config = {"approvals": {"read": "ask"}, "maxConcurrentRuns": 1}
+    with http_server(tmp_path, config=config) as (_, url):
+        async with client(url, elicitation_callback=answer("a")) as a, \
+                client(url, elicitation_callback=answer("b")) as b, anyio.create_task_group() as tg:
+            finished: dict[str, Any] = {}
+
+            async def run_a() -> None:
+                finished["a"] = structured(await a.call_tool("jev_run", {"program": ASKS_ONCE}))
+
+            tg.start_soon(run_a)
+            await a_asking.wait()
+            spawned = structured(await b.call_tool("jev_spawn", {"program": ASKS_ONCE}))
+            assert spawned["state"] == "queued"
+            b_queued.set()
+            ended = structured(await b.call_tool("jev_wait", {"id": spawned["id"]}))
+    assert finished["a"]["result"] == 0.75 and ended["state"] == "completed" and ended["result"] == 0.75
+    assert asked == ["a", "b"]

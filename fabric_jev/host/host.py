@@ -3,6 +3,7 @@ the public API (contract §2). Everything of one run lives in its `Run` (host/ru
 
 from __future__ import annotations
 
+import contextvars
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -79,6 +80,9 @@ class JevHost:
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self._active = 0  # runs holding a slot (loading or running): at most max_concurrent_runs
         self._queue: deque[Run] = deque()  # launched beyond the slots, first in first out
+        # Each queued run's launching context (whose client it asks, over MCP), by run id: it starts
+        # in the task of whichever run freed the slot, which may be another client's.
+        self._launched_in: dict[str, contextvars.Context] = {}
         self._closed = False
         self._entered = False
         self._stack = AsyncExitStack()
@@ -291,6 +295,7 @@ class JevHost:
                             observers=self._observers)
             run.left_queue = self._left_queue
             self._queue.append(run)
+            self._launched_in[run.id] = contextvars.copy_context()
         else:
             self._active += 1
             try:
@@ -314,6 +319,7 @@ class JevHost:
     def _left_queue(self, run: Run) -> None:
         """A queued run was cancelled before it started."""
         self._queue.remove(run)
+        self._launched_in.pop(run.id, None)
         self._prune()
 
     def _start_queued(self) -> None:
@@ -322,7 +328,8 @@ class JevHost:
             run = self._queue.popleft()
             run.start()
             self._active += 1
-            self._tg.start_soon(self._load_and_drive, run)
+            launched_in = self._launched_in.pop(run.id, None) or contextvars.copy_context()
+            launched_in.run(self._tg.start_soon, self._load_and_drive, run)
 
     async def _load_and_drive(self, run: Run) -> None:
         """A run that waited: its launch already returned, so failing to load ends it `failed`."""
