@@ -9,6 +9,7 @@ launch and hands it here; this module decides when it runs.
 
 from __future__ import annotations
 
+import contextvars
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 from functools import partial
@@ -30,6 +31,9 @@ class RunScheduler:
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self._active = 0  # runs holding a slot (loading or running): at most max_concurrent_runs
         self._queue: deque[Run] = deque()  # launched beyond the slots, first in first out
+        # Each queued run's launching context (whose client it asks, over MCP), by run id: it starts
+        # in the task of whichever run freed the slot, which may be another client's.
+        self._launched_in: dict[str, contextvars.Context] = {}
         self._tg: anyio.abc.TaskGroup | None = None  # the host's, given on entry
 
     def start(self, tg: anyio.abc.TaskGroup) -> None:
@@ -64,6 +68,7 @@ class RunScheduler:
                             observers=observers)
             run.left_queue = self._left_queue
             self._queue.append(run)
+            self._launched_in[run.id] = contextvars.copy_context()
         else:
             self._active += 1
             try:
@@ -98,6 +103,7 @@ class RunScheduler:
     def _left_queue(self, run: Run) -> None:
         """A queued run was cancelled before it started."""
         self._queue.remove(run)
+        self._launched_in.pop(run.id, None)
         self._prune()
 
     def _start_queued(self) -> None:
@@ -106,7 +112,8 @@ class RunScheduler:
             run = self._queue.popleft()
             run.start()
             self._active += 1
-            self._tg.start_soon(self._load_and_drive, run)
+            launched_in = self._launched_in.pop(run.id, None) or contextvars.copy_context()
+            launched_in.run(self._tg.start_soon, self._load_and_drive, run)
 
     async def _load_and_drive(self, run: Run) -> None:
         """A run that waited: its launch already returned, so failing to load ends it `failed`."""

@@ -13,6 +13,7 @@ import logging
 import math
 import stat
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,9 @@ from ..contract.evaluation import validate_request
 from ..errors import JevError, LaunchRejected, ProgramInvalid, RequestInvalid
 from ..host import JevHost
 from ..program_files import load_program
+from ..typecheck.slots import SLOT_OWNER
 from .asking import CURRENT_CALL, ElicitationApprover, ToolCall
+from .clients import ClientLimitReached, ClientRuns, client_of
 from .lines import claimed_stdin
 from .programs import ListedProgram, ProgramCatalog, UnknownResource
 from .session_tools import SESSION_TOOL_NAMES
@@ -91,9 +94,10 @@ class JevTools:
     """The tool implementations over one host, shared by every call of the session."""
 
     def __init__(self, host: JevHost, config: HostConfig, programs: ProgramFolder,
-                 approver: ElicitationApprover | None = None) -> None:
+                 approver: ElicitationApprover | None = None, clients: ClientRuns | None = None) -> None:
         self.host, self.config, self.programs = host, config, programs
         self.approver = approver
+        self.clients = clients  # per-client limits (over HTTP; stdio has one client)
         self.sessions = SessionTools(host, self._program)
 
     def _program(self, arguments: dict[str, Any]) -> Any:
@@ -111,6 +115,8 @@ class JevTools:
         # Runs started by this call ask its client (on this call's channel while it is open).
         origin = ToolCall(ctx.session, ctx.request_id)
         token = CURRENT_CALL.set(origin)
+        # Compiles of this call are charged to its client, not to the program's name.
+        owner = SLOT_OWNER.set(client_of(ctx) if self.clients is not None else None)
         try:
             if name in SESSION_TOOL_NAMES:
                 return await self.sessions.call(name, arguments)
@@ -118,6 +124,7 @@ class JevTools:
             return await handler(arguments, ctx)
         finally:
             origin.live = False
+            SLOT_OWNER.reset(owner)
             CURRENT_CALL.reset(token)
 
     async def _announce(self, program: Any, arguments: dict[str, Any]) -> None:
@@ -135,6 +142,12 @@ class JevTools:
         sys.stderr.flush()
 
     async def _jev_run(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
+        if self.clients is None:
+            return await self._run(arguments, ctx)
+        async with self.clients.placed(client_of(ctx)):  # in the client's own queue first
+            return await self._run(arguments, ctx)
+
+    async def _run(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
         program = self._program(arguments)
         await self._announce(program, arguments)
         send, receive = anyio.create_memory_object_stream[tuple[int, Any]](PROGRESS_BUFFER)
@@ -162,7 +175,19 @@ class JevTools:
     async def _jev_spawn(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
         program = self._program(arguments)
         await self._announce(program, arguments)
-        envelope = await self.host.spawn(program, arguments.get("input"), intent=arguments.get("intent"))
+        if self.clients is None:
+            return (await self.host.spawn(program, arguments.get("input"), intent=arguments.get("intent"))).to_json()
+        client = client_of(ctx)
+        try:
+            self.clients.place_spawned(client)
+        except ClientLimitReached as exc:
+            raise ToolError(str(exc)) from None
+        try:
+            envelope = await self.host.spawn(program, arguments.get("input"), intent=arguments.get("intent"))
+        except BaseException:
+            self.clients.unplace_spawned(client)
+            raise
+        self.clients.release_when(client, partial(self.host.wait, envelope.id))
         return envelope.to_json()
 
     async def _jev_status(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
@@ -355,11 +380,8 @@ def _error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
-async def serve_stdio(config: HostConfig, evaluator: Any, *, programs: str | None = None,
-                      connectors: Any = None, program_tools: bool = False) -> None:
-    """Serve MCP on standard input/output until the client closes it; runs end with the server."""
-    from mcp.server.stdio import stdio_server
-
+def open_programs(programs: str | None) -> ProgramFolder:
+    """The programs folder of --programs, checked to be one (ProgramInvalid otherwise)."""
     try:
         folder = ProgramFolder(programs)
         mode = None if folder.root is None else folder.root.stat().st_mode
@@ -367,6 +389,15 @@ async def serve_stdio(config: HostConfig, evaluator: Any, *, programs: str | Non
         raise ProgramInvalid(f"cannot use programs folder {programs}: {exc.strerror}") from None
     if mode is not None and not stat.S_ISDIR(mode):  # /dev/zero, a FIFO, a file: no folder to list
         raise ProgramInvalid(f"cannot use programs folder {programs}: it is {kind_of(mode)}, not a folder")
+    return folder
+
+
+async def serve_stdio(config: HostConfig, evaluator: Any, *, programs: str | None = None,
+                      connectors: Any = None, program_tools: bool = False) -> None:
+    """Serve MCP on standard input/output until the client closes it; runs end with the server."""
+    from mcp.server.stdio import stdio_server
+
+    folder = open_programs(programs)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     # An `ask` becomes an elicitation to the client's user (a refusal if the client cannot be asked).
     approver = ElicitationApprover()

@@ -42,7 +42,7 @@ from . import cache
 from .compiler import Compiler, CompilerStopped, Missing, locate, run_compiler
 from .declarations import DECLARATIONS_FILE, render, schema_type, wrap
 from .diagnostics import parse_output, place
-from .slots import FairSlots
+from .slots import FairSlots, slot_owner
 from .verdict import CheckReport, CheckResult, CompilerVerdict, Stopped
 
 #: Bump when the options, the wrapper or the meaning of a verdict change (part of every digest).
@@ -293,7 +293,7 @@ async def _verdict(program: Program, key: str, declarations: str, compiler: Comp
             if found is not None:
                 return found, True
         try:
-            async with state.slots.taken(program.name):
+            async with state.slots.taken(slot_owner(program.name)):
                 verdict = await _compile(program, declarations, reading, compiler, tc)
         except CompilerStopped as exc:
             stopped = Stopped(str(exc), exc.language, tc.timeout_ms, tc.memory_limit_bytes)

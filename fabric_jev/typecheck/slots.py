@@ -7,6 +7,10 @@ served: while more than one slot exists, the last free one is kept for an
 owner (a program, by name) that has no compile running, and a freed slot goes
 first to the owner waiting with the fewest compiles running (the longest
 waiting among equals). A lone owner still gets every slot but one.
+
+The owner is the program's name, unless the caller names one for its task in
+`SLOT_OWNER`: the MCP server over HTTP names the client there, so that one
+client's many programs share one owner's slots.
 """
 
 from __future__ import annotations
@@ -14,8 +18,18 @@ from __future__ import annotations
 import itertools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 
 import anyio
+
+#: Who a compile in this task is charged to (None: the program, by name).
+SLOT_OWNER: ContextVar[str | None] = ContextVar("fabric_jev_slot_owner", default=None)
+
+
+def slot_owner(program_name: str) -> str:
+    """The owner of a compile of `program_name` in this task: the caller's, else the program's."""
+    named = SLOT_OWNER.get()
+    return f"program:{program_name}" if named is None else named
 
 
 class FairSlots:

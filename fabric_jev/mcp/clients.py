@@ -1,0 +1,123 @@
+"""Per-client limits of `fabric-jev mcp --transport streamable-http`, so one client cannot starve the others.
+
+A client is one MCP session (the `Mcp-Session-Id` the server gave it at `initialize`): the
+host has a single bearer token, which every client presents, so the token tells no client
+from another, and a peer address is shared by every agent of one machine. A client that
+opens many sessions counts as many clients; the host-wide limits (`maxConcurrentRuns`,
+`maxQueuedRuns`, the session cap) still bound them all together.
+
+Each client has `per_client` run places: a run holds one from its launch until it ends
+(queued in the host counts). A `jev_run` beyond them waits in the client's own queue, first
+in first out, so a flood of one client queues behind itself and the host's queue holds at
+most `per_client` runs of it; a `jev_spawn` beyond them is refused at once (its caller
+expects an answer now), with the reason. The compiler slots are charged to the client too
+(typecheck.slots.SLOT_OWNER), not to the program's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+#: `--client-runs` when not given.
+DEFAULT_CLIENT_RUNS = 4
+
+
+class ClientLimitReached(Exception):
+    """A spawn beyond the client's run places; the message is what the client sees."""
+
+
+def client_of(ctx: Any) -> str:
+    """The client a request comes from: its MCP session id, else its session object's identity
+    (a transport without session ids has one client per connection)."""
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    session_id = headers.get("mcp-session-id") if headers is not None else None
+    return f"client:{session_id}" if session_id else f"client:{id(ctx.session):x}"
+
+
+class ClientRuns:
+    """Run places per client: `async with runs.placed(client)` for a run the call waits for,
+    `place_spawned` then `release_when` for one that ends later."""
+
+    def __init__(self, per_client: int, task_group: TaskGroup) -> None:
+        if per_client < 1:
+            raise ValueError("per_client must be at least 1")
+        self.per_client = per_client
+        self._tg = task_group
+        self._places: dict[str, anyio.Semaphore] = {}
+        #: Runs placed so far, by client (what a test or a status line reads).
+        self.placed_count: dict[str, int] = {}
+
+    def _semaphore(self, client: str) -> anyio.Semaphore:
+        found = self._places.get(client)
+        if found is None:
+            found = self._places[client] = anyio.Semaphore(self.per_client, fast_acquire=True)
+        return found
+
+    def in_flight(self, client: str) -> int:
+        found = self._places.get(client)
+        return 0 if found is None else self.per_client - found.value
+
+    def waiting(self, client: str) -> int:
+        found = self._places.get(client)
+        return 0 if found is None else found.statistics().tasks_waiting
+
+    def _release(self, client: str) -> None:
+        semaphore = self._places[client]
+        semaphore.release()
+        if semaphore.value == self.per_client and not semaphore.statistics().tasks_waiting:
+            del self._places[client]  # an idle client costs nothing
+
+    def _count(self, client: str) -> None:
+        self.placed_count[client] = self.placed_count.get(client, 0) + 1
+
+    @asynccontextmanager
+    async def placed(self, client: str) -> AsyncIterator[None]:
+        """Hold one of the client's places for the block, waiting for it in the client's queue."""
+        semaphore = self._semaphore(client)
+        try:
+            await semaphore.acquire()
+        except BaseException:
+            if semaphore.value == self.per_client and not semaphore.statistics().tasks_waiting:
+                self._places.pop(client, None)
+            raise
+        self._count(client)
+        try:
+            yield
+        finally:
+            self._release(client)
+
+    def place_spawned(self, client: str) -> None:
+        """Take one of the client's places now, for a spawn, or raise ClientLimitReached. Then
+        `release_when` the run has ended, or `unplace_spawned` if the spawn failed."""
+        semaphore = self._semaphore(client)
+        try:
+            semaphore.acquire_nowait()
+        except anyio.WouldBlock:
+            raise ClientLimitReached(
+                f"this client already has {self.per_client} runs queued or running (--client-runs "
+                f"{self.per_client}); wait for one to end (jev_wait) or use jev_run, which waits its turn"
+            ) from None
+        self._count(client)
+
+    def release_when(self, client: str, until: Callable[[], Awaitable[Any]]) -> None:
+        """Give the place back when `until()` returns (the spawned run has ended) or raises."""
+
+        async def watch() -> None:
+            try:
+                await until()
+            except Exception:  # the run is gone (pruned, or the host closed): its place is free
+                pass
+            finally:
+                self._release(client)
+
+        self._tg.start_soon(watch)
+
+    def unplace_spawned(self, client: str) -> None:
+        """Give back a place taken by `place_spawned` whose spawn then failed (no watcher runs)."""
+        self._release(client)
