@@ -101,7 +101,7 @@ class Snapshot(BaseModel):
         kept = None if before is None else before.model_copy(update={"baseline": None})
         return self.model_copy(update={"baseline": kept})
 
-    def redacted_json(self) -> dict[str, Any]:
+    def redacted_json(self) -> dict[str, object]:
         """The snapshot for artifacts: values of password fields are never written."""
         from ..redaction.redactor import redact
 

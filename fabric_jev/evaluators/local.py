@@ -63,7 +63,7 @@ _AUX = re.compile(r"^(does|do|did|is|are|was|were|has|have|had|can|could|will|wo
                   r"may|might|must)\s+", re.IGNORECASE)
 
 
-def render(value: Any) -> str:
+def render(value: object) -> str:
     """Text for a state, an instruction or a description (strings stay as they are)."""
     if value is None:
         return ""

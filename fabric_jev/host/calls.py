@@ -121,7 +121,7 @@ class CapabilityCalls:
             self._answerers = AnswererLog()
         self._answerers.add(provenance)
 
-    def start(self, kind: str, args: Any, settle: Settler, tasks: anyio.abc.TaskGroup) -> None:
+    def start(self, kind: str, args: object, settle: Settler, tasks: anyio.abc.TaskGroup) -> None:
         """A guest's call (`evaluate`, `tool` or `advise`), answered through `settle`."""
         try:
             call = self._validate_guest(kind, args)
@@ -139,7 +139,7 @@ class CapabilityCalls:
             self._budget.refund_call()
             settle(False, denial_message(call.ref, outcome))
 
-    async def call_now(self, ref: str, args: JsonValue) -> dict[str, Any]:
+    async def call_now(self, ref: str, args: JsonValue) -> dict[str, object]:
         """The run's caller's call (`JevHost.advise`): the same path; refusals raise."""
         if ref == "jev.advise" and self._observation is None:
             raise ProgramInvalid("advise needs a run spawned with observe")

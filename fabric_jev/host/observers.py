@@ -108,7 +108,7 @@ class Observer:
         self._queue.append(({**base, "payload": payload, "truncated": truncated}, now, completed))
         self._wake.set()
 
-    async def next_event(self) -> dict[str, Any]:
+    async def next_event(self) -> dict[str, object]:
         if self._waiting:
             raise HostCallRefused("Only one program.nextEvent may be pending at a time")
         self._waiting = True
@@ -130,7 +130,7 @@ class Observer:
 
     # ------------------------------------------------------------------ advice
 
-    async def advise(self, request: AdviceRequest) -> dict[str, Any]:
+    async def advise(self, request: AdviceRequest) -> dict[str, object]:
         event_id, message = request.event_id, request.message
         session = self.session
         reason = self._suppression(event_id)

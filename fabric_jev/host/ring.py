@@ -28,7 +28,7 @@ class ProgressRing:
         self.listener: Callable[[ProgressEvent], None] | None = None
         self._changed: anyio.Event | None = None  # only while someone waits for progress
 
-    def append(self, value: Any) -> None:
+    def append(self, value: object) -> None:
         entry = (self.next_sequence, time.time(), value)
         self._events.append(entry)
         self.next_sequence += 1

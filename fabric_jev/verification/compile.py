@@ -81,7 +81,7 @@ class CompileResult(WireModel):
     model: str | None = None
 
 
-def build_request(intent: str, dictionary: Dictionary) -> dict[str, Any]:
+def build_request(intent: str, dictionary: Dictionary) -> dict[str, object]:
     state = {"intent": intent,
              "dictionary": {"id": dictionary.id, "version": dictionary.version,
                             "checks": [{"key": f"check_{i}", "id": c.id, "description": c.description}
