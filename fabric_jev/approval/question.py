@@ -168,7 +168,7 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:head]} …[{len(text) - limit} characters cut]… {text[-tail:]}"
 
 
-def clip_strings(value: object, limit: int = ARGUMENT_STRING_CHARS) -> Any:
+def clip_strings(value: object, limit: int = ARGUMENT_STRING_CHARS) -> object:
     """`value` with every string (keys included) cut to `limit` characters."""
     if isinstance(value, str):
         return _clip(value, limit)

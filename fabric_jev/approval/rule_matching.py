@@ -201,7 +201,7 @@ class _PathMatcher(Matcher):
 _NOTHING: Any = object()
 
 
-def hashable(value: object) -> Any:
+def hashable(value: object) -> object:
     """A JSON scalar with its type (1, 1.0 and True differ in a rule), or _NOTHING."""
     if isinstance(value, str | int | float | bool) or value is None:
         return (type(value).__name__, value)

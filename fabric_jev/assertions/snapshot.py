@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,7 +94,7 @@ class Snapshot(BaseModel):
     baseline: Snapshot | None = Field(default=None, exclude=True, repr=False)
 
     @classmethod
-    def parse(cls, raw: dict[str, Any]) -> Snapshot:
+    def parse(cls, raw: Mapping[str, object]) -> Snapshot:
         return cls.model_validate(raw)
 
     def with_baseline(self, before: Snapshot | None) -> Snapshot:

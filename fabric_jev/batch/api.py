@@ -23,13 +23,13 @@ def _item(number: int, value: Any) -> BatchItem:
     return value if isinstance(value, BatchItem) else BatchItem(line=number, key=number, value=value)
 
 
-def as_items(inputs: Iterable[Any]) -> Iterable[BatchItem]:
+def as_items(inputs: Iterable[object]) -> Iterable[BatchItem]:
     """Plain input values are numbered from 1; `BatchItem`s pass through."""
     for number, value in enumerate(inputs, start=1):
         yield _item(number, value)
 
 
-async def as_async_items(inputs: AsyncIterable[Any]) -> AsyncIterator[BatchItem]:
+async def as_async_items(inputs: AsyncIterable[object]) -> AsyncIterator[BatchItem]:
     """`as_items` for an async iterable."""
     number = 0
     async for value in inputs:

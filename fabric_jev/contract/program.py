@@ -74,7 +74,7 @@ class Program(WireModel):
         return checked_refs(value)
 
 
-def checked_refs(value: object) -> Any:
+def checked_refs(value: object) -> object:
     """`Program.requires` before pydantic's own check: a list becomes a tuple, and each ref is
     checked in the contract's words (ValueError)."""
     refs = tuple(value) if isinstance(value, list) else value

@@ -333,7 +333,7 @@ def _traced(settle: Settler, trace: CallTrace) -> Settler:
     return settled
 
 
-async def answer_when_done(awaitable: Awaitable[Any], settle: Settler) -> None:
+async def answer_when_done(awaitable: Awaitable[object], settle: Settler) -> None:
     """Settle with what `awaitable` gives, or with the message of the JevError it raises."""
     try:
         value = await awaitable

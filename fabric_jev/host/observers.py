@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -97,7 +97,7 @@ class Observer:
 
     # ------------------------------------------------------------------ inbox
 
-    def offer(self, event: SessionEvent, base: dict[str, Any], now: float, completed: int) -> None:
+    def offer(self, event: SessionEvent, base: Mapping[str, object], now: float, completed: int) -> None:
         if self.cancelled or event.kind not in self.options.events:
             return
         payload, truncated = project(event, self.options)

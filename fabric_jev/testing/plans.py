@@ -43,7 +43,7 @@ class PlanCheck:
 
 
 def plan_checks(plan: str | Path | Mapping[str, Any] | Plan,
-                dictionary: str | Path | Mapping[str, Any] | Dictionary) -> list[Any]:
+                dictionary: str | Path | Mapping[str, Any] | Dictionary) -> list[object]:
     """One `pytest.param` per check the plan selected (dictionary order), its id the check's id::
 
         @pytest.mark.parametrize("check", plan_checks("plan.json", "dictionary.json"))
