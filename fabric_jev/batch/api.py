@@ -83,7 +83,7 @@ async def run_batch(
         raise first_error(group) from None
 
 
-def first_error(group: BaseExceptionGroup[Any]) -> BaseException:
+def first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """Task groups wrap errors; a caller wants the one that stopped the batch."""
     leaves: list[BaseException] = []
 
