@@ -215,7 +215,7 @@ class CallTrace:
         self.ref = ref
         self._approval: Span | None = None
 
-    def asking(self, policy: Policy) -> AbstractContextManager[Any]:
+    def asking(self, policy: Policy) -> AbstractContextManager[Span]:
         """The decision waits for the classifier or a person: its own span, until `decided`,
         current while the gate decides (an approver's own spans are its children)."""
         from opentelemetry.trace import set_span_in_context, use_span
@@ -284,7 +284,7 @@ class CallTrace:
         self.span.set_attribute("fabric_jev.cancelled", True)
         self._end()
 
-    def current(self) -> AbstractContextManager[Any]:
+    def current(self) -> AbstractContextManager[Span]:
         """A context manager that makes the call's span current, so spans the target makes
         (an instrumented HTTP client, a handler's own) are its children."""
         from opentelemetry.trace import use_span

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from ..contract.config import HostConfig
@@ -174,7 +174,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self.set_defaults(_parser=self)
 
-    def error(self, message: str) -> Any:  # argparse's signature: it never returns
+    def error(self, message: str) -> NoReturn:  # as argparse declares it: it never returns
         if "required: COMMAND" in message:
             choices = next((a.choices for a in self._actions
                             if isinstance(a, argparse._SubParsersAction)), None) or {}
