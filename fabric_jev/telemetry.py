@@ -73,7 +73,7 @@ def capture_content() -> bool:
     return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in ("true", "1", "yes")
 
 
-def shown(value: Any) -> str:
+def shown(value: object) -> str:
     """A JSON value as a span may hold it: redacted, as JSON text, cut to MAX_CONTENT_CHARS."""
     from .redaction.redactor import redact
 
@@ -153,7 +153,7 @@ class RunTrace:
         self.content = content
         self._open: set[CallTrace] = set()
 
-    def call(self, ref: str, risk: str, arguments: Any, request: EvaluationRequest | None,
+    def call(self, ref: str, risk: str, arguments: object, request: EvaluationRequest | None,
              model: str, system: str) -> CallTrace:
         """A capability call's span (a child of the run's), started as it passed validation.
         `model` and `system` are the evaluator's, for a jev.evaluate batch (`request`)."""
@@ -183,7 +183,7 @@ class RunTrace:
         self._open.add(traced)
         return traced
 
-    def ended(self, state: str, error: str | None, result: Any, budget: RunBudget) -> None:
+    def ended(self, state: str, error: str | None, result: object, budget: RunBudget) -> None:
         """The run is terminal: what is still open ends as cancelled, then the run's span."""
         for left in list(self._open):
             left.cancelled()
@@ -215,7 +215,7 @@ class CallTrace:
         self.ref = ref
         self._approval: Span | None = None
 
-    def asking(self, policy: Policy) -> AbstractContextManager[Any]:
+    def asking(self, policy: Policy) -> AbstractContextManager[Span]:
         """The decision waits for the classifier or a person: its own span, until `decided`,
         current while the gate decides (an approver's own spans are its children)."""
         from opentelemetry.trace import set_span_in_context, use_span
@@ -284,7 +284,7 @@ class CallTrace:
         self.span.set_attribute("fabric_jev.cancelled", True)
         self._end()
 
-    def current(self) -> AbstractContextManager[Any]:
+    def current(self) -> AbstractContextManager[Span]:
         """A context manager that makes the call's span current, so spans the target makes
         (an instrumented HTTP client, a handler's own) are its children."""
         from opentelemetry.trace import use_span

@@ -101,7 +101,7 @@ class CallView:
     context: RuleContext
     _cache: dict[Any, Any] = field(default_factory=dict)
 
-    def values(self, keys: Sequence[str]) -> list[Any]:
+    def values(self, keys: Sequence[str]) -> list[object]:
         """The values of `keys`, at the top level and one level inside params/args/arguments/input."""
         args = self.arguments
         if not isinstance(args, dict):  # JSON arguments: objects are dicts
@@ -118,7 +118,7 @@ class CallView:
         self._cache[id(keys)] = out
         return out
 
-    def get(self, dotted: str) -> tuple[bool, Any]:
+    def get(self, dotted: str) -> tuple[bool, object]:
         value = self.arguments
         for part in dotted.split("."):
             if not isinstance(value, dict) or part not in value:

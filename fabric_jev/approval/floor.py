@@ -21,7 +21,7 @@ from typing import Any
 from . import floor_checks as _checks
 from . import floor_closed as _closed
 from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS, CallView
-from .floor_reading import WRITE_PATH_KEYS, catalogue, ref_words, scripts
+from .floor_reading import WRITE_PATH_KEYS, FloorParams, catalogue, ref_words, scripts
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,7 @@ class FloorEntry:
     id: str
     what: str
     check: str
-    params: Mapping[str, Any]
+    params: FloorParams
     examples: Mapping[str, Sequence[Any]]
 
     def hits(self, view: CallView) -> bool:
@@ -70,7 +70,7 @@ def _interpreters() -> frozenset[str]:
     return frozenset(word for raw in catalogue()["entries"] for word in raw.get("params", {}).get("capabilities", ()))
 
 
-_CHECKS: dict[str, Callable[[CallView, Mapping[str, Any]], bool]] = {
+_CHECKS: dict[str, Callable[[CallView, FloorParams], bool]] = {
     "operands-outside-tree": _checks.operands_outside_tree,
     "find-outside-tree": _checks.find_outside_tree,
     "device-write": _checks.device_write,

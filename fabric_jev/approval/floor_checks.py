@@ -8,14 +8,25 @@ the working tree and the user's temporary folders); none reads a raw string.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from . import paths as _paths
 from . import shell as _shell
 from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS
-from .floor_reading import ANYWHERE, WRITE_PATH_KEYS, commands, has_flag, named, operands, paths_named, scripts, writes
+from .floor_reading import (
+    ANYWHERE,
+    WRITE_PATH_KEYS,
+    FloorParams,
+    commands,
+    has_flag,
+    named,
+    operands,
+    paths_named,
+    scripts,
+    writes,
+)
 from .places import expansions, in_places, outside, word_paths
 
 #: A program name that is a glob (`[` alone is the test command).
@@ -40,10 +51,11 @@ def path_regex(patterns: tuple[str, ...], cwd: str, home: str) -> re.Pattern[str
                       or r"(?!)", re.DOTALL)
 
 
-def _matcher(view: CallView, params: Mapping[str, Any], key: str, not_key: str = "except") -> Any:
+def _matcher(view: CallView, wanted: Sequence[str],
+             params: FloorParams) -> Callable[[list[tuple[str, str]] | None], bool]:
     where = view.context.where
-    patterns = path_regex(tuple(params[key]), where.cwd, where.home)
-    excepted = path_regex(tuple(params.get(not_key, ())), where.cwd, where.home)
+    patterns = path_regex(tuple(wanted), where.cwd, where.home)
+    excepted = path_regex(tuple(params.get("except", ())), where.cwd, where.home)
 
     def matches(found: list[tuple[str, str]] | None) -> bool:
         return found is not None and any(patterns.match(p) is not None and excepted.match(p) is None
@@ -51,7 +63,7 @@ def _matcher(view: CallView, params: Mapping[str, Any], key: str, not_key: str =
     return matches
 
 
-def operands_outside_tree(view: CallView, params: Mapping[str, Any]) -> bool:
+def operands_outside_tree(view: CallView, params: FloorParams) -> bool:
     strict = bool(params.get("strict"))
     for command in commands(view):
         flagged = named(command, params["programs"]) and has_flag(command, params.get("short", ""),
@@ -64,7 +76,7 @@ def operands_outside_tree(view: CallView, params: Mapping[str, Any]) -> bool:
     return False
 
 
-def find_outside_tree(view: CallView, params: Mapping[str, Any]) -> bool:
+def find_outside_tree(view: CallView, params: FloorParams) -> bool:
     actions = set(params["actions"])
     for command in commands(view):
         if not named(command, ["find"]):
@@ -81,8 +93,8 @@ def find_outside_tree(view: CallView, params: Mapping[str, Any]) -> bool:
     return False
 
 
-def device_write(view: CallView, params: Mapping[str, Any]) -> bool:
-    device = _matcher(view, params, "devices")
+def device_write(view: CallView, params: FloorParams) -> bool:
+    device = _matcher(view, params["devices"], params)
     for command in commands(view):
         targets = list(writes(command))
         if named(command, params["programs"]):
@@ -92,11 +104,11 @@ def device_write(view: CallView, params: Mapping[str, Any]) -> bool:
     return False
 
 
-def programs(view: CallView, params: Mapping[str, Any]) -> bool:
+def programs(view: CallView, params: FloorParams) -> bool:
     return any(named(c, params["programs"]) for c in commands(view))
 
 
-def download_and_run(view: CallView, params: Mapping[str, Any]) -> bool:
+def download_and_run(view: CallView, params: FloorParams) -> bool:
     for read in scripts(view):
         found = read.script.commands
         if any(named(c, params["downloaders"]) for c in found) and any(named(c, params["interpreters"]) for c in found):
@@ -115,7 +127,7 @@ def _git_args(command: _shell.Simple) -> list[str] | None:
     return words[i:]
 
 
-def git(view: CallView, params: Mapping[str, Any]) -> bool:
+def git(view: CallView, params: FloorParams) -> bool:
     options = re.compile("|".join(".*".join(re.escape(p) for p in o.split("*")) for o in params["options"]) + r"\Z")
     for command in commands(view):
         args = _git_args(command)
@@ -131,7 +143,7 @@ def git(view: CallView, params: Mapping[str, Any]) -> bool:
     return False
 
 
-def git_discard(view: CallView, params: Mapping[str, Any]) -> bool:
+def git_discard(view: CallView, params: FloorParams) -> bool:
     for command in commands(view):
         args = _git_args(command)
         if not args:
@@ -152,7 +164,7 @@ def git_discard(view: CallView, params: Mapping[str, Any]) -> bool:
     return False
 
 
-def _sql_texts(view: CallView, params: Mapping[str, Any]) -> Iterator[str]:
+def _sql_texts(view: CallView, params: FloorParams) -> Iterator[str]:
     yield from view.strings(SQL_KEYS)
     programs: Mapping[str, list[str]] = params["shell_programs"]
     for command in commands(view):
@@ -173,7 +185,7 @@ def _sql_texts(view: CallView, params: Mapping[str, Any]) -> Iterator[str]:
                     yield word.value
 
 
-def sql(view: CallView, params: Mapping[str, Any]) -> bool:
+def sql(view: CallView, params: FloorParams) -> bool:
     texts = [t for t in _sql_texts(view, params) if t and len(t) <= 100_000]
     if not texts:
         return False
@@ -205,12 +217,12 @@ def _path_values(view: CallView) -> Iterator[list[tuple[str, str]] | None]:
             yield word_paths(view, command, named_path)
 
 
-def paths(view: CallView, params: Mapping[str, Any]) -> bool:
-    matches = _matcher(view, params, "patterns")
+def paths(view: CallView, params: FloorParams) -> bool:
+    matches = _matcher(view, params["patterns"], params)
     return any(matches(found) for found in _path_values(view))
 
 
-def secrets_to_network(view: CallView, params: Mapping[str, Any]) -> bool:
+def secrets_to_network(view: CallView, params: FloorParams) -> bool:
     secret = re.compile("|".join(".*".join(re.escape(p) for p in s.split("*")) for s in params["secret_names"])
                         + r"\Z")
     uploads = set(params["upload_options"])
@@ -248,7 +260,7 @@ def secrets_to_network(view: CallView, params: Mapping[str, Any]) -> bool:
     return False
 
 
-def write_outside_tree(view: CallView, params: Mapping[str, Any]) -> bool:
+def write_outside_tree(view: CallView, params: FloorParams) -> bool:
     ignored = set(params["ignored_targets"])
     found = list(commands(view))
     for command in found:
@@ -282,8 +294,8 @@ def _link_targets(command: _shell.Simple) -> Iterator[str | None]:
         yield value
 
 
-def system_writes(view: CallView, params: Mapping[str, Any]) -> bool:
-    system = _matcher(view, params, "paths")
+def system_writes(view: CallView, params: FloorParams) -> bool:
+    system = _matcher(view, params["paths"], params)
     for command in commands(view):
         if named(command, params["programs"]):
             return True
@@ -307,7 +319,7 @@ def _crontab_changes(command: _shell.Simple) -> bool:
     return not has_flag(command, "le", ())
 
 
-def hidden_program(view: CallView, params: Mapping[str, Any]) -> bool:
+def hidden_program(view: CallView, params: FloorParams) -> bool:
     for command in commands(view):
         if command.words and not command.words[0].literal and command.words[0].expanded is None:
             return True
@@ -322,7 +334,7 @@ def hidden_program(view: CallView, params: Mapping[str, Any]) -> bool:
     return False
 
 
-def kill_or_power(view: CallView, params: Mapping[str, Any]) -> bool:
+def kill_or_power(view: CallView, params: FloorParams) -> bool:
     for command in commands(view):
         words = [w.value or "" for w in command.words]
         if named(command, params["programs"]):

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import shell as _shell
 from .floor_reading import (
+    FloorParams,
     commands,
     name_regex,
     named,
@@ -116,11 +117,14 @@ def _awk_runs(command: _shell.Simple) -> bool:
     return bool(re.search(r"\bsystem\s*\(|\bprintf?\b[^;{}\n]*>", code)) or "|" in code.replace("||", "")
 
 
-def inline_code(view: CallView, params: Mapping[str, Any]) -> bool:
+def inline_code(view: CallView, params: FloorParams) -> bool:
+    interpreters = params["interpreters"]
+    if not isinstance(interpreters, Mapping):
+        raise ValueError("floor.json: inline-code's interpreters must be a table of interpreters and their flags")
     if set(params["capabilities"]) & ref_words(view.ref) and strings_under(view, params["code_keys"]):
         return True  # sandbox.python(code: "…"): an interpreter's capability given code
     for command in commands(view):
-        spec = _spec(command, params["interpreters"])
+        spec = _spec(command, interpreters)
         if spec is not None and _inline(command, spec):
             return True
         if named(command, params["awk"]) and _awk_runs(command):
@@ -163,7 +167,7 @@ def _from_input(command: _shell.Simple, spec: Mapping[str, Any]) -> str | None:
     return None
 
 
-def program_from_input(view: CallView, params: Mapping[str, Any]) -> bool:
+def program_from_input(view: CallView, params: FloorParams) -> bool:
     found = list(commands(view))
     written: set[str] | None = None
     for command in found:
@@ -215,7 +219,7 @@ def _calls_itself(view: CallView) -> bool:
     return False
 
 
-def redefinitions(view: CallView, params: Mapping[str, Any]) -> bool:
+def redefinitions(view: CallView, params: FloorParams) -> bool:
     variables = name_regex(tuple(params["variables"]))
     for command in commands(view):
         if named(command, ["alias"]) and any("=" in (w.value or "=") for w in command.words[1:]):
@@ -236,7 +240,7 @@ def redefinitions(view: CallView, params: Mapping[str, Any]) -> bool:
     return _calls_itself(view)
 
 
-def input_operands(view: CallView, params: Mapping[str, Any]) -> bool:
+def input_operands(view: CallView, params: FloorParams) -> bool:
     return any(c.fed and named(c, params["programs"]) for c in commands(view))
 
 
@@ -254,7 +258,7 @@ def _mount_source(spec: str | None) -> str | bool | None:
     return source if "/" in source or source.startswith((".", "~", "$")) else False
 
 
-def container_host(view: CallView, params: Mapping[str, Any]) -> bool:
+def container_host(view: CallView, params: FloorParams) -> bool:
     for command in commands(view):
         if not named(command, params["programs"]):
             continue
@@ -289,6 +293,6 @@ def _clustered(command: _shell.Simple, letter: str) -> list[_shell.Word]:
             if w.literal and _CLUSTER.fullmatch(w.text) and len(w.text) > 2 and w.text.endswith(letter)]
 
 
-def unreadable(view: CallView, params: Mapping[str, Any]) -> bool:
+def unreadable(view: CallView, params: FloorParams) -> bool:
     return bool(opaque(view))
 

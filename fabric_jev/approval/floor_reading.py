@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from . import shell as _shell
 from .call_view import PATH_KEYS
@@ -36,6 +36,46 @@ from .shell_words import Simple, Word
 
 if TYPE_CHECKING:
     from .call_view import CallView
+
+#: The `params` of a floor.json entry: each check reads the keys its entries give it. The catalogue
+#: is checked in and its examples run in the tests, so the shape is not re-validated. (Functional
+#: form: `except` is a keyword.) `interpreters` is a list of program names (download-and-run) or a
+#: table of interpreters and their flags (inline-code).
+FloorParams = TypedDict("FloorParams", {
+    "programs": Sequence[str],
+    "always": Sequence[str],
+    "short": str,
+    "long": Sequence[str],
+    "strict": bool,
+    "actions": Sequence[str],
+    "devices": Sequence[str],
+    "downloaders": Sequence[str],
+    "interpreters": Sequence[str] | Mapping[str, Mapping[str, Sequence[str]]],
+    "options": Sequence[str],
+    "subcommand": str,
+    "refspec_prefixes": Sequence[str],
+    "shell_programs": Mapping[str, list[str]],
+    "patterns": Sequence[str],
+    "secret_names": Sequence[str],
+    "upload_options": Sequence[str],
+    "network": Sequence[str],
+    "dumps": Sequence[str],
+    "ignored_targets": Sequence[str],
+    "paths": Sequence[str],
+    "except": Sequence[str],
+    "with_operands": Sequence[str],
+    "systemctl": Sequence[str],
+    "capabilities": Sequence[str],
+    "code_keys": Sequence[str],
+    "awk": Sequence[str],
+    "readers": Mapping[str, Mapping[str, Sequence[str]]],
+    "variables": Sequence[str],
+    "subcommands": Sequence[str],
+    "privileges": Sequence[str],
+    "host_namespaces": Sequence[str],
+    "volumes": Sequence[str],
+}, total=False)
+
 
 #: Words of a ref that make it a shell capability.
 SHELL_WORDS = frozenset({"shell", "sh", "bash", "zsh", "fish", "pwsh", "powershell", "exec", "execute", "terminal",
@@ -211,7 +251,7 @@ def name_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
                       re.DOTALL)
 
 
-def named(command: Simple, names: Sequence[str]) -> bool:
+def named(command: Simple, names: Iterable[str]) -> bool:
     program = _shell.basename(command.program)
     return program is not None and name_regex(tuple(names)).match(program) is not None
 

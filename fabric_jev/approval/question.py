@@ -168,7 +168,7 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:head]} …[{len(text) - limit} characters cut]… {text[-tail:]}"
 
 
-def clip_strings(value: Any, limit: int = ARGUMENT_STRING_CHARS) -> Any:
+def clip_strings(value: object, limit: int = ARGUMENT_STRING_CHARS) -> object:
     """`value` with every string (keys included) cut to `limit` characters."""
     if isinstance(value, str):
         return _clip(value, limit)
@@ -179,7 +179,7 @@ def clip_strings(value: Any, limit: int = ARGUMENT_STRING_CHARS) -> Any:
     return value
 
 
-def shown_arguments(arguments: Any) -> str:
+def shown_arguments(arguments: object) -> str:
     """Arguments as a person sees them: compact JSON, cut, with nothing that steers a terminal."""
     try:
         text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

@@ -201,7 +201,7 @@ class _PathMatcher(Matcher):
 _NOTHING: Any = object()
 
 
-def hashable(value: Any) -> Any:
+def hashable(value: object) -> object:
     """A JSON scalar with its type (1, 1.0 and True differ in a rule), or _NOTHING."""
     if isinstance(value, str | int | float | bool) or value is None:
         return (type(value).__name__, value)
@@ -285,7 +285,7 @@ def origin_of(url: str) -> str | None:
     return f"{match.group(1)}://{match.group(2)}".lower() if match else None
 
 
-def matcher(key: str, value: Any, keyword: str | None) -> Matcher:
+def matcher(key: str, value: object, keyword: str | None) -> Matcher:
     if keyword is not None:
         if keyword not in KEYWORDS:
             raise RuleError(f"unknown keyword {keyword!r} for {key}; expected a quoted pattern or one of "

@@ -110,7 +110,7 @@ def _arguments(body: str, text: str) -> list[Matcher]:
     return out
 
 
-def parse_rules(raw: Any, *, source: str) -> tuple[Rule, ...]:
+def parse_rules(raw: object, *, source: str) -> tuple[Rule, ...]:
     """A list of rule objects (`{"allow": "ref(…)", "lifts"?, "operands"?, "without"?, "note"?}`) or strings."""
     if raw is None:
         return ()

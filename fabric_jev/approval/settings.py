@@ -71,7 +71,7 @@ def project_settings_path(cwd: Path | None = None) -> Path:
     return start / PROJECT_SETTINGS
 
 
-def settings_rules(cwd: Path | None = None, user: Path | None = None) -> list[dict[str, Any]]:
+def settings_rules(cwd: Path | None = None, user: Path | None = None) -> list[dict[str, object]]:
     """The project's rules, then the user's, each marked with where it is kept ("from")."""
     out: list[dict[str, Any]] = []
     for label, path in (("project settings", project_settings_path(cwd)), ("user settings", user or settings_path())):

@@ -167,7 +167,7 @@ class CheckResult(WireModel):
 
         return redact_text("\n".join(lines))[0]
 
-    def trace_event(self) -> dict[str, Any]:
+    def trace_event(self) -> dict[str, object]:
         """A stable, JSON-serialisable record (no timestamps), for logs and golden files: its JSON."""
         return self.to_json()
 

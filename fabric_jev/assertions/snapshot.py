@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,7 +94,7 @@ class Snapshot(BaseModel):
     baseline: Snapshot | None = Field(default=None, exclude=True, repr=False)
 
     @classmethod
-    def parse(cls, raw: dict[str, Any]) -> Snapshot:
+    def parse(cls, raw: Mapping[str, object]) -> Snapshot:
         return cls.model_validate(raw)
 
     def with_baseline(self, before: Snapshot | None) -> Snapshot:
@@ -101,7 +102,7 @@ class Snapshot(BaseModel):
         kept = None if before is None else before.model_copy(update={"baseline": None})
         return self.model_copy(update={"baseline": kept})
 
-    def redacted_json(self) -> dict[str, Any]:
+    def redacted_json(self) -> dict[str, object]:
         """The snapshot for artifacts: values of password fields are never written."""
         from ..redaction.redactor import redact
 

@@ -23,13 +23,13 @@ def _item(number: int, value: Any) -> BatchItem:
     return value if isinstance(value, BatchItem) else BatchItem(line=number, key=number, value=value)
 
 
-def as_items(inputs: Iterable[Any]) -> Iterable[BatchItem]:
+def as_items(inputs: Iterable[object]) -> Iterable[BatchItem]:
     """Plain input values are numbered from 1; `BatchItem`s pass through."""
     for number, value in enumerate(inputs, start=1):
         yield _item(number, value)
 
 
-async def as_async_items(inputs: AsyncIterable[Any]) -> AsyncIterator[BatchItem]:
+async def as_async_items(inputs: AsyncIterable[object]) -> AsyncIterator[BatchItem]:
     """`as_items` for an async iterable."""
     number = 0
     async for value in inputs:
@@ -83,7 +83,7 @@ async def run_batch(
         raise first_error(group) from None
 
 
-def first_error(group: BaseExceptionGroup[Any]) -> BaseException:
+def first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """Task groups wrap errors; a caller wants the one that stopped the batch."""
     leaves: list[BaseException] = []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Protocol, TextIO
+from typing import Protocol, TextIO
 
 from ..terminal import one_line
 from .records import REJECTED, STATES, BatchOutcome, Tally
@@ -172,7 +172,8 @@ class RichDisplay:
         self.console.print(table)
 
 
-def make_display(tally: Tally, stream: TextIO, *, quiet: bool = False, name: str = "batch") -> Any:
+def make_display(tally: Tally, stream: TextIO, *, quiet: bool = False,
+                 name: str = "batch") -> RichDisplay | PlainDisplay:
     """Rich on a terminal, plain lines otherwise; `name` is the command each line starts with."""
     if stream.isatty() and not quiet:
         return RichDisplay(tally, stream, name=name)

@@ -8,6 +8,7 @@ needs fabric-jev installed (docs/scale.md).
 from __future__ import annotations
 
 import socket
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -71,7 +72,7 @@ class JevActor:
             self._host = None
             self._ready.set()
 
-    async def add_program(self, number: int, program: dict[str, Any]) -> None:
+    async def add_program(self, number: int, program: Mapping[str, object]) -> None:
         self._programs[number] = parse_program(program)
 
     async def run(self, item: BatchItem, program: int, judgments: bool = False) -> BatchOutcome:

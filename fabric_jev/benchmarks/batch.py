@@ -93,7 +93,7 @@ async def _host_run_loop(inputs: list[Any], program: dict[str, Any] = PROGRAM) -
         return len(inputs) / (time.perf_counter() - started)
 
 
-async def bench_batch(*, inputs: int = 200, repeats: int = 3, with_ray: bool = True) -> dict[str, Any]:
+async def bench_batch(*, inputs: int = 200, repeats: int = 3, with_ray: bool = True) -> dict[str, object]:
     values = [{"n": n} for n in range(inputs)]
     loop_values = values[: max(10, inputs // 4)]  # the run_program loop is slow; fewer inputs, same rate
     local, local_16, sequential, run_program_rates = [], [], [], []

@@ -25,7 +25,7 @@ RECORDINGS = 5
 QUESTION = {"type": "noul", "instructions": "Is it safe to run?"}
 
 
-async def bench_cassette_miss(samples: int = 5) -> dict[str, Any]:
+async def bench_cassette_miss(samples: int = 5) -> dict[str, object]:
     from ..contract.evaluation import validate_request
     from ..errors import CassetteMiss
     from ..evaluators.recording import RecordingEvaluator

@@ -79,7 +79,7 @@ def _load() -> list[float]:
 # ---------------------------------------------------------------- whole commands
 
 
-def bench_commands(samples: int = 15) -> dict[str, Any]:
+def bench_commands(samples: int = 15) -> dict[str, object]:
     """Each sample: the floor, `run` of the JSON program; the floor, `run` of the `.ts` file; the
     floor, `--help`; the two imports. Ratios per pair; the commands run from an empty folder with a fresh
     FABRIC_JEV_HOME (no settings of the user's; the warm-up leaves the verdict cache filled, as a
@@ -130,7 +130,7 @@ def bench_commands(samples: int = 15) -> dict[str, Any]:
 # ---------------------------------------------------------------- serve
 
 
-async def bench_serve(per_block: int = 30, rounds: int = 20) -> dict[str, Any]:
+async def bench_serve(per_block: int = 30, rounds: int = 20) -> dict[str, object]:
     """`fabric-jev serve` (fixture, no access log) against a bare uvicorn app and a bare socket
     server answering the same bytes, on one kept-alive connection per client and server: a bare
     blocking socket (the least client time, so the servers' own difference shows) and our route
@@ -190,7 +190,7 @@ async def bench_serve(per_block: int = 30, rounds: int = 20) -> dict[str, Any]:
 # ---------------------------------------------------------------- launch
 
 
-async def bench_launch(samples: int = 50) -> dict[str, Any]:
+async def bench_launch(samples: int = 50) -> dict[str, object]:
     """Launch to first tick through the host (a warm pool of 2), alternating with the in-process
     floor sample by sample."""
     import anyio
@@ -235,7 +235,7 @@ async def bench_launch(samples: int = 50) -> dict[str, Any]:
 # ---------------------------------------------------------------- the suite
 
 
-async def bench_cli(samples: int = 15) -> dict[str, Any]:
+async def bench_cli(samples: int = 15) -> dict[str, object]:
     import anyio.to_thread
 
     return {"commands": await anyio.to_thread.run_sync(bench_commands, min(samples, 15)),

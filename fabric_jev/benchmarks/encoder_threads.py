@@ -60,7 +60,7 @@ def _pairs(cores: int, rounds: int, answers: int) -> dict[str, float]:
     return {"one_thread_ms": median(one), "all_cores_ms": median(many)}
 
 
-def bench_encoder_threads(rounds: int = 3, answers: int = 15) -> dict[str, Any]:
+def bench_encoder_threads(rounds: int = 3, answers: int = 15) -> dict[str, object]:
     cores = os.cpu_count() or 1
     idle = _pairs(cores, rounds, answers)
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}

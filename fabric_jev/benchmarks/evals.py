@@ -146,7 +146,7 @@ async def _eval_once(program: Program, cases: list[EvalCase], folder: Path) -> f
     return time.perf_counter() - started
 
 
-async def bench_overhead(samples: int, lines: int = 200) -> dict[str, Any]:
+async def bench_overhead(samples: int, lines: int = 200) -> dict[str, object]:
     program = parse_program(PROGRAM)
     cases = bench_cases(lines)
     batch: list[float] = []
@@ -169,7 +169,7 @@ async def bench_overhead(samples: int, lines: int = 200) -> dict[str, Any]:
             "eval_median_s": statistics.median(evals), "ratio": statistics.median(ratios), "goal": OVERHEAD_GOAL}
 
 
-async def bench_report(samples: int) -> dict[str, Any]:
+async def bench_report(samples: int) -> dict[str, object]:
     """Open times of a 100-line and a 10,000-line report (None without the browser connector)."""
     from ..errors import ConfigError
     from ..evals.report import write_report
@@ -216,7 +216,7 @@ async def _local_or_ray(program: Program, dataset: Dataset, folder: Path, ray: b
     return elapsed, lines
 
 
-async def bench_ray(samples: int, lines: int = 200) -> dict[str, Any] | None:
+async def bench_ray(samples: int, lines: int = 200) -> dict[str, object] | None:
     """A local eval against the same eval on a local Ray cluster of 2 CPUs (None without ray)."""
     try:
         import ray
@@ -246,7 +246,7 @@ async def bench_ray(samples: int, lines: int = 200) -> dict[str, Any] | None:
             "ratio": statistics.median(r / loc for r, loc in zip(on_ray, local, strict=True))}
 
 
-async def bench_eval(samples: int) -> dict[str, Any]:
+async def bench_eval(samples: int) -> dict[str, object]:
     return {"overhead": await bench_overhead(min(samples, 9)), "ray": await bench_ray(min(samples, 3)),
             "report": await bench_report(min(samples, 7))}
 

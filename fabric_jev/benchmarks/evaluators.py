@@ -329,7 +329,7 @@ def _shipped_example_splits(seeds: int) -> dict[str, Any]:
             "gain_min": min(x["gain"] for x in runs), "accuracy_median": _median([x["accuracy"] for x in runs])}
 
 
-async def bench_evaluators(requests: int = 100, samples: int = 30) -> dict[str, Any]:
+async def bench_evaluators(requests: int = 100, samples: int = 30) -> dict[str, object]:
     proc, url, fixture = await _serve_fixture()
     try:
         # Short blocks, many rounds: on a shared machine the load moves within seconds.

@@ -92,7 +92,7 @@ async def _host_paced(n: int, spec: dict[str, int], *, floor: bool = False) -> l
         return [float((await host.wait(e.id)).result) for e in envs]
 
 
-async def bench_host(samples: int = 50, rtt_calls: int = 2000, concurrent: int = 16) -> dict[str, Any]:
+async def bench_host(samples: int = 50, rtt_calls: int = 2000, concurrent: int = 16) -> dict[str, object]:
     spec = {"ticks": 40, "sleepMs": 10, "work": 20}
     host_launch = await _host_launch(samples)
     floor_launch = await _floor_launch(samples)
@@ -156,7 +156,7 @@ def _p99(xs: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-async def bench_loop_lag(launches: int = 10) -> dict[str, Any]:
+async def bench_loop_lag(launches: int = 10) -> dict[str, object]:
     """How late a 1 ms timer fires on the host's loop: idle, then while pathological code is launched.
 
     The pathological launches are rejected (the code compiles neither as

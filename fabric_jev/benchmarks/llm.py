@@ -175,7 +175,7 @@ async def _calibration(server: LlamaServer, examples: int | None) -> dict[str, A
             "types": {t: {k: v[k] for k in ("temperature", "before", "after")} for t, v in r["types"].items()}}
 
 
-async def bench_llm(samples: int = 5, examples: int | None = None) -> dict[str, Any]:
+async def bench_llm(samples: int = 5, examples: int | None = None) -> dict[str, object]:
     """The three goals against one llama.cpp server; {"missing": why} when it is not installed."""
     try:
         locate_server()

@@ -50,7 +50,7 @@ def _timed(argv: list[str], cwd: Path) -> tuple[float, float]:
     return took, _cpu_of_children() - cpu
 
 
-def bench_pytest_plugin(samples: int = 15) -> dict[str, Any]:
+def bench_pytest_plugin(samples: int = 15) -> dict[str, object]:
     base = [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider"]
     commands = {"with_plugin": base, "without_plugin": [*base, "-p", "no:fabric_jev"]}
     with tempfile.TemporaryDirectory(prefix="fabric-jev-bench-pytest-") as tmp:

@@ -94,7 +94,7 @@ def _first_use() -> dict[str, float]:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def bench_redaction(samples: int = 15) -> dict[str, Any]:
+def bench_redaction(samples: int = 15) -> dict[str, object]:
     import re2
 
     from ..redaction.redactor import redact, redact_text

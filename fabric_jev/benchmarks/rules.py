@@ -28,7 +28,7 @@ CALLS: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
-def two_hundred_rules() -> list[dict[str, Any]]:
+def two_hundred_rules() -> list[dict[str, object]]:
     rules: list[dict[str, Any]] = []
     for i in range(200):
         kind = i % 8
@@ -90,7 +90,7 @@ def _python_calls(fn: Any, n: int = 100) -> float:
     return float(pstats.Stats(profile).total_calls) / n  # type: ignore[attr-defined]
 
 
-def bench_rules(samples: int = 15) -> dict[str, Any]:
+def bench_rules(samples: int = 15) -> dict[str, object]:
     setups = {"floor": _gate([], False), "defaults": _gate([], True),
               "200 rules": _gate(two_hundred_rules(), True)}
     out: dict[str, Any] = {"rules": 200, "calls": {}}

@@ -292,7 +292,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         proc.stdout.close()
 
 
-async def bench_soak(runs: int = 1000, warmup: int = 100) -> dict[str, Any]:
+async def bench_soak(runs: int = 1000, warmup: int = 100) -> dict[str, object]:
     registry = CapabilityRegistry()
 
     async def echo(args: Any, ctx: Any) -> Any:

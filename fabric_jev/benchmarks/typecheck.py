@@ -76,7 +76,7 @@ def _timed(argv: list[str], home: Path) -> tuple[float, float]:
     return took, _cpu_of_children() - cpu
 
 
-def bench_processes(samples: int) -> dict[str, Any]:
+def bench_processes(samples: int) -> dict[str, object]:
     from .cli import _command
 
     cli = _command()
@@ -122,7 +122,7 @@ def bench_processes(samples: int) -> dict[str, Any]:
             "cpu_ratios": {k: ratio(cpu, *v) for k, v in pairs.items()}}
 
 
-async def bench_relaunch(samples: int) -> dict[str, Any]:
+async def bench_relaunch(samples: int) -> dict[str, object]:
     """One host: alternate relaunches of the checked TypeScript program and its JavaScript twin."""
     import anyio
 
@@ -149,7 +149,7 @@ async def bench_relaunch(samples: int) -> dict[str, Any]:
             "ratio": statistics.median(t / j for t, j in zip(ts_times, js_times, strict=True))}
 
 
-async def bench_compiler(samples: int) -> dict[str, Any]:
+async def bench_compiler(samples: int) -> dict[str, object]:
     """The compile alone, in this process: memory and disk caches bypassed."""
     from ..contract.config import TypecheckConfig
     from ..contract.program import parse_program
@@ -171,7 +171,7 @@ async def bench_compiler(samples: int) -> dict[str, Any]:
     return out
 
 
-async def bench_typecheck(samples: int) -> dict[str, Any]:
+async def bench_typecheck(samples: int) -> dict[str, object]:
     import anyio.to_thread
 
     processes = await anyio.to_thread.run_sync(bench_processes, min(samples, 10))

@@ -210,7 +210,7 @@ def _pct(xs: list[float], q: float) -> float | None:
     return statistics.quantiles(xs, n=100, method="inclusive")[int(q) - 1]
 
 
-async def run_bench(evaluator: Evaluator, *, mode: str) -> tuple[dict[str, Any], int]:
+async def run_bench(evaluator: Evaluator, *, mode: str) -> tuple[dict[str, object], int]:
     counting = _Counting(evaluator)
     reports: list[ScenarioReport] = []
     for s in SCENARIOS:

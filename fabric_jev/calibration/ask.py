@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -91,7 +91,7 @@ class AnswerCache:
             return None  # stale or edited: ask again
         return evaluation.answers["q"], evaluation.model
 
-    def put(self, example: LabeledExample, answer: dict[str, Any], model: str) -> None:
+    def put(self, example: LabeledExample, answer: Mapping[str, object], model: str) -> None:
         key = self.key(example)
         entry = {"key": key, "id": example.id, "answer": answer, "model": model}
         self._entries[key] = entry

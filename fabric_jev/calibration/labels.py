@@ -79,7 +79,7 @@ class LabeledExample:
         return EvaluationRequest(state=self.state, questions=(self.question,))
 
 
-def check_label(question: Question, label: Any) -> Label:
+def check_label(question: Question, label: object) -> Label:
     """The label if it fits the question, else LabelsInvalid (without a place: callers add it)."""
     if question.type == "noul":
         if not isinstance(label, bool):
@@ -106,7 +106,7 @@ def label_from_answer(question: Question, answer: dict[str, Any]) -> Label:
     return level
 
 
-def parse_example(raw: Any, line: int) -> LabeledExample:
+def parse_example(raw: object, line: int) -> LabeledExample:
     if not isinstance(raw, dict):
         raise LabelsInvalid("an example must be an object {state, question, label, id?}")
     unknown = set(raw) - _KEYS

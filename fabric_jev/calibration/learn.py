@@ -267,7 +267,7 @@ def _pooled(measured: Measured, key: str, target: float) -> dict[str, Any] | Non
 
 
 def cross_validate(evaluator: LocalEvaluator, prepared: Sequence[Prepared], folds: int, *,
-                   target: float = 0.95, embedding_sha256: str = "", seed: int = 0) -> dict[str, Any]:
+                   target: float = 0.95, embedding_sha256: str = "", seed: int = 0) -> dict[str, object]:
     """Every example answered by a profile fitted without it (`folds` folds per signature; `seed` as split's)."""
     by_signature: dict[str, list[Prepared]] = {}
     for p in prepared:

@@ -42,7 +42,7 @@ class TemperatureFit:
     report: dict[str, Any]
 
 
-def tempered(question: Question, answer: dict[str, Any], temperature: float) -> dict[str, Any]:
+def tempered(question: Question, answer: dict[str, object], temperature: float) -> dict[str, object]:
     """`answer` as the route gives it with `temperature` applied: its probabilities scaled, and the
     rest (a choice's pick and confidence, a score's level and confidence) built from them by the
     route's own `readout.answer`, so the report measures exactly what the route will answer."""

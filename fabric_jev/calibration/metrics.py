@@ -166,7 +166,7 @@ def confidence_threshold(outcomes: Sequence[AnswerOutcome], target: float) -> Th
     return _best_cut([(o.confidence, o.correct) for o in outcomes], len(outcomes), right, target)
 
 
-def summary(outcomes: Sequence[AnswerOutcome], target: float = 0.95) -> dict[str, Any]:
+def summary(outcomes: Sequence[AnswerOutcome], target: float = 0.95) -> dict[str, object]:
     """Accuracy, Brier, ECE and suggested thresholds, as plain JSON."""
 
     def cut(t: Threshold | None) -> dict[str, float] | None:

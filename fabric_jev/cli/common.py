@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from ..contract.config import HostConfig
@@ -137,7 +137,7 @@ def positive_int(text: str) -> int:
     return value
 
 
-def print_json(value: Any) -> None:
+def print_json(value: object) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
     sys.stdout.flush()
 
@@ -174,7 +174,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self.set_defaults(_parser=self)
 
-    def error(self, message: str) -> Any:  # argparse's signature: it never returns
+    def error(self, message: str) -> NoReturn:  # as argparse declares it: it never returns
         if "required: COMMAND" in message:
             choices = next((a.choices for a in self._actions
                             if isinstance(a, argparse._SubParsersAction)), None) or {}
@@ -182,7 +182,7 @@ class Parser(argparse.ArgumentParser):
         super().error(message)
 
 
-async def announce_type_errors(program: Any, config: HostConfig, where: str, *, observed: bool = False) -> None:
+async def announce_type_errors(program: object, config: HostConfig, where: str, *, observed: bool = False) -> None:
     """Type-check `program` as its launch will (the verdict is then cached for the launch) and print
     each error that does not refuse it (mode warn) on standard error, one line each, before it runs.
     A refusal (mode error) raises the launch's own TypeScriptError; a bad artifact its ProgramInvalid."""

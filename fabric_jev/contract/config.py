@@ -46,7 +46,7 @@ _SCALAR_RANGES: dict[str, tuple[int, int]] = {
 }
 
 
-def clamp_number(value: Any, lo: int, hi: int, key: str) -> int:
+def clamp_number(value: object, lo: int, hi: int, key: str) -> int:
     """Floor a finite number and clamp it into [lo, hi]."""
     if not is_finite_number(value):
         raise ValueError(f"{key} must be a finite number")

@@ -48,7 +48,7 @@ class ObserveOptions(WireModel):
         return self
 
 
-def parse_observe(raw: Any) -> ObserveOptions:
+def parse_observe(raw: object) -> ObserveOptions:
     if isinstance(raw, ObserveOptions):
         return raw
     return validate_as(ObserveOptions, raw, ProgramInvalid, "Invalid observe options")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 Risk = Literal["read", "write", "execute", "network", "agent"]
 Policy = Literal["allow", "ask", "deny", "auto"]
@@ -52,7 +52,7 @@ BUILTIN_RISKS: dict[str, Risk] = {
 }
 
 
-def parse_approvals(raw: Any) -> dict[Risk, Policy]:
+def parse_approvals(raw: object) -> dict[Risk, Policy]:
     """The approvals map: defaults for every risk, overridden by `raw`; ValueError if malformed."""
     if raw is None:
         raw = {}
@@ -89,7 +89,7 @@ class PolicyOutcome:
 MAX_OVERRIDES = 64
 
 
-def check_override_target(target: Any) -> str:
+def check_override_target(target: object) -> str:
     """A risk name or a capability ref (`--allow`/`--deny`'s argument); ValueError otherwise."""
     from .program import REF_PATTERN
 
@@ -99,7 +99,7 @@ def check_override_target(target: Any) -> str:
                      "such as browser.cdp")
 
 
-def parse_overrides(raw: Any, which: str) -> tuple[str, ...]:
+def parse_overrides(raw: object, which: str) -> tuple[str, ...]:
     """The config's `allow` or `deny` list: unique risks or refs, at most MAX_OVERRIDES."""
     if raw is None:
         return ()

@@ -74,7 +74,7 @@ class Program(WireModel):
         return checked_refs(value)
 
 
-def checked_refs(value: Any) -> Any:
+def checked_refs(value: object) -> object:
     """`Program.requires` before pydantic's own check: a list becomes a tuple, and each ref is
     checked in the contract's words (ValueError)."""
     refs = tuple(value) if isinstance(value, list) else value
@@ -136,7 +136,7 @@ def _keys_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-def validate_as(model: type[ModelT], raw: Any, error: type[JevError], what: str) -> ModelT:
+def validate_as(model: type[ModelT], raw: object, error: type[JevError], what: str) -> ModelT:
     """Validate a JSON object as `model`, rephrasing pydantic's errors as `error("<what>: …")`.
 
     Keys are the contract's (camelCase): JSON never sets a field by its Python name.
@@ -174,7 +174,7 @@ _LIMIT_FIELDS = {"timeoutMs": ("timeout_ms", 1), "maxEvaluations": ("max_evaluat
 _LANGUAGES = ("javascript", "typescript")
 
 
-def plain_program(raw: Any) -> Program | None:
+def plain_program(raw: object) -> Program | None:
     """The `Program` pydantic would make of a well-formed artifact, made without building its
     schema; None for anything else, which `validate_as` then accepts or refuses in its own words.
 

@@ -38,7 +38,7 @@ class _NotPlain(Exception):
     """A value this module does not write as pydantic would: pydantic writes the whole model."""
 
 
-def plain_dump(model: BaseModel) -> dict[str, Any] | None:
+def plain_dump(model: BaseModel) -> dict[str, object] | None:
     """``model.model_dump(mode="json")`` without a schema, or None when pydantic must write it."""
     dump = _dump_of(type(model))
     if dump is None:

@@ -244,7 +244,7 @@ def _declares(schema: object, key: str) -> bool:
     return (isinstance(properties, dict) and key in properties) or schema.get("additionalProperties") is not False
 
 
-def check_expected(expected: JsonValue, output_schema: dict[str, Any]) -> str | None:
+def check_expected(expected: JsonValue, output_schema: Mapping[str, object]) -> str | None:
     """Why an expected value can never be met by a result of this schema, or None."""
     from ..contract.schema_match import matches
 
@@ -269,7 +269,7 @@ def _short(value: JsonValue) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def field_kind(path: str, output_schema: dict[str, Any], expected_values: list[JsonValue]) -> FieldKind:
+def field_kind(path: str, output_schema: Mapping[str, object], expected_values: list[JsonValue]) -> FieldKind:
     """How a field is counted: from its schema where it says, else from the expected values."""
     sub = schema_at(output_schema, path)
     if sub is not None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..contract.evaluation import validate_request
 from ..questions import kind_of
+
+if TYPE_CHECKING:
+    from ..contract.evaluation import Evaluation, EvaluationRequest
 
 
 def load_labeled_set(path: str | Path) -> list[dict[str, Any]]:
@@ -16,11 +20,12 @@ def load_labeled_set(path: str | Path) -> list[dict[str, Any]]:
     return items
 
 
-def is_correct(answer: dict[str, Any], label: Any) -> bool:
-    return kind_of(answer["type"]).is_correct(answer, label)
+def is_correct(answer: dict[str, object], label: object) -> bool:
+    return kind_of(str(answer["type"])).is_correct(answer, label)
 
 
-def accuracy(answer_fn: Any, items: list[dict[str, Any]]) -> dict[str, Any]:
+def accuracy(answer_fn: Callable[[EvaluationRequest], Evaluation],
+             items: list[dict[str, Any]]) -> dict[str, object]:
     """`answer_fn(request) -> Evaluation`; returns right/total per question type."""
     out: dict[str, list[int]] = {"noul": [0, 0], "choice": [0, 0], "score": [0, 0]}
     for item in items:

@@ -64,24 +64,24 @@ DIFF_WINDOW = 300
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
-def canonical(value: Any) -> str:
+def canonical(value: object) -> str:
     """The canonical JSON text of a value: sorted keys, no whitespace, UTF-8 characters as is."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def digest_of(shown: Any) -> str:
+def digest_of(shown: object) -> str:
     """The digest of a request as a cassette shows it (already redacted)."""
     return hashlib.sha256(canonical(shown).encode("utf-8")).hexdigest()
 
 
-def redacted(value: Any) -> Any:
+def redacted(value: object) -> Any:
     """A JSON value with what looks like a credential redacted (redaction/redactor.py)."""
     from ..redaction.redactor import redact
 
     return redact(value)[0]
 
 
-def shown_request(request: EvaluationRequest, model: str) -> dict[str, Any]:
+def shown_request(request: EvaluationRequest, model: str) -> dict[str, object]:
     """The wire request (state, questions, model) with what looks like a credential redacted."""
     shown: dict[str, Any] = redacted(request.to_wire(request.model or model))
     return shown

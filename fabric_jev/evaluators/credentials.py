@@ -104,7 +104,7 @@ class AuthStore:
         atomic_write(self.path, json.dumps(data, indent=2), mode=0o600)
 
 
-def check_command(argv: Any) -> tuple[str, ...]:
+def check_command(argv: object) -> tuple[str, ...]:
     if (not isinstance(argv, list | tuple) or not 1 <= len(argv) <= COMMAND_MAX_ARGS
             or not all(isinstance(a, str) and a for a in argv)):
         raise ConfigError(f"credentialCommand must be an argv list of 1-{COMMAND_MAX_ARGS} "

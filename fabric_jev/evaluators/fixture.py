@@ -41,7 +41,7 @@ from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus
 KEPT_REQUESTS = 1000
 
 
-def expand_answer(q: Question, answer: Any) -> Any:
+def expand_answer(q: Question, answer: object) -> object:
     """An answer with its type filled in and the shorthands ``{"choice": "a"}`` and
     ``{"score": 2}`` expanded to one-hot probabilities with confidence 1."""
     if not isinstance(answer, dict):

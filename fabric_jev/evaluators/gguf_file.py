@@ -11,7 +11,6 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..errors import ConfigError
 
@@ -86,7 +85,7 @@ class ServerSettings:
 
 
 
-def settings_from(section: Mapping[str, Any]) -> ServerSettings:
+def settings_from(section: Mapping[str, object]) -> ServerSettings:
     """The config's ``evaluator.gguf`` object as server settings (ConfigError naming the key)."""
     raw = section.get("gguf", {})
     if not isinstance(raw, Mapping):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import zlib
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
@@ -140,7 +140,7 @@ def b64decode(text: str, what: str) -> bytes:
         raise ValueError(f"{what} is not valid base64") from None
 
 
-def decode_docs(text: Any, counts: Any, n: int, max_ids: int = MAX_PROFILE_IDS) -> list[Ids]:
+def decode_docs(text: object, counts: object, n: int, max_ids: int = MAX_PROFILE_IDS) -> list[Ids]:
     """The inverse of encode_docs, checked: n states, each a sorted run of distinct ids."""
     import numpy as np
 

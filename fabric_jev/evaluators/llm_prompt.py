@@ -21,7 +21,6 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..contract.evaluation import EvaluationRequest, Question
 from ..questions import kind_of
@@ -36,14 +35,14 @@ SYSTEM = (
 )
 
 
-def state_text(state: Any) -> str:
+def state_text(state: object) -> str:
     """A string state as it is; anything else as JSON (compact, with the spaces a reader expects)."""
     if isinstance(state, str):
         return state
     return json.dumps(state, ensure_ascii=False, separators=(", ", ": "))
 
 
-def state_block(state: Any) -> str:
+def state_block(state: object) -> str:
     """The state between tags named by a digest of its text (the prefix every question shares)."""
     text = state_text(state)
     tag = "state-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]

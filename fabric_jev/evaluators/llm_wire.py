@@ -54,14 +54,14 @@ class Completion:
 
 # ------------------------------------------------------------------ Chat Completions
 
-def chat_logprobs_body(model: str, system: str, user: str, extra: Mapping[str, Any]) -> dict[str, Any]:
+def chat_logprobs_body(model: str, system: str, user: str, extra: Mapping[str, object]) -> dict[str, object]:
     return {**extra, "model": model,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
             "max_tokens": 1, "logprobs": True, "top_logprobs": TOP_LOGPROBS, "n": 1, "stream": False}
 
 
 def chat_sample_body(model: str, system: str, user: str, labels: Sequence[str],
-                     extra: Mapping[str, Any]) -> dict[str, Any]:
+                     extra: Mapping[str, object]) -> dict[str, object]:
     schema = {"type": "object", "properties": {"label": {"type": "string", "enum": list(labels)}},
               "required": ["label"], "additionalProperties": False}
     return {**extra, "model": model,
@@ -175,7 +175,7 @@ def _label_of(content: Any) -> str | None:
 # ------------------------------------------------------------------ Messages (Anthropic)
 
 def messages_body(model: str, system: str, state: str, question: str, labels: Sequence[str],
-                  extra: Mapping[str, Any]) -> dict[str, Any]:
+                  extra: Mapping[str, object]) -> dict[str, object]:
     tool = {"name": _TOOL_NAME, "description": "Give your answer: exactly one of the labels the question lists.",
             "input_schema": {"type": "object", "properties": {"label": {"type": "string", "enum": list(labels)}},
                              "required": ["label"]}}

@@ -122,7 +122,7 @@ class CapabilityCalls:
             self._answerers = AnswererLog()
         self._answerers.add(provenance)
 
-    def start(self, kind: str, args: Any, settle: Settler, tasks: anyio.abc.TaskGroup) -> None:
+    def start(self, kind: str, args: object, settle: Settler, tasks: anyio.abc.TaskGroup) -> None:
         """A guest's call (`evaluate`, `tool` or `advise`), answered through `settle`."""
         try:
             call = self._validate_guest(kind, args)
@@ -140,7 +140,7 @@ class CapabilityCalls:
             self._budget.refund_call()
             settle(False, denial_message(call.ref, outcome))
 
-    async def call_now(self, ref: str, args: JsonValue) -> dict[str, Any]:
+    async def call_now(self, ref: str, args: JsonValue) -> dict[str, object]:
         """The run's caller's call (`JevHost.advise`): the same path; refusals raise."""
         if ref == "jev.advise" and self._observation is None:
             raise ProgramInvalid("advise needs a run spawned with observe")
@@ -334,7 +334,7 @@ def _traced(settle: Settler, trace: CallTrace) -> Settler:
     return settled
 
 
-async def answer_when_done(awaitable: Awaitable[Any], settle: Settler) -> None:
+async def answer_when_done(awaitable: Awaitable[object], settle: Settler) -> None:
     """Settle with what `awaitable` gives, or with the message of the JevError it raises."""
     try:
         value = await awaitable

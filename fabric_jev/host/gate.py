@@ -34,7 +34,9 @@ from ..contract.wire_model import utc_time
 from ..evaluators.base import Evaluator
 
 if TYPE_CHECKING:  # loaded when a call must be asked: a run that asks nothing never loads it
+    from ..approval.call_view import CallView
     from ..approval.question import Approver, CapabilityCall, ClassifierVerdict
+    from ..approval.rule_matching import Rule
 
 AUDIT_KEEP = 64
 
@@ -75,9 +77,9 @@ class StandingAnswers:
     allowed_refs: set[str] = field(default_factory=set)
     deny_all: bool = False
     #: Allow rules a person confirmed with `a` for this run: (rule, matches(view)).
-    rules: list[Any] = field(default_factory=list)
+    rules: list[Rule] = field(default_factory=list)
 
-    def answer(self, ref: str, view: Any = None) -> Answer | None:
+    def answer(self, ref: str, view: CallView | None = None) -> Answer | None:
         if self.deny_all:
             return "denied_before"
         if ref in self.allowed_refs:
@@ -86,7 +88,7 @@ class StandingAnswers:
             return "allowed_before"
         return None
 
-    def remember(self, ref: str, answer: Answer, rule: Any = None) -> None:
+    def remember(self, ref: str, answer: Answer, rule: Rule | None = None) -> None:
         if answer == "always":
             if rule is not None:
                 self.rules.append(rule)

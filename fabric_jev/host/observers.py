@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -97,7 +97,7 @@ class Observer:
 
     # ------------------------------------------------------------------ inbox
 
-    def offer(self, event: SessionEvent, base: dict[str, Any], now: float, completed: int) -> None:
+    def offer(self, event: SessionEvent, base: Mapping[str, object], now: float, completed: int) -> None:
         if self.cancelled or event.kind not in self.options.events:
             return
         payload, truncated = project(event, self.options)
@@ -108,7 +108,7 @@ class Observer:
         self._queue.append(({**base, "payload": payload, "truncated": truncated}, now, completed))
         self._wake.set()
 
-    async def next_event(self) -> dict[str, Any]:
+    async def next_event(self) -> dict[str, object]:
         if self._waiting:
             raise HostCallRefused("Only one program.nextEvent may be pending at a time")
         self._waiting = True
@@ -130,7 +130,7 @@ class Observer:
 
     # ------------------------------------------------------------------ advice
 
-    async def advise(self, request: AdviceRequest) -> dict[str, Any]:
+    async def advise(self, request: AdviceRequest) -> dict[str, object]:
         event_id, message = request.event_id, request.message
         session = self.session
         reason = self._suppression(event_id)

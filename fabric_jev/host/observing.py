@@ -9,7 +9,7 @@ observing run, and hands that observation a callback that stops the run.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..contract.advice import AdviceRequest
 
@@ -47,9 +47,9 @@ class ObserverHandle(Protocol):
         """The envelope's `observation` summary."""
         ...
 
-    async def next_event(self) -> dict[str, Any]: ...
+    async def next_event(self) -> dict[str, object]: ...
 
-    async def advise(self, advice: AdviceRequest) -> dict[str, Any]:
+    async def advise(self, advice: AdviceRequest) -> dict[str, object]:
         """Deliver well-formed advice, or say why it was suppressed."""
         ...
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import anyio
@@ -28,7 +28,7 @@ class ProgressRing:
         self.listener: Callable[[ProgressEvent], None] | None = None
         self._changed: anyio.Event | None = None  # only while someone waits for progress
 
-    def append(self, value: Any) -> None:
+    def append(self, value: object) -> None:
         entry = (self.next_sequence, time.time(), value)
         self._events.append(entry)
         self.next_sequence += 1
@@ -62,7 +62,7 @@ class LogBuffer:
         self.lines: list[str] = []
         self.truncated = False
 
-    def extend(self, lines: list[Any]) -> None:
+    def extend(self, lines: Iterable[object]) -> None:
         for line in lines:
             if self.truncated:
                 return

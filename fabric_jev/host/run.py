@@ -211,7 +211,7 @@ class Run:
                 tg.cancel_scope.cancel()
         return self.envelope(after)
 
-    async def advise(self, advice: JsonValue) -> dict[str, Any]:
+    async def advise(self, advice: JsonValue) -> dict[str, object]:
         """Advice on the run's behalf from its caller: the same path as `program.advise`."""
         return await self._calls.call_now("jev.advise", advice)
 

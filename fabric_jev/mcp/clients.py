@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -31,13 +30,13 @@ class ClientLimitReached(Exception):
     """A spawn beyond the client's run places; the message is what the client sees."""
 
 
-def client_of(ctx: Any) -> str:
+def client_of(ctx: object) -> str:
     """The client a request comes from: its MCP session id, else its session object's identity
     (a transport without session ids has one client per connection)."""
     request = getattr(ctx, "request", None)
     headers = getattr(request, "headers", None)
     session_id = headers.get("mcp-session-id") if headers is not None else None
-    return f"client:{session_id}" if session_id else f"client:{id(ctx.session):x}"
+    return f"client:{session_id}" if session_id else f"client:{id(getattr(ctx, 'session', ctx)):x}"
 
 
 class ClientRuns:
@@ -105,7 +104,7 @@ class ClientRuns:
             ) from None
         self._count(client)
 
-    def release_when(self, client: str, until: Callable[[], Awaitable[Any]]) -> None:
+    def release_when(self, client: str, until: Callable[[], Awaitable[object]]) -> None:
         """Give the place back when `until()` returns (the spawned run has ended) or raises."""
 
         async def watch() -> None:

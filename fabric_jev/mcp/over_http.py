@@ -23,6 +23,7 @@ import anyio
 from .._bearer import bearer_matches
 from ..contract.config import HostConfig
 from ..errors import ConfigError
+from ..evaluators.base import Evaluator
 from ..host import JevHost
 from .asking import ElicitationApprover
 from .clients import ClientRuns
@@ -98,9 +99,10 @@ def announce(url: str) -> None:
     sys.stdout.flush()
 
 
-async def serve_http(config: HostConfig, evaluator: Any, *, host: str, port: int, token: str | None,
-                     client_runs: int, ssl_certfile: str | None = None, ssl_keyfile: str | None = None,
-                     programs: str | None = None, program_tools: bool = False, connectors: Any = None,
+async def serve_http(config: HostConfig, evaluator: Evaluator | str | None, *, host: str, port: int,
+                     token: str | None, client_runs: int, ssl_certfile: str | None = None,
+                     ssl_keyfile: str | None = None, programs: str | None = None, program_tools: bool = False,
+                     connectors: Callable[[JevHost, HostConfig], object] | None = None,
                      ready: Callable[[str], None] = announce) -> None:
     """Serve MCP over streamable HTTP until cancelled; `ready(url)` once it accepts connections.
     The caller has checked `require_token(host, token)`."""

@@ -13,6 +13,7 @@ import logging
 import math
 import stat
 import sys
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from .._files import kind_of
 from ..contract.config import HostConfig
 from ..contract.evaluation import validate_request
 from ..errors import JevError, LaunchRejected, ProgramInvalid, RequestInvalid
+from ..evaluators.base import Evaluator
 from ..host import JevHost
 from ..program_files import load_program
 from ..typecheck.slots import SLOT_OWNER
@@ -392,8 +394,9 @@ def open_programs(programs: str | None) -> ProgramFolder:
     return folder
 
 
-async def serve_stdio(config: HostConfig, evaluator: Any, *, programs: str | None = None,
-                      connectors: Any = None, program_tools: bool = False) -> None:
+async def serve_stdio(config: HostConfig, evaluator: Evaluator | str | None, *, programs: str | None = None,
+                      connectors: Callable[[JevHost, HostConfig], object] | None = None,
+                      program_tools: bool = False) -> None:
     """Serve MCP on standard input/output until the client closes it; runs end with the server."""
     from mcp.server.stdio import stdio_server
 

@@ -8,7 +8,6 @@ come back as the JSON artifact, which `JevHost.run` and friends validate.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from .._json import JSONInputError, loads_bounded, read_bounded
 from ..errors import ProgramInvalid
@@ -56,7 +55,7 @@ def language_of_name(name: str) -> str | None:
     return None
 
 
-def load_program(path: str | Path, *, what: str = "program") -> dict[str, Any]:
+def load_program(path: str | Path, *, what: str = "program") -> dict[str, object]:
     """The JSON artifact of the program in `path` ("-" reads standard input).
 
     `.js`/`.mjs`/`.ts`/`.mts` files are program source whose first comment

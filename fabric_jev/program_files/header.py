@@ -51,7 +51,7 @@ def _line_column(text: str, offset: int) -> tuple[int, int]:
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
-def program_from_source(text: str, *, what: str, default_name: str | None = None) -> dict[str, Any]:
+def program_from_source(text: str, *, what: str, default_name: str | None = None) -> dict[str, object]:
     """The JSON artifact of a program file's text.
 
     `what` names the file in errors; `default_name` is the program's name when

@@ -3,11 +3,11 @@ each option."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Collection, Mapping, Sequence
+from typing import ClassVar
 
 from .common import LETTERS, choice_confidence, described, listing, render, softmax
-from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind
+from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind, table_of
 
 MAX_OPTIONS = 255
 MAX_OPTION_KEY_CHARS = 256
@@ -19,14 +19,14 @@ class Choice(QuestionKind):
     name: ClassVar[str] = "choice"
     fits: ClassVar[tuple[str, ...]] = ("enum", "string")
 
-    def refusal(self, where: str, inside: tuple[Any, ...]) -> str:
+    def refusal(self, where: str, inside: tuple[object, ...]) -> str:
         if not inside:
             return f"{where}: choice criteria must be an object of 1-{MAX_OPTIONS} options"
         if inside[1:] == ("[key]",):
             return f"{where}: option names must be 1-{MAX_OPTION_KEY_CHARS} characters"
         return f"{where}: option {inside[0]!r} needs a description or null"
 
-    def answer(self, q: AskedQuestion, raw: dict[str, Any], where: str, checks: AnswerChecks) -> dict[str, Any]:
+    def answer(self, q: AskedQuestion, raw: dict[str, object], where: str, checks: AnswerChecks) -> dict[str, object]:
         options = list(q.criteria)
         choice = raw.get("choice")
         if not isinstance(choice, str) or choice not in q.criteria:
@@ -42,8 +42,8 @@ class Choice(QuestionKind):
     def classes(self, q: AskedQuestion) -> list[str]:
         return list(q.criteria)
 
-    def distribution(self, q: AskedQuestion, answer: dict[str, Any]) -> list[float]:
-        return [float(answer["probabilities"][name]) for name in q.criteria]
+    def distribution(self, q: AskedQuestion, answer: dict[str, object]) -> list[float]:
+        return [float(table_of(answer)[name]) for name in q.criteria]
 
     def prompt(self, q: AskedQuestion, options: Sequence[str] | None) -> tuple[list[str], tuple[str, ...],
                                                                                tuple[str, ...]]:
@@ -63,12 +63,12 @@ class Choice(QuestionKind):
     def readout_keys(self, q: AskedQuestion, probabilities: Sequence[float]) -> list[str]:
         return list(q.criteria)
 
-    def readout(self, keys: Sequence[str], probabilities: list[float]) -> dict[str, Any]:
+    def readout(self, keys: Sequence[str], probabilities: list[float]) -> dict[str, object]:
         best = max(range(len(probabilities)), key=lambda i: probabilities[i])
         return {"type": "choice", "choice": keys[best], "probabilities": dict(zip(keys, probabilities, strict=True)),
                 "confidence": choice_confidence(probabilities)}
 
-    def heuristic(self, q: AskedQuestion, evidence: Evidence) -> dict[str, Any]:
+    def heuristic(self, q: AskedQuestion, evidence: Evidence) -> dict[str, object]:
         names = list(q.criteria)
         sims = []
         for name in names:
@@ -79,21 +79,21 @@ class Choice(QuestionKind):
         return {"choice": names[best], "probabilities": dict(zip(names, probs, strict=True)),
                 "confidence": choice_confidence(probs)}
 
-    def adapted(self, q: AskedQuestion, probabilities: Sequence[float]) -> dict[str, Any]:
+    def adapted(self, q: AskedQuestion, probabilities: Sequence[float]) -> dict[str, object]:
         probs = list(probabilities)
         names = list(q.criteria)
         best = max(range(len(names)), key=lambda i: probs[i])
         return {"type": "choice", "choice": names[best], "probabilities": dict(zip(names, probs, strict=True)),
                 "confidence": choice_confidence(probs)}
 
-    def criteria_of(self, answer: Mapping[str, Any]) -> Any:
-        return dict.fromkeys(answer["probabilities"])
+    def criteria_of(self, answer: Mapping[str, object]) -> Collection[object] | None:
+        return dict.fromkeys(table_of(answer))
 
-    def confidence(self, criteria: Any, answer: Mapping[str, Any]) -> float:
-        return float(answer["probabilities"][answer["choice"]])
+    def confidence(self, criteria: Collection[object] | None, answer: Mapping[str, object]) -> float:
+        return float(table_of(answer)[str(answer["choice"])])
 
-    def label_for(self, criteria: Any, expected: Any) -> bool | str | int | None:
-        return expected if isinstance(expected, str) and expected in criteria else None
+    def label_for(self, criteria: Collection[object] | None, expected: object) -> bool | str | int | None:
+        return expected if isinstance(expected, str) and expected in (criteria or ()) else None
 
-    def is_correct(self, answer: dict[str, Any], label: Any) -> bool:
+    def is_correct(self, answer: dict[str, object], label: object) -> bool:
         return bool(answer["choice"] == label)

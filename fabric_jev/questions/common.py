@@ -9,7 +9,6 @@ import math
 import re
 import string
 from collections.abc import Sequence
-from typing import Any
 
 LETTERS = tuple(string.ascii_uppercase)
 NOUL_LABELS = ("Yes", "No")
@@ -17,7 +16,7 @@ _AUX = re.compile(r"^(does|do|did|is|are|was|were|has|have|had|can|could|will|wo
                   r"may|might|must)\s+", re.IGNORECASE)
 
 
-def render(value: Any) -> str:
+def render(value: object) -> str:
     """Text for a state, an instruction or a description (strings stay as they are)."""
     if value is None:
         return ""
@@ -36,7 +35,7 @@ def declarative(question: str) -> str:
     return _AUX.sub("", text, count=1) or text
 
 
-def described(name: str, description: Any) -> str:
+def described(name: str, description: object) -> str:
     """An option as a prompt lists it: its key, and its description after a colon."""
     text = render(description).strip()
     return f"{name}: {text}" if text else name

@@ -11,8 +11,8 @@ local evaluator's embedding evidence) is handed to it as an argument.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Protocol
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, ClassVar, Protocol, cast
 
 
 class AskedQuestion(Protocol):
@@ -31,10 +31,10 @@ class AskedQuestion(Protocol):
 class AnswerChecks(Protocol):
     """The contract's rules for the numbers inside an answer, with its error messages."""
 
-    def probability(self, v: Any, where: str, what: str) -> float: ...
-    def distribution(self, raw: Any, keys: list[str], where: str) -> dict[str, float]: ...
+    def probability(self, v: object, where: str, what: str) -> float: ...
+    def distribution(self, raw: object, keys: list[str], where: str) -> dict[str, float]: ...
     def finite(self, v: object) -> bool: ...
-    def key_names(self, keys: Any) -> str: ...
+    def key_names(self, keys: object) -> str: ...
     def invalid(self, message: str) -> Exception: ...
 
 
@@ -53,14 +53,14 @@ class QuestionKind(ABC):
     # ---------------------------------------------------------------- the request
 
     @abstractmethod
-    def refusal(self, where: str, inside: tuple[Any, ...]) -> str:
+    def refusal(self, where: str, inside: tuple[object, ...]) -> str:
         """The contract's words for a request whose criteria break this kind's shape; `inside` is
         the place in the criteria the first error points at (empty: the criteria as a whole)."""
 
     # ---------------------------------------------------------------- the answer
 
     @abstractmethod
-    def answer(self, q: AskedQuestion, raw: dict[str, Any], where: str, checks: AnswerChecks) -> dict[str, Any]:
+    def answer(self, q: AskedQuestion, raw: dict[str, object], where: str, checks: AnswerChecks) -> dict[str, object]:
         """An upstream's answer rebuilt from validated fields only (the contract's answer shape)."""
 
     @abstractmethod
@@ -68,7 +68,7 @@ class QuestionKind(ABC):
         """The answer's classes in order (no/yes, the options, the levels): a profile's axis."""
 
     @abstractmethod
-    def distribution(self, q: AskedQuestion, answer: dict[str, Any]) -> list[float]:
+    def distribution(self, q: AskedQuestion, answer: dict[str, object]) -> list[float]:
         """An answer's probabilities over `classes`, in order."""
 
     # ---------------------------------------------------------------- the prompt and readout of a route
@@ -92,33 +92,46 @@ class QuestionKind(ABC):
         """What each label of a route's reading stands for, in the answer's words."""
 
     @abstractmethod
-    def readout(self, keys: Sequence[str], probabilities: list[float]) -> dict[str, Any]:
+    def readout(self, keys: Sequence[str], probabilities: list[float]) -> dict[str, object]:
         """The wire answer from the probabilities a route read for its labels."""
 
     # ---------------------------------------------------------------- the local evaluator
 
     @abstractmethod
-    def heuristic(self, q: AskedQuestion, evidence: Evidence) -> dict[str, Any]:
+    def heuristic(self, q: AskedQuestion, evidence: Evidence) -> dict[str, object]:
         """The local heuristic's answer (without its type) from embedding evidence."""
 
     @abstractmethod
-    def adapted(self, q: AskedQuestion, probabilities: Sequence[float]) -> dict[str, Any]:
+    def adapted(self, q: AskedQuestion, probabilities: Sequence[float]) -> dict[str, object]:
         """The typed answer for a profile's adapted distribution over `classes`."""
 
     # ---------------------------------------------------------------- eval
 
     @abstractmethod
-    def criteria_of(self, answer: Mapping[str, Any]) -> Any:
+    def criteria_of(self, answer: Mapping[str, object]) -> Collection[object] | None:
         """The criteria an answer implies, as far as eval's metrics need them (its classes)."""
 
     @abstractmethod
-    def confidence(self, criteria: Any, answer: Mapping[str, Any]) -> float:
+    def confidence(self, criteria: Collection[object] | None, answer: Mapping[str, object]) -> float:
         """The probability an answer gives the class it picks."""
 
     @abstractmethod
-    def label_for(self, criteria: Any, expected: Any) -> bool | str | int | None:
+    def label_for(self, criteria: Collection[object] | None, expected: object) -> bool | str | int | None:
         """The class an expected field value names, or None if it names none."""
 
     @abstractmethod
-    def is_correct(self, answer: dict[str, Any], label: Any) -> bool:
+    def is_correct(self, answer: dict[str, object], label: object) -> bool:
         """Whether an answer picks a labeled example's class."""
+
+
+# An answer reaching a kind has passed the contract's answer check (or was built by a kind), so its
+# fields have the types that check guarantees: these read them as such.
+def number_of(answer: Mapping[str, object], key: str) -> float:
+    """A numeric field of a checked answer (`noul`, `score`)."""
+    return float(cast("float", answer[key]))
+
+
+def table_of(answer: Mapping[str, object], key: str = "probabilities") -> Mapping[str, float]:
+    """A checked answer's table of probabilities by label."""
+    return cast("Mapping[str, float]", answer[key])
+

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Collection, Mapping, Sequence
+from typing import ClassVar
 
 from .common import NOUL_LABELS, declarative, render, softmax
-from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind
+from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind, number_of
 
 # The local heuristic's, chosen by hand on the labeled set in tests/data/local_eval_set.json.
 NOUL_CENTER = 0.38
@@ -19,19 +19,19 @@ class Noul(QuestionKind):
     name: ClassVar[str] = "noul"
     fits: ClassVar[tuple[str, ...]] = ("boolean",)
 
-    def refusal(self, where: str, inside: tuple[Any, ...]) -> str:
+    def refusal(self, where: str, inside: tuple[object, ...]) -> str:
         if len(inside) > 1:
             return f"{where}: noul criteria values must be descriptions or null"
         return f"{where}: noul criteria may only have 'true' and 'false' keys"
 
-    def answer(self, q: AskedQuestion, raw: dict[str, Any], where: str, checks: AnswerChecks) -> dict[str, Any]:
+    def answer(self, q: AskedQuestion, raw: dict[str, object], where: str, checks: AnswerChecks) -> dict[str, object]:
         return {"type": "noul", "noul": checks.probability(raw.get("noul"), where, "noul")}
 
     def classes(self, q: AskedQuestion) -> list[str]:
         return ["false", "true"]
 
-    def distribution(self, q: AskedQuestion, answer: dict[str, Any]) -> list[float]:
-        return [1.0 - float(answer["noul"]), float(answer["noul"])]
+    def distribution(self, q: AskedQuestion, answer: dict[str, object]) -> list[float]:
+        return [1.0 - number_of(answer, "noul"), number_of(answer, "noul")]
 
     def prompt(self, q: AskedQuestion, options: Sequence[str] | None) -> tuple[list[str], tuple[str, ...],
                                                                                tuple[str, ...]]:
@@ -50,10 +50,10 @@ class Noul(QuestionKind):
     def readout_keys(self, q: AskedQuestion, probabilities: Sequence[float]) -> list[str]:
         return [str(i) for i in range(len(probabilities))]
 
-    def readout(self, keys: Sequence[str], probabilities: list[float]) -> dict[str, Any]:
+    def readout(self, keys: Sequence[str], probabilities: list[float]) -> dict[str, object]:
         return {"type": "noul", "noul": probabilities[0]}
 
-    def heuristic(self, q: AskedQuestion, evidence: Evidence) -> dict[str, Any]:
+    def heuristic(self, q: AskedQuestion, evidence: Evidence) -> dict[str, object]:
         criteria = q.criteria or {}
         question = render(q.instructions)
         yes_text = render(criteria.get("true")) or declarative(question)
@@ -67,18 +67,18 @@ class Noul(QuestionKind):
             p = 1 / (1 + math.exp(-(yes - NOUL_CENTER) / NOUL_WIDTH))
         return {"noul": min(1.0, max(0.0, p))}
 
-    def adapted(self, q: AskedQuestion, probabilities: Sequence[float]) -> dict[str, Any]:
+    def adapted(self, q: AskedQuestion, probabilities: Sequence[float]) -> dict[str, object]:
         return {"type": "noul", "noul": min(1.0, max(0.0, probabilities[1]))}
 
-    def criteria_of(self, answer: Mapping[str, Any]) -> Any:
+    def criteria_of(self, answer: Mapping[str, object]) -> Collection[object] | None:
         return None
 
-    def confidence(self, criteria: Any, answer: Mapping[str, Any]) -> float:
-        p = float(answer["noul"])
+    def confidence(self, criteria: Collection[object] | None, answer: Mapping[str, object]) -> float:
+        p = number_of(answer, "noul")
         return max(p, 1.0 - p)
 
-    def label_for(self, criteria: Any, expected: Any) -> bool | str | int | None:
+    def label_for(self, criteria: Collection[object] | None, expected: object) -> bool | str | int | None:
         return expected if isinstance(expected, bool) else None
 
-    def is_correct(self, answer: dict[str, Any], label: Any) -> bool:
-        return bool((answer["noul"] >= 0.5) == bool(label))
+    def is_correct(self, answer: dict[str, object], label: object) -> bool:
+        return bool((number_of(answer, "noul") >= 0.5) == bool(label))

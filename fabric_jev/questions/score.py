@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
 from .common import render, score_confidence, score_labels, softmax
-from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind
+from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind, number_of, table_of
 
 MIN_LEVELS = 2
 MAX_LEVELS = 10
@@ -24,12 +24,12 @@ class Score(QuestionKind):
     name: ClassVar[str] = "score"
     fits: ClassVar[tuple[str, ...]] = ("number",)
 
-    def refusal(self, where: str, inside: tuple[Any, ...]) -> str:
+    def refusal(self, where: str, inside: tuple[object, ...]) -> str:
         if not inside:
             return f"{where}: score criteria must be an array of {MIN_LEVELS}-{MAX_LEVELS} levels"
         return f"{where}: every score level needs a description"
 
-    def answer(self, q: AskedQuestion, raw: dict[str, Any], where: str, checks: AnswerChecks) -> dict[str, Any]:
+    def answer(self, q: AskedQuestion, raw: dict[str, object], where: str, checks: AnswerChecks) -> dict[str, object]:
         levels = q.criteria
         keys = [str(i) for i in range(len(levels))]
         score: Any = raw.get("score")
@@ -47,8 +47,8 @@ class Score(QuestionKind):
     def classes(self, q: AskedQuestion) -> list[str]:
         return [str(i) for i in range(len(q.criteria))]
 
-    def distribution(self, q: AskedQuestion, answer: dict[str, Any]) -> list[float]:
-        return [float(answer["probabilities"][str(i)]) for i in range(len(q.criteria))]
+    def distribution(self, q: AskedQuestion, answer: dict[str, object]) -> list[float]:
+        return [float(table_of(answer)[str(i)]) for i in range(len(q.criteria))]
 
     def prompt(self, q: AskedQuestion, options: Sequence[str] | None) -> tuple[list[str], tuple[str, ...],
                                                                                tuple[str, ...]]:
@@ -65,7 +65,7 @@ class Score(QuestionKind):
     def readout_keys(self, q: AskedQuestion, probabilities: Sequence[float]) -> list[str]:
         return [str(i) for i in range(len(probabilities))]
 
-    def readout(self, keys: Sequence[str], probabilities: list[float]) -> dict[str, Any]:
+    def readout(self, keys: Sequence[str], probabilities: list[float]) -> dict[str, object]:
         # The expected level: the wire's rule (a score is Σ i·p, jevcompat's score.expectation). The most
         # probable level is the largest of `probabilities`; between two likely levels they can differ.
         probs = probabilities
@@ -73,7 +73,7 @@ class Score(QuestionKind):
         return {"type": "score", "score": min(float(len(probs) - 1), max(0.0, score)),
                 "probabilities": _levels(probs), "confidence": score_confidence(probs)}
 
-    def heuristic(self, q: AskedQuestion, evidence: Evidence) -> dict[str, Any]:
+    def heuristic(self, q: AskedQuestion, evidence: Evidence) -> dict[str, object]:
         levels = [render(level) for level in q.criteria]
         n = len(levels)
         sims = [evidence(level) for level in levels]
@@ -89,7 +89,7 @@ class Score(QuestionKind):
         return {"score": min(float(n - 1), max(0.0, score)), "probabilities": _levels(probs),
                 "confidence": score_confidence(probs)}
 
-    def adapted(self, q: AskedQuestion, probabilities: Sequence[float]) -> dict[str, Any]:
+    def adapted(self, q: AskedQuestion, probabilities: Sequence[float]) -> dict[str, object]:
         # The expected level, kept within half a level of the most probable one so that rounding
         # the score names the level the profile believes in (an expectation alone can land between
         # two likely levels on a third, unlikely one).
@@ -100,19 +100,19 @@ class Score(QuestionKind):
         return {"type": "score", "score": min(float(len(probs) - 1), max(0.0, score)),
                 "probabilities": _levels(probs), "confidence": score_confidence(probs)}
 
-    def criteria_of(self, answer: Mapping[str, Any]) -> Any:
+    def criteria_of(self, answer: Mapping[str, object]) -> Collection[object] | None:
         legend = answer.get("legend")
-        return list(legend.values()) if isinstance(legend, dict) else list(answer["probabilities"])
+        return list(legend.values()) if isinstance(legend, dict) else list(table_of(answer))
 
-    def confidence(self, criteria: Any, answer: Mapping[str, Any]) -> float:
-        level = min(len(criteria) - 1, max(0, round(float(answer["score"]))))
-        return float(answer["probabilities"][str(level)])
+    def confidence(self, criteria: Collection[object] | None, answer: Mapping[str, object]) -> float:
+        level = min(len(criteria or ()) - 1, max(0, round(number_of(answer, "score"))))
+        return float(table_of(answer)[str(level)])
 
-    def label_for(self, criteria: Any, expected: Any) -> bool | str | int | None:
+    def label_for(self, criteria: Collection[object] | None, expected: object) -> bool | str | int | None:
         if isinstance(expected, bool) or not isinstance(expected, int | float):
             return None
         level = round(expected)
-        return level if 0 <= level < len(criteria) and abs(level - expected) < 1e-9 else None
+        return level if 0 <= level < len(criteria or ()) and abs(level - expected) < 1e-9 else None
 
-    def is_correct(self, answer: dict[str, Any], label: Any) -> bool:
-        return bool(round(answer["score"]) == label)
+    def is_correct(self, answer: dict[str, object], label: object) -> bool:
+        return bool(round(number_of(answer, "score")) == label)

@@ -290,7 +290,7 @@ def _unique(key: str, taken: dict[Any, Any]) -> str:
     return f"{key} #{n}"
 
 
-def redact(value: Any) -> tuple[Any, list[str]]:
+def redact(value: object) -> tuple[Any, list[str]]:
     """Redact a JSON value: keys and strings are scanned; secret-named keys lose their values,
     and so do name/value pairs whose name says secret (`{"name": "DB_PASSWORD", "value": …}`,
     `{"Key": "Authorization", "Value": …}`, `["DB_PASSWORD", …]`), whatever the value's shape.

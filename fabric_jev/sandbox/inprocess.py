@@ -41,7 +41,7 @@ class InProcessGuest:
         failed: str | None = self.bridge("load", code, input_json, self.lines)
         return failed
 
-    def step(self, ops: list[tuple[str, Any, Any, Any]]) -> tuple[bool, str]:
+    def step(self, ops: list[tuple[str, object, object, object]]) -> tuple[bool, str]:
         """Run one slice; return (ended, outbox text or "")."""
         self.ctx.set_time_limit(0.1)
         for op in ops:

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..verification import Dictionary, Observation, Plan, VerificationFailed, load_plan, run_verification
 from .sources import ReplayTarget, channels_of
@@ -42,8 +41,8 @@ class PlanCheck:
         return self.id
 
 
-def plan_checks(plan: str | Path | Mapping[str, Any] | Plan,
-                dictionary: str | Path | Mapping[str, Any] | Dictionary) -> list[Any]:
+def plan_checks(plan: str | Path | Mapping[str, object] | Plan,
+                dictionary: str | Path | Mapping[str, object] | Dictionary) -> list[object]:
     """One `pytest.param` per check the plan selected (dictionary order), its id the check's id::
 
         @pytest.mark.parametrize("check", plan_checks("plan.json", "dictionary.json"))
@@ -81,8 +80,8 @@ def plan_report(intent: str, outcomes: list[CheckOutcome]) -> str:
     return "\n".join(lines)
 
 
-async def replay_plan(target: ReplayTarget, plan: str | Path | Mapping[str, Any] | Plan,
-                      dictionary: str | Path | Mapping[str, Any] | Dictionary,
+async def replay_plan(target: ReplayTarget, plan: str | Path | Mapping[str, object] | Plan,
+                      dictionary: str | Path | Mapping[str, object] | Dictionary,
                       observations: Mapping[str, Observation] | None = None) -> list[CheckOutcome]:
     """Replay every check the plan selected, each on its own, and fail with one line per check
     if any failed. Returns the outcomes when all passed."""

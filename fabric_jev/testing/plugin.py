@@ -189,7 +189,7 @@ def _misses(item: pytest.Item) -> str:
     return "\n".join([head, *(str(m) for m in misses)] if head else [str(misses[0])])
 
 
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     log = config.stash.get(_SESSION, None)
     if log is None or not (log.cassettes_written or log.kept):
         return

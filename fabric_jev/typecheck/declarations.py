@@ -170,7 +170,7 @@ class _Writer:
         return "{\n" + "\n".join(lines) + f"\n{indent}}}"
 
 
-def schema_type(schema: Any, side: Side) -> str:
+def schema_type(schema: object, side: Side) -> str:
     """The TypeScript type of values matching `schema` (the supported subset, plus pattern/format)."""
     return _Writer(side).type(schema)
 

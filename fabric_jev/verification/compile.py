@@ -15,6 +15,7 @@ exception and never a plan.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import anyio
@@ -82,7 +83,7 @@ class CompileResult(WireModel):
     model: str | None = None
 
 
-def build_request(intent: str, dictionary: Dictionary) -> dict[str, Any]:
+def build_request(intent: str, dictionary: Dictionary) -> dict[str, object]:
     state = {"intent": intent,
              "dictionary": {"id": dictionary.id, "version": dictionary.version,
                             "checks": [{"key": f"check_{i}", "id": c.id, "description": c.description}
@@ -154,7 +155,7 @@ async def _ask(evaluator: Evaluator, request: EvaluationRequest, timeout: float,
         return f"the evaluator failed: malformed Evaluation ({type(exc).__name__})"
 
 
-async def compile_verification(intent: str, dictionary: Dictionary | dict[str, Any],
+async def compile_verification(intent: str, dictionary: Dictionary | Mapping[str, object],
                                evaluator: Evaluator | str, *, timeout: float = 30.0,
                                cancel: anyio.Event | None = None) -> CompileResult:
     """Compile an intent into a plan. Invalid caller data raises before any request;

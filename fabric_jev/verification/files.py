@@ -31,8 +31,8 @@ def _load(source: str | Path | Mapping[str, Any], what: str) -> Any:
         raise PlanInvalid(str(exc)) from None
 
 
-def load_plan(plan: str | Path | Mapping[str, Any] | Plan,
-              dictionary: str | Path | Mapping[str, Any] | Dictionary) -> tuple[Dictionary, Plan]:
+def load_plan(plan: str | Path | Mapping[str, object] | Plan,
+              dictionary: str | Path | Mapping[str, object] | Dictionary) -> tuple[Dictionary, Plan]:
     """The dictionary and the plan (a plan, or the whole `verify compile` output), checked
     against each other: same digest, known ids. The dictionary is read first."""
     parsed = dictionary if isinstance(dictionary, Dictionary) else parse_dictionary(_load(dictionary, "dictionary"))

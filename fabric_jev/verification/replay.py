@@ -59,7 +59,7 @@ class RunResult:
     durations_ms: dict[str, float] = field(default_factory=dict)
 
 
-def parse_plan(raw: Plan | Mapping[str, Any]) -> Plan:
+def parse_plan(raw: Plan | Mapping[str, object]) -> Plan:
     if isinstance(raw, Plan):
         return raw
     if not isinstance(raw, Mapping) or set(raw) != {"schemaVersion", "dictionaryDigest", "intent",
@@ -122,7 +122,7 @@ def check_plan_fits(plan: Plan, dictionary: Dictionary) -> None:
         raise PlanInvalid(f"the plan names checks the dictionary does not have: {unknown}")
 
 
-async def run_verification(plan: Plan | Mapping[str, Any], dictionary: Dictionary | Mapping[str, Any],
+async def run_verification(plan: Plan | Mapping[str, object], dictionary: Dictionary | Mapping[str, object],
                            observations: Mapping[str, Observation] | None, channels: Channels) -> RunResult:
     parsed = parse_dictionary(dict(dictionary) if isinstance(dictionary, Mapping) else dictionary)
     checked = parse_plan(plan)

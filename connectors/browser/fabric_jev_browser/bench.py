@@ -226,7 +226,7 @@ async def _playwright_browser(ws_url: str, rounds: int, concurrent_calls: int) -
     return {"rtt_ms": _median(rtt), "throughput_per_s": throughput}
 
 
-async def bench_browser(rounds: int = 400, concurrent_calls: int = 1600) -> dict[str, Any]:
+async def bench_browser(rounds: int = 400, concurrent_calls: int = 1600) -> dict[str, object]:
     from .launcher import launch_chromium
 
     browser = await launch_chromium()
