@@ -14,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fabric_jev"
 MIRRORS = {"cli", "benchmarks", "testing"}
 #: Each repeated name that stays, and why it does not mislead.
 REPEATED = {
+    "clients.py": "a room's per-client limits: serve's requests in flight, MCP's runs and compiler slots",
     "files.py": "a room's own files on disk: the batch's inputs and output log, an eval's folder",
     "records.py": "the lines of a room's JSON Lines output: a batch's outcomes, an eval's results",
     "server.py": "a room's server: MCP over stdio, the HTTP evaluator API on uvicorn",
