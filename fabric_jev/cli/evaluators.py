@@ -120,11 +120,9 @@ def _serve_tls(args: argparse.Namespace) -> tuple[str, str | None]:
 
 
 async def _cmd_serve(args: argparse.Namespace) -> int:
-    import signal
-
-    import anyio
 
     from .._bearer import read_token_file, require_token
+    from .._signals import stopped_by_signals
     from ..errors import ConfigError
     from ..evaluators.select import build_evaluator
     from ..serve import ListenError, ServeLimits, announce, listen, serve, serve_key_from_env
@@ -161,15 +159,8 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
             await evaluator.aclose()  # each worker builds its own
             return await _serve_workers(args, sock, scheme, options)
         # Signals are handled before the URL is announced.
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with anyio.create_task_group() as tg:
-                async def stop_on_signal() -> None:
-                    async for _ in signals:
-                        tg.cancel_scope.cancel()
-                        return
-
-                tg.start_soon(stop_on_signal)
-                await serve(evaluator, sock=sock, ready=lambda port: announce(port, args.host, scheme), **options)
+        async with stopped_by_signals():
+            await serve(evaluator, sock=sock, ready=lambda port: announce(port, args.host, scheme), **options)
     finally:
         await evaluator.aclose()
     return 0
@@ -178,11 +169,10 @@ async def _cmd_serve(args: argparse.Namespace) -> int:
 async def _serve_workers(args: argparse.Namespace, sock: socket.socket, scheme: str, options: dict[str, Any]) -> int:
     """`--workers N`: the parent starts N workers on `sock`, announces once all are ready, and
     stops them all on SIGINT or SIGTERM."""
-    import signal
-
     import anyio
     import anyio.to_thread
 
+    from .._signals import stopped_by_signals
     from ..serve import announce
     from ..serve.workers import WorkerFailed, WorkerOptions, Workers
 
@@ -191,22 +181,14 @@ async def _serve_workers(args: argparse.Namespace, sock: socket.socket, scheme: 
                                                         grace_s=limits.shutdown_grace_s + 1))
     failed: str | None = None
     try:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with anyio.create_task_group() as tg:
-                async def stop_on_signal() -> None:
-                    async for _ in signals:
-                        tg.cancel_scope.cancel()
-                        return
-
-                tg.start_soon(stop_on_signal)
-                try:
-                    await workers.start()
-                except WorkerFailed as exc:
-                    failed = str(exc)
-                    tg.cancel_scope.cancel()
-                else:
-                    announce(sock.getsockname()[1], args.host, scheme)
-                    await workers.watch()
+        async with stopped_by_signals():
+            try:
+                await workers.start()
+            except WorkerFailed as exc:
+                failed = str(exc)
+            else:
+                announce(sock.getsockname()[1], args.host, scheme)
+                await workers.watch()
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(workers.stop)

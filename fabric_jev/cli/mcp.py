@@ -4,7 +4,6 @@ streamable HTTP for a host that several clients share (`--transport streamable-h
 from __future__ import annotations
 
 import argparse
-import signal
 
 from ..errors import LaunchRejected
 from .common import CONFIG_HELP, EVALUATOR_HELP, EXIT_OK, add_command, add_policy_options, config_from
@@ -34,9 +33,9 @@ async def mcp_command(args: argparse.Namespace) -> int:
 
 
 async def _serve_http(args: argparse.Namespace) -> int:
-    import anyio
 
     from .._bearer import read_token_file, require_token
+    from .._signals import stopped_by_signals
     from ..evaluators.select import build_evaluator
     from ..mcp.clients import DEFAULT_CLIENT_RUNS
     from ..mcp.over_http import serve_http
@@ -47,19 +46,11 @@ async def _serve_http(args: argparse.Namespace) -> int:
     require_token(host, token, command="mcp")
     config = config_from(args)
     evaluator = build_evaluator(args.evaluator, config)
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with anyio.create_task_group() as tg:
-            async def stop_on_signal() -> None:
-                async for _ in signals:
-                    tg.cancel_scope.cancel()  # the host then stops every run and its worker
-                    return
-
-            tg.start_soon(stop_on_signal)
-            await serve_http(config, evaluator, host=host, port=0 if args.port is None else args.port,
-                             token=token, ssl_certfile=args.ssl_certfile, ssl_keyfile=args.ssl_keyfile,
-                             client_runs=DEFAULT_CLIENT_RUNS if args.client_runs is None else args.client_runs,
-                             programs=args.programs, program_tools=args.program_tools)
-            tg.cancel_scope.cancel()
+    async with stopped_by_signals():  # a signal cancels serving: the host then stops every run
+        await serve_http(config, evaluator, host=host, port=0 if args.port is None else args.port,
+                         token=token, ssl_certfile=args.ssl_certfile, ssl_keyfile=args.ssl_keyfile,
+                         client_runs=DEFAULT_CLIENT_RUNS if args.client_runs is None else args.client_runs,
+                         programs=args.programs, program_tools=args.program_tools)
     return EXIT_OK
 
 

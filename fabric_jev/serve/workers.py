@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
-import signal
 import socket
 from dataclasses import dataclass, field
 from functools import partial
@@ -27,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
+
+from .._signals import stopped_by_signals
 
 if TYPE_CHECKING:
     from ..contract.config import HostConfig
@@ -63,20 +64,13 @@ async def _work(sock: socket.socket, options: WorkerOptions, conn: Connection) -
 
     evaluator = build_evaluator(options.evaluator, options.config)
     try:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with anyio.create_task_group() as tg:
-                async def stop_on_signal() -> None:
-                    async for _ in signals:
-                        tg.cancel_scope.cancel()
-                        return
+        async with stopped_by_signals() as tg:
+            async def stop_with_parent() -> None:
+                await anyio.wait_readable(conn.fileno())  # EOF: the parent is gone
+                tg.cancel_scope.cancel()
 
-                async def stop_with_parent() -> None:
-                    await anyio.wait_readable(conn.fileno())  # EOF: the parent is gone
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(stop_on_signal)
-                tg.start_soon(stop_with_parent)
-                await serve(evaluator, sock=sock, ready=lambda port: conn.send(port), **options.serve)
+            tg.start_soon(stop_with_parent)
+            await serve(evaluator, sock=sock, ready=lambda port: conn.send(port), **options.serve)
     finally:
         await evaluator.aclose()
 
