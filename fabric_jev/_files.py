@@ -120,13 +120,22 @@ def open_regular(path: str | Path, *, label: str, error: ErrorOf) -> BinaryIO:
         raise
 
 
+def open_within(path: str | Path, *, label: str, max_bytes: int, error: ErrorOf,
+                too_large: Callable[[int], str] | None = None) -> BinaryIO:
+    """`open_regular`, and refused by its size before anything is read: `too_large(size)` names
+    it (by default `LABEL is larger than N bytes (SIZE bytes)`)."""
+    f = open_regular(path, label=label, error=error)
+    size = os.fstat(f.fileno()).st_size
+    if size > max_bytes:
+        f.close()
+        raise error(too_large(size) if too_large else f"{label} is larger than {max_bytes} bytes ({size} bytes)")
+    return f
+
+
 def read_regular(path: str | Path, *, label: str, max_bytes: int, error: ErrorOf) -> bytes:
     """A regular file's bytes, refused by its size before it is read whole, and by what was
     read if it grew meanwhile (`LABEL is larger than N bytes`)."""
-    with open_regular(path, label=label, error=error) as f:
-        size = os.fstat(f.fileno()).st_size
-        if size > max_bytes:
-            raise error(f"{label} is larger than {max_bytes} bytes ({size} bytes)")
+    with open_within(path, label=label, max_bytes=max_bytes, error=error) as f:
         try:
             raw = f.read(max_bytes + 1)
         except OSError as exc:

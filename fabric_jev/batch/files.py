@@ -22,7 +22,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from .._files import LineLimits, bounded_lines, kind_of, open_regular
+from .._files import LineLimits, bounded_lines, kind_of, open_regular, open_within
 from .._json import JSONInputError, loads_bounded
 from ..contract.wire_model import WireModel
 from ..errors import BatchError, JevError
@@ -56,12 +56,7 @@ def _read_line(f: BinaryIO, limit: int) -> tuple[bytes, bool]:
 
 def _open_inputs(path: str | Path) -> BinaryIO:
     """The inputs file, if it is a regular file within MAX_INPUTS_BYTES (BatchError otherwise)."""
-    f = open_regular(path, label=f"inputs {path}", error=BatchError)
-    size = os.fstat(f.fileno()).st_size
-    if size > MAX_INPUTS_BYTES:
-        f.close()
-        raise BatchError(f"inputs {path} is larger than {MAX_INPUTS_BYTES} bytes ({size} bytes)")
-    return f
+    return open_within(path, label=f"inputs {path}", max_bytes=MAX_INPUTS_BYTES, error=BatchError)
 
 
 def count_inputs(path: str | Path) -> int | None:

@@ -43,7 +43,7 @@ from typing import Any, BinaryIO, Literal, TypeGuard
 
 from pydantic import ConfigDict, Field
 
-from .._files import LineLimits, bounded_lines, kind_of, open_regular
+from .._files import LineLimits, bounded_lines, kind_of, open_within
 from .._json import JSONInputError, loads_bounded
 from ..contract.values import JsonValue, ValueRejected, check_value, normalize_json
 from ..contract.wire_model import WireModel
@@ -231,12 +231,8 @@ def read_dataset(path: str | Path, *, input_schema: dict[str, Any], output_schem
 
 def _open(path: Path) -> BinaryIO:
     """The dataset file, if it is a regular file no larger than MAX_DATASET_BYTES."""
-    f = open_regular(path, label=f"dataset {path}", error=EvalError)
-    size = os.fstat(f.fileno()).st_size
-    if size > MAX_DATASET_BYTES:
-        f.close()
-        raise EvalError(f"dataset {path} is over {MAX_DATASET_BYTES >> 20} MiB")
-    return f
+    return open_within(path, label=f"dataset {path}", max_bytes=MAX_DATASET_BYTES, error=EvalError,
+                       too_large=lambda _size: f"dataset {path} is over {MAX_DATASET_BYTES >> 20} MiB")
 
 
 def _check_folder(folder: Path) -> None:
