@@ -71,3 +71,47 @@ async def test_compiles_are_charged_to_the_named_client_not_to_each_program() ->
         SLOT_OWNER.reset(token)
     async with slots.taken(slot_owner("triage")), slots.taken("client:b"):
         assert slots.free == 0
+
+
+@pytest.mark.anyio
+async def test_a_clients_evaluations_wait_in_its_own_queue_apart_from_its_runs() -> None:
+    release = anyio.Event()
+    done: list[str] = []
+    async with anyio.create_task_group() as tg:
+        limits = ClientRuns(2, tg)
+
+        async def call(client: str, name: str) -> None:
+            async with limits.calling(client):
+                if client == "flood":
+                    await release.wait()
+                done.append(name)
+
+        async with limits.placed("flood"), limits.placed("flood"):  # its run places are all taken
+            for i in range(5):
+                tg.start_soon(call, "flood", f"flood{i}")
+            await anyio.wait_all_tasks_blocked()
+            assert limits.calls_in_flight("flood") == 2 and limits.in_flight("flood") == 2
+            await call("quiet", "quiet0")  # another client's call is not behind the flood
+            assert done == ["quiet0"] and limits.calls_in_flight("quiet") == 0
+            release.set()
+    assert done[0] == "quiet0" and sorted(done[1:]) == [f"flood{i}" for i in range(5)]
+    assert limits.calls_in_flight("flood") == 0 and limits.in_flight("flood") == 0
+
+
+@pytest.mark.anyio
+async def test_a_call_cancelled_while_it_waits_leaves_no_place_behind() -> None:
+    release = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        limits = ClientRuns(1, tg)
+
+        async def hold() -> None:
+            async with limits.calling("a"):
+                await release.wait()
+
+        tg.start_soon(hold)
+        await anyio.wait_all_tasks_blocked()
+        with anyio.move_on_after(0.01):
+            async with limits.calling("a"):
+                pytest.fail("a second call got the client's only place")
+        release.set()
+    assert limits.calls_in_flight("a") == 0

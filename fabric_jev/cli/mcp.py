@@ -106,6 +106,7 @@ def add_mcp_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     m.add_argument("--ssl-keyfile", dest="ssl_keyfile", metavar="FILE", help="HTTP: TLS private key (PEM)")
     m.add_argument("--client-runs", dest="client_runs", type=_positive, metavar="N",
                    help="HTTP: runs one client (one MCP session) may have queued or running at once; a "
-                   "further jev_run waits its turn, a further jev_spawn is refused (default 4)")
+                   "further jev_run waits its turn, a further jev_spawn is refused; as many jev_evaluate and "
+                   "jev_approve calls in flight, apart from the runs (default 4)")
     add_policy_options(m)
     m.set_defaults(handler=mcp_command)

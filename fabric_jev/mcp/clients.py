@@ -12,6 +12,11 @@ in first out, so a flood of one client queues behind itself and the host's queue
 most `per_client` runs of it; a `jev_spawn` beyond them is refused at once (its caller
 expects an answer now), with the reason. The compiler slots are charged to the client too
 (typecheck.slots.SLOT_OWNER), not to the program's name.
+
+The calls that ask the model outside a run (`jev_evaluate`, `jev_approve`) have `per_client`
+places of their own per client, apart from its runs: past them a client's next call waits in
+its own queue, so a flood of evaluations from one client cannot take every turn of the
+evaluator from the others, and a client's long runs never hold up its evaluations.
 """
 
 from __future__ import annotations
@@ -49,13 +54,16 @@ class ClientRuns:
         self.per_client = per_client
         self._tg = task_group
         self._places: dict[str, anyio.Semaphore] = {}
+        #: The places of `jev_evaluate` and `jev_approve` calls, by client (apart from its runs').
+        self._calls: dict[str, anyio.Semaphore] = {}
         #: Runs placed so far, by client (what a test or a status line reads).
         self.placed_count: dict[str, int] = {}
 
-    def _semaphore(self, client: str) -> anyio.Semaphore:
-        found = self._places.get(client)
+    def _semaphore(self, client: str, places: dict[str, anyio.Semaphore] | None = None) -> anyio.Semaphore:
+        places = self._places if places is None else places
+        found = places.get(client)
         if found is None:
-            found = self._places[client] = anyio.Semaphore(self.per_client, fast_acquire=True)
+            found = places[client] = anyio.Semaphore(self.per_client, fast_acquire=True)
         return found
 
     def in_flight(self, client: str) -> int:
@@ -66,30 +74,50 @@ class ClientRuns:
         found = self._places.get(client)
         return 0 if found is None else found.statistics().tasks_waiting
 
-    def _release(self, client: str) -> None:
-        semaphore = self._places[client]
+    def calls_in_flight(self, client: str) -> int:
+        found = self._calls.get(client)
+        return 0 if found is None else self.per_client - found.value
+
+    def _release(self, client: str, places: dict[str, anyio.Semaphore] | None = None) -> None:
+        places = self._places if places is None else places
+        semaphore = places[client]
         semaphore.release()
-        if semaphore.value == self.per_client and not semaphore.statistics().tasks_waiting:
-            del self._places[client]  # an idle client costs nothing
+        self._forget_if_idle(client, places)
+
+    def _forget_if_idle(self, client: str, places: dict[str, anyio.Semaphore]) -> None:
+        semaphore = places.get(client)
+        if semaphore is not None and semaphore.value == self.per_client and not semaphore.statistics().tasks_waiting:
+            del places[client]  # an idle client costs nothing
 
     def _count(self, client: str) -> None:
         self.placed_count[client] = self.placed_count.get(client, 0) + 1
 
     @asynccontextmanager
     async def placed(self, client: str) -> AsyncIterator[None]:
-        """Hold one of the client's places for the block, waiting for it in the client's queue."""
-        semaphore = self._semaphore(client)
+        """Hold one of the client's run places for the block, waiting for it in the client's queue."""
+        async with self._held(client, self._places):
+            self._count(client)
+            yield
+
+    @asynccontextmanager
+    async def calling(self, client: str) -> AsyncIterator[None]:
+        """Hold one of the client's call places (`jev_evaluate`, `jev_approve`) for the block,
+        waiting for it in the client's queue."""
+        async with self._held(client, self._calls):
+            yield
+
+    @asynccontextmanager
+    async def _held(self, client: str, places: dict[str, anyio.Semaphore]) -> AsyncIterator[None]:
+        semaphore = self._semaphore(client, places)
         try:
             await semaphore.acquire()
-        except BaseException:
-            if semaphore.value == self.per_client and not semaphore.statistics().tasks_waiting:
-                self._places.pop(client, None)
+        except BaseException:  # cancelled while waiting: an idle client still costs nothing
+            self._forget_if_idle(client, places)
             raise
-        self._count(client)
         try:
             yield
         finally:
-            self._release(client)
+            self._release(client, places)
 
     def place_spawned(self, client: str) -> None:
         """Take one of the client's places now, for a spawn, or raise ClientLimitReached. Then

@@ -13,7 +13,7 @@ import logging
 import math
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -227,7 +227,20 @@ class JevTools:
         except CheckerUnavailable as exc:
             raise ToolError(f"the type checker is not available: {exc}") from None
 
+    @contextlib.asynccontextmanager
+    async def _calling(self, ctx: ServerRequestContext[Any]) -> AsyncIterator[None]:
+        """One of the client's call places for a call that asks the model outside a run (over HTTP)."""
+        if self.clients is None:
+            yield
+            return
+        async with self.clients.calling(client_of(ctx)):
+            yield
+
     async def _jev_evaluate(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
+        async with self._calling(ctx):
+            return await self._evaluate(arguments)
+
+    async def _evaluate(self, arguments: dict[str, Any]) -> Any:
         try:
             request = validate_request(arguments, max_bytes=self.config.max_request_bytes)
         except RequestInvalid as exc:
@@ -236,6 +249,10 @@ class JevTools:
         return evaluation.to_json()
 
     async def _jev_approve(self, arguments: dict[str, Any], ctx: ServerRequestContext[Any]) -> Any:
+        async with self._calling(ctx):
+            return await self._approve(arguments)
+
+    async def _approve(self, arguments: dict[str, Any]) -> Any:
         from ..approval import ApprovalRequest, ProposedAction, classify
         from ..approval.settings import with_user_threshold
 
