@@ -103,3 +103,14 @@ def test_approval_settings_loaded_and_saved_keep_an_integer_threshold(tmp_path: 
     path = write(tmp_path / "settings.json", {"approvals": {"model": "pi-fabric/typesafe/jev-latest", "threshold": 1}})
     ApprovalSettings.load(path).save(path)
     assert typed(json.loads(path.read_text(encoding="utf-8"))["approvals"]["threshold"]) == ("int", 1)
+
+
+def test_an_integer_tolerance_given_on_the_command_line_stays_an_integer() -> None:
+    from fabric_jev.cli.eval import tolerance_option
+
+    assert typed(dict([tolerance_option("2")])) == {"*": ("int", 2)}
+    assert typed(dict([tolerance_option("urgency=1")])) == {"urgency": ("int", 1)}
+    assert typed(dict([tolerance_option("score=0.5"), tolerance_option("n=1e3")])) == {
+        "score": ("float", 0.5), "n": ("float", 1000.0)}
+    written = parse_settings({"tolerance": dict([tolerance_option("urgency=1")])}, "--tolerance").to_json()
+    assert typed(written["tolerance"]) == {"urgency": ("int", 1)}

@@ -55,13 +55,14 @@ def fail_under_option(text: str) -> tuple[str, float]:
     return name, number
 
 
-def tolerance_option(text: str) -> tuple[str, float]:
-    """`0.5` (every number) or `FIELD=0.5`."""
+def tolerance_option(text: str) -> tuple[str, int | float]:
+    """`0.5` (every number) or `FIELD=0.5`; `2` stays the integer 2 in what eval writes."""
     name, sep, value = text.rpartition("=")
     if not sep:
         name = "*"
     try:
-        number = float(value)
+        # An integer as written stays one (a settings file's 2 is 2, not 2.0); anything else is a float.
+        number: int | float = int(value) if value.strip().lstrip("+").isdigit() else float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a tolerance: NUMBER or FIELD=NUMBER") from None
     if not number >= 0 or number == float("inf"):
