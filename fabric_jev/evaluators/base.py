@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -20,13 +21,23 @@ if TYPE_CHECKING:  # the request's models load with the first request (start-up 
 _STATUS = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
+class CredentialSource(enum.StrEnum):
+    """Where a route's key is found (`CredentialStatus.source`); equal to its JSON string."""
+
+    STORE = "store"
+    ENVIRONMENT = "environment"
+    COMMAND = "command"
+    MISSING = "missing"
+    NOT_NEEDED = "not needed"
+
+
 class CredentialStatus(WireModel):
     """Whether a route's key can be found, and where; never whether it works."""
 
     model_config = _STATUS
 
     configured: bool
-    source: str  # store | environment | command | missing | not needed
+    source: CredentialSource
     #: where exactly: the auth store's entry or the variable's name (never a value); not in the JSON
     detail: str | None = Field(default=None, exclude=True)
     #: Presence only: a status never tries a key.
@@ -34,9 +45,9 @@ class CredentialStatus(WireModel):
 
 
 # Made without validating (the values are known): importing this module builds no schema.
-NO_CREDENTIALS = CredentialStatus.model_construct(configured=False, source="missing")
+NO_CREDENTIALS = CredentialStatus.model_construct(configured=False, source=CredentialSource.MISSING)
 #: What an offline evaluator reports: it needs no key, so none is "missing".
-NO_CREDENTIALS_NEEDED = CredentialStatus.model_construct(configured=False, source="not needed")
+NO_CREDENTIALS_NEEDED = CredentialStatus.model_construct(configured=False, source=CredentialSource.NOT_NEEDED)
 #: offline: nothing leaves the host; online: requests go to an endpoint.
 Mode = Literal["offline", "online"]
 

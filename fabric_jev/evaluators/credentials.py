@@ -19,7 +19,7 @@ import anyio
 from .._files import atomic_write, config_dir
 from .._process import end_process_group, read_available, wait_process_exit
 from ..errors import ConfigError, CredentialError
-from .base import CredentialStatus
+from .base import CredentialSource, CredentialStatus
 
 
 class KeyedRoute(Protocol):
@@ -175,14 +175,15 @@ class CredentialResolver:
     def status(self) -> CredentialStatus:
         """Presence only: never runs the command, never touches the network."""
         if self.store.has(self.route.store_key):
-            return CredentialStatus(configured=True, source="store",
+            return CredentialStatus(configured=True, source=CredentialSource.STORE,
                                     detail=f"auth store entry {self.route.store_key!r}")
         for name in self.route.env_keys:
             if self._env().get(name, "").strip():
-                return CredentialStatus(configured=True, source="environment", detail=name)
+                return CredentialStatus(configured=True, source=CredentialSource.ENVIRONMENT, detail=name)
         if self.command:
-            return CredentialStatus(configured=True, source="command", detail="credentialCommand (not run by status)")
-        return CredentialStatus(configured=False, source="missing")
+            return CredentialStatus(configured=True, source=CredentialSource.COMMAND,
+                                    detail="credentialCommand (not run by status)")
+        return CredentialStatus(configured=False, source=CredentialSource.MISSING)
 
     def missing_message(self) -> str:
         """What to do when no source has a key (the error and status say the same)."""
