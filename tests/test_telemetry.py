@@ -411,3 +411,26 @@ async def test_a_run_launched_by_a_capability_call_is_its_child(spans: InMemoryS
     nested, call = named["invoke_workflow nested"], named["execute_tool demo.launch"]
     assert nested.parent is not None and nested.parent.span_id == call.context.span_id
     assert (nested.attributes or {})["fabric_jev.run.id"] != (call.attributes or {})["fabric_jev.run.id"] == env.id
+
+
+async def test_a_launch_that_does_not_compile_ends_its_runs_span(spans: InMemorySpanExporter) -> None:
+    from fabric_jev import CompileError
+
+    async with JevHost() as host:
+        with pytest.raises(CompileError):
+            await host.run(program("return (;", name="broken"), None)
+    named = by_name(spans.get_finished_spans())
+    assert set(named) == {"invoke_workflow broken"}  # ended, not left open
+    run = named["invoke_workflow broken"]
+    assert run.status.status_code is StatusCode.ERROR and run.status.description is None
+    assert run.attributes is not None and run.attributes["fabric_jev.run.state"] == "failed"
+
+
+async def test_a_failing_status_does_not_fail_a_traced_run(spans: InMemorySpanExporter) -> None:
+    from tests.test_host_errors import ASK, StatusRaises
+
+    async with JevHost(HostConfig(), evaluator=StatusRaises()) as host:
+        env = await host.run(ASK, None)
+    assert env.state == "completed" and env.error is None and env.result == 0.25
+    evaluate = next(s for s in spans.get_finished_spans() if s.name.startswith("evaluate"))
+    assert evaluate.attributes is not None and evaluate.attributes["gen_ai.request.model"] == "unknown"

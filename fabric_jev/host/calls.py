@@ -199,8 +199,11 @@ class CapabilityCalls:
             return ValidCall(ref, risk, args, target)
         request = cast("EvaluationRequest", target) if ref == "jev.evaluate" else None
         if request is not None and self._evaluator_names is None:  # once per run: status may read a file
-            status = self._services.evaluator.status()
-            self._evaluator_names = (status.model, status.route)
+            try:
+                status = self._services.evaluator.status()
+                self._evaluator_names = (status.model, status.route)
+            except Exception:  # a broken status() names nothing; the span says so, the call goes on
+                self._evaluator_names = ("unknown", "unknown")
         model, system = self._evaluator_names or ("", "")
         return ValidCall(ref, risk, args, target, self._trace.call(ref, risk, args, request, model, system))
 

@@ -221,20 +221,28 @@ class Run:
         """Take a worker and start the program in it: as JavaScript first; only code that
         does not compile as JavaScript is tried again with its TypeScript annotations erased.
         Raises `CompileError` or `SandboxUnavailable`; then nothing is left running."""
+        try:
+            self._session = await self._load_session()
+        except BaseException as exc:
+            if self._trace is not None:  # the run's span, started with the run, ends with its launch
+                self._trace.ended("failed", str(exc) or type(exc).__name__, None, self.budget)
+            raise
+        self.worker_pid = self._session.pid
+
+    async def _load_session(self) -> WorkerSession:
         input_json = self._input_json
         # A checked TypeScript program comes with its erased code: it loads at the first try.
         code = self.program.code if self.checked is None else self.checked.code(self.program.code)
         try:
-            self._session = await self._start(code, input_json)
+            return await self._start(code, input_json)
         except CompileError as as_javascript:
             stripped = await _erase_types(code, as_javascript)
             try:
-                self._session = await self._start(stripped, input_json)
+                return await self._start(stripped, input_json)
             except CompileError as as_typescript:
                 raise CompileError(clip_error(
                     f"{as_javascript} (as TypeScript, after erasing annotations: "
                     f"{str(as_typescript).removeprefix('Jev program does not compile: ')})")) from None
-        self.worker_pid = self._session.pid
 
     async def _start(self, code: str, input_json: str) -> WorkerSession:
         services = self._services
