@@ -13,12 +13,21 @@ Built on first use, so a process that never evaluates never pays for it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, GetCoreSchemaHandler, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    GetCoreSchemaHandler,
+    StringConstraints,
+)
 from pydantic_core import CoreSchema
 
 from ..questions import KINDS, on_change
+
 # Each kind's request model is its own module's (questions/): here they are united by `type`. The
 # names stay importable from here, where the contract's readers have always found them.
 from ..questions.choice import ChoiceQuestion
@@ -39,19 +48,28 @@ def question_union(*, wire: bool) -> Any:
     return Annotated[Union[models], Discriminator("type")]  # noqa: UP007 (a union of a tuple of types)
 
 
-class _Question:
-    """A question of any kind in the table, as the request's model is built (on first use, and
-    again when a kind is registered): the table is read then, not when this module is imported."""
+if TYPE_CHECKING:
+    class _Question(Protocol):
+        """What the contract reads from a question of any kind (questions/request.py)."""
 
-    wire: ClassVar[bool] = False
+        type: Any  # a kind's name, one of the table's: the union checks it at run time
+        instructions: Any
+        criteria: Any
 
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: object, handler: GetCoreSchemaHandler) -> CoreSchema:
-        return handler.generate_schema(question_union(wire=cls.wire))
+    _WireQuestion = _Question
+else:
+    class _Question:
+        """A question of any kind in the table, as the request's model is built (on first use, and
+        again when a kind is registered): the table is read then, not when this module is imported."""
 
+        wire: ClassVar[bool] = False
 
-class _WireQuestion(_Question):
-    wire: ClassVar[bool] = True
+        @classmethod
+        def __get_pydantic_core_schema__(cls, source: object, handler: GetCoreSchemaHandler) -> CoreSchema:
+            return handler.generate_schema(question_union(wire=cls.wire))
+
+    class _WireQuestion(_Question):
+        wire: ClassVar[bool] = True
 
 
 _QuestionId = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUESTION_ID_CHARS)]
@@ -86,7 +104,7 @@ class WireEvaluateRequest(EvaluateRequest):
     may omit its instructions (the wire spec)."""
 
     model_config = ConfigDict(strict=True, extra="ignore", defer_build=True)
-    questions: Annotated[dict[_QuestionId, _WireQuestion], Field(  # type: ignore[assignment]
+    questions: Annotated[dict[_QuestionId, _WireQuestion], Field(
         min_length=1, max_length=MAX_QUESTIONS)]
 
 

@@ -9,7 +9,6 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import BaseModel, Field, StringConstraints
 
 from ..errors import LabelsInvalid
-
 from .common import LETTERS, choice_confidence, described, listing, render, softmax
 from .kind import AnswerChecks, AskedQuestion, Evidence, Label, QuestionKind, table_of
 from .request import STRICT, Instructions, Text
