@@ -42,7 +42,7 @@ MAX_QUESTION_ID_CHARS = 128
 _STRICT = STRICT
 
 
-def question_union(*, wire: bool) -> Any:
+def question_union(*, wire: bool) -> object:
     """One question, told apart by its `type`: the table's request models, in its order."""
     models = tuple(kind.request_model(wire=wire) for kind in KINDS.values())
     return Annotated[Union[models], Discriminator("type")]  # noqa: UP007 (a union of a tuple of types)

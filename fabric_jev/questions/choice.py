@@ -124,8 +124,8 @@ class Choice(QuestionKind):
     def is_correct(self, answer: dict[str, object], label: object) -> bool:
         return bool(answer["choice"] == label)
 
-    def baseline(self, criteria: object) -> object:
-        return next(iter(criteria)) if isinstance(criteria, dict) else None
+    def trivially_right(self, criteria: object, label: object) -> bool:
+        return isinstance(criteria, dict) and bool(next(iter(criteria)) == label)  # the first option
 
     def check_label(self, q: AskedQuestion, label: object) -> Label:
         if not isinstance(label, str) or label not in q.criteria:

@@ -146,9 +146,9 @@ class QuestionKind(ABC):
     def is_correct(self, answer: dict[str, object], label: object) -> bool:
         """Whether an answer picks a labeled example's class."""
 
-    def baseline(self, criteria: object) -> object:
-        """What a trivial answerer picks (a labeled set's floor, evaluators/accuracy.py); None: none."""
-        return None
+    def trivially_right(self, criteria: object, label: object) -> bool:
+        """Whether a trivial answerer picks `label` (a labeled set's floor, evaluators/accuracy.py)."""
+        return False
 
     # ---------------------------------------------------------------- calibration and learn
 

@@ -117,8 +117,8 @@ class Noul(QuestionKind):
     def is_correct(self, answer: dict[str, object], label: object) -> bool:
         return bool((number_of(answer, "noul") >= 0.5) == bool(label))
 
-    def baseline(self, criteria: object) -> object:
-        return True
+    def trivially_right(self, criteria: object, label: object) -> bool:
+        return label is True  # always yes
 
     def title(self) -> str:
         return "noul (yes/no)"

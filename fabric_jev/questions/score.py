@@ -142,8 +142,8 @@ class Score(QuestionKind):
     def is_correct(self, answer: dict[str, object], label: object) -> bool:
         return bool(round(number_of(answer, "score")) == label)
 
-    def baseline(self, criteria: object) -> object:
-        return 0
+    def trivially_right(self, criteria: object, label: object) -> bool:
+        return bool(label == 0)  # the lowest level
 
     def title(self) -> str:
         return "score (rounded level)"
