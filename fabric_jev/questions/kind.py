@@ -164,7 +164,7 @@ class QuestionKind(ABC):
         """`label` if a labels file may give it for `q`, else LabelsInvalid (callers add the place)."""
         classes = self.label_classes(q)
         if not isinstance(label, bool | str | int) or label not in classes:
-            raise LabelsInvalid(f"a {self.name} label must be one of {classes[:8]}")
+            raise LabelsInvalid(f"{self.name} labels must be one of {classes[:8]}")
         return label
 
     def picked(self, q: AskedQuestion, answer: dict[str, object]) -> Label:
