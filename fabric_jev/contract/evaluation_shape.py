@@ -7,6 +7,11 @@ JSON Schema can say is checked around the model, in evaluation.py: the
 request's size in bytes, its depth and node count, finite numbers, text
 that is Unicode.
 
+Each question kind's model is its own module's (questions/: the kind owns
+its request shape); the request unites the table's models by `type`, read
+from the table when the model is built and built again when a kind is
+registered. The product's models keep their names here.
+
 Strict: nothing is converted (a tuple is no array, a number no text).
 Built on first use, so a process that never evaluates never pays for it.
 """
