@@ -32,19 +32,21 @@ from pydantic import (
 from pydantic_core import CoreSchema
 
 from ..questions import KINDS, on_change
-
-# Each kind's request model is its own module's (questions/): here they are united by `type`. The
-# names stay importable from here, where the contract's readers have always found them.
-from ..questions.choice import ChoiceQuestion
-from ..questions.noul import NoulCriteria, NoulQuestion, WireNoulQuestion
+from ..questions.choice import choice_question
+from ..questions.noul import noul_questions
 from ..questions.request import STRICT, Text
-from ..questions.score import ScoreQuestion
+from ..questions.score import score_question
 from .model_id import MODEL_ID_MAX_CHARS, MODEL_ID_PATTERN, is_model_id
 
 MAX_QUESTIONS = 128
 MAX_QUESTION_ID_CHARS = 128
 
 _STRICT = STRICT
+# Each kind's request model is its own module's (questions/), made on first use, which this module
+# is: here they are united by `type`. The names stay here, where the contract's readers found them.
+ChoiceQuestion = choice_question()
+ScoreQuestion = score_question()
+NoulQuestion, WireNoulQuestion, NoulCriteria = noul_questions()
 
 
 def question_union(*, wire: bool) -> object:

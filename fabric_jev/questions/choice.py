@@ -4,14 +4,16 @@ each option."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import Annotated, ClassVar, Literal
-
-from pydantic import BaseModel, Field, StringConstraints
+from functools import cache
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from ..errors import LabelsInvalid
 from .common import LETTERS, choice_confidence, described, listing, render, softmax
 from .kind import AnswerChecks, AskedQuestion, Evidence, Label, QuestionKind, table_of
 from .request import STRICT, Instructions, Text
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 MAX_OPTIONS = 255
 MAX_OPTION_KEY_CHARS = 256
@@ -19,24 +21,33 @@ MAX_OPTION_KEY_CHARS = 256
 CHOICE_TEMPERATURE = 0.03
 
 
-class ChoiceQuestion(BaseModel):
-    """A choice among options: the answer is one option's key, with a probability for each."""
+@cache
+def choice_question() -> type[BaseModel]:
+    """The request's model for a choice (``ChoiceQuestion``), made when the request's is: on first use."""
+    from pydantic import BaseModel, Field, StringConstraints
 
-    model_config = STRICT
-    type: Literal["choice"]
-    instructions: Instructions
-    criteria: Annotated[
-        dict[Annotated[str, StringConstraints(min_length=1, max_length=MAX_OPTION_KEY_CHARS)], Text | None],
-        Field(min_length=1, max_length=MAX_OPTIONS,
-              description=f"The options: each key (1-{MAX_OPTION_KEY_CHARS} characters) with its description, "
-                          f"or null; 1-{MAX_OPTIONS} options.")]
+    class ChoiceQuestion(BaseModel):
+        """A choice among options: the answer is one option's key, with a probability for each."""
+
+        model_config = STRICT
+        type: Literal["choice"]
+        instructions: Instructions
+        criteria: Annotated[
+            dict[Annotated[str, StringConstraints(min_length=1, max_length=MAX_OPTION_KEY_CHARS)], Text | None],
+            Field(min_length=1, max_length=MAX_OPTIONS,
+                  description=f"The options: each key (1-{MAX_OPTION_KEY_CHARS} characters) with its description, "
+                              f"or null; 1-{MAX_OPTIONS} options.")]
+
+    return ChoiceQuestion
 
 
 class Choice(QuestionKind):
     name: ClassVar[str] = "choice"
     fits: ClassVar[tuple[str, ...]] = ("enum", "string")
-    request: ClassVar[type[BaseModel]] = ChoiceQuestion
     listed: ClassVar[int] = 1
+
+    def request_model(self, *, wire: bool) -> type[BaseModel]:
+        return choice_question()
 
     def refusal(self, where: str, inside: tuple[object, ...]) -> str:
         if not inside:

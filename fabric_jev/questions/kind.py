@@ -58,7 +58,8 @@ class QuestionKind(ABC):
     #: The eval field kinds an answer of this kind can be scored against, by label.
     fits: ClassVar[tuple[str, ...]]
     #: The request's model for a question of this kind: a strict pydantic model with the fields
-    #: ``type`` (``Literal[name]``), ``instructions`` and ``criteria`` (questions/request.py).
+    #: ``type`` (``Literal[name]``), ``instructions`` and ``criteria`` (questions/request.py). Set
+    #: it, or override `request_model` to make it on first use (as the product's kinds do).
     request: ClassVar[type[BaseModel]]
     #: Where reports, profiles and their messages list this kind (noul, choice, score, then others).
     listed: ClassVar[int] = 100

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from typing import Annotated, Any, ClassVar, Literal
-
-from pydantic import BaseModel, Field
+from functools import cache
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from ..errors import LabelsInvalid
 from .common import render, score_confidence, score_labels, softmax
 from .kind import AnswerChecks, AskedQuestion, Evidence, Label, QuestionKind, number_of, table_of
 from .request import STRICT, Instructions, Text
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 MIN_LEVELS = 2
 MAX_LEVELS = 10
@@ -24,22 +26,31 @@ def _levels(probabilities: Sequence[float]) -> dict[str, float]:
     return {str(i): p for i, p in enumerate(probabilities)}
 
 
-class ScoreQuestion(BaseModel):
-    """A position on ordered levels: the answer is the probability-weighted level."""
+@cache
+def score_question() -> type[BaseModel]:
+    """The request's model for a score (``ScoreQuestion``), made when the request's is: on first use."""
+    from pydantic import BaseModel, Field
 
-    model_config = STRICT
-    type: Literal["score"]
-    instructions: Instructions
-    criteria: Annotated[list[Text], Field(min_length=MIN_LEVELS, max_length=MAX_LEVELS,
-                                          description=f"The {MIN_LEVELS}-{MAX_LEVELS} levels, each described, "
-                                                      "lowest first.")]
+    class ScoreQuestion(BaseModel):
+        """A position on ordered levels: the answer is the probability-weighted level."""
+
+        model_config = STRICT
+        type: Literal["score"]
+        instructions: Instructions
+        criteria: Annotated[list[Text], Field(min_length=MIN_LEVELS, max_length=MAX_LEVELS,
+                                              description=f"The {MIN_LEVELS}-{MAX_LEVELS} levels, each described, "
+                                                          "lowest first.")]
+
+    return ScoreQuestion
 
 
 class Score(QuestionKind):
     name: ClassVar[str] = "score"
     fits: ClassVar[tuple[str, ...]] = ("number",)
-    request: ClassVar[type[BaseModel]] = ScoreQuestion
     listed: ClassVar[int] = 2
+
+    def request_model(self, *, wire: bool) -> type[BaseModel]:
+        return score_question()
 
     def refusal(self, where: str, inside: tuple[object, ...]) -> str:
         if not inside:
