@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..calibration.metrics import AnswerOutcome
     from ..evaluators.base import EvaluatorStatus
 
+
 def _examples(args: argparse.Namespace) -> list[LabeledExample]:
     from ..calibration.labels import labels_from_cassette, read_labels
     from ..errors import LabelsInvalid

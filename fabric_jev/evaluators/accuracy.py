@@ -41,7 +41,7 @@ def accuracy(answer_fn: Callable[[EvaluationRequest], Evaluation],
 
 def first_option_baseline(items: list[dict[str, Any]]) -> int:
     """How many a trivial answerer gets: noul always yes, choice the first option, score level 0
-    (each kind's `baseline`)."""
+    (each kind's `trivially_right`)."""
     right = 0
     for item in items:
         q, label = item["question"], item["label"]
