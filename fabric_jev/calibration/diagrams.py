@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..questions import kind_of, listed
 from .metrics import BINS, AnswerOutcome, accuracy, coverage_curve, ece, reliability
-
-TYPE_TITLES = {"noul": "noul (yes/no)", "choice": "choice", "score": "score (rounded level)"}
 
 
 def _use_agg() -> None:
@@ -27,7 +26,7 @@ def _use_agg() -> None:
 def write_pngs(by_type: Mapping[str, Sequence[AnswerOutcome]], folder: Path, *, title: str) -> list[Path]:
     """reliability.png and coverage.png in `folder`; returns their paths."""
     _use_agg()
-    kinds = [t for t in ("noul", "choice", "score") if by_type.get(t)]
+    kinds = [t for t in listed() if by_type.get(t)]
     if not kinds:
         return []
     folder.mkdir(parents=True, exist_ok=True)
@@ -71,7 +70,7 @@ def _reliability(by_type: Mapping[str, Sequence[AnswerOutcome]], kinds: list[str
         ax.set_aspect(1 / 1.1)
         ax.set_xlabel("confidence of the picked answer")
         ax.set_ylabel("accuracy")
-        ax.set_title(f"{TYPE_TITLES[kind]}: {len(outs)} answers\naccuracy {accuracy(outs):.0%}, "
+        ax.set_title(f"{kind_of(kind).title()}: {len(outs)} answers\naccuracy {accuracy(outs):.0%}, "
                      f"ECE {ece(outs):.3f}", fontsize=10)
         ax.grid(True, alpha=0.3)
     return _finish(fig, axes, path, f"Reliability: {title}", legend_columns=3)
@@ -95,7 +94,7 @@ def _coverage(by_type: Mapping[str, Sequence[AnswerOutcome]], kinds: list[str],
         ax.set_ylim(0, 1.05)
         ax.set_xlabel("coverage: share kept, most confident first")
         ax.set_ylabel("accuracy")
-        ax.set_title(f"{TYPE_TITLES[kind]}: {len(outs)} answers, all {accuracy(outs):.0%} right",
+        ax.set_title(f"{kind_of(kind).title()}: {len(outs)} answers, all {accuracy(outs):.0%} right",
                      fontsize=10)
         ax.grid(True, alpha=0.3)
     return _finish(fig, axes, path, f"Confidence vs accuracy: {title}", legend_columns=2)

@@ -37,8 +37,8 @@ from ..contract.evaluation import (
 from ..contract.values import key_names
 from ..errors import EvaluationError, LabelsInvalid
 from ..evaluators.profile import example_key, signature_of
-
-Label = bool | str | int
+from ..questions import Label as Label  # calibration's name for it, kept
+from ..questions import kind_of
 
 MAX_FILE_BYTES = 64 << 20
 MAX_LINE_BYTES = 256 << 10
@@ -48,11 +48,7 @@ _KEYS = {"id", "state", "question", "label"}
 
 def classes_of(question: Question) -> list[Label]:
     """The answers a question can have, in a fixed order."""
-    if question.type == "noul":
-        return [False, True]
-    if question.type == "choice":
-        return list(question.criteria)
-    return list(range(len(question.criteria)))
+    return kind_of(question.type).label_classes(question)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,29 +77,12 @@ class LabeledExample:
 
 def check_label(question: Question, label: object) -> Label:
     """The label if it fits the question, else LabelsInvalid (without a place: callers add it)."""
-    if question.type == "noul":
-        if not isinstance(label, bool):
-            raise LabelsInvalid("a noul label must be true or false")
-        return label
-    if question.type == "choice":
-        if not isinstance(label, str) or label not in question.criteria:
-            options = ", ".join(repr(k) for k in list(question.criteria)[:8])
-            raise LabelsInvalid(f"a choice label must be one of the options ({options})")
-        return label
-    n = len(question.criteria)
-    if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < n:
-        raise LabelsInvalid(f"a score label must be a level index from 0 to {n - 1}")
-    return label
+    return kind_of(question.type).check_label(question, label)
 
 
 def label_from_answer(question: Question, answer: dict[str, Any]) -> Label:
     """What a recorded answer says the label is."""
-    if question.type == "noul":
-        return bool(answer["noul"] >= 0.5)
-    if question.type == "choice":
-        return str(answer["choice"])
-    level: int = min(len(question.criteria) - 1, max(0, round(answer["score"])))
-    return level
+    return kind_of(question.type).picked(question, answer)
 
 
 def parse_example(raw: object, line: int) -> LabeledExample:

@@ -39,6 +39,7 @@ from ..evaluators.profile import (
     embedding_fingerprint,
     kernel,
 )
+from ..questions import listed
 from .labels import LabeledExample
 from .metrics import AnswerOutcome, outcome, summary
 
@@ -285,7 +286,7 @@ def cross_validate(evaluator: LocalEvaluator, prepared: Sequence[Prepared], fold
             "before": _pooled(measured, "before", target), "after": _pooled(measured, "after", target),
             "types": {t: {k: summary([o for pair in measured.values() for o in pair[k] if o.type == t], target)
                           for k in ("before", "after")}
-                      for t in ("noul", "choice", "score")
+                      for t in listed()
                       if any(o.type == t for pair in measured.values() for o in pair["before"])}}
 
 

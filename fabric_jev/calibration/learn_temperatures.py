@@ -24,15 +24,13 @@ from typing import Any
 from ..contract.evaluation import Question
 from ..evaluators.base import Evaluator
 from ..evaluators.profile import answer_distribution
-from ..evaluators.readout import answer as route_answer
 from ..evaluators.readout import temper
+from ..questions import kind_of, listed
 from .ask import AnswerCache, Asked, ask_all
 from .labels import LabeledExample, classes_of
 from .learn import split
 from .metrics import AnswerOutcome, outcome, summary
 from .temperature import fit_temperature, nll
-
-TYPES = ("noul", "choice", "score")
 
 
 @dataclass(frozen=True)
@@ -45,12 +43,10 @@ class TemperatureFit:
 def tempered(question: Question, answer: dict[str, object], temperature: float) -> dict[str, object]:
     """`answer` as the route gives it with `temperature` applied: its probabilities scaled, and the
     rest (a choice's pick and confidence, a score's level and confidence) built from them by the
-    route's own `readout.answer`, so the report measures exactly what the route will answer."""
+    route's own readout (the kind's `route_reading`), so the report measures exactly what the route
+    will answer."""
     probs = temper(answer_distribution(question, answer), temperature)
-    if question.type == "noul":
-        return {**answer, **route_answer("noul", ("true", "false"), (probs[1], probs[0]))}
-    keys = list(question.criteria) if question.type == "choice" else [str(i) for i in range(len(probs))]
-    return {**answer, **route_answer(question.type, keys, probs)}
+    return {**answer, **kind_of(question.type).route_reading(question, probs)}
 
 
 def _label_index(example: LabeledExample) -> int:
@@ -74,7 +70,7 @@ async def learn_temperatures(evaluator: Evaluator, examples: Sequence[LabeledExa
             models[a.model] = models.get(a.model, 0) + 1
     temperatures: dict[str, float] = {}
     types: dict[str, dict[str, Any]] = {}
-    for qtype in TYPES:
+    for qtype in listed():
         fit_on = [e for e in train if e.question.type == qtype and e.id in answers]
         held = [e for e in test if e.question.type == qtype and e.id in answers]
         if not fit_on and not held:

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..contract.evaluation import Question
 from ..evaluators.profile import answer_distribution
+from ..questions import kind_of
 from .labels import Label, classes_of, label_from_answer
 
 BINS = 10
@@ -38,7 +39,7 @@ class AnswerOutcome:
     label: Label
     confidence: float  # probability of the predicted class
     brier: float
-    noul: float | None = None  # the yes-probability, for noul thresholds
+    noul: float | None = None  # the yes-probability of a yes-or-no kind (a noul), for its thresholds
 
     @property
     def correct(self) -> bool:
@@ -49,15 +50,13 @@ distribution = answer_distribution
 
 
 def outcome(question: Question, answer: dict[str, Any], label: Label) -> AnswerOutcome:
+    kind = kind_of(question.type)
     classes = classes_of(question)
     probs = distribution(question, answer)
     predicted = label_from_answer(question, answer)  # what the answer picked, as a label
     confidence = probs[classes.index(predicted)]
-    if question.type == "noul":
-        noul = float(answer["noul"])
-        return AnswerOutcome("noul", predicted, label, confidence, (noul - float(label)) ** 2, noul)
-    brier = sum((p - (1.0 if c == label else 0.0)) ** 2 for c, p in zip(classes, probs, strict=True))
-    return AnswerOutcome(question.type, predicted, label, confidence, brier)
+    return AnswerOutcome(question.type, predicted, label, confidence, kind.brier(question, answer, label),
+                         kind.yes_probability(answer))
 
 
 def accuracy(outcomes: Sequence[AnswerOutcome]) -> float:
@@ -175,7 +174,7 @@ def summary(outcomes: Sequence[AnswerOutcome], target: float = 0.95) -> dict[str
 
     out: dict[str, Any] = {"examples": len(outcomes), "accuracy": accuracy(outcomes),
                            "brier": brier(outcomes), "ece": ece(outcomes), "targetPrecision": target}
-    if outcomes and all(o.type == "noul" for o in outcomes):
+    if outcomes and all(o.noul is not None for o in outcomes):  # a yes-or-no kind's (noul's)
         out["thresholds"] = {k: cut(v) for k, v in noul_thresholds(outcomes, target).items()}
     else:
         out["thresholds"] = {"accept": cut(confidence_threshold(outcomes, target))}

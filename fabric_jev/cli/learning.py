@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from ..calibration.metrics import AnswerOutcome
     from ..evaluators.base import EvaluatorStatus
 
-TYPES = ("noul", "choice", "score")
-
 
 def _examples(args: argparse.Namespace) -> list[LabeledExample]:
     from ..calibration.labels import labels_from_cassette, read_labels
@@ -80,10 +78,10 @@ def _pct(x: float) -> str:
     return f"{x * 100:.0f} %"
 
 
-def _threshold_lines(kind: str, s: dict[str, Any]) -> list[str]:
+def _threshold_lines(s: dict[str, Any]) -> list[str]:
     target = s["targetPrecision"]
     cuts = s["thresholds"]
-    if kind == "noul":
+    if "allow" in cuts:  # a yes-or-no kind's (noul's) two thresholds, where the summary gives them
         out = []
         for side, verb, sign in (("allow", "auto-allow", "≥"), ("deny", "auto-deny", "≤")):
             cut = cuts[side]
@@ -112,6 +110,7 @@ async def _cmd_calibrate(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..evaluators.local import LocalEvaluator
     from ..evaluators.select import build_evaluator
+    from ..questions import listed
 
     if not 0 < args.target_precision <= 1:
         raise ConfigError("--target-precision must be in (0, 1]")
@@ -159,7 +158,7 @@ async def _cmd_calibrate(args: argparse.Namespace) -> int:
         "cached": sum(a.cached for a in asked), "skippedAsTrainingData": skipped,
         "evaluator": {"route": status.route, "model": status.model},
         "answeredBy": models,
-        "types": {t: summary(by_type[t], args.target_precision) for t in TYPES if t in by_type},
+        "types": {t: summary(by_type[t], args.target_precision) for t in listed() if t in by_type},
         "errors": sorted({a.error for a in failed if a.error})[:5],
     }
     pngs: list[Path] = []
@@ -201,7 +200,7 @@ def _calibration_text(report: dict[str, Any], status: EvaluatorStatus) -> str:
         w(f"  answered by {model}: {n}\n")
     for kind, s in report["types"].items():
         w(_metrics_line(kind, s) + "\n")
-        for line in _threshold_lines(kind, s):
+        for line in _threshold_lines(s):
             w(line + "\n")
     if report["failed"]:
         w(f"failed: {report['failed']} examples (first error: {report['errors'][0]})\n")

@@ -29,7 +29,6 @@ MAX_DEPTH = 32
 MAX_NODES = 100_000
 MAX_RESPONSE_BYTES = 1 << 20
 PROBABILITY_TOLERANCE = 0.02
-_FREE_TEXT = "choice, score and noul only — not free-text generation"
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +184,11 @@ def _refusal(exc: Any, raw: dict[str, Any]) -> str:
         return f"{where} has unknown keys: {unknown_keys(set(question) - set(fields), fields)}"
     if len(loc) == 2:
         if errors[0]["type"] in ("union_tag_invalid", "union_tag_not_found"):
-            return f"{where} has type {question.get('type')!r}: {_FREE_TEXT}"
+            from ..questions import KINDS  # the table as it stands: "choice, score and noul"
+
+            *first, last = KINDS
+            kinds = f"{', '.join(first)} and {last}"
+            return f"{where} has type {question.get('type')!r}: {kinds} only — not free-text generation"
         return f"{where} must be an object {{type, instructions, criteria?}}"
     qtype, field, inside = loc[2], loc[3], loc[4:]
     if field == "instructions":

@@ -7,82 +7,77 @@ JSON Schema can say is checked around the model, in evaluation.py: the
 request's size in bytes, its depth and node count, finite numbers, text
 that is Unicode.
 
+Each question kind's model is its own module's (questions/: the kind owns
+its request shape); the request unites the table's models by `type`, read
+from the table when the model is built and built again when a kind is
+registered. The product's models keep their names here.
+
 Strict: nothing is converted (a tuple is no array, a number no text).
 Built on first use, so a process that never evaluates never pays for it.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
-from typing_extensions import TypedDict
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    GetCoreSchemaHandler,
+    StringConstraints,
+)
+from pydantic_core import CoreSchema
 
-from ..questions.choice import MAX_OPTION_KEY_CHARS, MAX_OPTIONS
-from ..questions.score import MAX_LEVELS, MIN_LEVELS
+from ..questions import KINDS, on_change
+from ..questions.choice import choice_question
+from ..questions.noul import noul_questions
+from ..questions.request import STRICT, Text
+from ..questions.score import score_question
 from .model_id import MODEL_ID_MAX_CHARS, MODEL_ID_PATTERN, is_model_id
 
 MAX_QUESTIONS = 128
 MAX_QUESTION_ID_CHARS = 128
 
-_STRICT = ConfigDict(strict=True, extra="forbid", defer_build=True)
-
-#: What `state`, `instructions` and each description may be: text, a list or an object.
-Text = str | list[Any] | dict[str, Any]
-_Instructions = Annotated[Text, Field(description="What to judge, for this question: text, a list or an object.")]
-
-
-class ChoiceQuestion(BaseModel):
-    """A choice among options: the answer is one option's key, with a probability for each."""
-
-    model_config = _STRICT
-    type: Literal["choice"]
-    instructions: _Instructions
-    criteria: Annotated[
-        dict[Annotated[str, StringConstraints(min_length=1, max_length=MAX_OPTION_KEY_CHARS)], Text | None],
-        Field(min_length=1, max_length=MAX_OPTIONS,
-              description=f"The options: each key (1-{MAX_OPTION_KEY_CHARS} characters) with its description, "
-                          f"or null; 1-{MAX_OPTIONS} options.")]
+_STRICT = STRICT
+# Each kind's request model is its own module's (questions/), made on first use, which this module
+# is: here they are united by `type`. The names stay here, where the contract's readers found them.
+ChoiceQuestion = choice_question()
+ScoreQuestion = score_question()
+NoulQuestion, WireNoulQuestion, NoulCriteria = noul_questions()
 
 
-class ScoreQuestion(BaseModel):
-    """A position on ordered levels: the answer is the probability-weighted level."""
-
-    model_config = _STRICT
-    type: Literal["score"]
-    instructions: _Instructions
-    criteria: Annotated[list[Text], Field(min_length=MIN_LEVELS, max_length=MAX_LEVELS,
-                                          description=f"The {MIN_LEVELS}-{MAX_LEVELS} levels, each described, "
-                                                      "lowest first.")]
+def question_union(*, wire: bool) -> object:
+    """One question, told apart by its `type`: the table's request models, in its order."""
+    models = tuple(kind.request_model(wire=wire) for kind in KINDS.values())
+    return Annotated[Union[models], Discriminator("type")]  # noqa: UP007 (a union of a tuple of types)
 
 
-class NoulCriteria(TypedDict, total=False):
-    """What yes and no mean, if the instructions leave it open."""
+if TYPE_CHECKING:
+    class _Question(Protocol):
+        """What the contract reads from a question of any kind (questions/request.py)."""
 
-    __pydantic_config__ = ConfigDict(strict=True, extra="forbid")  # type: ignore[misc]
-    true: Text | None
-    false: Text | None
+        type: Any  # a kind's name, one of the table's: the union checks it at run time
+        instructions: Any
+        criteria: Any
 
+    _WireQuestion = _Question
+else:
+    class _Question:
+        """A question of any kind in the table, as the request's model is built (on first use, and
+        again when a kind is registered): the table is read then, not when this module is imported."""
 
-class NoulQuestion(BaseModel):
-    """A yes-or-no question: the answer is the probability of yes."""
+        wire: ClassVar[bool] = False
 
-    model_config = _STRICT
-    type: Literal["noul"]
-    instructions: _Instructions
-    criteria: NoulCriteria | None = None
+        @classmethod
+        def __get_pydantic_core_schema__(cls, source: object, handler: GetCoreSchemaHandler) -> CoreSchema:
+            return handler.generate_schema(question_union(wire=cls.wire))
 
+    class _WireQuestion(_Question):
+        wire: ClassVar[bool] = True
 
-class WireNoulQuestion(NoulQuestion):
-    """A noul as a Jev-compatible server reads one: it may rely on its criteria alone (spec:
-    noul.no-instructions)."""
-
-    instructions: Text | None = None  # type: ignore[assignment]
-
-
-#: One question, told apart by its `type`.
-Question = Annotated[ChoiceQuestion | ScoreQuestion | NoulQuestion, Field(discriminator="type")]
-WireQuestion = Annotated[ChoiceQuestion | ScoreQuestion | WireNoulQuestion, Field(discriminator="type")]
 
 _QuestionId = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUESTION_ID_CHARS)]
 
@@ -105,7 +100,7 @@ class EvaluateRequest(BaseModel):
 
     model_config = _STRICT
     state: Annotated[Text, Field(description="What the questions are about.")]
-    questions: Annotated[dict[_QuestionId, Question], Field(
+    questions: Annotated[dict[_QuestionId, _Question], Field(
         min_length=1, max_length=MAX_QUESTIONS,
         description=f"1-{MAX_QUESTIONS} questions by id (1-{MAX_QUESTION_ID_CHARS} characters).")]
     model: _ModelId | None = Field(default=None, description="The model to ask; the route's own when omitted.")
@@ -116,5 +111,18 @@ class WireEvaluateRequest(EvaluateRequest):
     may omit its instructions (the wire spec)."""
 
     model_config = ConfigDict(strict=True, extra="ignore", defer_build=True)
-    questions: Annotated[dict[_QuestionId, WireQuestion], Field(  # type: ignore[assignment]
+    questions: Annotated[dict[_QuestionId, _WireQuestion], Field(
         min_length=1, max_length=MAX_QUESTIONS)]
+
+
+def _rebuild() -> None:
+    # A kind registered (or unregistered) after the models were built: build them again from the table.
+    for model in (EvaluateRequest, WireEvaluateRequest):
+        if model.__pydantic_complete__:
+            model.model_rebuild(force=True)
+
+
+on_change(_rebuild)
+
+__all__ = ["MAX_QUESTIONS", "MAX_QUESTION_ID_CHARS", "ChoiceQuestion", "EvaluateRequest", "NoulCriteria",
+           "NoulQuestion", "ScoreQuestion", "Text", "WireEvaluateRequest", "WireNoulQuestion", "question_union"]

@@ -26,10 +26,11 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic import JsonValue as Json  # a model field's JSON: pydantic's own recursive alias
+from pydantic_core import PydanticCustomError
 
 from ..calibration.metrics import BINS, AnswerOutcome, brier, ece, outcome, reliability
 from ..contract.evaluation import Question
@@ -37,7 +38,7 @@ from ..contract.json_basics import JsonNumber
 from ..contract.values import JsonValue
 from ..contract.wire_model import WireModel, validate_json_object
 from ..errors import EvalError
-from ..questions import kind_of
+from ..questions import KINDS, kind_of, listed
 from . import stats
 from .compare import EvalSettings, FieldKind, field_kind, leaves
 from .dataset import BadLine, Dataset, DatasetFormat, Unit
@@ -88,9 +89,19 @@ class Bin(_Model):
     accuracy: float
 
 
+def _kind_name(value: object) -> object:
+    # Any kind in the table (questions/), as it stands when a summary is read; refused in the words
+    # pydantic gives a Literal of the kinds' names.
+    if isinstance(value, str) and value in KINDS:
+        return value
+    names = [repr(name) for name in listed()]
+    expected = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+    raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+
+
 class QuestionSummary(_Model):
     question: str
-    type: Literal["noul", "choice", "score"]
+    type: Annotated[str, BeforeValidator(_kind_name)]
     answers: int
     #: lines on which it was asked at least once
     lines: int

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..contract.evaluation import validate_request
-from ..questions import kind_of
+from ..questions import kind_of, listed
 
 if TYPE_CHECKING:
     from ..contract.evaluation import Evaluation, EvaluationRequest
@@ -27,7 +27,7 @@ def is_correct(answer: dict[str, object], label: object) -> bool:
 def accuracy(answer_fn: Callable[[EvaluationRequest], Evaluation],
              items: list[dict[str, Any]]) -> dict[str, object]:
     """`answer_fn(request) -> Evaluation`; returns right/total per question type."""
-    out: dict[str, list[int]] = {"noul": [0, 0], "choice": [0, 0], "score": [0, 0]}
+    out: dict[str, list[int]] = {name: [0, 0] for name in listed()}
     for item in items:
         request = validate_request({"state": item["state"], "questions": {"q": item["question"]}})
         answer = answer_fn(request).answers["q"]
@@ -40,14 +40,10 @@ def accuracy(answer_fn: Callable[[EvaluationRequest], Evaluation],
 
 
 def first_option_baseline(items: list[dict[str, Any]]) -> int:
-    """How many a trivial answerer gets: noul always yes, choice the first option, score level 0."""
+    """How many a trivial answerer gets: noul always yes, choice the first option, score level 0
+    (each kind's `trivially_right`)."""
     right = 0
     for item in items:
         q, label = item["question"], item["label"]
-        if q["type"] == "noul":
-            right += label is True
-        elif q["type"] == "choice":
-            right += next(iter(q["criteria"])) == label
-        else:
-            right += label == 0
+        right += kind_of(q["type"]).trivially_right(q.get("criteria"), label)
     return right

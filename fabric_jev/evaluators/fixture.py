@@ -34,6 +34,7 @@ import anyio.lowlevel
 from ..contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
 from ..contract.provenance import Provenance
 from ..errors import AnswerInvalid, ConfigError
+from ..questions import KINDS
 from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus
 
 #: `FixtureEvaluator.requests` keeps this many of the latest requests: a server that
@@ -42,21 +43,13 @@ KEPT_REQUESTS = 1000
 
 
 def expand_answer(q: Question, answer: object) -> object:
-    """An answer with its type filled in and the shorthands ``{"choice": "a"}`` and
-    ``{"score": 2}`` expanded to one-hot probabilities with confidence 1."""
+    """An answer with its type filled in and its kind's shorthand expanded (``{"choice": "a"}`` and
+    ``{"score": 2}`` to one-hot probabilities with confidence 1)."""
     if not isinstance(answer, dict):
         return answer
+    kind = KINDS.get(q.type)
     answer = {"type": q.type, **answer}
-    if q.type == "choice" and "probabilities" not in answer and isinstance(q.criteria, dict):
-        answer["probabilities"] = {k: 1.0 if k == answer.get("choice") else 0.0
-                                   for k in q.criteria}
-        answer.setdefault("confidence", 1.0)
-    if q.type == "score" and "probabilities" not in answer and isinstance(q.criteria, list):
-        level = answer.get("score")
-        answer["probabilities"] = {str(i): 1.0 if i == level else 0.0
-                                   for i in range(len(q.criteria))}
-        answer.setdefault("confidence", 1.0)
-    return answer
+    return answer if kind is None else kind.expand_shorthand(q, answer)
 
 
 def _text(value: Any) -> str:

@@ -29,13 +29,13 @@ from pydantic import ConfigDict, Field
 from ..contract.json_basics import JsonNumber
 from ..contract.wire_model import WireModel, omit_none
 from ..errors import ProfileInvalid
+from ..questions import KINDS, listed
 from .llm_routes import LLM_MODEL_RULE, LLM_ROUTES, is_llm_model
 from .readout import MAX_TEMPERATURE, MIN_TEMPERATURE
 
 FORMAT: Literal["fabric-jev-llm-profile"] = "fabric-jev-llm-profile"
 VERSION: Literal[1] = 1
 MAX_PROFILE_BYTES = 1 << 20
-QUESTION_TYPES = ("noul", "choice", "score")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 #: The routes a profile may be fitted for: the model routes, and gguf (a GGUF file served here).
 PROFILE_ROUTES = (*LLM_ROUTES, "gguf")
@@ -113,11 +113,12 @@ def check(data: object, where: str) -> LlmProfile:
     if readout is not None and readout not in ("logprobs", "samples"):
         raise bad("readout must be logprobs or samples")
     temperatures = data.get("temperatures")
+    types = listed()  # a temperature per question kind in the table
     if not isinstance(temperatures, dict):
-        raise bad("temperatures must be an object {noul?, choice?, score?}")
+        raise bad(f"temperatures must be an object {{{', '.join(t + '?' for t in types)}}}")
     for key, value in temperatures.items():
-        if key not in QUESTION_TYPES:
-            raise bad(f"temperatures.{key[:40]} is not a question type (noul, choice, score)")
+        if key not in KINDS:
+            raise bad(f"temperatures.{key[:40]} is not a question type ({', '.join(types)})")
         if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
                 or not MIN_TEMPERATURE <= value <= MAX_TEMPERATURE):
             raise bad(f"temperatures.{key} must be a number from {MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g}")

@@ -4,10 +4,16 @@ each option."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import ClassVar
+from functools import cache
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
+from ..errors import LabelsInvalid
 from .common import LETTERS, choice_confidence, described, listing, render, softmax
-from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind, table_of
+from .kind import AnswerChecks, AskedQuestion, Evidence, Label, QuestionKind, table_of
+from .request import STRICT, Instructions, Text
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 MAX_OPTIONS = 255
 MAX_OPTION_KEY_CHARS = 256
@@ -15,9 +21,33 @@ MAX_OPTION_KEY_CHARS = 256
 CHOICE_TEMPERATURE = 0.03
 
 
+@cache
+def choice_question() -> type[BaseModel]:
+    """The request's model for a choice (``ChoiceQuestion``), made when the request's is: on first use."""
+    from pydantic import BaseModel, Field, StringConstraints
+
+    class ChoiceQuestion(BaseModel):
+        """A choice among options: the answer is one option's key, with a probability for each."""
+
+        model_config = STRICT
+        type: Literal["choice"]
+        instructions: Instructions
+        criteria: Annotated[
+            dict[Annotated[str, StringConstraints(min_length=1, max_length=MAX_OPTION_KEY_CHARS)], Text | None],
+            Field(min_length=1, max_length=MAX_OPTIONS,
+                  description=f"The options: each key (1-{MAX_OPTION_KEY_CHARS} characters) with its description, "
+                              f"or null; 1-{MAX_OPTIONS} options.")]
+
+    return ChoiceQuestion
+
+
 class Choice(QuestionKind):
     name: ClassVar[str] = "choice"
     fits: ClassVar[tuple[str, ...]] = ("enum", "string")
+    listed: ClassVar[int] = 1
+
+    def request_model(self, *, wire: bool) -> type[BaseModel]:
+        return choice_question()
 
     def refusal(self, where: str, inside: tuple[object, ...]) -> str:
         if not inside:
@@ -41,6 +71,13 @@ class Choice(QuestionKind):
 
     def classes(self, q: AskedQuestion) -> list[str]:
         return list(q.criteria)
+
+    def expand_shorthand(self, q: AskedQuestion, answer: dict[str, object]) -> dict[str, object]:
+        # {"choice": "a"}: all the probability on "a", with confidence 1.
+        if "probabilities" not in answer and isinstance(q.criteria, dict):
+            answer["probabilities"] = {k: 1.0 if k == answer.get("choice") else 0.0 for k in q.criteria}
+            answer.setdefault("confidence", 1.0)
+        return answer
 
     def distribution(self, q: AskedQuestion, answer: dict[str, object]) -> list[float]:
         return [float(table_of(answer)[name]) for name in q.criteria]
@@ -97,3 +134,19 @@ class Choice(QuestionKind):
 
     def is_correct(self, answer: dict[str, object], label: object) -> bool:
         return bool(answer["choice"] == label)
+
+    def trivially_right(self, criteria: object, label: object) -> bool:
+        return isinstance(criteria, dict) and bool(next(iter(criteria)) == label)  # the first option
+
+    def check_label(self, q: AskedQuestion, label: object) -> Label:
+        if not isinstance(label, str) or label not in q.criteria:
+            options = ", ".join(repr(k) for k in list(q.criteria)[:8])
+            raise LabelsInvalid(f"a choice label must be one of the options ({options})")
+        return label
+
+    def picked(self, q: AskedQuestion, answer: dict[str, object]) -> Label:
+        return str(answer["choice"])
+
+    def route_reading(self, q: AskedQuestion, probabilities: Sequence[float]) -> dict[str, object]:
+        # All the options at once, however many rounds a route would have split them over.
+        return self.readout(list(q.criteria), list(probabilities))

@@ -1,9 +1,10 @@
 """What a question kind is: every rule that depends on a question's type, in one definition.
 
-A kind (noul, choice, score, or one an application adds) says how an answer to it is checked,
-how a route reads it from label probabilities, how the local heuristic answers it, and how eval
-scores it. The rooms that used to decide by ``if type == "choice"`` ask the table in
-``questions/__init__.py`` instead. Pure: no I/O, and nothing of ours above the base, so the
+A kind (noul, choice, score, or one an application adds) says what a request for it looks like,
+how an answer to it is checked, how a fixture's shorthand for it expands, how a route reads it
+from label probabilities, how the local heuristic answers it, how eval scores it and how
+calibration measures it. The rooms that used to decide by ``if type == "choice"`` ask the table
+in ``questions/__init__.py`` instead. Pure: no I/O, and nothing of ours above the base, so the
 contract can ask too; what a kind needs from a room above (the contract's number checks, the
 local evaluator's embedding evidence) is handed to it as an argument.
 """
@@ -12,7 +13,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, ClassVar, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
+
+from ..errors import LabelsInvalid
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 class AskedQuestion(Protocol):
@@ -40,6 +46,8 @@ class AnswerChecks(Protocol):
 
 #: How strongly the state supports a hypothesis (a text): the local evaluator's embedding evidence.
 Evidence = Callable[[str], float]
+#: A labeled example's right answer, as calibration holds it (a noul's bool, an option, a level).
+Label = bool | str | int
 
 
 class QuestionKind(ABC):
@@ -49,8 +57,19 @@ class QuestionKind(ABC):
     name: ClassVar[str]
     #: The eval field kinds an answer of this kind can be scored against, by label.
     fits: ClassVar[tuple[str, ...]]
+    #: The request's model for a question of this kind: a strict pydantic model with the fields
+    #: ``type`` (``Literal[name]``), ``instructions`` and ``criteria`` (questions/request.py). Set
+    #: it, or override `request_model` to make it on first use (as the product's kinds do).
+    request: ClassVar[type[BaseModel]]
+    #: Where reports, profiles and their messages list this kind (noul, choice, score, then others).
+    listed: ClassVar[int] = 100
 
     # ---------------------------------------------------------------- the request
+
+    def request_model(self, *, wire: bool) -> type[BaseModel]:
+        """The model a question of this kind is read with; with `wire`, as a Jev-compatible server
+        reads one (the same unless the wire spec relaxes it)."""
+        return self.request
 
     @abstractmethod
     def refusal(self, where: str, inside: tuple[object, ...]) -> str:
@@ -70,6 +89,11 @@ class QuestionKind(ABC):
     @abstractmethod
     def distribution(self, q: AskedQuestion, answer: dict[str, object]) -> list[float]:
         """An answer's probabilities over `classes`, in order."""
+
+    def expand_shorthand(self, q: AskedQuestion, answer: dict[str, object]) -> dict[str, object]:
+        """A fixture's answer (its type filled in) with this kind's shorthand expanded, before the
+        contract checks it (evaluators/fixture.py); by default there is none."""
+        return answer
 
     # ---------------------------------------------------------------- the prompt and readout of a route
 
@@ -122,6 +146,49 @@ class QuestionKind(ABC):
     @abstractmethod
     def is_correct(self, answer: dict[str, object], label: object) -> bool:
         """Whether an answer picks a labeled example's class."""
+
+    def trivially_right(self, criteria: object, label: object) -> bool:
+        """Whether a trivial answerer picks `label` (a labeled set's floor, evaluators/accuracy.py)."""
+        return False
+
+    # ---------------------------------------------------------------- calibration and learn
+
+    def title(self) -> str:
+        """This kind's panel in a calibration chart."""
+        return self.name
+
+    def label_classes(self, q: AskedQuestion) -> list[Label]:
+        """The labels a question can have, in the order of `classes` (by default, the same)."""
+        return list(self.classes(q))
+
+    def check_label(self, q: AskedQuestion, label: object) -> Label:
+        """`label` if a labels file may give it for `q`, else LabelsInvalid (callers add the place)."""
+        classes = self.label_classes(q)
+        if not isinstance(label, bool | str | int) or label not in classes:
+            raise LabelsInvalid(f"{self.name} labels must be one of {classes[:8]}")
+        return label
+
+    def picked(self, q: AskedQuestion, answer: dict[str, object]) -> Label:
+        """The label an answer picks (by default, its most probable class)."""
+        probs = self.distribution(q, answer)
+        return self.label_classes(q)[max(range(len(probs)), key=lambda i: probs[i])]
+
+    def brier(self, q: AskedQuestion, answer: dict[str, object], label: Label) -> float:
+        """An answer's Brier score against `label`: the sum over classes of (p − [it is the label])²."""
+        return sum((p - (1.0 if c == label else 0.0)) ** 2
+                   for c, p in zip(self.label_classes(q), self.distribution(q, answer), strict=True))
+
+    def yes_probability(self, answer: Mapping[str, object]) -> float | None:
+        """For a yes-or-no kind, the answer's probability of yes: calibration then suggests where to
+        act both ways (allow at p ≥ t, deny at p ≤ t) rather than one confidence to accept at."""
+        return None
+
+    def route_reading(self, q: AskedQuestion, probabilities: Sequence[float]) -> dict[str, object]:
+        """The answer a route gives when it reads `probabilities` over `classes` (learn replays a
+        temperature with it): by default each prompt key is the class of the same name."""
+        _, _, keys = self.prompt(q, None)
+        by_class = dict(zip(self.classes(q), probabilities, strict=True))
+        return self.readout(keys, [by_class[k] for k in keys])
 
 
 # An answer reaching a kind has passed the contract's answer check (or was built by a kind), so its

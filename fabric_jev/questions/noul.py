@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from typing import ClassVar
+from functools import cache
+from typing import TYPE_CHECKING, ClassVar, Literal
 
+from ..errors import LabelsInvalid
 from .common import NOUL_LABELS, declarative, render, softmax
-from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind, number_of
+from .kind import AnswerChecks, AskedQuestion, Evidence, Label, QuestionKind, number_of
+from .request import STRICT, Instructions, Text
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 # The local heuristic's, chosen by hand on the labeled set in tests/data/local_eval_set.json.
 NOUL_CENTER = 0.38
@@ -15,9 +21,45 @@ NOUL_WIDTH = 0.06
 PAIR_TEMPERATURE = 0.04
 
 
+@cache
+def noul_questions() -> tuple[type[BaseModel], type[BaseModel], type]:
+    """The request's models for a noul (``NoulQuestion``, and ``WireNoulQuestion`` as a
+    Jev-compatible server reads one) and its criteria's (``NoulCriteria``), made when the
+    request's is: on first use."""
+    from pydantic import BaseModel, ConfigDict
+    from typing_extensions import TypedDict
+
+    class NoulCriteria(TypedDict, total=False):
+        """What yes and no mean, if the instructions leave it open."""
+
+        __pydantic_config__ = ConfigDict(strict=True, extra="forbid")  # type: ignore[misc]
+        true: Text | None
+        false: Text | None
+
+    class NoulQuestion(BaseModel):
+        """A yes-or-no question: the answer is the probability of yes."""
+
+        model_config = STRICT
+        type: Literal["noul"]
+        instructions: Instructions
+        criteria: NoulCriteria | None = None
+
+    class WireNoulQuestion(NoulQuestion):
+        """A noul as a Jev-compatible server reads one: it may rely on its criteria alone (spec:
+        noul.no-instructions)."""
+
+        instructions: Text | None = None  # type: ignore[assignment]
+
+    return NoulQuestion, WireNoulQuestion, NoulCriteria
+
+
 class Noul(QuestionKind):
     name: ClassVar[str] = "noul"
     fits: ClassVar[tuple[str, ...]] = ("boolean",)
+    listed: ClassVar[int] = 0
+
+    def request_model(self, *, wire: bool) -> type[BaseModel]:
+        return noul_questions()[1 if wire else 0]
 
     def refusal(self, where: str, inside: tuple[object, ...]) -> str:
         if len(inside) > 1:
@@ -82,3 +124,27 @@ class Noul(QuestionKind):
 
     def is_correct(self, answer: dict[str, object], label: object) -> bool:
         return bool((number_of(answer, "noul") >= 0.5) == bool(label))
+
+    def trivially_right(self, criteria: object, label: object) -> bool:
+        return label is True  # always yes
+
+    def title(self) -> str:
+        return "noul (yes/no)"
+
+    def label_classes(self, q: AskedQuestion) -> list[Label]:
+        return [False, True]
+
+    def check_label(self, q: AskedQuestion, label: object) -> Label:
+        if not isinstance(label, bool):
+            raise LabelsInvalid("a noul label must be true or false")
+        return label
+
+    def picked(self, q: AskedQuestion, answer: dict[str, object]) -> Label:
+        return number_of(answer, "noul") >= 0.5
+
+    def brier(self, q: AskedQuestion, answer: dict[str, object], label: Label) -> float:
+        # On the yes-probability alone (1 is the worst), not over both classes (which doubles it).
+        return (number_of(answer, "noul") - float(label)) ** 2
+
+    def yes_probability(self, answer: Mapping[str, object]) -> float | None:
+        return number_of(answer, "noul")

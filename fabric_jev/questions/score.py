@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, ClassVar
+from functools import cache
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
+from ..errors import LabelsInvalid
 from .common import render, score_confidence, score_labels, softmax
-from .kind import AnswerChecks, AskedQuestion, Evidence, QuestionKind, number_of, table_of
+from .kind import AnswerChecks, AskedQuestion, Evidence, Label, QuestionKind, number_of, table_of
+from .request import STRICT, Instructions, Text
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 MIN_LEVELS = 2
 MAX_LEVELS = 10
@@ -20,9 +26,31 @@ def _levels(probabilities: Sequence[float]) -> dict[str, float]:
     return {str(i): p for i, p in enumerate(probabilities)}
 
 
+@cache
+def score_question() -> type[BaseModel]:
+    """The request's model for a score (``ScoreQuestion``), made when the request's is: on first use."""
+    from pydantic import BaseModel, Field
+
+    class ScoreQuestion(BaseModel):
+        """A position on ordered levels: the answer is the probability-weighted level."""
+
+        model_config = STRICT
+        type: Literal["score"]
+        instructions: Instructions
+        criteria: Annotated[list[Text], Field(min_length=MIN_LEVELS, max_length=MAX_LEVELS,
+                                              description=f"The {MIN_LEVELS}-{MAX_LEVELS} levels, each described, "
+                                                          "lowest first.")]
+
+    return ScoreQuestion
+
+
 class Score(QuestionKind):
     name: ClassVar[str] = "score"
     fits: ClassVar[tuple[str, ...]] = ("number",)
+    listed: ClassVar[int] = 2
+
+    def request_model(self, *, wire: bool) -> type[BaseModel]:
+        return score_question()
 
     def refusal(self, where: str, inside: tuple[object, ...]) -> str:
         if not inside:
@@ -49,6 +77,14 @@ class Score(QuestionKind):
 
     def distribution(self, q: AskedQuestion, answer: dict[str, object]) -> list[float]:
         return [float(table_of(answer)[str(i)]) for i in range(len(q.criteria))]
+
+    def expand_shorthand(self, q: AskedQuestion, answer: dict[str, object]) -> dict[str, object]:
+        # {"score": 2}: all the probability on level 2, with confidence 1.
+        if "probabilities" not in answer and isinstance(q.criteria, list):
+            level = answer.get("score")
+            answer["probabilities"] = {str(i): 1.0 if i == level else 0.0 for i in range(len(q.criteria))}
+            answer.setdefault("confidence", 1.0)
+        return answer
 
     def prompt(self, q: AskedQuestion, options: Sequence[str] | None) -> tuple[list[str], tuple[str, ...],
                                                                                tuple[str, ...]]:
@@ -116,3 +152,21 @@ class Score(QuestionKind):
 
     def is_correct(self, answer: dict[str, object], label: object) -> bool:
         return bool(round(number_of(answer, "score")) == label)
+
+    def trivially_right(self, criteria: object, label: object) -> bool:
+        return bool(label == 0)  # the lowest level
+
+    def title(self) -> str:
+        return "score (rounded level)"
+
+    def label_classes(self, q: AskedQuestion) -> list[Label]:
+        return list(range(len(q.criteria)))
+
+    def check_label(self, q: AskedQuestion, label: object) -> Label:
+        n = len(q.criteria)
+        if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < n:
+            raise LabelsInvalid(f"a score label must be a level index from 0 to {n - 1}")
+        return label
+
+    def picked(self, q: AskedQuestion, answer: dict[str, object]) -> Label:
+        return min(len(q.criteria) - 1, max(0, round(number_of(answer, "score"))))
