@@ -275,6 +275,19 @@ def validate_answers(request: EvaluationRequest, body: object, *,
     if extra:
         raise AnswerInvalid(f"evaluator response has answers nobody asked for: {sorted(extra)[:8]}")
     rebuilt = {q.id: _answer(q, answers[q.id]) for q in request.questions}
+    return checked_evaluation(body, rebuilt, provenance=provenance)
+
+
+def check_answer(q: Question, raw: Any) -> dict[str, Any]:
+    """One answer to `q`, checked and rebuilt as `validate_answers` does it (AnswerInvalid in its
+    words): for an answerer that keeps the answers it checked (the fixture evaluator)."""
+    return _answer(q, raw)
+
+
+def checked_evaluation(body: dict[str, Any], answers: dict[str, dict[str, Any]], *,
+                       provenance: Provenance | None = None) -> Evaluation:
+    """The evaluation of a response whose `answers` are checked already (one per question, from
+    `check_answer`): the rest of `body` (usage, model) is checked here, as `validate_answers` does."""
     usage_raw = body.get("usage")
     if not isinstance(usage_raw, dict):
         raise AnswerInvalid("evaluator response has no usage")
@@ -285,7 +298,7 @@ def validate_answers(request: EvaluationRequest, body: object, *,
     model = body.get("model", "")
     if not isinstance(model, str) or len(model) > 128 or has_lone_surrogate(model):
         raise AnswerInvalid("evaluator response model is not a string of at most 128 characters")
-    return Evaluation(answers=rebuilt, usage=usage, model=model, provenance=provenance)
+    return Evaluation(answers=answers, usage=usage, model=model, provenance=provenance)
 
 
 def parse_response_bytes(request: EvaluationRequest, raw: bytes, *, secret: str | None = None,
