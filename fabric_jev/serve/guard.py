@@ -250,7 +250,12 @@ class Guard(asyncio.Protocol):
         self._backlog = bytearray()
         self._eof = False
         self._feeding: asyncio.Handle | None = None
+        #: When the request head being waited for must be complete (None: none is waited for).
+        self._header_deadline: float | None = None
+        #: One timer at a time, for the deadline it was armed with (`_armed_for`); a deadline that
+        #: moves on does not re-arm it: a timer per request was a tenth of the guard's time.
         self._header_timer: asyncio.TimerHandle | None = None
+        self._armed_for = 0.0
         self._loop = asyncio.get_running_loop()
 
     # ------------------------------------------------------------ asyncio.Protocol
@@ -300,6 +305,9 @@ class Guard(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.forget(self)
         self._stop_header_timer()
+        if self._header_timer is not None:  # a closed connection holds no timer
+            self._header_timer.cancel()
+            self._header_timer = None
         if self._feeding is not None:
             self._feeding.cancel()
             self._feeding = None
@@ -375,17 +383,29 @@ class Guard(asyncio.Protocol):
         return _HEAD_END in waiting
 
     def _time_headers(self) -> None:
-        self._stop_header_timer()
-        self._header_timer = self._loop.call_later(self.connections.limits.header_timeout_s,
-                                                   self._headers_too_slow)
+        self._header_deadline = self._loop.time() + self.connections.limits.header_timeout_s
+        if self._header_timer is None:
+            self._arm(self._header_deadline)
 
     def _stop_header_timer(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
+        self._header_deadline = None  # an armed timer finds nothing to do when it fires
+
+    def _arm(self, deadline: float) -> None:
+        self._armed_for = deadline
+        self._header_timer = self._loop.call_at(deadline, self._headers_timer_fired)
+
+    def _headers_timer_fired(self) -> None:
+        self._header_timer = None
+        deadline = self._header_deadline
+        if deadline is None:
+            return
+        if deadline > self._armed_for:  # the deadline moved on (a later request): wait for it
+            self._arm(deadline)
+            return
+        self._headers_too_slow()
 
     def _headers_too_slow(self) -> None:
-        self._header_timer = None
+        self._header_deadline = None
         if self.phase is not Phase.SERVING and self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 
