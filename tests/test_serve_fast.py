@@ -12,11 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import httpx
+
 from fabric_jev import FixtureEvaluator
 from fabric_jev.contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
 from fabric_jev.errors import AnswerInvalid
+from fabric_jev.evaluators.base import EvaluatorStatus
 from fabric_jev.evaluators import fixture as fixture_module
 from fabric_jev.evaluators.fixture import KEPT_ANSWERS, expand_answer
+from tests.test_serve import STATE_OK, running
 
 pytestmark = pytest.mark.anyio
 
@@ -96,6 +100,29 @@ async def test_the_kept_answers_are_bounded() -> None:
     for i in range(KEPT_ANSWERS + 10):
         await evaluator.evaluate(request_of(Question("refund", "noul", f"wording {i}", None)), timeout=5)
     assert len(evaluator._answered) == KEPT_ANSWERS
+
+
+class BrokenStatus(FixtureEvaluator):
+    def status(self) -> EvaluatorStatus:
+        raise RuntimeError("status bug holding sk-do-not-echo-0002")
+
+
+def test_a_broken_status_leaves_the_models_listed_and_the_answers_served() -> None:
+    with running(BrokenStatus({"answers": {"q": {"noul": 0.5}}})) as (url, _):
+        models = httpx.get(url + "/v1/models", timeout=30)
+        answer = httpx.post(url + "/v1/systemone", json=STATE_OK, timeout=30)
+    assert models.status_code == 200 and "sk-do-not-echo" not in models.text
+    assert {m["description"] for m in models.json()["models"]} == {"served by fabric-jev (unknown)"}
+    assert answer.status_code == 200 and answer.json()["x_evaluator"] == "unknown"
+
+
+async def test_the_fixture_status_is_made_once_per_model_name() -> None:
+    data: dict[str, Any] = {"answers": {}, "model": "one"}
+    evaluator = FixtureEvaluator(data)
+    first = evaluator.status()
+    assert evaluator.status() is first and first.model == "one"
+    data["model"] = "two"
+    assert evaluator.status().model == "two"
 
 
 def test_frozen_values_are_equal_only_for_equal_json() -> None:

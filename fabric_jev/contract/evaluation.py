@@ -136,8 +136,9 @@ def validate_request(raw: object, *, max_bytes: int = 131_072, wire: bool = Fals
 
     if not isinstance(raw, dict):
         raise RequestInvalid("jev.evaluate expects an object {state, questions, model?}")
-    if wire:  # neither measured nor kept: the server does not read them
-        raw = {k: v for k, v in raw.items() if k in EvaluateRequest.model_fields}
+    fields = EvaluateRequest.model_fields
+    if wire and not raw.keys() <= fields.keys():  # neither measured nor kept: the server does not read them
+        raw = {k: v for k, v in raw.items() if k in fields}
     if not measured:
         _measure(raw)
         try:
@@ -153,8 +154,8 @@ def validate_request(raw: object, *, max_bytes: int = 131_072, wire: bool = Fals
         raise RequestInvalid(_refusal(exc, raw)) from None
     return EvaluationRequest(
         state=shape.state,
-        questions=tuple(Question(id=qid, type=q.type, instructions=q.instructions, criteria=q.criteria)
-                        for qid, q in shape.questions.items()),
+        questions=tuple([Question(id=qid, type=q.type, instructions=q.instructions, criteria=q.criteria)
+                         for qid, q in shape.questions.items()]),
         model=shape.model,
     )
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import anyio.lowlevel
 
+from .._json import copy_tree
 from ..contract.evaluation import (
     Evaluation,
     EvaluationRequest,
@@ -115,18 +116,9 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _copy(value: Any) -> Any:
-    """A copy of a JSON value's objects and lists (its text and numbers are immutable)."""
-    if value.__class__ is dict:
-        return {k: v if v.__class__ not in _CONTAINERS else _copy(v) for k, v in value.items()}
-    if value.__class__ is list:
-        return [v if v.__class__ not in _CONTAINERS else _copy(v) for v in value]
-    return value
-
-
 def _copier(answer: dict[str, Any]) -> tuple[str, ...] | None:
     """The keys of `answer` whose values are objects or lists of plain values (a shallow copy
-    each copies them), or None when one nests deeper (then `_copy` copies it)."""
+    each copies them), or None when one nests deeper (then `copy_tree` copies it)."""
     keys = []
     for k, v in answer.items():
         if v.__class__ in _CONTAINERS:
@@ -140,7 +132,7 @@ def _handed_out(entry: tuple[Any, Any, dict[str, Any], tuple[str, ...] | None]) 
     """A copy of a kept checked answer, for one evaluation (its receiver may change it)."""
     answer, flat = entry[2], entry[3]
     if flat is None:
-        copied: dict[str, Any] = _copy(answer)
+        copied: dict[str, Any] = copy_tree(answer)
         return copied
     out = answer.copy()
     for k in flat:
@@ -160,6 +152,7 @@ class FixtureEvaluator:
         #: it was when checked, the checked answer). A hit needs the same object, unchanged since.
         self._answered: dict[tuple[Any, ...], _Kept] = {}
         self._named: Provenance | None = None
+        self._status: EvaluatorStatus | None = None
 
     @classmethod
     def from_file(cls, path: str | Path) -> FixtureEvaluator:
@@ -250,11 +243,14 @@ class FixtureEvaluator:
         if len(self._answered) >= KEPT_ANSWERS:
             del self._answered[next(iter(self._answered))]  # the oldest
         # `raw` itself is held too: while it is, its id() names no other object.
-        kept = _copy(checked)
-        self._answered[key] = (raw, _copy(raw), kept, _copier(kept))
+        kept = copy_tree(checked)
+        self._answered[key] = (raw, copy_tree(raw), kept, _copier(kept))
 
     def status(self) -> EvaluatorStatus:
-        return EvaluatorStatus("fixture", str(self._data.get("model", "fixture")), NO_CREDENTIALS_NEEDED)
+        model = str(self._data.get("model", "fixture"))
+        if self._status is None or self._status.model != model:  # immutable: one serves every call
+            self._status = EvaluatorStatus("fixture", model, NO_CREDENTIALS_NEEDED)
+        return self._status
 
     async def aclose(self) -> None:
         return None
