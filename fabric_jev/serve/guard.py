@@ -70,6 +70,8 @@ class Phase(enum.Enum):
 #: The sheddable phases, in the order they are shed: those without a whole request head first
 #: (fresh or reading alike, by age), then kept-alive ones, then bodies still arriving.
 _SHED_GROUP = {Phase.FRESH: 0, Phase.READING: 0, Phase.IDLE: 1, Phase.RECEIVING: 2}
+#: The same by a phase's number: an Enum member hashes in Python, four phase changes a request.
+_GROUP_OF: tuple[int | None, ...] = tuple(_SHED_GROUP.get(phase) for phase in sorted(Phase, key=lambda p: p.value))
 #: Connections looked at for one newcomer before a group is given up as all in reserve.
 _LOOKS_PER_GROUP = 64
 _PEEK_BYTES = 16384
@@ -121,7 +123,7 @@ class Connections:
 
     def moved(self, guard: Guard, before: Phase, after: Phase) -> None:
         """Keep the tables in step with a phase change (fresh to reading keeps its age)."""
-        old, new = _SHED_GROUP.get(before), _SHED_GROUP.get(after)
+        old, new = _GROUP_OF[before._value_], _GROUP_OF[after._value_]
         if old == new:
             return
         if old is not None:
