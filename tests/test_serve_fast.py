@@ -8,17 +8,16 @@ import json
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import httpx
-
 from fabric_jev import FixtureEvaluator
 from fabric_jev.contract.evaluation import Evaluation, EvaluationRequest, Question, validate_answers
 from fabric_jev.errors import AnswerInvalid
-from fabric_jev.evaluators.base import EvaluatorStatus
 from fabric_jev.evaluators import fixture as fixture_module
+from fabric_jev.evaluators.base import EvaluatorStatus
 from fabric_jev.evaluators.fixture import KEPT_ANSWERS, expand_answer
 from tests.test_serve import STATE_OK, running
 
