@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -279,13 +280,13 @@ def validate_answers(request: EvaluationRequest, body: object, *,
     return checked_evaluation(body, rebuilt, provenance=provenance)
 
 
-def check_answer(q: Question, raw: Any) -> dict[str, Any]:
+def check_answer(q: Question, raw: object) -> dict[str, object]:
     """One answer to `q`, checked and rebuilt as `validate_answers` does it (AnswerInvalid in its
     words): for an answerer that keeps the answers it checked (the fixture evaluator)."""
     return _answer(q, raw)
 
 
-def checked_evaluation(body: dict[str, Any], answers: dict[str, dict[str, Any]], *,
+def checked_evaluation(body: Mapping[str, object], answers: dict[str, dict[str, object]], *,
                        provenance: Provenance | None = None) -> Evaluation:
     """The evaluation of a response whose `answers` are checked already (one per question, from
     `check_answer`): the rest of `body` (usage, model) is checked here, as `validate_answers` does."""
