@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_MAX_DEPTH", "STRUCTURE_TOKEN", "JSONInputError", "check_depth", "loads_bounded",
+__all__ = ["DEFAULT_MAX_DEPTH", "STRUCTURE_TOKEN", "JSONInputError", "check_depth", "copy_tree", "loads_bounded",
            "read_json_file", "values_at_most"]
 
 DEFAULT_MAX_DEPTH = 64
@@ -187,3 +187,16 @@ def read_json_file(path: str | Path, *, what: str, max_bytes: int, max_depth: in
     label = f"{what} on standard input" if str(path) == "-" else f"{what} {path}"
     raw = read_bounded(path, label=label, max_bytes=max_bytes)
     return loads_bounded(raw, what=label, max_bytes=max_bytes, max_depth=max_depth)
+
+
+_CONTAINERS = (dict, list)
+
+
+def copy_tree(value: Any) -> Any:
+    """A copy of a JSON value's objects and lists, all the way down (its text and numbers are
+    immutable and shared): for a value kept to be handed out again, whose receiver may change it."""
+    if value.__class__ is dict:
+        return {k: v if v.__class__ not in _CONTAINERS else copy_tree(v) for k, v in value.items()}
+    if value.__class__ is list:
+        return [v if v.__class__ not in _CONTAINERS else copy_tree(v) for v in value]
+    return value

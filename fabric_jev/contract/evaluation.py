@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -135,8 +136,9 @@ def validate_request(raw: object, *, max_bytes: int = 131_072, wire: bool = Fals
 
     if not isinstance(raw, dict):
         raise RequestInvalid("jev.evaluate expects an object {state, questions, model?}")
-    if wire:  # neither measured nor kept: the server does not read them
-        raw = {k: v for k, v in raw.items() if k in EvaluateRequest.model_fields}
+    fields = EvaluateRequest.model_fields
+    if wire and not raw.keys() <= fields.keys():  # neither measured nor kept: the server does not read them
+        raw = {k: v for k, v in raw.items() if k in fields}
     if not measured:
         _measure(raw)
         try:
@@ -152,8 +154,8 @@ def validate_request(raw: object, *, max_bytes: int = 131_072, wire: bool = Fals
         raise RequestInvalid(_refusal(exc, raw)) from None
     return EvaluationRequest(
         state=shape.state,
-        questions=tuple(Question(id=qid, type=q.type, instructions=q.instructions, criteria=q.criteria)
-                        for qid, q in shape.questions.items()),
+        questions=tuple([Question(id=qid, type=q.type, instructions=q.instructions, criteria=q.criteria)
+                         for qid, q in shape.questions.items()]),
         model=shape.model,
     )
 
@@ -278,6 +280,19 @@ def validate_answers(request: EvaluationRequest, body: object, *,
     if extra:
         raise AnswerInvalid(f"evaluator response has answers nobody asked for: {sorted(extra)[:8]}")
     rebuilt = {q.id: _answer(q, answers[q.id]) for q in request.questions}
+    return checked_evaluation(body, rebuilt, provenance=provenance)
+
+
+def check_answer(q: Question, raw: object) -> dict[str, object]:
+    """One answer to `q`, checked and rebuilt as `validate_answers` does it (AnswerInvalid in its
+    words): for an answerer that keeps the answers it checked (the fixture evaluator)."""
+    return _answer(q, raw)
+
+
+def checked_evaluation(body: Mapping[str, object], answers: dict[str, dict[str, object]], *,
+                       provenance: Provenance | None = None) -> Evaluation:
+    """The evaluation of a response whose `answers` are checked already (one per question, from
+    `check_answer`): the rest of `body` (usage, model) is checked here, as `validate_answers` does."""
     usage_raw = body.get("usage")
     if not isinstance(usage_raw, dict):
         raise AnswerInvalid("evaluator response has no usage")
@@ -288,7 +303,7 @@ def validate_answers(request: EvaluationRequest, body: object, *,
     model = body.get("model", "")
     if not isinstance(model, str) or len(model) > 128 or has_lone_surrogate(model):
         raise AnswerInvalid("evaluator response model is not a string of at most 128 characters")
-    return Evaluation(answers=rebuilt, usage=usage, model=model, provenance=provenance)
+    return Evaluation(answers=answers, usage=usage, model=model, provenance=provenance)
 
 
 def parse_response_bytes(request: EvaluationRequest, raw: bytes, *, secret: str | None = None,

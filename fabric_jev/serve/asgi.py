@@ -90,8 +90,9 @@ def _too_large(limit: int) -> Response:
     return error(413, "request_too_large", f"Request body exceeds {limit} bytes")
 
 
-#: Made once: `json.dumps` with a keyword builds a new encoder per call.
-_ENCODER = json.JSONEncoder(allow_nan=False)
+#: Made once: `json.dumps` with a keyword builds a new encoder per call. No check for cycles: every
+#: payload is a tree built here from parsed JSON and checked values.
+_ENCODER = json.JSONEncoder(allow_nan=False, check_circular=False)
 
 
 def _encode(payload: dict[str, Any]) -> bytes:
@@ -99,8 +100,11 @@ def _encode(payload: dict[str, Any]) -> bytes:
     return _ENCODER.encode(payload).encode("ascii")
 
 
+_JSON_TYPE = (b"content-type", b"application/json")
+
+
 async def _send_json(send: Send, status: int, raw: bytes, *, close: bool) -> None:
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    headers = [_JSON_TYPE, (b"content-length", b"%d" % len(raw))]
     if close:  # the rest of the request is not read: the connection cannot be reused
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -70,6 +70,8 @@ class Phase(enum.Enum):
 #: The sheddable phases, in the order they are shed: those without a whole request head first
 #: (fresh or reading alike, by age), then kept-alive ones, then bodies still arriving.
 _SHED_GROUP = {Phase.FRESH: 0, Phase.READING: 0, Phase.IDLE: 1, Phase.RECEIVING: 2}
+#: The same by a phase's number: an Enum member hashes in Python, four phase changes a request.
+_GROUP_OF: tuple[int | None, ...] = tuple(_SHED_GROUP.get(phase) for phase in sorted(Phase, key=lambda p: p.value))
 #: Connections looked at for one newcomer before a group is given up as all in reserve.
 _LOOKS_PER_GROUP = 64
 _PEEK_BYTES = 16384
@@ -121,7 +123,7 @@ class Connections:
 
     def moved(self, guard: Guard, before: Phase, after: Phase) -> None:
         """Keep the tables in step with a phase change (fresh to reading keeps its age)."""
-        old, new = _SHED_GROUP.get(before), _SHED_GROUP.get(after)
+        old, new = _GROUP_OF[before._value_], _GROUP_OF[after._value_]
         if old == new:
             return
         if old is not None:
@@ -250,7 +252,12 @@ class Guard(asyncio.Protocol):
         self._backlog = bytearray()
         self._eof = False
         self._feeding: asyncio.Handle | None = None
+        #: When the request head being waited for must be complete (None: none is waited for).
+        self._header_deadline: float | None = None
+        #: One timer at a time, for the deadline it was armed with (`_armed_for`); a deadline that
+        #: moves on does not re-arm it: a timer per request was a tenth of the guard's time.
         self._header_timer: asyncio.TimerHandle | None = None
+        self._armed_for = 0.0
         self._loop = asyncio.get_running_loop()
 
     # ------------------------------------------------------------ asyncio.Protocol
@@ -300,6 +307,9 @@ class Guard(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.forget(self)
         self._stop_header_timer()
+        if self._header_timer is not None:  # a closed connection holds no timer
+            self._header_timer.cancel()
+            self._header_timer = None
         if self._feeding is not None:
             self._feeding.cancel()
             self._feeding = None
@@ -375,17 +385,29 @@ class Guard(asyncio.Protocol):
         return _HEAD_END in waiting
 
     def _time_headers(self) -> None:
-        self._stop_header_timer()
-        self._header_timer = self._loop.call_later(self.connections.limits.header_timeout_s,
-                                                   self._headers_too_slow)
+        self._header_deadline = self._loop.time() + self.connections.limits.header_timeout_s
+        if self._header_timer is None:
+            self._arm(self._header_deadline)
 
     def _stop_header_timer(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
+        self._header_deadline = None  # an armed timer finds nothing to do when it fires
+
+    def _arm(self, deadline: float) -> None:
+        self._armed_for = deadline
+        self._header_timer = self._loop.call_at(deadline, self._headers_timer_fired)
+
+    def _headers_timer_fired(self) -> None:
+        self._header_timer = None
+        deadline = self._header_deadline
+        if deadline is None:
+            return
+        if deadline > self._armed_for:  # the deadline moved on (a later request): wait for it
+            self._arm(deadline)
+            return
+        self._headers_too_slow()
 
     def _headers_too_slow(self) -> None:
-        self._header_timer = None
+        self._header_deadline = None
         if self.phase is not Phase.SERVING and self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 

@@ -15,8 +15,9 @@ import anyio
 import anyio.to_thread
 
 from .._bearer import bearer_matches
-from .._json import JSONInputError, loads_bounded, values_at_most
+from .._json import JSONInputError, copy_tree, loads_bounded, values_at_most
 from ..contract.evaluation import MAX_DEPTH, MAX_NODES, EvaluationRequest, validate_request
+from ..contract.provenance import Provenance
 from ..errors import EvaluationError, RequestInvalid, UpstreamError
 from ..evaluators.base import Evaluator
 from .limits import ServeLimits
@@ -57,6 +58,9 @@ class JevServer:
         self.keys: tuple[str, ...] = (key,) if isinstance(key, str) else tuple(key or ())
         self.limits = limits or ServeLimits()
         self._evaluations: anyio.CapacityLimiter | None = None
+        #: The last provenance written and its JSON: an evaluator names itself the same way on
+        #: every answer, and a provenance cannot change.
+        self._provenance: tuple[Provenance, dict[str, Any]] | None = None
 
     async def aclose(self) -> None:
         """Close the evaluator this server built from a spec (one given as an object stays open)."""
@@ -93,7 +97,10 @@ class JevServer:
                 return refused
         path = path.split("?", 1)[0]
         if method == "GET" and path == "/v1/models":
-            model = self.evaluator.status().model
+            try:
+                model = self.evaluator.status().model
+            except Exception:  # as for x_evaluator below: a broken status() does not hide the aliases
+                model = "unknown"
             return 200, {"models": [{"name": m, "description": f"served by fabric-jev ({model})",
                                      "release_date": "2026-11-29"} for m in MODELS]}
         if len(body) > _PARSE_INLINE_BYTES:
@@ -130,8 +137,12 @@ class JevServer:
         except Exception:  # a broken status() cannot undo an evaluation that succeeded
             route = "unknown"
         out["x_evaluator"] = route
-        if evaluation.provenance is not None:
-            out["x_provenance"] = evaluation.provenance.to_json()
+        provenance = evaluation.provenance
+        if provenance is not None:
+            written = self._provenance
+            if written is None or written[0] is not provenance:
+                written = self._provenance = (provenance, provenance.to_json())
+            out["x_provenance"] = copy_tree(written[1])
         return 200, out
 
     def _parse(self, body: bytes) -> EvaluationRequest | Response:
