@@ -320,6 +320,9 @@ class _Walker:
         stack = [root]
         while stack:
             node = stack.pop()
+            if node.type == "test_command" and _test_reads_on(self.source, node):
+                # Fail closed: what the test swallowed are commands bash runs (`[ -d / ] && rm -rf ~ ]`).
+                self.opaque.append("a test [ … ] the parser read past its end")
             found = self._statement(node)
             if found is not None:
                 if len(self.commands) >= MAX_COMMANDS:
@@ -409,6 +412,44 @@ class _Walker:
         if target == "":
             return
         self.dirs = None if target is None or len(self.dirs) >= 16 else (*self.dirs, target)
+
+
+#: Parts of a test whose text cannot end it: quoted, expanded or substituted (masked before reading).
+_SEALED = frozenset({"string", "raw_string", "ansi_c_string", "translated_string", "command_substitution",
+                     "process_substitution", "expansion", "simple_expansion", "arithmetic_expansion"})
+#: What ends a `[ … ]` test (and so a command) in bash; `[[ … ]]` also allows `&&`, `||`, newlines
+#: and, after `=~`, a `|` in the regex.
+_ENDS_TEST = re.compile(rb"&&|\|\||[|&;\n]")
+_ENDS_DOUBLE_TEST = re.compile(rb"(?<![&|])[&;](?![&|])")
+
+
+def _test_reads_on(source: bytes, node: Any) -> bool:
+    """Whether the grammar read a test past where bash ends it. tree-sitter-bash takes a lone
+    ``/``, ``*``, ``==``, … inside the brackets for an operator and extends the one test through
+    ``&&``, ``|`` or ``;`` up to a later ``]`` or ``]]``, with no parse error: the commands in it
+    would be read by no one. Bash ends ``[`` at any unquoted separator, ``[[`` at its first ``]]``."""
+    start = node.start_byte
+    text = bytearray(source[start:node.end_byte])
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        if child.type in _SEALED:
+            text[child.start_byte - start:child.end_byte - start] = b"x" * (child.end_byte - child.start_byte)
+        else:
+            stack.extend(child.children)
+    masked = re.sub(rb"\\.", b"xx", bytes(text), flags=re.DOTALL)
+    tokens = masked.split()
+    if not tokens:
+        return False
+    closer = b"]]" if tokens[0] == b"[[" else b"]"
+    if tokens[-1] != closer or any(t in (b"]", b"]]") for t in tokens[1:-1]):
+        return True
+    if closer == b"]":
+        return _ENDS_TEST.search(masked) is not None
+    if _ENDS_DOUBLE_TEST.search(masked) or (b"|" in masked.replace(b"||", b"") and b"=~" not in masked):
+        return True
+    # A line break inside [[ … ]] is bash's only after && or || (or an opening parenthesis).
+    return re.search(rb"(?<![&|(\s])[ \t]*\n", masked) is not None
 
 
 def _unescape(raw: str) -> str:
