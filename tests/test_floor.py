@@ -54,6 +54,9 @@ FAMILIES = {
     "eval": "hidden-program",
     "command-in-a-string": None,
     "temp-that-is-not-own": "recursive-delete-outside-tree",
+    "test-swallows-command": "unreadable-command",
+    "past-the-reading-limits": None,
+    "program-fed-its-input": "program-from-input",
 }
 
 
