@@ -57,6 +57,7 @@ FAMILIES = {
     "test-swallows-command": "unreadable-command",
     "past-the-reading-limits": None,
     "program-fed-its-input": "program-from-input",
+    "redirect-swallows-arguments": None,
 }
 
 
