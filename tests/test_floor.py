@@ -54,6 +54,10 @@ FAMILIES = {
     "eval": "hidden-program",
     "command-in-a-string": None,
     "temp-that-is-not-own": "recursive-delete-outside-tree",
+    "test-swallows-command": "unreadable-command",
+    "past-the-reading-limits": None,
+    "program-fed-its-input": "program-from-input",
+    "redirect-swallows-arguments": None,
 }
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -87,13 +87,16 @@ COMMAND_KEYS = ("cmd", "command", "commandLine", "command_line", "script", "shel
 #: Keys that name a program whose arguments sit beside it under one of ARGUMENT_KEYS.
 PROGRAM_KEYS = ("program", "executable", "exe", "binary", "bin", "command", "cmd", "file", "tool")
 ARGUMENT_KEYS = ("args", "argv", "arguments", "params", "parameters", "options", "flags", "argList", "arg_list")
+#: Keys whose value a call hands the program on its standard input.
+INPUT_KEYS = ("stdin", "input", "stdin_text", "stdin_data", "input_text", "input_data")
 #: Under a write capability, the keys the floor reads as places written: the rules' path keys and
 #: more names a capability may give them (``fs.rm(target: "/etc")``).
 WRITE_PATH_KEYS = (*PATH_KEYS, "target", "location", "output", "out", "outfile", "outFile", "output_path",
                    "outputPath", "folder", "dst", "root", "into", "dir_path", "dirPath", "dest_path", "destPath")
 #: What a program writes when its input says where (tar -P): anywhere, system files included.
 ANYWHERE = "<where its input says>"
-#: Arguments read at most this deep, and at most this many strings from one call.
+#: Arguments read at most this deep, and at most this many distinct strings parsed from one call:
+#: past either, what is left is an opaque read (the floor asks), never skipped.
 MAX_DEPTH = 8
 MAX_STRINGS = 256
 #: A string longer than this is not read as JSON text.
@@ -129,60 +132,121 @@ def scripts(view: CallView) -> list[Read]:
     return cached
 
 
+def key_name(key: str) -> str:
+    """A key as the floor compares it: case and ``-``/``_`` ignored (``CMD``, ``Command-Line``)."""
+    return key.replace("-", "").replace("_", "").lower()
+
+
+_COMMAND = frozenset(key_name(k) for k in COMMAND_KEYS)
+_PROGRAM = frozenset(key_name(k) for k in PROGRAM_KEYS)
+_ARGUMENTS = frozenset(key_name(k) for k in ARGUMENT_KEYS)
+_INPUT = frozenset(key_name(k) for k in INPUT_KEYS)
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """A string (or argv) of the call the floor will parse; `fed` when the call hands the program
+    text on its standard input (``{cmd: "python3", stdin: "…"}``)."""
+
+    value: str | tuple[str, ...]
+    keyed: bool
+    fed: bool = False
+
+
+def _opaque(reason: str) -> Read:
+    return Read(_shell.Script(f"<{reason}>", plain=False, unusual=(reason,), opaque=(reason,)), True)
+
+
 def _read(view: CallView) -> Iterator[Read]:
+    """Parse what `_walk` finds, command keys first, at most MAX_STRINGS distinct strings: past
+    that, or past MAX_DEPTH, what was not read is an opaque read (the floor asks)."""
     known = view.context.known
-    wide = is_shell_capability(view.ref)
-    strings = 0
-    seen: set[tuple[str, bool]] = set()
+    keyed, other, too_deep = _walk(view.arguments, is_shell_capability(view.ref))
+    seen: set[_Job] = set()
+    for job in (*keyed, *other):
+        if job in seen or (isinstance(job.value, str) and not job.value.strip()):
+            continue
+        seen.add(job)
+        if len(seen) > MAX_STRINGS:
+            yield _opaque(f"more than {MAX_STRINGS} strings")
+            break
+        script = _shell.parse(job.value, known) if isinstance(job.value, str) \
+            else _shell.parse_argv(list(job.value), known)
+        if job.fed:  # the call's input is to the program what a here-string is
+            script = replace(script, commands=tuple(c if c.stdin else replace(c, stdin="here-string")
+                                                    for c in script.commands))
+        yield Read(script, job.keyed)
+    if too_deep:
+        yield _opaque(f"arguments nested deeper than {MAX_DEPTH}")
 
-    def text(value: str, keyed: bool) -> Iterator[Read]:
-        if (value, keyed) not in seen and value.strip():
-            seen.add((value, keyed))
-            yield Read(_shell.parse(value, known), keyed)
 
-    def argv(values: list[str], keyed: bool) -> Iterator[Read]:
-        key = ("\x00".join(values), keyed)
-        if key not in seen:
-            seen.add(key)
-            yield Read(_shell.parse_argv(values, known), keyed)
-
-    stack: list[tuple[Any, str, int]] = [(view.arguments, "", 0)]
+def _walk(arguments: Any, wide: bool) -> tuple[list[_Job], list[_Job], bool]:
+    """Every string the floor reads as a command: those under a command key (or paired with a
+    program) first, then, under a shell capability, every other one; and whether a part of the
+    arguments lies deeper than MAX_DEPTH (it is not walked, and so cannot be cleared)."""
+    keyed: list[_Job] = []
+    other: list[_Job] = []
+    too_deep = False
+    stack: list[tuple[Any, str, int]] = [(arguments, "", 0)]
     while stack:
         value, key, depth = stack.pop()
+        name = key_name(key)
+        command_key = name in _COMMAND
         if isinstance(value, str):
-            strings += 1
-            if strings > MAX_STRINGS:
-                return
-            if key in COMMAND_KEYS or wide:
-                yield from text(value, key in COMMAND_KEYS)
+            if command_key or wide:
+                (keyed if command_key else other).append(_Job(value, command_key))
             decoded = json_inside(value)
-            if decoded is not None and depth < MAX_DEPTH:  # {"payload": "{\"cmd\": …}"}
-                stack.append((decoded, key, depth + 1))
-        elif isinstance(value, list):
-            if value and all(isinstance(v, str) for v in value):
-                if key in COMMAND_KEYS or wide:
-                    yield from argv(list(value), key in COMMAND_KEYS and key != "commands")
-                if key == "commands" or wide:
-                    for item in value:
-                        yield from text(item, key == "commands")
-                continue
-            if depth < MAX_DEPTH:
+            if decoded:  # {"payload": "{\"cmd\": …}"}
+                if depth >= MAX_DEPTH:
+                    too_deep = True
+                else:
+                    stack.append((decoded, key, depth + 1))
+        elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            if command_key or wide:
+                (keyed if command_key else other).append(_Job(tuple(value), command_key and name != "commands"))
+            if name == "commands" or wide:
+                (keyed if name == "commands" else other).extend(_Job(item, name == "commands") for item in value)
+            if depth >= MAX_DEPTH:
+                too_deep = too_deep or any(json_inside(item) for item in value)
+            else:
+                stack.extend((decoded, key, depth + 1) for item in reversed(value)
+                             if (decoded := json_inside(item)))
+        elif isinstance(value, list | dict) and value:
+            if depth >= MAX_DEPTH:
+                too_deep = True
+            elif isinstance(value, list):
                 stack.extend((item, key, depth + 1) for item in reversed(value))
-        elif isinstance(value, dict) and depth < MAX_DEPTH:
-            yield from _program_and_arguments(value, wide, argv)
-            stack.extend((item, str(k), depth + 1) for k, item in reversed(list(value.items())))
+            else:
+                keyed.extend(_program_and_arguments(value, wide))
+                stack.extend((item, str(k), depth + 1) for k, item in reversed(list(value.items())))
+    return keyed, other, too_deep
 
 
-def _program_and_arguments(value: dict[str, Any], wide: bool, argv: Any) -> Iterator[Read]:
-    """``{program: "rm", args: ["-rf", "/"]}`` as the argv it runs (under a shell capability, any
-    string beside an argument list)."""
-    for args_key in ARGUMENT_KEYS:
-        args = value.get(args_key)
-        if not (isinstance(args, list) and all(isinstance(a, str) for a in args)):
+def _program_and_arguments(value: dict[Any, Any], wide: bool) -> Iterator[_Job]:
+    """``{program: "rm", args: ["-rf", "/"]}`` as the argv it runs, ``{cmd: "rm", args: "-rf /"}`` as
+    the command it spells, and a program beside a ``stdin``/``input`` fed it (under a shell
+    capability, any string beside them is read as the program)."""
+    names = {str(k): key_name(str(k)) for k in value}
+    fed = any(names[str(k)] in _INPUT and v not in (None, False, "", [], {}) for k, v in value.items())
+    found = False
+    for args_key, args in value.items():
+        if names[str(args_key)] not in _ARGUMENTS:
+            continue
+        if isinstance(args, list) and all(isinstance(a, str | int | float) for a in args):
+            words: tuple[str, ...] | str = tuple(str(a) for a in args)
+        elif isinstance(args, str):
+            words = args
+        else:
             continue
         for key, program in value.items():
-            if isinstance(program, str) and key != args_key and (wide or key in PROGRAM_KEYS) and program.strip():
-                yield from argv([program, *args], True)
+            if isinstance(program, str) and key != args_key and names[str(key)] not in _INPUT \
+                    and (wide or names[str(key)] in _PROGRAM) and program.strip():
+                found = True
+                yield _Job((program, *words) if isinstance(words, tuple) else f"{program} {words}", True, fed)
+    if fed and not found:
+        for key, program in value.items():
+            if isinstance(program, str) and (wide or names[str(key)] in _PROGRAM) and names[str(key)] not in _INPUT:
+                yield _Job(program, True, fed=True)
 
 
 def json_inside(value: str) -> dict[str, Any] | list[Any] | None:
@@ -201,10 +265,10 @@ def json_inside(value: str) -> dict[str, Any] | list[Any] | None:
 def strings_under(view: CallView, keys: Sequence[str]) -> list[str]:
     """Every string held under one of `keys` at any depth of the arguments (lists of strings
     included, JSON text read inside), at most MAX_STRINGS."""
-    wanted = frozenset(keys)
+    wanted = frozenset(key_name(k) for k in keys)
     out: list[str] = []
     stack: list[tuple[Any, bool, int]] = [(view.arguments, False, 0)]
-    while stack and len(out) < MAX_STRINGS:
+    while stack and len(out) < MAX_STRINGS:  # what lies deeper is an opaque read of `scripts`
         value, under, depth = stack.pop()
         if isinstance(value, str):
             if under and value.strip():
@@ -215,7 +279,7 @@ def strings_under(view: CallView, keys: Sequence[str]) -> list[str]:
         elif isinstance(value, list) and depth < MAX_DEPTH:
             stack.extend((item, under, depth + 1) for item in value)
         elif isinstance(value, dict) and depth < MAX_DEPTH:
-            stack.extend((item, under or str(k) in wanted, depth + 1) for k, item in value.items())
+            stack.extend((item, under or key_name(str(k)) in wanted, depth + 1) for k, item in value.items())
     return out
 
 
@@ -235,10 +299,40 @@ PARSE_ERROR = "a part the shell parser could not read"
 
 
 def opaque(view: CallView) -> list[str]:
-    """What the parser could not read in the call's commands: a parse error only in a command
-    held under a command key (prose under another key need not parse), anything else anywhere."""
+    """What the parser could not read in the call's commands: a parse error in a command held
+    under a command key, or, under a shell capability, in any string that reads as a command
+    (prose under another key need not parse); anything else anywhere."""
+    wide = is_shell_capability(view.ref)
     return [reason for read in scripts(view) for reason in read.script.opaque
-            if read.keyed or reason != PARSE_ERROR]
+            if read.keyed or reason != PARSE_ERROR or (wide and reads_as_command(read.script.raw))]
+
+
+#: Operators that join commands; prose seldom holds them.
+_JOINS = re.compile(r"&&|\|\||[;|]")
+
+
+def reads_as_command(text: str) -> bool:
+    """Whether a string that does not parse still reads as a shell command: it joins commands
+    (``&&``, ``||``, ``;``, ``|``), or its first word is a path or names a program the floor knows."""
+    if _JOINS.search(text):
+        return True
+    first = text.split(None, 1)[0].lstrip("({!") if text.strip() else ""
+    if "/" in first:
+        return True
+    return bool(first) and name_regex(_program_names()).match(first) is not None
+
+
+@lru_cache(maxsize=1)
+def _program_names() -> tuple[str, ...]:
+    """Every program the catalogue names, the shells and the wrappers, and the test command."""
+    data = catalogue()
+    names = {"[", "[[", "test", "eval", "exec", "source", ".", *data["writers"], *_shell.SHELLS, *_shell.WRAPPERS}
+    for entry in data["entries"]:
+        params = entry.get("params", {})
+        for key in ("programs", "always", "downloaders", "interpreters", "readers", "shell_programs", "network",
+                    "dumps", "awk"):
+            names.update(params.get(key, ()))  # a list of names, or a table keyed by them
+    return tuple(sorted(names))
 
 
 # ---------------------------------------------------------------------------- words of a command

@@ -180,7 +180,7 @@ class _Walker:
             if len(operators) < len(segments):
                 operators.append(";")
             simple = self.simple(body)
-            segments.append(replace(simple, redirects=simple.redirects + self._statement_redirects(node, body)))
+            segments.append(self._with_statement_redirects(simple, node, body))
             return
         if kind == "negated_command":
             self.unusual.append("a negated command (!)")
@@ -211,6 +211,7 @@ class _Walker:
                 words.append(self.word(child.children[0] if child.children else child))
             elif kind in _REDIRECTS:
                 redirects.extend(self.redirects(child))
+                words.extend(self.word(d) for d in _spilled(child))
             elif child.is_named and kind != "comment":
                 words.append(self.word(child))
         return Simple(tuple(words), tuple(assignments), tuple(redirects))
@@ -234,9 +235,17 @@ class _Walker:
                 descriptor = self.text(child)
             elif not child.is_named:
                 operator = child.type
-            else:
+            elif target is None:  # the first word is the target; the grammar reads on (`_spilled`)
                 target = self.word(child)
         return [Redirect(descriptor + operator, target or Word(""))]
+
+    def _with_statement_redirects(self, simple: Simple, statement: Any, body: Any) -> Simple:
+        """The command with the redirections written after it, and the words the grammar read
+        as more targets of one (`rm >/dev/null -rf /` is `rm -rf /` to bash)."""
+        spilled = [self.word(d) for c in statement.children if c is not body and c.type == "file_redirect"
+                   for d in _spilled(c)]
+        return replace(simple, words=simple.words + tuple(spilled),
+                       redirects=simple.redirects + self._statement_redirects(statement, body))
 
     def _statement_redirects(self, statement: Any, body: Any) -> tuple[Redirect, ...]:
         return tuple(r for c in statement.children if c is not body and c.type in _REDIRECTS
@@ -320,6 +329,9 @@ class _Walker:
         stack = [root]
         while stack:
             node = stack.pop()
+            if node.type == "test_command" and _test_reads_on(self.source, node):
+                # Fail closed: what the test swallowed are commands bash runs (`[ -d / ] && rm -rf ~ ]`).
+                self.opaque.append("a test [ … ] the parser read past its end")
             found = self._statement(node)
             if found is not None:
                 if len(self.commands) >= MAX_COMMANDS:
@@ -336,12 +348,15 @@ class _Walker:
         if kind == "command":
             simple = self.simple(node)
             if parent is not None and parent.type == "redirected_statement":
-                simple = replace(simple, redirects=simple.redirects + self._statement_redirects(parent, node))
+                simple = self._with_statement_redirects(simple, parent, node)
             return simple
         if kind == "redirected_statement":
             body = node.child_by_field_name("body")
             if body is None or body.type != "command":
                 redirects = self._statement_redirects(node, body)
+                if any(_spilled(c) for c in node.children if c.type == "file_redirect"):
+                    # Words bash hands to the last command of the group or list, read as targets.
+                    self.opaque.append("a redirection the parser read on past its target")
                 return Simple((), (), redirects) if redirects else None
             return None
         if kind == "declaration_command":
@@ -409,6 +424,51 @@ class _Walker:
         if target == "":
             return
         self.dirs = None if target is None or len(self.dirs) >= 16 else (*self.dirs, target)
+
+
+#: Parts of a test whose text cannot end it: quoted, expanded or substituted (masked before reading).
+_SEALED = frozenset({"string", "raw_string", "ansi_c_string", "translated_string", "command_substitution",
+                     "process_substitution", "expansion", "simple_expansion", "arithmetic_expansion"})
+#: What ends a `[ … ]` test (and so a command) in bash; `[[ … ]]` also allows `&&`, `||`, newlines
+#: and, after `=~`, a `|` in the regex.
+_ENDS_TEST = re.compile(rb"&&|\|\||[|&;\n]")
+_ENDS_DOUBLE_TEST = re.compile(rb"(?<![&|])[&;](?![&|])")
+
+
+def _spilled(redirect: Any) -> list[Any]:
+    """The words after a redirection's target that the grammar reads as more targets: bash ends
+    the target at the first word, the rest are the command's arguments."""
+    found = [c for c in redirect.children if c.is_named and c.type != "file_descriptor"]
+    return found[1:] if redirect.type == "file_redirect" else []
+
+
+def _test_reads_on(source: bytes, node: Any) -> bool:
+    """Whether the grammar read a test past where bash ends it. tree-sitter-bash takes a lone
+    ``/``, ``*``, ``==``, … inside the brackets for an operator and extends the one test through
+    ``&&``, ``|`` or ``;`` up to a later ``]`` or ``]]``, with no parse error: the commands in it
+    would be read by no one. Bash ends ``[`` at any unquoted separator, ``[[`` at its first ``]]``."""
+    start = node.start_byte
+    text = bytearray(source[start:node.end_byte])
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        if child.type in _SEALED:
+            text[child.start_byte - start:child.end_byte - start] = b"x" * (child.end_byte - child.start_byte)
+        else:
+            stack.extend(child.children)
+    masked = re.sub(rb"\\.", b"xx", bytes(text), flags=re.DOTALL)
+    tokens = masked.split()
+    if not tokens:
+        return False
+    closer = b"]]" if tokens[0] == b"[[" else b"]"
+    if tokens[-1] != closer or any(t in (b"]", b"]]") for t in tokens[1:-1]):
+        return True
+    if closer == b"]":
+        return _ENDS_TEST.search(masked) is not None
+    if _ENDS_DOUBLE_TEST.search(masked) or (b"|" in masked.replace(b"||", b"") and b"=~" not in masked):
+        return True
+    # A line break inside [[ … ]] is bash's only after && or || (or an opening parenthesis).
+    return re.search(rb"(?<![&|(\s])[ \t]*\n", masked) is not None
 
 
 def _unescape(raw: str) -> str:
