@@ -582,13 +582,17 @@ async def _asked(answer: str, *calls: dict[str, Any]) -> tuple[list[Any], Any]:
 @pytest.mark.anyio
 async def test_round_four_rules_reach_the_question_a_person_is_asked() -> None:
     seen, env = await _asked("deny", {"command": SHELL_SAMPLE, "samples": [t for t, _ in CONSUMER_SAMPLES],
-                                      **PAIR_VALUE})
-    call = seen[0]
-    shown = json.dumps(call.to_json()) + call.arguments_text + json.dumps(call.commands) + str(call.always)
-    assert call.commands and call.always  # the segments and the pattern are shown, redacted
-    for secret in [s for _, s in CONSUMER_SAMPLES] + ["consumerPw5", "Token t6", "consumerPw7", "consumerPw8"]:
-        assert secret not in shown, shown
-        assert secret not in json.dumps(env.to_json())
+                                      **PAIR_VALUE}, {"command": SHELL_SAMPLE, **PAIR_VALUE})
+    assert len(seen) == 2
+    # Every string under a shell capability is read as a possible command: '<password>…</password>'
+    # among the samples does not parse, so the floor asks and offers no "always" pattern.
+    assert seen[0].commands and seen[0].always is None
+    assert seen[1].commands and seen[1].always  # the segments and the pattern are shown, redacted
+    for call in seen:
+        shown = json.dumps(call.to_json()) + call.arguments_text + json.dumps(call.commands) + str(call.always)
+        for secret in [s for _, s in CONSUMER_SAMPLES] + ["consumerPw5", "Token t6", "consumerPw7", "consumerPw8"]:
+            assert secret not in shown, shown
+            assert secret not in json.dumps(env.to_json())
 
 
 @pytest.mark.anyio
