@@ -122,8 +122,12 @@ async def test_a_missing_or_wrong_token_gets_a_bare_401(tmp_path: Path) -> None:
             answers = [await http.post(url, json=body, headers={**headers, **extra}) for extra in (
                 {}, {"Authorization": "Bearer wrong-token-of-enough-length"}, {"Authorization": f"Basic {TOKEN}"},
                 {"Authorization": f"Bearer {TOKEN}x"})]
+            # Two Authorization headers, the right one first: a request carries one credential.
+            answers.append(await http.post(url, json=body, headers=[
+                *headers.items(), ("Authorization", f"Bearer {TOKEN}"),
+                ("Authorization", "Bearer wrong-token-of-enough-length")]))
             good = await http.post(url, json=body, headers={**headers, "Authorization": f"Bearer {TOKEN}"})
-    assert [a.status_code for a in answers] == [401] * 4
+    assert [a.status_code for a in answers] == [401] * 5
     assert {a.content for a in answers} == {b""}  # nothing that tells a wrong token from a missing one
     assert {a.headers.get("www-authenticate") for a in answers} == {"Bearer"}
     assert good.status_code == 200

@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 
-from .._bearer import bearer_matches
+from .._bearer import authorization_of, bearer_matches
 from ..contract.config import HostConfig
 from ..errors import ConfigError
 from ..evaluators.base import Evaluator
@@ -48,17 +48,15 @@ class BearerGate:
         self.app, self.token = app, token
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if self.token is not None and scope["type"] in ("http", "websocket"):
-            authorization = next((value.decode("latin-1") for name, value in scope["headers"]
-                                  if name == b"authorization"), None)
-            if not bearer_matches(authorization, self.token):
-                if scope["type"] == "websocket":
-                    await send(dict(type="websocket.close", code=1008))
-                    return
-                # ASGI messages, built with dict(): test_mcp_schemas.py counts quoted schema keys.
-                await send(dict(type="http.response.start", status=401, headers=_UNAUTHORIZED_HEADERS))
-                await send(dict(type="http.response.body", body=b""))
+        if self.token is not None and scope["type"] in ("http", "websocket") \
+                and not bearer_matches(authorization_of(scope["headers"]), self.token):
+            if scope["type"] == "websocket":
+                await send(dict(type="websocket.close", code=1008))
                 return
+            # ASGI messages, built with dict(): test_mcp_schemas.py counts quoted schema keys.
+            await send(dict(type="http.response.start", status=401, headers=_UNAUTHORIZED_HEADERS))
+            await send(dict(type="http.response.body", body=b""))
+            return
         await self.app(scope, receive, send)
 
 
