@@ -311,3 +311,25 @@ async def test_a_queued_run_asks_its_own_client_not_the_one_that_freed_its_slot(
             ended = structured(await b.call_tool("jev_wait", {"id": spawned["id"]}))
     assert finished["a"]["result"] == 0.75 and ended["state"] == "completed" and ended["result"] == 0.75
     assert asked == ["a", "b"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("refusal", ["port", "tls", "programs"])
+async def test_an_evaluator_given_is_closed_when_serving_is_refused(tmp_path: Path, refusal: str) -> None:
+    import socket
+
+    from fabric_jev import HostConfig
+    from fabric_jev.errors import ConfigError, ProgramInvalid
+    from fabric_jev.mcp.over_http import serve_http
+    from fabric_jev.testing import ScriptedEvaluator
+
+    evaluator = ScriptedEvaluator({})
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1] if refusal == "port" else 0
+        with pytest.raises(ProgramInvalid if refusal == "programs" else ConfigError):
+            await serve_http(HostConfig(), evaluator, host="127.0.0.1", port=port, token=None, client_runs=1,
+                             ssl_keyfile=str(tmp_path / "key.pem") if refusal == "tls" else None,
+                             programs=str(tmp_path / "absent") if refusal == "programs" else None)
+    assert evaluator.closed  # the host would have closed it; refused before the host, it is closed too

@@ -106,9 +106,17 @@ async def serve_http(config: HostConfig, evaluator: Evaluator | str | None, *, h
     The caller has checked `require_token(host, token)`."""
     import uvicorn
 
-    folder = open_programs(programs)
-    check_tls(ssl_certfile, ssl_keyfile)
-    sock = bind(host, port)
+    try:
+        folder = open_programs(programs)
+        check_tls(ssl_certfile, ssl_keyfile)
+        sock = bind(host, port)
+    except BaseException:
+        # The host below would close an evaluator it was given; refused before it, close it here
+        # (a cassette is flushed, a model server stopped).
+        if evaluator is not None and not isinstance(evaluator, str):
+            with anyio.CancelScope(shield=True):
+                await evaluator.aclose()
+        raise
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     try:
         approver = ElicitationApprover()
