@@ -333,3 +333,16 @@ async def test_an_evaluator_given_is_closed_when_serving_is_refused(tmp_path: Pa
                              ssl_keyfile=str(tmp_path / "key.pem") if refusal == "tls" else None,
                              programs=str(tmp_path / "absent") if refusal == "programs" else None)
     assert evaluator.closed  # the host would have closed it; refused before the host, it is closed too
+
+
+@pytest.mark.anyio
+async def test_an_evaluator_given_to_stdio_is_closed_when_serving_is_refused(tmp_path: Path) -> None:
+    from fabric_jev import HostConfig
+    from fabric_jev.errors import ProgramInvalid
+    from fabric_jev.mcp.server import serve_stdio
+    from fabric_jev.testing import ScriptedEvaluator
+
+    evaluator = ScriptedEvaluator({})
+    with pytest.raises(ProgramInvalid):
+        await serve_stdio(HostConfig(), evaluator, programs=str(tmp_path / "absent"))
+    assert evaluator.closed

@@ -28,7 +28,7 @@ from ..host import JevHost
 from .asking import ElicitationApprover
 from .clients import ClientRuns
 from .programs import ProgramCatalog
-from .server import JevTools, build_server, open_programs
+from .server import JevTools, build_server, closed_if_refused, open_programs
 from .tools import TOOLS
 
 #: Where the MCP endpoint is (the SDK's usual path).
@@ -106,17 +106,10 @@ async def serve_http(config: HostConfig, evaluator: Evaluator | str | None, *, h
     The caller has checked `require_token(host, token)`."""
     import uvicorn
 
-    try:
+    async with closed_if_refused(evaluator):
         folder = open_programs(programs)
         check_tls(ssl_certfile, ssl_keyfile)
         sock = bind(host, port)
-    except BaseException:
-        # The host below would close an evaluator it was given; refused before it, close it here
-        # (a cassette is flushed, a model server stopped).
-        if evaluator is not None and not isinstance(evaluator, str):
-            with anyio.CancelScope(shield=True):
-                await evaluator.aclose()
-        raise
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     try:
         approver = ElicitationApprover()
