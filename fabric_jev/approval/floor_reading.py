@@ -278,6 +278,14 @@ def _program_and_arguments(value: dict[Any, Any], wide: bool) -> Iterator[_Job]:
                                 for part in (program, *parts)), True, fed)
         elif fed:
             yield _Job(program, True, fed=True)
+    if fed and not programs:  # the whole command under a command key: {argv: ["sh", "-s"], input: "…"}
+        for key, command in value.items():
+            if names[str(key)] not in _COMMAND:
+                continue
+            if isinstance(command, str) and command.strip():
+                yield _Job(command, True, fed=True)
+            elif isinstance(command, list) and command and all(_scalar(c) for c in command):
+                yield _Job(tuple(_text(c) for c in command), True, fed=True)
 
 
 def _scalar(value: object) -> bool:
