@@ -27,7 +27,7 @@ from fabric_jev.approval.floor_reading import MAX_DEPTH, MAX_JSON_CHARS, MAX_STR
 from fabric_jev.approval.rules import CallView, RuleContext
 from fabric_jev.approval.shell import parse
 from tests.conftest import program
-from tests.test_floor import ROWS, CWD, HOME
+from tests.test_floor import CWD, HOME, ROWS
 
 UNREADABLE = "unreadable-command"
 #: This branch's families of the labelled set, and the entry each destructive row must hit
