@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -31,7 +32,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from . import shell as _shell
-from .call_view import PATH_KEYS
+from .call_view import PATH_KEYS, key_name
 from .shell_words import Simple, Word
 
 if TYPE_CHECKING:
@@ -132,11 +133,6 @@ def scripts(view: CallView) -> list[Read]:
     return cached
 
 
-def key_name(key: str) -> str:
-    """A key as the floor compares it: case and ``-``/``_`` ignored (``CMD``, ``Command-Line``)."""
-    return key.replace("-", "").replace("_", "").lower()
-
-
 _COMMAND = frozenset(key_name(k) for k in COMMAND_KEYS)
 _PROGRAM = frozenset(key_name(k) for k in PROGRAM_KEYS)
 _ARGUMENTS = frozenset(key_name(k) for k in ARGUMENT_KEYS)
@@ -151,6 +147,8 @@ class _Job:
     value: str | tuple[str, ...]
     keyed: bool
     fed: bool = False
+    #: Set when what the call holds there cannot be read: an opaque read, for this reason.
+    unread: str = ""
 
 
 def _opaque(reason: str) -> Read:
@@ -164,12 +162,15 @@ def _read(view: CallView) -> Iterator[Read]:
     keyed, other, too_deep = _walk(view.arguments, is_shell_capability(view.ref))
     seen: set[_Job] = set()
     for job in (*keyed, *other):
-        if job in seen or (isinstance(job.value, str) and not job.value.strip()):
+        if job in seen or (isinstance(job.value, str) and not job.value.strip() and not job.unread):
             continue
         seen.add(job)
         if len(seen) > MAX_STRINGS:
             yield _opaque(f"more than {MAX_STRINGS} strings")
             break
+        if job.unread:
+            yield _opaque(job.unread)
+            continue
         script = _shell.parse(job.value, known) if isinstance(job.value, str) \
             else _shell.parse_argv(list(job.value), known)
         if job.fed:  # the call's input is to the program what a here-string is
@@ -178,6 +179,8 @@ def _read(view: CallView) -> Iterator[Read]:
         yield Read(script, job.keyed)
     if too_deep:
         yield _opaque(f"arguments nested deeper than {MAX_DEPTH}")
+    if view.risk == "write" and _strings_under(view, WRITE_PATH_KEYS)[1]:
+        yield _opaque(f"more than {MAX_STRINGS} places written")
 
 
 def _walk(arguments: Any, wide: bool) -> tuple[list[_Job], list[_Job], bool]:
@@ -195,23 +198,35 @@ def _walk(arguments: Any, wide: bool) -> tuple[list[_Job], list[_Job], bool]:
         if isinstance(value, str):
             if command_key or wide:
                 (keyed if command_key else other).append(_Job(value, command_key))
-            decoded = json_inside(value)
+            decoded, unread = _json_text(value)
+            if unread:
+                keyed.append(_Job("", True, unread=unread))
             if decoded:  # {"payload": "{\"cmd\": …}"}
                 if depth >= MAX_DEPTH:
                     too_deep = True
                 else:
                     stack.append((decoded, key, depth + 1))
-        elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        elif isinstance(value, list) and value and all(_scalar(v) for v in value):
+            # An argv may hold numbers and booleans: they are their JSON text (`["rm", "-rf", 1, "~"]`).
             if command_key or wide:
-                (keyed if command_key else other).append(_Job(tuple(value), command_key and name != "commands"))
+                (keyed if command_key else other).append(_Job(tuple(_text(v) for v in value),
+                                                              command_key and name != "commands"))
+            items = [item for item in value if isinstance(item, str)]
             if name == "commands" or wide:
-                (keyed if name == "commands" else other).extend(_Job(item, name == "commands") for item in value)
-            if depth >= MAX_DEPTH:
-                too_deep = too_deep or any(json_inside(item) for item in value)
-            else:
-                stack.extend((decoded, key, depth + 1) for item in reversed(value)
-                             if (decoded := json_inside(item)))
+                (keyed if name == "commands" else other).extend(_Job(item, name == "commands") for item in items)
+            for item in reversed(items):
+                decoded, unread = _json_text(item)
+                if unread:
+                    keyed.append(_Job("", True, unread=unread))
+                if decoded and depth >= MAX_DEPTH:
+                    too_deep = True
+                elif decoded:
+                    stack.append((decoded, key, depth + 1))
         elif isinstance(value, list | dict) and value:
+            if isinstance(value, list) and command_key and name != "commands":
+                # An argv with a null or an object in it: what runs depends on how the capability
+                # spells them, which the floor cannot know.
+                keyed.append(_Job("", True, unread="a command list holding a null, a list or an object"))
             if depth >= MAX_DEPTH:
                 too_deep = True
             elif isinstance(value, list):
@@ -228,47 +243,103 @@ def _program_and_arguments(value: dict[Any, Any], wide: bool) -> Iterator[_Job]:
     capability, any string beside them is read as the program)."""
     names = {str(k): key_name(str(k)) for k in value}
     fed = any(names[str(k)] in _INPUT and v not in (None, False, "", [], {}) for k, v in value.items())
-    found = False
+    # Every argument key beside the program, read together in their order (`args` + `flags`).
+    parts: list[tuple[str, ...] | str] = []
+    used: set[str] = set()
+    unread = False
     for args_key, args in value.items():
         if names[str(args_key)] not in _ARGUMENTS:
             continue
-        if isinstance(args, list) and all(isinstance(a, str | int | float) for a in args):
-            words: tuple[str, ...] | str = tuple(str(a) for a in args)
+        if isinstance(args, list) and all(_scalar(a) for a in args):
+            parts.append(tuple(_text(a) for a in args))
         elif isinstance(args, str):
-            words = args
+            parts.append(args)
+        elif isinstance(args, list):
+            unread = True  # a null or an object among the arguments
         else:
             continue
-        for key, program in value.items():
-            if isinstance(program, str) and key != args_key and names[str(key)] not in _INPUT \
-                    and (wide or names[str(key)] in _PROGRAM) and program.strip():
-                found = True
-                yield _Job((program, *words) if isinstance(words, tuple) else f"{program} {words}", True, fed)
-    if fed and not found:
-        for key, program in value.items():
-            if isinstance(program, str) and (wide or names[str(key)] in _PROGRAM) and names[str(key)] not in _INPUT:
-                yield _Job(program, True, fed=True)
+        used.add(str(args_key))
+    programs: list[tuple[str, ...] | str] = []
+    for key, program in value.items():
+        if str(key) in used or names[str(key)] in _INPUT or not (wide or names[str(key)] in _PROGRAM):
+            continue
+        if isinstance(program, str) and program.strip():
+            programs.append(program)
+        elif isinstance(program, list) and program and all(_scalar(p) for p in program):
+            programs.append(tuple(_text(p) for p in program))  # {cmd: ["python3"], stdin: "…"}
+    for program in programs:
+        if unread:
+            yield _Job("", True, unread="arguments holding a null, a list or an object")
+        elif parts and all(isinstance(part, tuple) for part in parts):
+            head = (program,) if isinstance(program, str) else program
+            yield _Job((*head, *(word for part in parts for word in part)), True, fed)
+        elif parts:
+            yield _Job(" ".join(part if isinstance(part, str) else shlex.join(part)
+                                for part in (program, *parts)), True, fed)
+        elif fed:
+            yield _Job(program, True, fed=True)
+    if fed and not programs:  # the whole command under a command key: {argv: ["sh", "-s"], input: "…"}
+        for key, command in value.items():
+            if names[str(key)] not in _COMMAND:
+                continue
+            if isinstance(command, str) and command.strip():
+                yield _Job(command, True, fed=True)
+            elif isinstance(command, list) and command and all(_scalar(c) for c in command):
+                yield _Job(tuple(_text(c) for c in command), True, fed=True)
+
+
+def _scalar(value: object) -> bool:
+    """A string, a number or a boolean: what an argv may hold."""
+    return isinstance(value, str | int | float)
+
+
+def _text(value: str | float) -> str:
+    """A word of an argv: a string as it is, a number or a boolean as its JSON text."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def json_inside(value: str) -> dict[str, Any] | list[Any] | None:
     """The object or array a string holds as JSON text, or None: the floor reads inside it as
     it reads the arguments themselves."""
+    return _json_text(value)[0]
+
+
+def _json_text(value: str) -> tuple[dict[str, Any] | list[Any] | None, str]:
+    """`json_inside`, and why text that may be JSON was not read: longer than MAX_JSON_CHARS or
+    nested past what the decoder reads (an opaque read for the floor, never a skip)."""
     text = value.strip()
-    if len(text) > MAX_JSON_CHARS or (text[:1], text[-1:]) not in (("{", "}"), ("[", "]")):
-        return None
+    if (text[:1], text[-1:]) not in (("{", "}"), ("[", "]")):
+        return None, ""
+    if len(text) > MAX_JSON_CHARS:
+        return None, f"JSON text longer than {MAX_JSON_CHARS} characters"
     try:
         decoded = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return decoded if isinstance(decoded, dict | list) else None
+    except RecursionError:
+        return None, "JSON text nested too deep to read"
+    except ValueError:
+        return None, ""
+    return (decoded if isinstance(decoded, dict | list) else None), ""
 
 
 def strings_under(view: CallView, keys: Sequence[str]) -> list[str]:
     """Every string held under one of `keys` at any depth of the arguments (lists of strings
     included, JSON text read inside), at most MAX_STRINGS."""
+    return _strings_under(view, tuple(keys))[0]
+
+
+def _strings_under(view: CallView, keys: tuple[str, ...]) -> tuple[list[str], bool]:
+    """`strings_under`, and whether more strings were left unread past MAX_STRINGS (cached)."""
+    found: tuple[list[str], bool] | None = view._cache.get(("strings under", keys))
+    if found is not None:
+        return found
     wanted = frozenset(key_name(k) for k in keys)
     out: list[str] = []
     stack: list[tuple[Any, bool, int]] = [(view.arguments, False, 0)]
-    while stack and len(out) < MAX_STRINGS:  # what lies deeper is an opaque read of `scripts`
+    more = False
+    while stack:  # what lies deeper is an opaque read of `scripts`
+        if len(out) >= MAX_STRINGS:
+            more = any(under or not isinstance(value, str) for value, under, _ in stack)
+            break
         value, under, depth = stack.pop()
         if isinstance(value, str):
             if under and value.strip():
@@ -280,7 +351,8 @@ def strings_under(view: CallView, keys: Sequence[str]) -> list[str]:
             stack.extend((item, under, depth + 1) for item in value)
         elif isinstance(value, dict) and depth < MAX_DEPTH:
             stack.extend((item, under or key_name(str(k)) in wanted, depth + 1) for k, item in value.items())
-    return out
+    found = view._cache[("strings under", keys)] = (out, more)
+    return found
 
 
 def ref_words(ref: str) -> set[str]:
