@@ -376,3 +376,51 @@ async def test_json_text_over_the_limit_is_refused_through_a_real_host() -> None
     assert envelope.result == ["refused", "refused"], envelope.error
     assert ran == []
     assert [a.floor for a in envelope.approvals] == ["recursive-delete-outside-tree", UNREADABLE]
+
+
+# ---------------------------------------------------------------- documents written are data
+
+JSON_LEAF = st.one_of(st.integers(), st.booleans(), st.none(), st.text(max_size=8))
+DOCUMENTS = st.recursive(JSON_LEAF, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                            st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+                         max_leaves=30)
+
+
+def _nested(depth: int) -> Any:
+    document: Any = [1]
+    for _ in range(depth):
+        document = [document]
+    return document
+
+
+@given(DOCUMENTS, st.sampled_from(["content", "data", "text", "body", "new_string", "Contents"]),
+       st.integers(min_value=0, max_value=MAX_DEPTH + 4), st.booleans())
+def test_a_document_a_write_capability_writes_is_data(document: Any, key: str, depth: int, large: bool) -> None:
+    # A large or deep JSON document, or one naming system paths, written into the tree is routine.
+    doc = {"doc": document, "deep": _nested(depth), "files": ["/etc/passwd"], "paths": [{"path": "/usr/lib/x"}]}
+    text = json.dumps(doc) + (" " * (MAX_JSON_CHARS + 1) if large else "")
+    if large:
+        text = "{" + text[1:-1] + " " * (MAX_JSON_CHARS + 1) + "}"
+    assert _hits({"path": "./out/doc.json", key: text}, "fs.write", "write") == []
+    assert _hits({"url": "https://api.example.com/import", key: text}, "http.post", "network") == []
+
+
+def test_a_document_under_a_capability_that_runs_things_still_fails_closed() -> None:
+    big = json.dumps({"pad": "x" * (MAX_JSON_CHARS + 1)})
+    deep = json.dumps(_nested(MAX_DEPTH + 2))
+    for text in (big, deep):
+        assert UNREADABLE in _hits({"payload": text}, "tools.invoke", "execute")
+        assert UNREADABLE in _hits({"content": text}, "shell.exec", "execute")
+    # A place written named in another argument's JSON text is read, as before.
+    assert "system-files" in _hits({"payload": json.dumps({"path": "/etc/passwd"})}, "fs.write", "write")
+
+
+@pytest.mark.parametrize(("arguments", "stopped"), [
+    ({"tool": "search", "params": [{"q": "refund"}, {"limit": 5}]}, False),
+    ({"program": "report", "options": [{"format": "csv"}]}, False),
+    ({"tool": "rm", "params": [{"q": "x"}, "-rf", "/"]}, True),
+    ({"program": "rm", "args": ["-rf", None, "/home/user"]}, True),
+    ({"program": "rm", "args": [{"force": True}, None]}, True),
+])
+def test_a_list_of_objects_beside_a_program_is_named_parameters(arguments: dict[str, Any], stopped: bool) -> None:
+    assert (UNREADABLE in _hits(arguments, "tools.invoke", "execute")) is stopped

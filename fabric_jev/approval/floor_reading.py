@@ -94,6 +94,10 @@ INPUT_KEYS = ("stdin", "input", "stdin_text", "stdin_data", "input_text", "input
 #: more names a capability may give them (``fs.rm(target: "/etc")``).
 WRITE_PATH_KEYS = (*PATH_KEYS, "target", "location", "output", "out", "outfile", "outFile", "output_path",
                    "outputPath", "folder", "dst", "root", "into", "dir_path", "dirPath", "dest_path", "destPath")
+#: Keys whose string is the data a write capability writes or sends: JSON text there is a document
+#: (a tsconfig.json listing "/etc/passwd"), not more arguments, so its keys are no places written.
+DATA_KEYS = ("content", "contents", "data", "text", "body", "new_content", "newContent", "new_text", "newText",
+             "new_string", "newString", "old_string", "oldString", "patch", "diff")
 #: What a program writes when its input says where (tar -P): anywhere, system files included.
 ANYWHERE = "<where its input says>"
 #: Arguments read at most this deep, and at most this many distinct strings parsed from one call:
@@ -137,6 +141,7 @@ _COMMAND = frozenset(key_name(k) for k in COMMAND_KEYS)
 _PROGRAM = frozenset(key_name(k) for k in PROGRAM_KEYS)
 _ARGUMENTS = frozenset(key_name(k) for k in ARGUMENT_KEYS)
 _INPUT = frozenset(key_name(k) for k in INPUT_KEYS)
+_DATA = frozenset(key_name(k) for k in DATA_KEYS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +164,8 @@ def _read(view: CallView) -> Iterator[Read]:
     """Parse what `_walk` finds, command keys first, at most MAX_STRINGS distinct strings: past
     that, or past MAX_DEPTH, what was not read is an opaque read (the floor asks)."""
     known = view.context.known
-    keyed, other, too_deep = _walk(view.arguments, is_shell_capability(view.ref))
+    shell = is_shell_capability(view.ref)
+    keyed, other, too_deep = _walk(view.arguments, shell, runs=shell or view.risk == "execute")
     seen: set[_Job] = set()
     for job in (*keyed, *other):
         if job in seen or (isinstance(job.value, str) and not job.value.strip() and not job.unread):
@@ -183,29 +189,34 @@ def _read(view: CallView) -> Iterator[Read]:
         yield _opaque(f"more than {MAX_STRINGS} places written")
 
 
-def _walk(arguments: Any, wide: bool) -> tuple[list[_Job], list[_Job], bool]:
+def _walk(arguments: Any, wide: bool, *, runs: bool = True) -> tuple[list[_Job], list[_Job], bool]:
     """Every string the floor reads as a command: those under a command key (or paired with a
     program) first, then, under a shell capability, every other one; and whether a part of the
-    arguments lies deeper than MAX_DEPTH (it is not walked, and so cannot be cleared)."""
+    arguments lies deeper than MAX_DEPTH (it is not walked, and so cannot be cleared).
+
+    JSON text inside a string that cannot be read (too long, too deep) is an opaque read only
+    when the capability `runs` things (a shell capability or risk execute): a file written or a
+    body posted is data, and a large or deep JSON document in it is routine."""
     keyed: list[_Job] = []
     other: list[_Job] = []
     too_deep = False
-    stack: list[tuple[Any, str, int]] = [(arguments, "", 0)]
+    # (value, its key, depth, whether it came from JSON text inside a string)
+    stack: list[tuple[Any, str, int, bool]] = [(arguments, "", 0, False)]
     while stack:
-        value, key, depth = stack.pop()
+        value, key, depth, text = stack.pop()
         name = key_name(key)
         command_key = name in _COMMAND
         if isinstance(value, str):
             if command_key or wide:
                 (keyed if command_key else other).append(_Job(value, command_key))
             decoded, unread = _json_text(value)
-            if unread:
+            if unread and runs:
                 keyed.append(_Job("", True, unread=unread))
             if decoded:  # {"payload": "{\"cmd\": …}"}
                 if depth >= MAX_DEPTH:
-                    too_deep = True
+                    too_deep = too_deep or runs
                 else:
-                    stack.append((decoded, key, depth + 1))
+                    stack.append((decoded, key, depth + 1, True))
         elif isinstance(value, list) and value and all(_scalar(v) for v in value):
             # An argv may hold numbers and booleans: they are their JSON text (`["rm", "-rf", 1, "~"]`).
             if command_key or wide:
@@ -216,24 +227,24 @@ def _walk(arguments: Any, wide: bool) -> tuple[list[_Job], list[_Job], bool]:
                 (keyed if name == "commands" else other).extend(_Job(item, name == "commands") for item in items)
             for item in reversed(items):
                 decoded, unread = _json_text(item)
-                if unread:
+                if unread and runs:
                     keyed.append(_Job("", True, unread=unread))
                 if decoded and depth >= MAX_DEPTH:
-                    too_deep = True
+                    too_deep = too_deep or runs
                 elif decoded:
-                    stack.append((decoded, key, depth + 1))
+                    stack.append((decoded, key, depth + 1, True))
         elif isinstance(value, list | dict) and value:
             if isinstance(value, list) and command_key and name != "commands":
                 # An argv with a null or an object in it: what runs depends on how the capability
                 # spells them, which the floor cannot know.
                 keyed.append(_Job("", True, unread="a command list holding a null, a list or an object"))
             if depth >= MAX_DEPTH:
-                too_deep = True
+                too_deep = too_deep or runs or not text
             elif isinstance(value, list):
-                stack.extend((item, key, depth + 1) for item in reversed(value))
+                stack.extend((item, key, depth + 1, text) for item in reversed(value))
             else:
                 keyed.extend(_program_and_arguments(value, wide))
-                stack.extend((item, str(k), depth + 1) for k, item in reversed(list(value.items())))
+                stack.extend((item, str(k), depth + 1, text) for k, item in reversed(list(value.items())))
     return keyed, other, too_deep
 
 
@@ -254,10 +265,10 @@ def _program_and_arguments(value: dict[Any, Any], wide: bool) -> Iterator[_Job]:
             parts.append(tuple(_text(a) for a in args))
         elif isinstance(args, str):
             parts.append(args)
-        elif isinstance(args, list):
-            unread = True  # a null or an object among the arguments
+        elif isinstance(args, list) and not all(isinstance(a, dict) for a in args):
+            unread = True  # a null, or words and objects together: no argv the floor can know
         else:
-            continue
+            continue  # named parameters ({tool: "search", params: [{q: "x"}]}): walked for what they hold
         used.add(str(args_key))
     programs: list[tuple[str, ...] | str] = []
     for key, program in value.items():
@@ -333,24 +344,27 @@ def _strings_under(view: CallView, keys: tuple[str, ...]) -> tuple[list[str], bo
     if found is not None:
         return found
     wanted = frozenset(key_name(k) for k in keys)
+    # A document written is read inside only where the capability runs things.
+    data = frozenset() if view.risk == "execute" or is_shell_capability(view.ref) else _DATA
     out: list[str] = []
-    stack: list[tuple[Any, bool, int]] = [(view.arguments, False, 0)]
+    stack: list[tuple[Any, bool, int, str]] = [(view.arguments, False, 0, "")]
     more = False
     while stack:  # what lies deeper is an opaque read of `scripts`
         if len(out) >= MAX_STRINGS:
-            more = any(under or not isinstance(value, str) for value, under, _ in stack)
+            more = any(under or not isinstance(value, str) for value, under, _, _ in stack)
             break
-        value, under, depth = stack.pop()
+        value, under, depth, name = stack.pop()
         if isinstance(value, str):
             if under and value.strip():
                 out.append(value)
-            decoded = json_inside(value)
+            decoded = None if name in data else json_inside(value)
             if decoded is not None and depth < MAX_DEPTH:
-                stack.append((decoded, under, depth + 1))
+                stack.append((decoded, under, depth + 1, name))
         elif isinstance(value, list) and depth < MAX_DEPTH:
-            stack.extend((item, under, depth + 1) for item in value)
+            stack.extend((item, under, depth + 1, name) for item in value)
         elif isinstance(value, dict) and depth < MAX_DEPTH:
-            stack.extend((item, under or key_name(str(k)) in wanted, depth + 1) for k, item in value.items())
+            stack.extend((item, under or key_name(str(k)) in wanted, depth + 1, key_name(str(k)))
+                         for k, item in value.items())
     found = view._cache[("strings under", keys)] = (out, more)
     return found
 
