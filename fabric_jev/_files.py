@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,8 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
     `mode` (e.g. 0o600) is applied before any data is written, so a secret is
     never readable under looser permissions.
     """
+    import tempfile  # with shutil and the compression modules: only a write loads them
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     try:
         if mode is not None:

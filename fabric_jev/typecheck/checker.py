@@ -24,8 +24,6 @@ import hashlib
 import json
 import os
 import secrets
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,9 +37,8 @@ from ..contract.languages import CheckerStatus, CheckMode, Language, TypeCheckOu
 from ..contract.program import Program
 from ..errors import JevError, TypeScriptError, clip_error
 from . import cache
-from .compiler import Compiler, CompilerStopped, Missing, locate, run_compiler
+from .compiler import Compiler, CompilerStopped, Missing, locate
 from .declarations import DECLARATIONS_FILE, render, schema_type, wrap
-from .diagnostics import parse_output, place
 from .slots import FairSlots, slot_owner
 from .verdict import CheckReport, CheckResult, CompilerVerdict, Stopped
 
@@ -161,6 +158,9 @@ class _Project:
 
 def _write_project(program: Program, declarations: str, reading: Reading | None) -> tuple[Reading, _Project]:
     """Read the code (when not yet read) and write the compiler's project into a new folder. Blocking."""
+    import shutil
+    import tempfile
+
     if reading is None:
         reading = read(program.code, declared(program))
     tag = secrets.token_hex(8)
@@ -187,6 +187,11 @@ async def _compile(program: Program, declarations: str, reading: Reading | None,
                    tc: TypecheckConfig) -> CompilerVerdict:
     """One compiler run on the program. Its blocking parts (the tree-sitter reading, the files) run
     in one worker thread before and one after."""
+    import shutil
+
+    from .diagnostics import parse_output, place
+    from .tsgo import run_compiler  # a cache hit never loads the runner
+
     done, project = await anyio.to_thread.run_sync(_write_project, program, declarations, reading)
     folder = project.folder
     language = done.language
