@@ -22,9 +22,8 @@ import contextlib
 import os
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 #: Makes the reader's own exception from a one-line message (EvalError, BatchError, ...).
 ErrorOf = Callable[[str], Exception]
@@ -156,8 +155,7 @@ def read_head(path: str | Path, *, label: str, max_bytes: int, error: ErrorOf) -
             raise error(f"cannot read {label}: {exc.strerror or exc}") from None
 
 
-@dataclass(frozen=True, slots=True)
-class LineLimits:
+class LineLimits(NamedTuple):
     """The bounds of a JSON Lines file: its size, one line's size, and how many lines (blank
     ones too) it may have."""
 

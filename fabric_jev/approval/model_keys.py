@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import ConfigError
 from ..evaluators.routes import OPENROUTER, TYPESAFE, VERCEL, Route
@@ -29,8 +29,7 @@ _LEGACY = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class ApprovalModel:
+class ApprovalModel(NamedTuple):
     key: str  # normalised pi-fabric/… key
     route: Route
     model: str

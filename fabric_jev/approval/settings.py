@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._files import atomic_write, config_dir
 from .._json import JSONInputError, read_json_file
@@ -27,8 +26,7 @@ def check_threshold(value: object) -> JsonNumber:
         raise ValueError("the approval threshold must be a finite number in [0, 1]")
     return value
 
-@dataclass(frozen=True)
-class ApprovalSettings:
+class ApprovalSettings(NamedTuple):
     model: str = DEFAULT_KEY
     threshold: float = 0.5
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, NamedTuple, get_args
 
 Risk = Literal["read", "write", "execute", "network", "agent"]
 Policy = Literal["allow", "ask", "deny", "auto"]
@@ -70,8 +70,7 @@ def parse_approvals(raw: object) -> dict[Risk, Policy]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyOutcome:
+class PolicyOutcome(NamedTuple):
     allowed: bool
     decided_by: DecidedBy
     reason: str

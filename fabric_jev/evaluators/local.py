@@ -49,7 +49,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(f"..questions.{_MOVED[name]}", __name__), name)
+    return getattr(importlib.import_module(f"..questions.{_MOVED[name]}", __package__), name)
 
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ import contextvars
 import math
 import time
 from collections import deque
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 from anyio.lowlevel import checkpoint_if_cancelled
@@ -134,8 +134,7 @@ class AuditTrail:
                 for _, _, ref, risk, _, outcome, _ in self.kept]
 
 
-@dataclass(frozen=True, slots=True)
-class Pending:
+class Pending(NamedTuple):
     """A call the rules left to the classifier or a person: why, and what a person is shown."""
 
     policy: Policy  # "ask" or "auto"
@@ -310,9 +309,9 @@ class PolicyGate:
         outcome = resolve(risk, policy, classifier=classifier, approver=approver, who=who,
                           unavailable=unavailable)
         if pending.rule is not None or pending.floor is not None:
-            outcome = replace(outcome, rule=None if pending.rule is None else pending.rule.text,
-                              rule_source=None if pending.rule is None else pending.rule.source,
-                              floor=None if pending.floor is None else pending.floor.id)
+            outcome = outcome._replace(rule=None if pending.rule is None else pending.rule.text,
+                                       rule_source=None if pending.rule is None else pending.rule.source,
+                                       floor=None if pending.floor is None else pending.floor.id)
         return policy, outcome, probability
 
     async def _classify(self, ref: str, risk: Risk, arguments: Any, intent: str | None,

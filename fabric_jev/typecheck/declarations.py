@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from .._runtime_js import runtime_js_path
 from ..contract.languages import Language
@@ -84,8 +83,7 @@ def _union(parts: Iterable[str], glue: str) -> str:
     return glue.join(p if _ATOM.fullmatch(p) else f"({p})" for p in unique)
 
 
-@dataclass(frozen=True, slots=True)
-class _Writer:
+class _Writer(NamedTuple):
     """Schema → type. Input arrays are mutable (the program owns its copy); output accepts readonly ones.
 
     An object's undeclared keys: for input they are not in the type (reading

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 from pydantic import PlainSerializer
 
@@ -95,8 +95,7 @@ class Diagnostic(WireData):
         return cls(line, column, int(code[2:]), message)
 
 
-@dataclass(frozen=True, slots=True)
-class RawDiagnostic:
+class RawDiagnostic(NamedTuple):
     file: str | None
     line: int
     column: int
