@@ -12,7 +12,7 @@ from ..contract.config import HostConfig
 from ..contract.json_basics import JsonNumber
 from ..contract.values import is_finite_number
 from ..errors import ConfigError
-from .model_keys import DEFAULT_KEY, parse_model_key
+from .model_keys import DEFAULT_KEY, model_key
 
 
 def settings_path() -> Path:
@@ -39,7 +39,7 @@ class ApprovalSettings(NamedTuple):
 
     @classmethod
     def make(cls, model: object, threshold: object) -> ApprovalSettings:
-        key = parse_model_key(model).key  # legacy jev/<model> is normalised here
+        key = model_key(model)  # legacy jev/<model> is normalised here
         try:
             value = check_threshold(threshold)
         except ValueError as exc:

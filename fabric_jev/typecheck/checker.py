@@ -38,7 +38,6 @@ from ..errors import JevError, TypeScriptError, clip_error
 from . import cache
 from .compiler import Compiler, CompilerStopped, Missing, locate
 from .declarations import DECLARATIONS_FILE, render, schema_type, wrap
-from .slots import FairSlots, slot_owner
 from .verdict import CheckReport, CheckResult, CompilerVerdict, Stopped
 
 #: Bump when the options, the wrapper or the meaning of a verdict change (part of every digest).
@@ -82,6 +81,8 @@ class _LoopState:
     flight, by digest."""
 
     def __init__(self) -> None:
+        from .slots import FairSlots
+
         self.slots = FairSlots(MAX_COMPILERS)
         self.inflight: dict[str, anyio.Event] = {}
 
@@ -295,6 +296,8 @@ async def _verdict(program: Program, key: str, declarations: str, compiler: Comp
             if found is not None:
                 return found, True
         try:
+            from .slots import slot_owner
+
             async with state.slots.taken(slot_owner(program.name)):
                 verdict = await _compile(program, declarations, reading, compiler, tc)
         except CompilerStopped as exc:
