@@ -18,7 +18,6 @@ the one place that rule is written down; the async driver
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal, NamedTuple, get_args
 
 Risk = Literal["read", "write", "execute", "network", "agent"]
@@ -110,8 +109,7 @@ def parse_overrides(raw: object, which: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyOverrides:
+class PolicyOverrides(NamedTuple):
     """`--allow RISK|REF` and `--deny RISK|REF` for one command (or `HostConfig.allow`/`deny`).
 
     They beat the configured policy of the risk, in both directions; as with
