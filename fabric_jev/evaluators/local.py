@@ -22,7 +22,6 @@ of the other questions and of their order):
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 from functools import cache, partial
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.lowlevel
 import anyio.to_thread
 
+from .._patterns import LazyPattern
 from ..contract.values import JsonValue
 from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus, ProfileStatus, evaluation_deadline, known_status
 from .local_model import weights_problem
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 
 MODEL_NAME = "fabric-jev-local-minilm (heuristic, uncalibrated)"
 ADAPTED_MODEL = "fabric-jev-local-minilm+profile:{name}"
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+_SENTENCE = LazyPattern(r"(?<=[.!?;])\s+|\n+")
 
 
 class LocalEvaluator:
