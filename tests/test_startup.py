@@ -81,3 +81,21 @@ def _run_twice(program: Path, not_loaded: tuple[str, ...], tmp_path: Path) -> li
     lines: list[str] = done.stdout.splitlines()
     assert len(lines) == 3, done.stderr
     return lines
+
+
+def test_the_run_command_ending_its_own_process_writes_what_it_wrote_before(tmp_path: Path) -> None:
+    # `fabric-jev run` in its own process ends with os._exit once its output is flushed: the whole
+    # envelope still arrives through a pipe, and a closed stdout is still an internal error (exit 3).
+    program = tmp_path / "trivial.json"
+    program.write_text(json.dumps({**TRIVIAL, "code": "return {n: 1}"}))
+    env = {**os.environ, "FABRIC_JEV_HOME": str(tmp_path / "home")}
+    argv = [sys.executable, "-m", "fabric_jev", "run", str(program), "--evaluator", "local", "--quiet"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["result"] == {"n": 1}
+    assert done.stdout.endswith("}\n")
+    closed = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=60, env=env,
+                            preexec_fn=lambda: os.close(1))
+    assert closed.returncode == 3
+    assert closed.stderr.startswith("fabric-jev: internal error: ")
+    assert "Traceback" not in closed.stderr

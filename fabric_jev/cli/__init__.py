@@ -131,8 +131,9 @@ def _end_process(code: int) -> None:
     if "opentelemetry" in sys.modules:
         return
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: the command was started with that stream closed
+                stream.flush()
     except (OSError, ValueError):
         return
     os._exit(code)
