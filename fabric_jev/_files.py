@@ -21,11 +21,9 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 #: Makes the reader's own exception from a one-line message (EvalError, BatchError, ...).
 ErrorOf = Callable[[str], Exception]
@@ -40,6 +38,8 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
     `mode` (e.g. 0o600) is applied before any data is written, so a secret is
     never readable under looser permissions.
     """
+    import tempfile  # with shutil and the compression modules: only a write loads them
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     try:
         if mode is not None:
@@ -155,8 +155,7 @@ def read_head(path: str | Path, *, label: str, max_bytes: int, error: ErrorOf) -
             raise error(f"cannot read {label}: {exc.strerror or exc}") from None
 
 
-@dataclass(frozen=True, slots=True)
-class LineLimits:
+class LineLimits(NamedTuple):
     """The bounds of a JSON Lines file: its size, one line's size, and how many lines (blank
     ones too) it may have."""
 

@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._patterns import LazyPattern
+
 __all__ = ["DEFAULT_MAX_DEPTH", "STRUCTURE_TOKEN", "JSONInputError", "check_depth", "copy_tree", "loads_bounded",
            "read_json_file", "values_at_most"]
 
@@ -31,13 +33,13 @@ _BOM = b"\xef\xbb\xbf"
 #: possessive quantifiers and the lone-quote stop keep the scan linear even on
 #: input crafted to make a string pattern backtrack. (Also the MCP server's scan
 #: of lines its SDK could not parse.)
-STRUCTURE_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]|"', re.DOTALL)
+STRUCTURE_TOKEN = LazyPattern(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]|"', re.DOTALL)
 #: A \uD800-\uDFFF escape: the only way JSON text can carry a surrogate (UTF-8 cannot).
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE = LazyPattern(r"\\u[dD][89a-fA-F]")
 
 
 #: A whole JSON string, as bytes (for `values_at_most`).
-_STRING_BYTES = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_STRING_BYTES = LazyPattern(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 
 
 def values_at_most(data: bytes, limit: int) -> int:

@@ -16,7 +16,7 @@ Standard library only: the floor every room may stand on.
 
 from __future__ import annotations
 
-import re
+from ._patterns import LazyPattern
 
 __all__ = ["LONE_SURROGATE", "SURROGATES", "has_lone_surrogate", "without_lone_surrogates"]
 
@@ -24,7 +24,7 @@ __all__ = ["LONE_SURROGATE", "SURROGATES", "has_lone_surrogate", "without_lone_s
 SURROGATES = "\ud800-\udfff"
 #: One surrogate code point. In Python text every one is lone: a pair read from JSON or UTF-16
 #: is already one code point past U+FFFF.
-LONE_SURROGATE = re.compile(f"[{SURROGATES}]")
+LONE_SURROGATE = LazyPattern(f"[{SURROGATES}]")
 
 
 def has_lone_surrogate(text: str) -> bool:

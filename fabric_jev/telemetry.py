@@ -26,10 +26,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import sys
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
+
+from ._patterns import LazyPattern
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
@@ -51,7 +52,7 @@ OPERATION = "gen_ai.operation.name"
 #: The guest's own error classes: a run's `error.type` names one of them, never free text.
 _JS_ERRORS = frozenset({"Error", "TypeError", "RangeError", "ReferenceError", "SyntaxError", "EvalError",
                         "URIError", "AggregateError", "InternalError"})
-_ERROR_CLASS = re.compile(r"([A-Za-z]{1,32}): ")
+_ERROR_CLASS = LazyPattern(r"([A-Za-z]{1,32}): ")
 
 _tracer: Tracer | None = None
 

@@ -19,8 +19,9 @@ from fabric_jev import JevHost, RunState
 from fabric_jev.contract.program import Program
 from fabric_jev.protocol import runtime_js
 from fabric_jev.typecheck import checker
-from fabric_jev.typecheck.compiler import Compiler, locate, run_compiler
+from fabric_jev.typecheck.compiler import Compiler, locate
 from fabric_jev.typecheck.declarations import render
+from fabric_jev.typecheck.tsgo import run_compiler
 
 pytestmark = pytest.mark.anyio
 

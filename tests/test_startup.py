@@ -18,14 +18,42 @@ NOT_LOADED = (
     "fabric_jev.evaluators.profile", "fabric_jev.evaluators.cassette", "fabric_jev.evaluators.fixture",
     "fabric_jev.evaluators.credentials", "fabric_jev.evaluators.http", "fabric_jev.approval.classifier",
     "fabric_jev.plugins", "fabric_jev.cli.batch", "fabric_jev.cli.learning", "fabric_jev.cli.verification",
+    # A verdict from the cache runs no compiler: neither its runner nor its slots, nor the temporary
+    # folder it writes the program to; the local evaluator's question kinds load with its first answer;
+    # the route tables when a route is chosen (docs/performance.md, "Start-up of run").
+    "tempfile", "fabric_jev.typecheck.tsgo", "fabric_jev.typecheck.slots", "fabric_jev.questions",
+    "fabric_jev.evaluators.routes", "fabric_jev.evaluators.llm_routes",
 )
+#: What a trivial TypeScript run loads besides: the parser that erases its types (whose grammar package
+#: finds its library through importlib.resources, which loads tempfile).
+ERASING = ("tree_sitter", "tempfile")
+
+
+TRIVIAL = {"name": "trivial", "inputSchema": {},
+           "outputSchema": {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}}
 
 
 def test_a_trivial_run_loads_only_what_it_uses(tmp_path: Path) -> None:
     program = tmp_path / "trivial.json"
-    program.write_text(json.dumps({"name": "trivial", "code": "return {n: 1}", "inputSchema": {},
-                                   "outputSchema": {"type": "object", "required": ["n"],
-                                                    "properties": {"n": {"type": "integer"}}}}))
+    program.write_text(json.dumps({**TRIVIAL, "code": "return {n: 1}"}))
+    ran, loaded, built = _run_twice(program, NOT_LOADED, tmp_path)
+    assert ran == "0 True"
+    assert loaded == "[]"
+    assert built == "[]"
+
+
+def test_a_trivial_typescript_run_loads_only_its_type_eraser_besides(tmp_path: Path) -> None:
+    program = tmp_path / "trivial.ts"
+    program.write_text(f"/* @program\n{json.dumps(TRIVIAL)}\n*/\nconst n: number = 1;\nreturn {{n}};\n")
+    ran, loaded, built = _run_twice(program, tuple(m for m in NOT_LOADED if m not in ERASING), tmp_path)
+    assert ran == "0 True"
+    assert loaded == "[]"
+    assert built == "[]"
+
+
+def _run_twice(program: Path, not_loaded: tuple[str, ...], tmp_path: Path) -> list[str]:
+    """`fabric-jev run PROGRAM --quiet` in a fresh interpreter, twice: whether it completed, which of
+    `not_loaded` the second run loaded, and which models it built."""
     code = "\n".join([
         "import contextlib, io, sys",
         "from fabric_jev.cli import main",
@@ -33,7 +61,7 @@ def test_a_trivial_run_loads_only_what_it_uses(tmp_path: Path) -> None:
         "with contextlib.redirect_stdout(out):",
         f"    code = main(['run', {str(program)!r}, '--evaluator', 'local', '--quiet'])",
         "print(code, 'completed' in out.getvalue())",
-        f"print([m for m in {NOT_LOADED!r} if m in sys.modules])",
+        f"print([m for m in {not_loaded!r} if m in sys.modules])",
         # A model's validator and serializer are built on first use: a trivial run reads its program
         # and writes its envelope without them (contract/wire_plain.py, Program's plain reader).
         "from pydantic import BaseModel",
@@ -50,7 +78,24 @@ def test_a_trivial_run_loads_only_what_it_uses(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True, env=env)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True,
                           env=env)
-    ran, loaded, built = done.stdout.splitlines()
-    assert ran == "0 True", done.stderr
-    assert loaded == "[]"
-    assert built == "[]"
+    lines: list[str] = done.stdout.splitlines()
+    assert len(lines) == 3, done.stderr
+    return lines
+
+
+def test_the_run_command_ending_its_own_process_writes_what_it_wrote_before(tmp_path: Path) -> None:
+    # `fabric-jev run` in its own process ends with os._exit once its output is flushed: the whole
+    # envelope still arrives through a pipe, and a closed stdout is still an internal error (exit 3).
+    program = tmp_path / "trivial.json"
+    program.write_text(json.dumps({**TRIVIAL, "code": "return {n: 1}"}))
+    env = {**os.environ, "FABRIC_JEV_HOME": str(tmp_path / "home")}
+    argv = [sys.executable, "-m", "fabric_jev", "run", str(program), "--evaluator", "local", "--quiet"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["result"] == {"n": 1}
+    assert done.stdout.endswith("}\n")
+    closed = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=60, env=env,
+                            preexec_fn=lambda: os.close(1))
+    assert closed.returncode == 3
+    assert closed.stderr.startswith("fabric-jev: internal error: ")
+    assert "Traceback" not in closed.stderr

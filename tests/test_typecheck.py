@@ -400,9 +400,9 @@ async def test_a_check_cancelled_while_its_files_are_written_leaves_no_folder(
 
 
 async def test_a_check_cancelled_while_the_compiler_runs_kills_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fabric_jev.typecheck import compiler
+    from fabric_jev.typecheck import tsgo
 
-    real = compiler._cap
+    real = tsgo._cap
     started: list[int] = []
 
     def cap_then_cancel(pid: int, *args: Any) -> None:
@@ -410,7 +410,7 @@ async def test_a_check_cancelled_while_the_compiler_runs_kills_it(monkeypatch: p
         started.append(pid)
         scope.cancel()  # the compiler is running: the caller goes away
 
-    monkeypatch.setattr(compiler, "_cap", cap_then_cancel)
+    monkeypatch.setattr(tsgo, "_cap", cap_then_cancel)
     before = child_pids()
     program = parse_program(make(HUNGRY, requires=[]))
     with anyio.CancelScope() as scope:

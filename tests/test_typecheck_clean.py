@@ -18,8 +18,9 @@ import pytest
 
 from fabric_jev.contract.program import Program, parse_program
 from fabric_jev.typecheck import cache, checker
-from fabric_jev.typecheck.compiler import Compiler, locate, run_compiler
+from fabric_jev.typecheck.compiler import Compiler, locate
 from fabric_jev.typecheck.declarations import render, schema_type
+from fabric_jev.typecheck.tsgo import run_compiler
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.anyio

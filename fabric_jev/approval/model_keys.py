@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import ConfigError
-from ..evaluators.routes import OPENROUTER, TYPESAFE, VERCEL, Route
 
-_KEYS: dict[str, tuple[Route, str]] = {
-    "pi-fabric/typesafe/jev-latest": (TYPESAFE, "jev-latest"),
-    "pi-fabric/typesafe/jev-1.13": (TYPESAFE, "jev-1.13"),
-    "pi-fabric/typesafe/jev-1.13.0": (TYPESAFE, "jev-1.13.0"),
-    "pi-fabric/typesafe/jev-preview": (TYPESAFE, "jev-preview"),
-    "pi-fabric/openrouter/jev-latest": (OPENROUTER, "jev-latest"),
-    "pi-fabric/openrouter/jev-1.13": (OPENROUTER, "jev-1.13"),
-    "pi-fabric/vercel-ai-gateway/jev-latest": (VERCEL, "jev-latest"),
+if TYPE_CHECKING:  # the routes load when a key's route is asked for, not when settings are read
+    from ..evaluators.routes import Route
+
+#: Each key's route (by name) and model.
+_KEYS: dict[str, tuple[str, str]] = {
+    "pi-fabric/typesafe/jev-latest": ("typesafe", "jev-latest"),
+    "pi-fabric/typesafe/jev-1.13": ("typesafe", "jev-1.13"),
+    "pi-fabric/typesafe/jev-1.13.0": ("typesafe", "jev-1.13.0"),
+    "pi-fabric/typesafe/jev-preview": ("typesafe", "jev-preview"),
+    "pi-fabric/openrouter/jev-latest": ("openrouter", "jev-latest"),
+    "pi-fabric/openrouter/jev-1.13": ("openrouter", "jev-1.13"),
+    "pi-fabric/vercel-ai-gateway/jev-latest": ("vercel-ai-gateway", "jev-latest"),
 }
 DEFAULT_KEY = "pi-fabric/typesafe/jev-latest"
 # Legacy `jev/<model id>`: the model id names its route the way jev.evaluate's ids do.
@@ -29,8 +32,7 @@ _LEGACY = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class ApprovalModel:
+class ApprovalModel(NamedTuple):
     key: str  # normalised pi-fabric/… key
     route: Route
     model: str
@@ -38,6 +40,15 @@ class ApprovalModel:
 
 def parse_model_key(key: object) -> ApprovalModel:
     """Accept a pi-fabric key or a legacy jev/<model> one; return it normalised."""
+    from ..evaluators.routes import get_route
+
+    normalised = model_key(key)
+    route, model = _KEYS[normalised]
+    return ApprovalModel(normalised, get_route(route), model)
+
+
+def model_key(key: object) -> str:
+    """`parse_model_key(key).key`, without loading the routes."""
     if not isinstance(key, str):
         raise ConfigError("an approval model key must be a string")
     normalised = key.strip()
@@ -46,7 +57,6 @@ def parse_model_key(key: object) -> ApprovalModel:
         if legacy is None:
             raise ConfigError(f"unknown legacy approval model {key!r}")
         normalised = legacy
-    found = _KEYS.get(normalised)
-    if found is None:
+    if normalised not in _KEYS:
         raise ConfigError(f"unknown approval model {key!r}; expected one of: {', '.join(_KEYS)}")
-    return ApprovalModel(normalised, *found)
+    return normalised

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._files import atomic_write, config_dir
 from .._json import JSONInputError, read_json_file
@@ -13,7 +12,7 @@ from ..contract.config import HostConfig
 from ..contract.json_basics import JsonNumber
 from ..contract.values import is_finite_number
 from ..errors import ConfigError
-from .model_keys import DEFAULT_KEY, parse_model_key
+from .model_keys import DEFAULT_KEY, model_key
 
 
 def settings_path() -> Path:
@@ -27,8 +26,7 @@ def check_threshold(value: object) -> JsonNumber:
         raise ValueError("the approval threshold must be a finite number in [0, 1]")
     return value
 
-@dataclass(frozen=True)
-class ApprovalSettings:
+class ApprovalSettings(NamedTuple):
     model: str = DEFAULT_KEY
     threshold: float = 0.5
 
@@ -41,7 +39,7 @@ class ApprovalSettings:
 
     @classmethod
     def make(cls, model: object, threshold: object) -> ApprovalSettings:
-        key = parse_model_key(model).key  # legacy jev/<model> is normalised here
+        key = model_key(model)  # legacy jev/<model> is normalised here
         try:
             value = check_threshold(threshold)
         except ValueError as exc:

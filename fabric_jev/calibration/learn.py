@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProfileInvalid
 from ..evaluators.lexical import MAX_PROFILE_IDS, LexicalIndex, term_ids
-from ..evaluators.local import render
 from ..evaluators.profile import (
     MAX_EXAMPLES,
     MAX_EXAMPLES_PER_SIGNATURE,
@@ -40,6 +39,7 @@ from ..evaluators.profile import (
     kernel,
 )
 from ..questions import listed
+from ..questions.common import render
 from .labels import LabeledExample
 from .metrics import AnswerOutcome, outcome, summary
 

@@ -6,15 +6,14 @@ not load the observer machinery (its pydantic models and redaction rules).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 ADVICE_MAX_CHARS = 2_000
 ADVICE_SHAPE = (f"program.advise expects {{eventId, message}} with a message of "
                 f"1-{ADVICE_MAX_CHARS} characters")
 
 
-@dataclass(frozen=True, slots=True)
-class AdviceRequest:
+class AdviceRequest(NamedTuple):
     """A well-formed `program.advise` request (contract §8); not yet checked for delivery."""
 
     event_id: str

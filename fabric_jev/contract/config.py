@@ -237,8 +237,13 @@ class HostConfig(WireModel):
 def default_config() -> HostConfig:
     """`HostConfig()`. Every default is valid as it stands, so it is made without validating them:
     a command given no --config builds no schema for it (docs/performance.md, "Start-up of run";
-    tests/test_contract_config.py holds it equal to `HostConfig()`)."""
-    return HostConfig.model_construct()
+    tests/test_contract_config.py holds it equal to `HostConfig()`). The values of the fields made by
+    a factory are made here and given, as none of them set: left to `model_construct`, each factory's
+    signature would be read (`inspect.signature`, ~1 ms apiece here) to learn whether it takes the
+    data validated so far, which none does."""
+    made = {name: field.default_factory() for name, field in HostConfig.model_fields.items()  # type: ignore[call-arg]
+            if field.default_factory is not None}
+    return HostConfig.model_construct(set(), **made)
 
 
 @dataclass(frozen=True, slots=True)

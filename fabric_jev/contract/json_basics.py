@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 from typing import TYPE_CHECKING, Any
+
+from .._patterns import LazyPattern
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -36,7 +37,7 @@ def is_finite_number(v: object) -> TypeIs[int | float]:
     return isinstance(v, float) and math.isfinite(v)
 
 
-_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,63}")
+_NAME = LazyPattern(r"[A-Za-z_$][A-Za-z0-9_$]{0,63}")
 
 
 def path_step(name: str) -> str:

@@ -9,12 +9,12 @@ hold letters, digits, `.`, `_` and `-`. No `..`, no further path segments, no
 
 from __future__ import annotations
 
-import re
+from .._patterns import LazyPattern
 
 MODEL_ID_MAX_CHARS = 128
 #: The rule as a pattern (the same in Python, Rust and ECMAScript regexes), but for "no ..".
 MODEL_ID_PATTERN = r"^~?[A-Za-z0-9][A-Za-z0-9._-]{0,62}(?:/[A-Za-z0-9][A-Za-z0-9._-]{0,62})?$"
-_MODEL_ID = re.compile(MODEL_ID_PATTERN)
+_MODEL_ID = LazyPattern(MODEL_ID_PATTERN)
 MODEL_ID_RULE = ("a model id of 1-128 characters: an optional '~', a name and at most one '/name' "
                  "(letters, digits, '.', '_', '-'; no '..')")
 

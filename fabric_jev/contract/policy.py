@@ -18,8 +18,7 @@ the one place that rule is written down; the async driver
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, NamedTuple, get_args
 
 Risk = Literal["read", "write", "execute", "network", "agent"]
 Policy = Literal["allow", "ask", "deny", "auto"]
@@ -70,8 +69,7 @@ def parse_approvals(raw: object) -> dict[Risk, Policy]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyOutcome:
+class PolicyOutcome(NamedTuple):
     allowed: bool
     decided_by: DecidedBy
     reason: str
@@ -111,8 +109,7 @@ def parse_overrides(raw: object, which: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyOverrides:
+class PolicyOverrides(NamedTuple):
     """`--allow RISK|REF` and `--deny RISK|REF` for one command (or `HostConfig.allow`/`deny`).
 
     They beat the configured policy of the risk, in both directions; as with

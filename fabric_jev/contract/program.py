@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .._patterns import LazyPattern
 from ..errors import JevError, ProgramInvalid
 from .json_basics import did_you_mean
 from .schema_subset import check_schema
 from .wire_model import WireModel, omit_none, validate_json_object
 
-REF_PATTERN = re.compile(r"^[a-z][a-z0-9_-]*\.[a-zA-Z0-9_.$-]+$")
+REF_PATTERN = LazyPattern(r"^[a-z][a-z0-9_-]*\.[a-zA-Z0-9_.$-]+$")
 MAX_NAME_CHARS = 128
 MAX_CODE_CHARS = 65_536
 MAX_REFS = 64

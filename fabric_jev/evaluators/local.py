@@ -22,7 +22,6 @@ of the other questions and of their order):
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 from functools import cache, partial
@@ -31,23 +30,27 @@ from typing import TYPE_CHECKING, Any
 import anyio.lowlevel
 import anyio.to_thread
 
+from .._patterns import LazyPattern
 from ..contract.values import JsonValue
-from ..questions import kind_of
-from ..questions.choice import CHOICE_TEMPERATURE as CHOICE_TEMPERATURE
-from ..questions.common import choice_confidence as choice_confidence
-from ..questions.common import declarative as declarative
-from ..questions.common import render as render
-from ..questions.common import score_confidence as score_confidence
-from ..questions.noul import NOUL_CENTER as NOUL_CENTER
-from ..questions.noul import NOUL_WIDTH as NOUL_WIDTH
-from ..questions.noul import PAIR_TEMPERATURE as PAIR_TEMPERATURE
-from ..questions.score import SCORE_SPREAD as SCORE_SPREAD
-from ..questions.score import SCORE_TEMPERATURE as SCORE_TEMPERATURE
 from .base import NO_CREDENTIALS_NEEDED, EvaluatorStatus, ProfileStatus, evaluation_deadline, known_status
 from .local_model import weights_problem
 
-# The heuristic's constants and pure helpers (above) live with their kinds, in questions/; their
-# old names stay importable from here.
+# The heuristic's constants and pure helpers live with their kinds, in questions/; their old names
+# stay importable from here (`__getattr__`), and load with the first answer, not with the evaluator.
+_MOVED = {
+    "CHOICE_TEMPERATURE": "choice", "NOUL_CENTER": "noul", "NOUL_WIDTH": "noul", "PAIR_TEMPERATURE": "noul",
+    "SCORE_SPREAD": "score", "SCORE_TEMPERATURE": "score",
+    **dict.fromkeys(("choice_confidence", "declarative", "render", "score_confidence"), "common"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"..questions.{_MOVED[name]}", __package__), name)
+
 
 if TYPE_CHECKING:
     # numpy and the encoder load on the first answer, not when a command merely builds the
@@ -63,7 +66,7 @@ if TYPE_CHECKING:
 
 MODEL_NAME = "fabric-jev-local-minilm (heuristic, uncalibrated)"
 ADAPTED_MODEL = "fabric-jev-local-minilm+profile:{name}"
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+_SENTENCE = LazyPattern(r"(?<=[.!?;])\s+|\n+")
 
 
 class LocalEvaluator:
@@ -98,6 +101,8 @@ class LocalEvaluator:
 
     def state_vector(self, state: JsonValue) -> np.ndarray[Any, Any]:
         """The whole state's embedding: what a profile compares with its labeled states."""
+        from ..questions.common import render
+
         return self._vec(render(state))
 
     # ------------------------------------------------------------------ embeddings
@@ -141,6 +146,7 @@ class LocalEvaluator:
         model = self.profile.model_for(q) if self.profile is not None else None
         if model is None:
             return None
+        from ..questions import kind_of
         from .profile import answer_distribution
 
         probs = model.adapt(answer_distribution(q, prior), state, terms() if model.lexical else None)
@@ -148,6 +154,8 @@ class LocalEvaluator:
 
     def _answer(self, request: EvaluationRequest) -> Evaluation:
         from ..contract.evaluation import validate_answers
+        from ..questions import kind_of
+        from ..questions.common import render
         from .lexical import term_ids
 
         text = render(request.state)

@@ -40,8 +40,6 @@ from ..contract.config import HostConfig
 from ..contract.wire_model import WireModel
 from ..errors import ConfigError
 from .base import Evaluator
-from .llm_routes import LLM_ROUTES
-from .routes import ROUTE_ALIASES, ROUTES, get_route, route_for_model
 
 if TYPE_CHECKING:  # each kind's module loads when that kind is built (start-up of `run`)
     from .credentials import AuthStore
@@ -58,6 +56,9 @@ _SPECS = ("local, fixture:FILE, cassette:FILE, record:FILE, typesafe, openrouter
           "ollama:MODEL, anthropic:MODEL or gguf:FILE")
 #: The spec kind of a GGUF model file served by llama.cpp that the host starts (gguf.py).
 GGUF = "gguf"
+#: Spec kinds that are neither an HTTP route (routes.py) nor a model route (llm_routes.py): choosing
+#: one loads neither table (start-up of `run`).
+_NOT_ROUTES = frozenset({"local", "fixture", *_CASSETTE_KINDS, GGUF})
 
 
 class Selection(WireModel):
@@ -86,12 +87,16 @@ class Selection(WireModel):
             from .gguf_file import model_name
 
             return model_name(model)
-        return model or None if kind in LLM_ROUTES else None
+        return model or None if _is_model_route(kind) else None
 
 
 def _route_of(spec: str) -> str:
     kind = spec.partition(":")[0]
-    return ROUTES[ROUTE_ALIASES.get(kind, kind)].name if kind in ROUTES or kind in ROUTE_ALIASES else kind
+    if not _is_http_route(kind):
+        return kind
+    from .routes import get_route
+
+    return get_route(kind).name
 
 
 def _selected(spec: str, rule: str) -> Selection:
@@ -109,10 +114,16 @@ def select(spec: str | None, config: HostConfig) -> Selection:
         return _selected(spec, f"--evaluator {spec}")
     if section.get("kind"):
         return _selected(str(section["kind"]), f"the config's evaluator.kind is {section['kind']!r}")
-    if config.model != "jev-latest" and route_for_model(config.model).name != "typesafe":
-        route = route_for_model(config.model).name
+    if config.model != "jev-latest" and _route_for_model(config.model) != "typesafe":
+        route = _route_for_model(config.model)
         return _selected(route, f"the config's model {config.model!r} is served by the {route} route")
     return _selected("local", "no route is configured: the offline local evaluator")
+
+
+def _route_for_model(model: str) -> str:
+    from .routes import route_for_model
+
+    return route_for_model(model).name
 
 
 def record_source(config: HostConfig) -> Selection:
@@ -142,13 +153,13 @@ def disabled_routes(config: HostConfig) -> frozenset[str]:
         raise ConfigError("evaluator.disabled must be a list of route names")
     out = set()
     for name in raw:
-        if name in ("local", GGUF) or name in LLM_ROUTES:
+        if name in ("local", GGUF) or _is_model_route(name):
             out.add(name)
             continue
-        if name not in ROUTES and name not in ROUTE_ALIASES:
+        if not _is_http_route(name):
             raise ConfigError(f"evaluator.disabled names an unknown route {name!r}; "
                               "expected local, typesafe, openrouter, vercel, openai, ollama, anthropic or gguf")
-        out.add(get_route(name).name)
+        out.add(_route_of(name))
     return frozenset(out)
 
 
@@ -163,6 +174,7 @@ def _section(config: HostConfig) -> dict[str, Any]:
 def build_route_evaluator(name: str, config: HostConfig, *, store: AuthStore | None = None) -> Evaluator:
     from .credentials import CredentialResolver
     from .http import HttpEvaluator
+    from .routes import get_route
 
     section = _section(config)
     route = get_route(name)
@@ -236,11 +248,11 @@ def build_evaluator(spec: str | None, config: HostConfig, *,
                           f"it was chosen because {chosen.rule}")
     kind, _, arg = spec.partition(":")
     profile = section.get("profile")
-    if profile is not None and kind not in ("local", "record", GGUF) and kind not in LLM_ROUTES:
+    if profile is not None and kind not in ("local", "record", GGUF) and not _is_model_route(kind):
         # record: the evaluator it records from
         raise ConfigError(f"a profile adapts the local evaluator or a model route (openai, ollama, anthropic, "
                           f"gguf), not {kind!r}")
-    if kind in LLM_ROUTES:
+    if _is_model_route(kind):
         return build_llm_evaluator(spec, config, store=store)
     if kind == GGUF:
         return build_gguf_evaluator(arg, config)
@@ -262,9 +274,25 @@ def build_evaluator(spec: str | None, config: HostConfig, *,
         return FixtureEvaluator.from_file(arg)
     if kind in _CASSETTE_KINDS:
         return _cassette(kind, arg, config, store)
-    if kind in ROUTES or kind in ROUTE_ALIASES:
+    if _is_http_route(kind):
         return build_route_evaluator(kind, config, store=store)
     raise ConfigError(f"unknown evaluator {spec!r}; expected {_SPECS}")
+
+
+def _is_model_route(kind: str) -> bool:
+    if kind in _NOT_ROUTES:
+        return False
+    from .llm_routes import LLM_ROUTES
+
+    return kind in LLM_ROUTES
+
+
+def _is_http_route(kind: str) -> bool:
+    if kind in _NOT_ROUTES:
+        return False
+    from .routes import ROUTE_ALIASES, ROUTES
+
+    return kind in ROUTES or kind in ROUTE_ALIASES
 
 
 def _cassette(kind: str, path: str, config: HostConfig, store: AuthStore | None) -> Evaluator:

@@ -19,8 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 import anyio.abc
 
@@ -54,8 +53,7 @@ class EvaluationListener(Protocol):
     def __call__(self, request: EvaluationRequest, evaluation: Evaluation, /) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class CallServices:
+class CallServices(NamedTuple):
     """What capability calls of every run of one host are answered with."""
 
     evaluator: Evaluator
@@ -65,8 +63,7 @@ class CallServices:
     max_request_bytes: int
 
 
-@dataclass(frozen=True, slots=True)
-class ValidCall:
+class ValidCall(NamedTuple):
     """A capability call that passed validation: what the policy is asked about."""
 
     ref: str

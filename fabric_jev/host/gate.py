@@ -22,8 +22,7 @@ import contextvars
 import math
 import time
 from collections import deque
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 from anyio.lowlevel import checkpoint_if_cancelled
@@ -70,14 +69,17 @@ def _verdict(decision: Any) -> ClassifierVerdict | None:
 _Decision = tuple[int, float, str, Risk, Policy, PolicyOutcome, "float | None"]
 
 
-@dataclass(slots=True)
 class StandingAnswers:
     """Answers that hold for the rest of one run: "always" per ref, and "no to everything"."""
 
-    allowed_refs: set[str] = field(default_factory=set)
-    deny_all: bool = False
-    #: Allow rules a person confirmed with `a` for this run: (rule, matches(view)).
-    rules: list[Rule] = field(default_factory=list)
+    # A plain class: a dataclass costs several times as much to make, on every run's start-up.
+    __slots__ = ("allowed_refs", "deny_all", "rules")
+
+    def __init__(self) -> None:
+        self.allowed_refs: set[str] = set()
+        self.deny_all = False
+        #: Allow rules a person confirmed with `a` for this run: (rule, matches(view)).
+        self.rules: list[Rule] = []
 
     def answer(self, ref: str, view: CallView | None = None) -> Answer | None:
         if self.deny_all:
@@ -98,7 +100,6 @@ class StandingAnswers:
             self.deny_all = True
 
 
-@dataclass(slots=True)
 class AuditTrail:
     """The newest decisions of one run, with totals (the envelope's `approvals`).
 
@@ -106,10 +107,13 @@ class AuditTrail:
     built: recording one stays cheap on the per-call path.
     """
 
-    kept: deque[_Decision] = field(default_factory=lambda: deque(maxlen=AUDIT_KEEP))
-    allowed: int = 0
-    denied: int = 0
-    standing: StandingAnswers = field(default_factory=StandingAnswers)
+    __slots__ = ("allowed", "denied", "kept", "standing")
+
+    def __init__(self) -> None:
+        self.kept: deque[_Decision] = deque(maxlen=AUDIT_KEEP)
+        self.allowed = 0
+        self.denied = 0
+        self.standing = StandingAnswers()
 
     def add(self, ref: str, risk: Risk, policy: Policy, outcome: PolicyOutcome,
             probability: float | None = None) -> None:
@@ -134,8 +138,7 @@ class AuditTrail:
                 for _, _, ref, risk, _, outcome, _ in self.kept]
 
 
-@dataclass(frozen=True, slots=True)
-class Pending:
+class Pending(NamedTuple):
     """A call the rules left to the classifier or a person: why, and what a person is shown."""
 
     policy: Policy  # "ask" or "auto"
@@ -310,9 +313,9 @@ class PolicyGate:
         outcome = resolve(risk, policy, classifier=classifier, approver=approver, who=who,
                           unavailable=unavailable)
         if pending.rule is not None or pending.floor is not None:
-            outcome = replace(outcome, rule=None if pending.rule is None else pending.rule.text,
-                              rule_source=None if pending.rule is None else pending.rule.source,
-                              floor=None if pending.floor is None else pending.floor.id)
+            outcome = outcome._replace(rule=None if pending.rule is None else pending.rule.text,
+                                       rule_source=None if pending.rule is None else pending.rule.source,
+                                       floor=None if pending.floor is None else pending.floor.id)
         return policy, outcome, probability
 
     async def _classify(self, ref: str, risk: Risk, arguments: Any, intent: str | None,

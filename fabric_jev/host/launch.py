@@ -11,7 +11,6 @@ audit trail. `load_run` then starts the admitted program in a worker.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..contract.config import EffectiveLimits, HostConfig
@@ -30,16 +29,19 @@ if TYPE_CHECKING:
     from ..contract.observe import ObserveOptions
 
 
-@dataclass(slots=True)
 class Admission:
     """A launch that passed every check: what its run is made of."""
 
-    program: Program
-    input_json: str  # the input, validated against the input schema, encoded once for the wire
-    intent: UserText  # read when a call is decided, not now
-    observe: ObserveOptions | None
-    audit: AuditTrail = field(default_factory=AuditTrail)  # the launch-time decisions
-    checked: CheckReport | None = None  # what the type check found (fabric_jev.typecheck)
+    # A plain class: a dataclass costs several times as much to make, on every run's start-up.
+    __slots__ = ("audit", "checked", "input_json", "intent", "observe", "program")
+
+    def __init__(self, program: Program, input_json: str, intent: UserText, observe: ObserveOptions | None) -> None:
+        self.program = program
+        self.input_json = input_json  # the input, validated against the input schema, encoded once for the wire
+        self.intent = intent  # read when a call is decided, not now
+        self.observe = observe
+        self.audit = AuditTrail()  # the launch-time decisions
+        self.checked: CheckReport | None = None  # what the type check found (fabric_jev.typecheck)
 
 
 async def load_run(admission: Admission, *, background: bool, limits: EffectiveLimits,

@@ -13,9 +13,8 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import anyio
 import anyio.abc
@@ -66,8 +65,7 @@ def session_limits(memory_bytes: int) -> SessionLimits:
                          stack_bytes=STACK_BYTES)
 
 
-@dataclass(frozen=True, slots=True)
-class RunServices:
+class RunServices(NamedTuple):
     """What every run of one host is given: never the host itself."""
 
     workers: WorkerSource
@@ -86,8 +84,7 @@ class RunEndKind(enum.StrEnum):
     CANCELLED = "cancelled"
 
 
-@dataclass(frozen=True, slots=True)
-class RunEnd:
+class RunEnd(NamedTuple):
     """How the run's driver saw it end, before the terminal precedence is applied."""
 
     kind: RunEndKind

@@ -19,17 +19,17 @@ and column of every error still point into the file. Pure: no I/O.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from .._json import JSONInputError, loads_bounded
+from .._patterns import LazyPattern
 from ..errors import ProgramInvalid
 
 #: What the file's first block comment opens with.
 HEADER_TAG = "@program"
 #: Suffixes read as program source; everything else named on a command line is the JSON artifact.
 SOURCE_SUFFIXES = (".js", ".mjs", ".ts", ".mts")
-_OPENING = re.compile(r"\A\s*/\*\*?[ \t]*@program\b")
+_OPENING = LazyPattern(r"\A\s*/\*\*?[ \t]*@program\b")
 #: The contract comment's keys: the artifact's, without `code`.
 HEADER_KEYS = ("name", "inputSchema", "outputSchema", "requires", "limits", "language")
 _FORM = ("starts with its contract in a comment: /* @program {\"name\": ..., \"inputSchema\": ..., "

@@ -42,8 +42,11 @@ _LOAD, _SETTLE, _READY, _LOAD_FAILED, _OUTBOX, _FATAL = b"L", b"S", b"R", b"E", 
 # Every JSON escape, taken whole and left to right, so `\\ud800` (an escaped
 # backslash, then text) is never read as a surrogate escape: a high+low pair
 # first, then a lone surrogate (group 1), then any other escape.
-_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-                     r"|(\\u[dD][89a-fA-F][0-9a-fA-F]{2})|\\.")
+# Compiled by `re` on its first use (its cache keeps it): the host loads this module on every run, and
+# most never see a surrogate escape (fabric_jev/_patterns.py; this module is the worker's too, so
+# it imports nothing of the package).
+_ESCAPE = (r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+           r"|(\\u[dD][89a-fA-F][0-9a-fA-F]{2})|\\.")
 
 
 # ---------------------------------------------------------------- messages
@@ -167,7 +170,7 @@ def _json(payload: bytes) -> Any:
     text = payload.decode("utf-8", "replace")
     # Only a JSON escape can make a lone surrogate: skip the scan without one.
     if b"\\ud" in payload or b"\\uD" in payload:
-        text = _ESCAPE.sub(_replace_lone, text)
+        text = re.sub(_ESCAPE, _replace_lone, text)
     try:
         return _parse(text)
     except RecursionError:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import enum
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 import anyio
@@ -46,8 +45,7 @@ class Ending(enum.Enum):
     CRASHED = "crashed"      # the worker exited without a word, or broke the protocol
 
 
-@dataclass(frozen=True, slots=True)
-class Ended:
+class Ended(NamedTuple):
     ending: Ending
     result: Any = None
     error: str | None = None
@@ -60,8 +58,7 @@ class Logs(NamedTuple):
 Event = HostCall | Logs | Ended
 
 
-@dataclass(frozen=True, slots=True)
-class SessionLimits:
+class SessionLimits(NamedTuple):
     slice_ms: int
     hard_slice_ms: int
     memory_bytes: int

@@ -24,11 +24,8 @@ import hashlib
 import json
 import os
 import secrets
-import shutil
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import anyio.to_thread
@@ -39,10 +36,8 @@ from ..contract.languages import CheckerStatus, CheckMode, Language, TypeCheckOu
 from ..contract.program import Program
 from ..errors import JevError, TypeScriptError, clip_error
 from . import cache
-from .compiler import Compiler, CompilerStopped, Missing, locate, run_compiler
+from .compiler import Compiler, CompilerStopped, Missing, locate
 from .declarations import DECLARATIONS_FILE, render, schema_type, wrap
-from .diagnostics import parse_output, place
-from .slots import FairSlots, slot_owner
 from .verdict import CheckReport, CheckResult, CompilerVerdict, Stopped
 
 #: Bump when the options, the wrapper or the meaning of a verdict change (part of every digest).
@@ -86,6 +81,8 @@ class _LoopState:
     flight, by digest."""
 
     def __init__(self) -> None:
+        from .slots import FairSlots
+
         self.slots = FairSlots(MAX_COMPILERS)
         self.inflight: dict[str, anyio.Event] = {}
 
@@ -110,8 +107,7 @@ def digest(program: Program, declarations: str, compiler: Compiler) -> str:
     return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class Reading:
+class Reading(NamedTuple):
     """How the sandbox reads a program, and for TypeScript the erased code it runs (None: erasure
     refused the code, and the sandbox's own attempt will say why)."""
 
@@ -152,8 +148,7 @@ def _tagged(name: str, tag: str) -> str:
     return f"{stem}-{tag}{dot}{suffix}"
 
 
-@dataclass(frozen=True, slots=True)
-class _Project:
+class _Project(NamedTuple):
     folder: Path
     #: The files' names in this compile → the names diagnostics report.
     files: dict[str, str]
@@ -161,6 +156,9 @@ class _Project:
 
 def _write_project(program: Program, declarations: str, reading: Reading | None) -> tuple[Reading, _Project]:
     """Read the code (when not yet read) and write the compiler's project into a new folder. Blocking."""
+    import shutil
+    import tempfile
+
     if reading is None:
         reading = read(program.code, declared(program))
     tag = secrets.token_hex(8)
@@ -187,6 +185,11 @@ async def _compile(program: Program, declarations: str, reading: Reading | None,
                    tc: TypecheckConfig) -> CompilerVerdict:
     """One compiler run on the program. Its blocking parts (the tree-sitter reading, the files) run
     in one worker thread before and one after."""
+    import shutil
+
+    from .diagnostics import parse_output, place
+    from .tsgo import run_compiler  # a cache hit never loads the runner
+
     done, project = await anyio.to_thread.run_sync(_write_project, program, declarations, reading)
     folder = project.folder
     language = done.language
@@ -293,6 +296,8 @@ async def _verdict(program: Program, key: str, declarations: str, compiler: Comp
             if found is not None:
                 return found, True
         try:
+            from .slots import slot_owner
+
             async with state.slots.taken(slot_owner(program.name)):
                 verdict = await _compile(program, declarations, reading, compiler, tc)
         except CompilerStopped as exc:

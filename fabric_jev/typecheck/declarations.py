@@ -17,12 +17,11 @@ after one line is taken off.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
+from .._patterns import LazyPattern
 from .._runtime_js import runtime_js_path
 from ..contract.languages import Language
 from ..contract.program import Program
@@ -33,9 +32,9 @@ Side = Literal["input", "output"]
 WRAPPER = "__jevProgram"
 #: Lines the wrapper adds above the program's first line.
 HEADER_LINES = 1
-_IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+_IDENTIFIER = LazyPattern(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 # A type that needs no parentheses in a union or intersection: a name, a string or number literal.
-_ATOM = re.compile(r'^(?:[A-Za-z_$][A-Za-z0-9_$]*|"(?:[^"\\]|\\.)*"|-?[0-9][0-9.e+-]*)$')
+_ATOM = LazyPattern(r'^(?:[A-Za-z_$][A-Za-z0-9_$]*|"(?:[^"\\]|\\.)*"|-?[0-9][0-9.e+-]*)$')
 # Words TypeScript reserves as property names only in odd places; quoting them is always safe.
 _RESERVED = frozenset({"constructor", "__proto__"})
 # What every object inherits: an optional output property of that name, when the program leaves it
@@ -84,8 +83,7 @@ def _union(parts: Iterable[str], glue: str) -> str:
     return glue.join(p if _ATOM.fullmatch(p) else f"({p})" for p in unique)
 
 
-@dataclass(frozen=True, slots=True)
-class _Writer:
+class _Writer(NamedTuple):
     """Schema → type. Input arrays are mutable (the program owns its copy); output accepts readonly ones.
 
     An object's undeclared keys: for input they are not in the type (reading

@@ -21,39 +21,40 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 from pydantic import PlainSerializer
 
+from .._patterns import LazyPattern
 from ..contract.wire_model import WireData
 from .declarations import HEADER_LINES
 
-_LOCATED = re.compile(r"(?P<file>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): "
-                      r"(?P<cat>error|warning) TS(?P<code>\d+): (?P<msg>.*)")
-_GLOBAL = re.compile(r"(?P<cat>error|warning) TS(?P<code>\d+): (?P<msg>.*)")
+_LOCATED = LazyPattern(r"(?P<file>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): "
+                       r"(?P<cat>error|warning) TS(?P<code>\d+): (?P<msg>.*)")
+_GLOBAL = LazyPattern(r"(?P<cat>error|warning) TS(?P<code>\d+): (?P<msg>.*)")
 #: One diagnostic's message, elaboration included, is cut to this many characters.
 MAX_MESSAGE_CHARS = 600
 
 # Hints added to what the compiler says, where the cause is fabric-jev's guest API.
-_NO_SUCH_GLOBAL = re.compile(r"^Cannot find name '(fetch|process|require|XMLHttpRequest|WebSocket|window|"
-                             r"document|module|exports|Buffer|__dirname|__filename|globalThis\.fetch)'")
+_NO_SUCH_GLOBAL = LazyPattern(r"^Cannot find name '(fetch|process|require|XMLHttpRequest|WebSocket|window|"
+                              r"document|module|exports|Buffer|__dirname|__filename|globalThis\.fetch)'")
 _MISSING_MEMBER = {
     ("evaluate", "Jev"): 'jev.evaluate needs "jev.evaluate" in requires',
     ("advise", "JevProgram"): 'program.advise needs "jev.advise" in requires (and a spawn with observe)',
     ("nextEvent", "JevProgram"): "program.nextEvent exists only in a run spawned with observe",
 }
-_MEMBER = re.compile(r"^Property '(\w+)' does not exist on type '(\w+)'")
+_MEMBER = LazyPattern(r"^Property '(\w+)' does not exist on type '(\w+)'")
 # The fields of each answer shape, named where a program reads one that is not there (`answers.x.probability`
 # on a noul): the declarations' documentation says the same on hover.
-_ANSWER_MEMBER = re.compile(r"^Property '\w+' does not exist on type "
-                            r"'(JevNoulAnswer|JevScoreAnswer|JevChoiceAnswer)[<']")
+_ANSWER_MEMBER = LazyPattern(r"^Property '\w+' does not exist on type "
+                             r"'(JevNoulAnswer|JevScoreAnswer|JevChoiceAnswer)[<']")
 _ANSWER_FIELDS = {
     "JevNoulAnswer": "a noul answer is {type, noul}: its probability of yes is the field noul (0 to 1)",
     "JevChoiceAnswer": "a choice answer is {type, choice, probabilities, confidence}",
     "JevScoreAnswer": "a score answer is {type, score, legend, probabilities, confidence}",
 }
 # A promise read as if it were its value: the compiler spells the whole promised type out.
-_PROMISE_TYPE = re.compile(r"'Promise<[^']{24,}>'")
+_PROMISE_TYPE = LazyPattern(r"'Promise<[^']{24,}>'")
 _FORGOT_AWAIT = ("did you forget `await`? jev.evaluate, tools.call, program.sleep and program.nextEvent "
                  "return promises")
 _NO_RESULT_CODES = frozenset({2355, 2366, 2847})
@@ -95,8 +96,7 @@ class Diagnostic(WireData):
         return cls(line, column, int(code[2:]), message)
 
 
-@dataclass(frozen=True, slots=True)
-class RawDiagnostic:
+class RawDiagnostic(NamedTuple):
     file: str | None
     line: int
     column: int

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 from pydantic import Field
 
@@ -94,8 +94,7 @@ def _reading(language: Language) -> str:
     return "TypeScript" if language is Language.TYPESCRIPT else "JavaScript, checked by TypeScript"
 
 
-@dataclass(frozen=True, slots=True)
-class CheckReport:
+class CheckReport(NamedTuple):
     """What was checked at launch; `report()` is what the envelope's `typecheck` shows of it (the
     verdict and the erased code stay with the host)."""
 
