@@ -30,6 +30,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from . import floor_folders as _folders
 from . import shell as _shell
 from .call_view import PATH_KEYS
 from .shell_words import Simple, Word
@@ -160,8 +161,13 @@ def _opaque(reason: str) -> Read:
 def _read(view: CallView) -> Iterator[Read]:
     """Parse what `_walk` finds, command keys first, at most MAX_STRINGS distinct strings: past
     that, or past MAX_DEPTH, what was not read is an opaque read (the floor asks)."""
-    known = view.context.known
     keyed, other, too_deep = _walk(view.arguments, is_shell_capability(view.ref))
+    here = _folders.pwd(view)
+    if here and len(keyed) + len(other) > 1 and any(
+            _MAY_CHANGE_FOLDER.search(" ".join(j.value) if isinstance(j.value, tuple) else j.value)
+            for j in (*keyed, *other)):
+        here = ""  # a cd in one command of the call: $PWD in the others is not known
+    known = _shell.Known(view.context.home, here)
     seen: set[_Job] = set()
     for job in (*keyed, *other):
         if job in seen or (isinstance(job.value, str) and not job.value.strip()):
@@ -178,6 +184,33 @@ def _read(view: CallView) -> Iterator[Read]:
         yield Read(script, job.keyed)
     if too_deep:
         yield _opaque(f"arguments nested deeper than {MAX_DEPTH}")
+
+
+#: Text that may change folder (read over the raw text: a false alarm only asks more).
+_MAY_CHANGE_FOLDER = re.compile(r"\b(?:cd|pushd|popd|chdir)\b")
+
+
+def shared_dirs(view: CallView) -> tuple[str, ...] | None:
+    """The folders a cd in one of the call's several commands names (``{commands: ["cd /",
+    "rm -rf *"]}``): the others may run there. None when one cannot be known."""
+    cached = view._cache.get("floor shared dirs", False)
+    if cached is not False:
+        found: tuple[str, ...] | None = cached
+        return found
+    reads = scripts(view)
+    dirs: list[str] | None = []
+    if len(reads) > 1:
+        for read in reads:
+            for command in read.script.commands:
+                changes, target = _shell.folder_change(command)
+                if changes and (target is None or dirs is None or len(dirs) >= 16):
+                    dirs = None
+                elif changes and dirs is not None and target:
+                    dirs.append(target)
+            if dirs is None:
+                break
+    result = view._cache["floor shared dirs"] = None if dirs is None else tuple(dict.fromkeys(dirs))
+    return result
 
 
 def _walk(arguments: Any, wide: bool) -> tuple[list[_Job], list[_Job], bool]:

@@ -26,6 +26,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from . import floor_folders as _folders
+from . import floor_reading as _reading
 from . import paths as _paths
 from .shell_words import Simple
 
@@ -101,13 +103,16 @@ def _sequence(body: str) -> list[str] | None:
 
 
 def bases(view: CallView, command: Simple) -> list[str] | None:
-    """The folders the command may run in: the working directory and every folder an earlier cd
-    names (read against the folders before it); None when one cannot be known."""
-    if command.dirs is None:
+    """The folders the command may run in: the folders the call starts in (`floor_folders`) and
+    every folder an earlier cd names (read against the folders before it); None when one cannot
+    be known."""
+    starts = _folders.start_folders(view)
+    shared = _reading.shared_dirs(view)
+    if command.dirs is None or starts is None or shared is None:
         return None
     context = view.context
-    found = [context.cwd]
-    for target in command.dirs:
+    found = list(starts)
+    for target in (*shared, *command.dirs):
         grown = []
         for base in found:
             folder = _paths.normalise(target, _paths.Where(base, context.home))
@@ -129,7 +134,7 @@ def word_paths(view: CallView, command: Simple | None, value: str | None) -> lis
     texts = expansions(value)
     if texts is None:
         return None
-    folders = [view.context.cwd] if command is None else bases(view, command)
+    folders = _folders.start_folders(view) if command is None else bases(view, command)
     if folders is None:
         return None
     out: list[tuple[str, str]] = []

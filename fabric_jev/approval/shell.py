@@ -66,7 +66,7 @@ _REDIRECTS = frozenset({"file_redirect", "herestring_redirect", "heredoc_redirec
 #: Files that stand for a descriptor the command inherits (its input is not a file one can read).
 _INPUT_FILES = ("/dev/stdin", "/dev/fd/", "/proc/self/fd/", "/dev/tcp/", "/dev/udp/")
 #: Commands that change the folder later commands run in.
-_CHDIR = frozenset({"cd", "pushd", "chdir"})
+_CHDIR = frozenset({"cd", "pushd", "popd", "chdir"})
 #: A script that may change folder: $PWD and $(pwd) in it are not the working directory. Read
 #: over the raw text on purpose: a false alarm only makes $PWD unknown (more is asked, never less).
 _MAY_CHANGE_FOLDER = re.compile(r"\b(?:cd|pushd|popd|chdir)\b")
@@ -412,18 +412,25 @@ class _Walker:
 
     def _chdir(self, command: Simple) -> None:
         """A cd, pushd or chdir adds its folder to those later commands may run in."""
-        if basename(command.program) not in _CHDIR or self.dirs is None:
-            return
-        operands = [w for w in command.words[1:] if not (w.literal and w.text.startswith("-") and w.text != "-")]
-        if not operands:
-            target: str | None = "~"
-        elif operands[0].literal and (operands[0].text == "-" or operands[0].text[:1] == "+"):
-            target = None if operands[0].text[:1] == "+" else ""  # cd - goes back where it was
-        else:
-            target = operands[0].value
-        if target == "":
+        changes, target = folder_change(command)
+        if not changes or self.dirs is None:
             return
         self.dirs = None if target is None or len(self.dirs) >= 16 else (*self.dirs, target)
+
+
+def folder_change(command: Simple) -> tuple[bool, str | None]:
+    """(whether the command changes folder, the folder as written or None when it cannot be
+    known): ``cd -``, ``popd``, ``pushd`` alone and ``pushd +1`` go back to a folder of the stack
+    the floor does not know, and ``cd`` alone to the home folder (unknown without one)."""
+    name = basename(command.program)
+    if name not in _CHDIR:
+        return False, None
+    operands = [w for w in command.words[1:] if not (w.literal and w.text.startswith("-") and w.text != "-")]
+    if name == "popd" or not operands:
+        return True, "~" if name in ("cd", "chdir") and not operands else None
+    if operands[0].literal and operands[0].text[:1] in ("-", "+"):
+        return True, None
+    return True, operands[0].value
 
 
 #: Parts of a test whose text cannot end it: quoted, expanded or substituted (masked before reading).
