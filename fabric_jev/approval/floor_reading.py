@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from . import floor_folders as _folders
 from . import shell as _shell
 from .call_view import PATH_KEYS
+from .shell_runners import RUNNERS
 from .shell_words import Simple, Word
 
 if TYPE_CHECKING:
@@ -359,7 +360,8 @@ def reads_as_command(text: str) -> bool:
 def _program_names() -> tuple[str, ...]:
     """Every program the catalogue names, the shells and the wrappers, and the test command."""
     data = catalogue()
-    names = {"[", "[[", "test", "eval", "exec", "source", ".", *data["writers"], *_shell.SHELLS, *_shell.WRAPPERS}
+    names = {"[", "[[", "test", "eval", "exec", "source", ".", *data["writers"], *_shell.SHELLS, *_shell.WRAPPERS,
+             *RUNNERS}
     for entry in data["entries"]:
         params = entry.get("params", {})
         for key in ("programs", "always", "downloaders", "interpreters", "readers", "shell_programs", "network",

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
+from .shell_runners import RUNNERS, runner_commands
 from .shell_words import Known, Script, Simple, Word, basename
 
 #: How deep `bash -c "…"` / `eval` strings are parsed inside one another; deeper is opaque.
@@ -171,6 +172,14 @@ def effective(simple: Simple, known: Known, depth: int, nested: Nested, opaque: 
             current = replace(current, words=(applet, *words[found + 1:]), assignments=(), via=name)
             yield current
             continue
+        if name in RUNNERS:
+            ran = _runner(name, words, current, known, depth, nested, opaque)
+            if isinstance(ran, Simple):
+                current = ran
+                yield current
+                continue
+            yield from ran
+            return
         takes_value = WRAPPERS.get(name)
         if takes_value is None:
             return
@@ -205,6 +214,41 @@ def effective(simple: Simple, known: Known, depth: int, nested: Nested, opaque: 
         current = replace(current, words=tuple(rest_words), assignments=tuple(assignments), dirs=dirs, fed=fed,
                           via=name)
         yield current
+
+
+def _runner(name: str, words: list[Word], current: Simple, known: Known, depth: int, nested: Nested,
+            opaque: list[str]) -> Simple | Iterator[Simple]:
+    """The command a runner runs (`shell_runners`): one Simple when its start is known, else
+    every possible command (and its scripts), each read by `effective` again."""
+    unwrapped = runner_commands(name, words)
+    if unwrapped is None:
+        return iter(())
+    dirs = current.dirs
+    for folder in unwrapped.folders:
+        dirs = None if dirs is None or folder is None else (*dirs, folder)
+    candidates = [replace(current, words=tuple(words[k:]), assignments=(), dirs=dirs, via=name)
+                  for k in unwrapped.starts]
+    if unwrapped.exact and len(candidates) == 1 and not unwrapped.scripts and unwrapped.joined_from is None:
+        return candidates[0]
+    return _runner_reads(name, words, unwrapped.scripts, unwrapped.joined_from, candidates,
+                         replace(current, dirs=dirs), known, depth, nested, opaque)
+
+
+def _runner_reads(name: str, words: list[Word], scripts: list[str | None], joined_from: int | None,
+                  candidates: list[Simple], current: Simple, known: Known, depth: int, nested: Nested,
+                  opaque: list[str]) -> Iterator[Simple]:
+    for held in scripts:
+        if held is None:
+            opaque.append(f"the script {name} runs is only known at run time")
+        else:
+            yield from _script(held, depth, current, nested, opaque)
+    if joined_from is not None:
+        yield from _script(" ".join(_script_text(w) for w in words[joined_from:]), depth, current, nested, opaque)
+    if candidates and depth >= MAX_NESTING:
+        opaque.append(f"runners nested deeper than {MAX_NESTING}")
+        return
+    for candidate in candidates:
+        yield from effective(candidate, known, depth + 1, nested, opaque)
 
 
 #: Wrappers' options that change the folder the command runs in.
