@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
+from .shell_carriers import carried
 from .shell_runners import RUNNERS, runner_commands
 from .shell_words import Known, Script, Simple, Word, basename
 
@@ -140,6 +141,11 @@ def effective(simple: Simple, known: Known, depth: int, nested: Nested, opaque: 
         if not words or not words[0].literal:
             return
         name = basename(words[0].text) or ""
+        for held in carried(name, words):  # tar --to-command='…', ssh -o ProxyCommand=…, sed 'e …'
+            if held is None:
+                opaque.append(f"a command {name} runs from its options or script, not readable here")
+            else:
+                yield from _script(held, depth, current, nested, opaque)
         if name == "git":
             yield from _git_config_commands(words, depth, current, nested, opaque)
             return
