@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from . import floor_folders as _folders
 from . import shell as _shell
 from .call_view import PATH_KEYS
+from .shell_fresh import SETS_TMPDIR
 from .shell_runners import RUNNERS
 from .shell_words import Simple, Word
 
@@ -168,7 +169,11 @@ def _read(view: CallView) -> Iterator[Read]:
             _MAY_CHANGE_FOLDER.search(" ".join(j.value) if isinstance(j.value, tuple) else j.value)
             for j in (*keyed, *other)):
         here = ""  # a cd in one command of the call: $PWD in the others is not known
-    known = _shell.Known(view.context.home, here)
+    tmpdir = view.context.tmpdir
+    if tmpdir is not None and any(SETS_TMPDIR.search(" ".join(j.value) if isinstance(j.value, tuple) else j.value)
+                                  for j in (*keyed, *other)):
+        tmpdir = None  # one command of the call sets TMPDIR or redefines mktemp: not the host's
+    known = _shell.Known(view.context.home, here, tmpdir)
     seen: set[_Job] = set()
     for job in (*keyed, *other):
         if job in seen or (isinstance(job.value, str) and not job.value.strip()):

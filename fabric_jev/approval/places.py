@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from . import floor_folders as _folders
 from . import floor_reading as _reading
 from . import paths as _paths
+from .shell_fresh import FRESH
 from .shell_words import Simple
 
 if TYPE_CHECKING:
@@ -129,8 +130,8 @@ def word_paths(view: CallView, command: Simple | None, value: str | None) -> lis
     """Every (lexical, real) path a word may name, or None when it cannot be known."""
     if value is None:
         return None
-    if value == "":
-        return []  # an empty word names no file (sed -i '' on macOS)
+    if value == "" or value.rstrip("/") == FRESH:
+        return []  # an empty word names no file (sed -i '' on macOS); mktemp's new one none that was there
     texts = expansions(value)
     if texts is None:
         return None

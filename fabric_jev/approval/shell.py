@@ -33,6 +33,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
+from . import shell_fresh as _fresh
 from .shell_words import Known, Redirect, Script, Simple, Word, basename, quote
 from .shell_wrappers import MAX_NESTING, SHELLS, WRAPPERS, effective
 
@@ -76,7 +77,7 @@ NOWHERE = Known()
 
 def parse(command: str, known: Known = NOWHERE) -> Script:
     """The command as a Script (cached: the same command is parsed once)."""
-    return _parse_cached(command, known.home, known.cwd)
+    return _parse_cached(command, known.home, known.cwd, known.tmpdir)
 
 
 def parse_argv(argv: list[str], known: Known = NOWHERE) -> Script:
@@ -90,14 +91,14 @@ def parse_argv(argv: list[str], known: Known = NOWHERE) -> Script:
 
 
 @lru_cache(maxsize=2048)
-def _parse_cached(command: str, home: str, cwd: str) -> Script:
-    return _parse(command, Known(home, cwd), 0, None)
+def _parse_cached(command: str, home: str, cwd: str, tmpdir: str | None) -> Script:
+    return _parse(command, Known(home, cwd, tmpdir), 0, None)
 
 
 def _nested_parser(known: Known) -> Any:
     def nested(text: str, depth: int, outer: Simple) -> Script:
         # After a cd (or `env -C`), $PWD in a nested script is that folder, not the working directory.
-        return _parse(text, known if not outer.dirs else Known(known.home, ""), depth, outer)
+        return _parse(text, known if not outer.dirs else replace(known, cwd=""), depth, outer)
     return nested
 
 
@@ -120,10 +121,13 @@ def _parse(command: str, known: Known, depth: int, outer: Simple | None) -> Scri
     if len(command) > MAX_COMMAND_CHARS or "\x00" in command:
         return Script(command, plain=False, unusual=("too long to read",), opaque=("too long to read",))
     if known.cwd and _MAY_CHANGE_FOLDER.search(command):
-        known = Known(known.home, "")
+        known = replace(known, cwd="")
+    if known.tmpdir is not None and _fresh.SETS_TMPDIR.search(command):
+        known = replace(known, tmpdir=None)  # TMPDIR=/ … "$TMPDIR/x": not the host's
     source = command.encode("utf-8", "surrogatepass")
     tree = _parser().parse(source)
     walker = _Walker(source, known, depth, outer)
+    walker.fresh = _fresh.fresh_names(tree.root_node, walker.text, known)
     segments, operators = walker.shape(tree.root_node)
     walker.collect(tree.root_node)
     if tree.root_node.has_error:
@@ -146,6 +150,8 @@ class _Walker:
         #: The folders named by a cd so far (None: one cannot be known).
         self.dirs: tuple[str, ...] | None = outer.dirs if outer is not None else ()
         self.nested = _nested_parser(known)
+        #: Variables that provably hold a path mktemp made (`shell_fresh`).
+        self.fresh: frozenset[str] = frozenset()
 
     def text(self, node: Any) -> str:
         return self.source[node.start_byte:node.end_byte].decode("utf-8", "replace")
@@ -262,9 +268,12 @@ class _Walker:
             expanded = None
         if literal:
             expanded = text
+        elif expanded is not None and _fresh.FRESH in expanded and expanded.rstrip("/") != _fresh.FRESH:
+            expanded = None  # "$(mktemp -d)/..": only the new path itself is known to be new
         return Word(text, literal, expanded)
 
-    def _pieces(self, node: Any, parts: list[tuple[str, str | None]], *, top: bool = False) -> bool:
+    def _pieces(self, node: Any, parts: list[tuple[str, str | None]], *, top: bool = False,
+                quoted: bool = False) -> bool:
         """Append (text, expanded) pieces of a word; False when something in it is dynamic."""
         kind = node.type
         raw = self.text(node)
@@ -297,17 +306,22 @@ class _Walker:
             if not inner:
                 parts.append(("", ""))
             for child in inner:
-                ok = self._pieces(child, parts) and ok
+                ok = self._pieces(child, parts, quoted=True) and ok
             return ok
         if kind == "concatenation":
             ok = True
             for i, child in enumerate(node.children):
-                ok = self._pieces(child, parts, top=top and i == 0) and ok
+                ok = self._pieces(child, parts, top=top and i == 0, quoted=quoted) and ok
             return ok
         if kind in ("simple_expansion", "expansion"):
             name = next((self.text(c) for c in node.children if c.type == "variable_name"), "")
             plain_form = raw in (f"${name}", f"${{{name}}}")
             known = {"HOME": self.known.home, "PWD": self.known.cwd}.get(name) if plain_form else None
+            one_word = quoted or _fresh.unquoted_ok(self.known)
+            if name == "TMPDIR" and one_word:
+                known = _fresh.tmpdir_value(raw, self.known)
+            elif plain_form and name in self.fresh and one_word:
+                known = _fresh.FRESH
             parts.append((raw, known or None))
             return False
         if kind in ("command_substitution", "process_substitution"):
@@ -316,6 +330,9 @@ class _Walker:
             inner_text = raw[2:-1] if raw.startswith("$(") else raw[1:-1]
             pwd = self.known.cwd if kind == "command_substitution" and inner_text.strip() in (
                 "pwd", "pwd -L", "pwd -P") else ""
+            if kind == "command_substitution" and self.known.tmpdir is not None \
+                    and (quoted or _fresh.unquoted_ok(self.known)) and _fresh.substitution_is_fresh(node, self.text):
+                pwd = _fresh.FRESH
             parts.append((raw, pwd or None))
             return False
         parts.append((raw, None))

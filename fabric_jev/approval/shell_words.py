@@ -112,10 +112,12 @@ class Script:
 
 @dataclass(frozen=True, slots=True)
 class Known:
-    """What the parser may expand: the home folder and the working directory."""
+    """What the parser may expand: the home folder, the working directory and ``$TMPDIR`` (""
+    when it is not set: ``${TMPDIR:-/tmp}`` is then ``/tmp``; None when it cannot be known)."""
 
     home: str = ""
     cwd: str = ""
+    tmpdir: str | None = None
 
 
 def basename(program: str | None) -> str | None:
