@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from .shell_carriers import carried
-from .shell_runners import RUNNERS, runner_commands
+from .shell_runners import MAX_STARTS, RUNNERS, runner_commands
 from .shell_words import Known, Script, Simple, Word, basename
 
 #: How deep `bash -c "…"` / `eval` strings are parsed inside one another; deeper is opaque.
@@ -219,6 +219,13 @@ def effective(simple: Simple, known: Known, depth: int, nested: Nested, opaque: 
         fed = name if name in _FEEDERS else current.fed
         current = replace(current, words=tuple(rest_words), assignments=tuple(assignments), dirs=dirs, fed=fed,
                           via=name)
+        if _unsure(words[:i], takes_value):
+            # `systemd-run --on-calendar daily rm -rf ~`: an option the table does not know may have
+            # taken the next word; each later word may start the command too.
+            yield from _runner_reads(name, words, [], None, [
+                replace(current, words=tuple(rest_words[k:])) for k in range(1, len(rest_words))
+                if not (rest_words[k].literal and rest_words[k].text.startswith("-"))][:MAX_STARTS],
+                current, known, depth, nested, opaque)
         yield current
 
 
@@ -300,6 +307,12 @@ def _options(name: str, words: list[Word], takes_value: frozenset[str],
             dirs = None if dirs is None or given is None else (*dirs, given)
         i += 1
     return i, assignments, dirs
+
+
+def _unsure(words: list[Word], takes_value: frozenset[str]) -> bool:
+    """Whether a long option the table does not know, written without `=`, is among `words`."""
+    return any(w.literal and w.text.startswith("--") and len(w.text) > 2 and "=" not in w.text
+               and w.text not in takes_value for w in words[1:])
 
 
 def _script_option(name: str, words: list[Word]) -> tuple[int, str | None] | None:
