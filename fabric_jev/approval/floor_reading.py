@@ -451,6 +451,8 @@ def writes(command: Simple) -> Iterator[Word]:
             and not has_flag(command, "", spec.get("anywhere_unless", ())):
         yield Word(ANYWHERE, False, None)  # tar -P, cpio -i: member names may be absolute
     found = operands(command)
+    if spec.get("script_options"):
+        found = _files_of_a_script_program(command, found, spec["script_options"])
     which = spec.get("operands", "")
     if which == "all":
         yield from found
@@ -465,6 +467,21 @@ def writes(command: Simple) -> Iterator[Word]:
                 yield Word(word.text[len(key) + 1:])
             elif not word.literal and word.text.startswith(key + "="):
                 yield Word(word.text, False, None)
+
+
+def _files_of_a_script_program(command: Simple, found: list[Word], script_options: Sequence[str]) -> list[Word]:
+    """A program's operands without its script (sed: the values of -e/-f, or else the first
+    operand): `sed -i '/^$/d' notes.txt` writes notes.txt, not a file named `/^$/d`."""
+    values = list(option_values(command, script_options))
+    if not values:  # the script is the first operand (also after a cluster: sed -ne '…' FILE)
+        return found[1:] if found and not command.fed else found
+    out = list(found)
+    for value in values:
+        for i, word in enumerate(out):
+            if word == value or (word.literal and word.text == value.text):
+                del out[i]
+                break
+    return out
 
 
 def paths_named(command: Simple) -> Iterator[str | None]:
