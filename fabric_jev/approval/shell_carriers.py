@@ -98,9 +98,7 @@ def _option_values(words: Sequence[Word], long: Sequence[str], short: Sequence[s
                    prefixes: bool) -> Iterator[str | None]:
     """The values of the options (``--opt=V``, ``--opt V``, ``-o V``, ``-oV``)."""
     for i, word in enumerate(words[1:], start=1):
-        if not word.literal:
-            continue
-        text = word.text
+        text = text_of(word)  # --to-command="rm -rf $HOME": the option holds an expansion
         following = text_of(words[i + 1]) if i + 1 < len(words) else None
         if text.startswith("--"):
             option, eq, value = text.partition("=")
@@ -117,7 +115,7 @@ def _option_values(words: Sequence[Word], long: Sequence[str], short: Sequence[s
 
 def _ssh_commands(words: Sequence[Word]) -> Iterator[str | None]:
     for i, word in enumerate(words[1:], start=1):
-        text = word.text if word.literal else ""
+        text = text_of(word)
         if text == "-o":
             setting = text_of(words[i + 1]) if i + 1 < len(words) else ""
         elif text.startswith("-o") and len(text) > 2:
@@ -192,7 +190,7 @@ def _sed_commands(words: Sequence[Word]) -> Iterator[str | None]:
     i = 1
     while i < len(words):
         word = words[i]
-        text = word.text if word.literal else ""
+        text = text_of(word) if word.literal or (word.value or "").startswith("-") else ""
         following = text_of(words[i + 1]) if i + 1 < len(words) else None
         if text == "--sandbox":
             return  # GNU sed then refuses e, r and w
