@@ -56,6 +56,8 @@ def _spaced(draw: Any, command: str) -> str:
     {"cmd": "rm -rf ./*", "options": {"cwd": "/home/user"}},
     {"program": "rm", "args": ["-rf", "lib"], "directory": "/usr"},
     {"commands": ["cd /", "rm -rf *"]},
+    {"cmd": "rm -rf *", "root": "/"},
+    {"cmd": "rm -rf ./*", "workspace": "~"},
 ])
 def test_a_commands_relative_paths_point_into_the_folder_beside_it(arguments: dict[str, Any]) -> None:
     assert "recursive-delete-outside-tree" in _hits(arguments)
@@ -83,6 +85,7 @@ def test_the_tree_stays_the_hosts_working_directory() -> None:
     assert _hits({"cmd": "rm -rf build", "cwd": "/work/project/web"}) == []
     assert _hits({"cmd": "rm -rf build", "cwd": "web/../api"}) == []
     assert _hits({"commands": ["cd build", "rm -rf out"]}) == []
+    assert _hits({"cmd": "rm -rf build", "root": "./web"}) == []
     assert _hits({"cmd": "ls -la", "cwd": "/etc"}) == []  # the folder alone is not a write
 
 
@@ -127,7 +130,9 @@ _RUNNERS = ["uv run", "poetry run", "pipenv run", "npx", "pnpm exec", "yarn exec
             "chronic", "unbuffer", "caffeinate", "systemd-run", "npm exec --", "pnpm dlx", "rye run",
             "pixi run", "bundle exec", "mamba run -n base", "micromamba run -p /opt/env", "mise x node@20 --",
             "doppler run --", "aws-vault exec prod --", "dotenvx run --", "op run --", "sshpass -p pw",
-            "gosu root", "tini --", "dumb-init", "nice -n 5 uv run", "sudo poetry run", "uvx", "pnpx"]
+            "gosu root", "tini --", "dumb-init", "nice -n 5 uv run", "sudo poetry run", "uvx", "pnpx", "coproc",
+            "eatmydata", "pipx run --spec x", "setarch x86_64", "cpulimit -l 50 --", "systemd-inhibit",
+            "rlwrap", "sem -j 2", "nocache", "linux32", "fakechroot", "bun run", "bun x"]
 
 
 @pytest.mark.parametrize("runner", _RUNNERS)
@@ -205,6 +210,14 @@ def test_a_routine_command_behind_a_runner_is_not_stopped(runner: str, command: 
     "socat - EXEC:'rm -rf /'",
     "ncat -l 8080 -c 'rm -rf /'",
     "man -P 'rm -rf /' ls",
+    "rsync -avze 'rm -rf /' a host:b",
+    "git config alias.x '!rm -rf /' && git x",
+    "git config --global core.sshCommand 'rm -rf /'",
+    "git filter-branch --tree-filter 'rm -rf ~' HEAD",
+    "fd -e py -x rm -rf /",
+    "rg --pre 'rm -rf /' foo",
+    "ex -c '!rm -rf /' notes.txt",
+    "tmux send-keys 'rm -rf /' Enter",
 ])
 def test_a_command_carried_in_an_option_is_read_as_a_command(cmd: str) -> None:
     assert "recursive-delete-outside-tree" in _hits({"cmd": cmd}), cmd
@@ -213,9 +226,18 @@ def test_a_command_carried_in_an_option_is_read_as_a_command(cmd: str) -> None:
 @pytest.mark.parametrize("cmd", ["sed 's/x/y/e' notes.txt", "sed -e 'p;s/a/b/ge' notes.txt", "sed e notes.txt",
                                  "sed -n '/x/{e\n}' notes.txt", "sed 's/x/y' notes.txt", "sed 'k' notes.txt",
                                  "sed \"$SCRIPT\" notes.txt", "vim -c 'call system(\"x\")' notes.txt",
-                                 "vim '+call system(\"x\")' notes.txt"])
+                                 "vim '+call system(\"x\")' notes.txt", "git -c core.hooksPath=hooks commit -m x",
+                                 "GIT_CONFIG_PARAMETERS=\"'core.sshCommand=x'\" git fetch",
+                                 "git --config-env=core.sshCommand=CMD fetch", "view -c 'call system(1)' f"])
 def test_a_carried_command_the_floor_cannot_read_fails_closed(cmd: str) -> None:
-    assert _hits({"cmd": cmd}), cmd
+    assert UNREADABLE in _hits({"cmd": cmd}) or "inline-code" in _hits({"cmd": cmd}), cmd
+
+
+def test_seds_w_and_r_are_the_write_and_the_read_they_are() -> None:
+    assert "system-files" in _hits({"cmd": "sed -n 'w /etc/passwd' notes.txt"})
+    assert "system-files" in _hits({"cmd": "sed 's/a/b/w /etc/hosts' notes.txt"})
+    assert "credential-files" in _hits({"cmd": "sed 'r ~/.ssh/id_rsa' notes.txt"})
+    assert _hits({"cmd": "sed -n '/x/w out.txt' notes.txt"}) == []
 
 
 def test_awk_and_vim_carriers_stay_inline_code() -> None:
@@ -279,7 +301,10 @@ def test_variants_of_sed_running_its_text_fail_closed(script: str, options: str,
                                  "git rebase -x 'make test' main", "git push -u origin feature",
                                  "git submodule foreach git pull", "less +G log.txt", "less +/ERROR log.txt",
                                  "vim +10 notes.txt", "man -P cat ls", "sed -f script.sed notes.txt",
-                                 "sed --sandbox 's/x/y/e' notes.txt", "socat TCP-LISTEN:8080 TCP:localhost:80"])
+                                 "sed --sandbox 's/x/y/e' notes.txt", "socat TCP-LISTEN:8080 TCP:localhost:80",
+                                 "git config user.name me", "git config --global alias.st status",
+                                 "fd -e py -x wc -l", "rsync -avz src host:dst", "sed -i '/^$/d' notes.txt",
+                                 "sed -i -e 's/a/b/' -e '/^#/d' notes.txt", "rg --pre-glob '*.gz' foo"])
 def test_routine_commands_with_such_options_are_not_stopped(cmd: str) -> None:
     assert _hits({"cmd": cmd}) == [], cmd
 

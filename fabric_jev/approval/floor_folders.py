@@ -11,6 +11,8 @@ folder, not against the host's working directory:
 - a folder that cannot be known (an expansion other than ``~``/``$HOME``, a
   value that is not a string) makes every relative path unknown, and the
   floor asks;
+- a ``root``, ``workspace`` or ``folder`` argument that holds a path is one
+  more folder the commands may run in;
 - a ``cd`` in one of several commands of a call (``{commands: ["cd /",
   "rm -rf *"]}``) is a folder the others may run in.
 
@@ -30,6 +32,10 @@ if TYPE_CHECKING:
 #: Keys that name the folder a call runs its command in (compared without case, `-` or `_`).
 FOLDER_KEYS = ("cwd", "workdir", "work_dir", "workingDir", "working_dir", "workingDirectory", "working_directory",
                "dir", "directory", "chdir", "cwdPath", "cwd_path", "runIn", "run_in")
+#: Keys that may name that folder too (a `root` or `workspace` argument): one more folder the
+#: commands may run in, never in place of the working directory.
+MAYBE_FOLDER_KEYS = ("root", "rootDir", "root_dir", "workspace", "workspaceDir", "workspace_dir", "folder",
+                     "baseDir", "base_dir", "basedir", "projectDir", "project_dir", "repoDir", "repo_dir")
 #: Nested this deep, a folder key is not looked for (the reading of the commands stops there too).
 _MAX_DEPTH = 8
 
@@ -39,6 +45,7 @@ def _name(key: object) -> str:
 
 
 _FOLDER = frozenset(_name(k) for k in FOLDER_KEYS)
+_MAYBE = frozenset(_name(k) for k in MAYBE_FOLDER_KEYS)
 
 
 def start_folders(view: CallView) -> tuple[str, ...] | None:
@@ -67,6 +74,10 @@ def _start_folders(view: CallView) -> tuple[str, ...] | None:
                 if folder is None:
                     return None  # `cwd: "$X"`, `dir: 3`: every relative path is unknown
                 (top if depth == 0 else deeper).append(folder)
+            elif _name(key) in _MAYBE and isinstance(item, str) and item.startswith(("/", "~", ".")):
+                folder = _paths.normalise(item, where)
+                if folder is not None:
+                    deeper.append(folder)
             elif isinstance(item, dict | list):
                 stack.append((item, depth + 1))
     starts = top or [context.cwd]

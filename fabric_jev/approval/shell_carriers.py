@@ -8,8 +8,9 @@ so do tar's ``--checkpoint-action=exec=…``, ``--use-compress-program`` (``-I``
 ``--unzip-command``; git's ``--upload-pack``, ``--receive-pack``, ``--exec``,
 ``rebase --exec``, ``bisect run``, ``submodule foreach`` and an ``ext::`` URL;
 man's ``-P``; ncat's ``-e``/``-c``/``--sh-exec``; socat's ``EXEC:``/``SYSTEM:``
-addresses; a pager's or an editor's ``+!…`` (less, vim) and sed's ``e``
-command. `carried` yields each such script, and `shell_wrappers.effective`
+addresses; a pager's or an editor's ``+!…`` (less, vim), ``fd -x``, ``rg --pre``,
+``git config alias.x '!…'`` and sed's ``e`` command; sed's ``w FILE`` and
+``r FILE`` are read as the write or read they are. `carried` yields each such script, and `shell_wrappers.effective`
 reads it as a command of its own: its verdict counts. A script the floor
 cannot read — sed's ``e`` flag of ``s///`` or a bare ``e`` (they run the
 text being edited), an editor's ex command, a sed script that does not
@@ -19,6 +20,7 @@ parse — is None: the call then fails closed. Long options may be shortened
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Sequence
 
@@ -41,6 +43,7 @@ _OPTION_SCRIPTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "mosh": (("--ssh",), ()),
     "tcpdump": ((), ("-z",)),
     "wget": (("--use-askpass",), ()),
+    "rg": (("--pre",), ()),
 }
 #: ssh options (-o KEY=VALUE) whose value is a command.
 _SSH_COMMANDS = frozenset({"proxycommand", "localcommand", "knownhostscommand", "remotecommand"})
@@ -56,6 +59,11 @@ _GIT_GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--names
 _EDITORS = frozenset({"vim", "vi", "nvim", "view", "ex", "vimdiff", "gvim", "rvim", "nvi", "elvis"})
 _PAGERS = frozenset({"less", "more", "most"})
 _SED = frozenset({"sed", "gsed"})
+_CLUSTER = re.compile(r"-[A-Za-z]{2,}")
+#: git settings whose value is a command (`git config KEY VALUE` stores one for later runs).
+_GIT_COMMAND_KEYS = frozenset({"core.pager", "core.editor", "core.sshcommand", "core.fsmonitor", "diff.external",
+                               "sequence.editor", "credential.helper", "gpg.program", "core.gitproxy",
+                               "uploadpack.packobjectshook", "pager.log", "pager.diff", "pager.show"})
 
 
 def carried(name: str, words: Sequence[Word]) -> Iterator[str | None]:
@@ -76,6 +84,14 @@ def carried(name: str, words: Sequence[Word]) -> Iterator[str | None]:
         yield from _sed_commands(words)
     if name in _EDITORS or name in _PAGERS:
         yield from _plus_commands(words, editor=name in _EDITORS)
+    if name in _EDITORS:  # ex -c '!rm -rf /'; other ex code cannot be read
+        for value in _option_values(words, ("--cmd",), ("-c",), prefixes=False):
+            yield value[1:] if value is not None and value.startswith("!") else None
+    if name in ("fd", "fdfind"):  # fd -x CMD …: the words after it, up to `;`
+        for i, word in enumerate(words):
+            if word.literal and word.text in ("-x", "--exec", "-X", "--exec-batch"):
+                after = [text_of(w) for w in words[i + 1:]]
+                yield " ".join(after[:after.index(";")] if ";" in after else after) or None
     if name == "socat":
         for word in words[1:]:
             text = text_of(word)
@@ -107,8 +123,8 @@ def _option_values(words: Sequence[Word], long: Sequence[str], short: Sequence[s
                 yield value if eq else following
         elif text.startswith("-"):
             for o in short:
-                if text == o:
-                    yield following
+                if text == o or (len(o) == 2 and _CLUSTER.fullmatch(text) and text.endswith(o[1])):
+                    yield following  # -e CMD, and rsync -avze CMD: the last flag of a cluster takes it
                 elif text.startswith(o) and len(text) > len(o) and not (len(o) == 2 and text[:3] == o + o[1]):
                     yield text[len(o):].removeprefix("=")
 
@@ -153,6 +169,24 @@ def _git_commands(words: Sequence[Word]) -> Iterator[str | None]:
         options = _GIT_OPTIONS[sub]
         yield from _option_values([Word("git"), *rest], [o for o in options if o.startswith("--")],
                                   [o for o in options if not o.startswith("--")], prefixes=True)
+    if sub == "config":  # git config alias.x '!rm -rf /' (also --global, --add …): run by a later git
+        values = [w for w in rest if not (w.literal and w.text.startswith("-"))]
+        for key, value in itertools.pairwise(values):
+            name = (key.value or "").lower()
+            text = text_of(value)
+            if name in _GIT_COMMAND_KEYS or (name.startswith("alias.") and text.startswith("!")):
+                yield text.removeprefix("!")
+            elif name == "core.hookspath":
+                yield None  # the hooks there are only known to the file system
+    for word in words[1:i]:
+        text = text_of(word)
+        if text.startswith("--config-env=") and text[13:].split("=", 1)[0].lower() in (*_GIT_COMMAND_KEYS,
+                                                                                        "core.hookspath"):
+            yield None  # the command is the value of an environment variable
+    if sub == "filter-branch":
+        yield from _option_values([Word("git"), *rest], ("--tree-filter", "--index-filter", "--msg-filter",
+                                  "--env-filter", "--commit-filter", "--parent-filter", "--tag-name-filter"), (),
+                                  prefixes=True)
     if sub == "bisect" and rest and rest[0].value == "run":
         yield " ".join(text_of(w) for w in rest[1:]) or None
     if sub == "submodule" and rest and rest[0].value == "foreach":
@@ -279,7 +313,11 @@ def sed_runs(script: str) -> list[str | None] | None:
         elif cmd in "bTt":
             while i < n and script[i] not in ";\n}":
                 i += 1
-        elif cmd in "rRwWv:":
+        elif cmd in "rRwW":  # the file it reads or writes, as the shell would name it
+            end = _line_end(script, i)
+            runs.append(_file_use(cmd, script[i:end].strip()))
+            i = end
+        elif cmd in "v:":
             i = _line_end(script, i)
         elif cmd in "qQlL":
             i = _spaces(script, i)
@@ -293,11 +331,21 @@ def sed_runs(script: str) -> list[str | None] | None:
             i, flags = _substitution(script, i, cmd)
             if i < 0:
                 return None
+            flags, _, written = flags.partition("w")
             if "e" in flags:
                 runs.append(None)
+            if written:
+                runs.append(_file_use("w", written))
         else:
             return None
     return runs
+
+
+def _file_use(cmd: str, path: str) -> str:
+    """sed's `w FILE` truncates and writes FILE, `r FILE` reads it: the same as a command
+    that does so, for the floor to read (`w /etc/passwd` is `> /etc/passwd`)."""
+    quoted = "'" + path.replace("'", "'\\''") + "'"
+    return f"cat {quoted}" if cmd in "rR" else f": > {quoted}"
 
 
 def _line_end(script: str, i: int) -> int:
@@ -368,7 +416,8 @@ def _substitution(script: str, i: int, cmd: str) -> tuple[int, str]:
         i += 1
     flags = script[start:i]
     if i < len(script) and script[i] in "wW":  # w FILE: to the end of the line
-        return _line_end(script, i), flags
+        end = _line_end(script, i)
+        return end, flags + "w" + script[i + 1:end].strip()
     return i, flags
 
 

@@ -158,7 +158,30 @@ RUNNERS: dict[str, Runner] = {
                chdir="-c"),
     "screen": _r("", "-S -c -e -h -p -t -L -Logfile -s", "-d -m -D -R -r -x -q -A -a -U -dm -dmS -DmS"),
     "scl": _r("enable", "", "", leading=1, joined=True),
+    "coproc": _r(),
+    "pipx": _r("run", "--spec --python --pip-args --index-url",
+               "--no-cache --verbose -v --quiet -q --system-site-packages"),
+    "corepack": _r(),
+    "cpulimit": _r("", "-l --limit -p --pid -e --exe -c --cpu", "-z --lazy -i --include-children -v --verbose -q"),
+    "eatmydata": _r(),
+    "nocache": _r("", "-n", ""),
+    "setarch": _r("", "", "-R -L -B -X -Z -3 -v --verbose --addr-no-randomize", leading=1),
+    "linux32": _r("", "", "-R -L -B -X -Z -3 -v"),
+    "linux64": _r("", "", "-R -L -B -X -Z -3 -v"),
+    "systemd-inhibit": _r("", "--what --who --why --mode", "--list --no-pager --no-legend"),
+    "fakechroot": _r("", "-l --lib -d --elfloader -e --environment -c --config-dir", "-s --use-system-libs"),
+    "rlwrap": _r("", "-a -b -f -H -l -p -P -q -s -S -t -w -z -e -g -M -o -O -C", "-c -i -m -n -r -R -A -N -v"),
+    "sem": _r("", "-j --jobs --id --semaphorename --st --semaphoretimeout", "--fg --bg -u --ungroup"),
+    "watchexec": _r("", "-e --exts -w --watch -i --ignore -f --filter -d --debounce -s --signal --shell "
+                    "--stop-signal --stop-timeout", "-c --clear -r --restart -p --postpone -n -N --notify -o "
+                    "--on-busy-update", joined=True),
+    "nodemon": _r("", "-w --watch -e --ext -i --ignore -d --delay --signal", "-q -V --verbose --legacy-watch -L",
+                  scripts="-x --exec"),
 }
+RUNNERS["tmux"] = _r("new-session new new-window neww split-window splitw respawn-pane respawnp respawn-window "
+                     "respawnw run-shell run send-keys send", "-s -n -c -t -x -y -F -e -l -f -A -N",
+                     "-d -P -b -h -v -k -D -E -X -l -R -M", joined=True, chdir="-c")
+RUNNERS["bun"] = _r("x run", _NODE, "--bun -b --silent --if-present")
 
 
 @dataclass(slots=True)

@@ -138,6 +138,8 @@ def effective(simple: Simple, known: Known, depth: int, nested: Nested, opaque: 
             variable, _, value = assignment.partition("=")
             if variable in COMMAND_VARIABLES and value:
                 yield from _script(_unquote(value), depth, current, nested, opaque)
+            elif variable == "GIT_CONFIG_PARAMETERS" or variable.startswith("GIT_CONFIG_VALUE_"):
+                opaque.append("git settings given in the environment")  # core.sshCommand among them
         if not words or not words[0].literal:
             return
         name = basename(words[0].text) or ""
@@ -343,6 +345,9 @@ def _git_config_commands(words: list[Word], depth: int, outer: Simple, nested: N
                 continue
             key, _, value = setting.value.partition("=")
             key = key.lower()
+            if key == "core.hookspath":
+                opaque.append("git hooks from a folder the floor does not read")
+                continue
             if value and (key in GIT_COMMAND_SETTINGS or (key.startswith("alias.") and value.startswith("!"))):
                 yield from _script(value.removeprefix("!"), depth, outer, nested, opaque)
 
