@@ -94,6 +94,7 @@ def test_paths_given_to_an_execute_capability_get_the_system_path_check() -> Non
                                    "process.spawn")
     assert "system-files" in _hits({"cmd": "shred -u", "target": "/usr/bin/sudo"}, "process.spawn")
     assert _hits({"program": "truncate", "args": ["-s", "0"], "file": "out/log.txt"}, "process.spawn") == []
+    assert _hits({"program": "cp", "src": "/etc/hosts", "dest": "./hosts"}, "process.spawn") == []  # a read
 
 
 @st.composite

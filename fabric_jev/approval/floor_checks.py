@@ -316,8 +316,9 @@ def system_writes(view: CallView, params: FloorParams) -> bool:
     return False
 
 
-#: The paths an execute capability is given, besides the folder it runs in.
-_EXECUTE_PATH_KEYS = tuple(k for k in WRITE_PATH_KEYS if k.replace("_", "").lower() not in _FOLDERS)
+#: The paths an execute capability is given, besides the folder it runs in and what it reads from.
+_EXECUTE_PATH_KEYS = tuple(k for k in WRITE_PATH_KEYS if k.replace("_", "").lower() not in _FOLDERS
+                           and k not in ("src", "source", "from"))
 
 
 def _crontab_changes(command: _shell.Simple) -> bool:

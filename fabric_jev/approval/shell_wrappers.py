@@ -8,7 +8,10 @@
 yields each of these commands, so deny rules and the floor read every one
 (``/bin/rm`` is ``rm`` to them). Assignments whose value is a command that
 another program runs (``GIT_SSH_COMMAND='…' git fetch``) are read as scripts
-too. Pure code.
+too. Runners behind a subcommand (``uv run``, ``pnpm exec``: `shell_runners`) and
+commands carried in an option (``tar --to-command=…``, ``ssh -o ProxyCommand=…``:
+`shell_carriers`) are read the same way. After an option a wrapper's table does not
+know, every later word is read as a possible start of the command. Pure code.
 """
 
 from __future__ import annotations
