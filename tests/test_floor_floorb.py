@@ -63,6 +63,18 @@ def test_a_commands_relative_paths_point_into_the_folder_beside_it(arguments: di
     assert "recursive-delete-outside-tree" in _hits(arguments)
 
 
+@pytest.mark.parametrize("arguments", [{"cmd": "tar -xf a.tar", "cwd": "/etc"}, {"cmd": "tar xzf a.tgz", "dir": "/usr"},
+                                       {"cmd": "unzip a.zip", "workdir": "/usr/lib"}, {"cmd": "7z x a.7z", "cwd": "/opt"},
+                                       {"cmd": "cd /etc && tar -xf /tmp/a.tar"}])
+def test_an_archive_extracted_where_it_runs_writes_that_folder(arguments: dict[str, Any]) -> None:
+    assert "system-files" in _hits(arguments)
+    inside = {k: "." if k in ("cwd", "dir", "workdir") else v.replace("cd /etc", "cd build") for k, v in
+              arguments.items()}
+    assert _hits(inside) == [], inside
+    assert _hits({"cmd": "unzip -l a.zip", "cwd": "/usr"}) == []
+    assert _hits({"cmd": "tar -tf a.tar", "cwd": "/etc"}) == []
+
+
 @pytest.mark.parametrize("cmd", ["cd - && rm -rf *", "cd /tmp; cd -; rm -rf ./*", "popd && rm -rf *",
                                  "pushd && rm -rf *", "pushd +1; rm -rf ./*"])
 def test_a_folder_change_back_to_an_unknown_folder_makes_paths_unknown(cmd: str) -> None:

@@ -460,13 +460,28 @@ def writes(command: Simple) -> Iterator[Word]:
         yield found[-1]
     elif which == "first" and found:
         yield found[0]
-    yield from option_values(command, spec.get("options", ()))
+    named_folder = list(option_values(command, spec.get("options", ())))
+    yield from named_folder
+    if not named_folder and spec.get("into_folder") and _extracts(command, spec["into_folder"]):
+        yield Word(".")  # tar -xf a.tar, unzip a.zip: into the folder it runs in
     for key in spec.get("keys", ()):  # dd of=FILE
         for word in command.words[1:]:
             if word.literal and word.text.startswith(key + "="):
                 yield Word(word.text[len(key) + 1:])
             elif not word.literal and word.text.startswith(key + "="):
                 yield Word(word.text, False, None)
+
+
+def _extracts(command: Simple, when: Mapping[str, Any]) -> bool:
+    """Whether an archiver extracts (tar -x, also `tar xf`; unzip unless it lists; 7z x)."""
+    words = command.words[1:]
+    if "subcommands" in when:
+        return bool(words) and words[0].text in when["subcommands"]
+    if "short" in when:
+        first = words[0].text if words and words[0].literal else ""
+        old_style = first.isalpha() and any(ch in first for ch in when["short"])
+        return old_style or has_flag(command, when["short"], when.get("long", ()))
+    return not has_flag(command, when.get("unless_short", ""), when.get("unless", ()))
 
 
 def _files_of_a_script_program(command: Simple, found: list[Word], script_options: Sequence[str]) -> list[Word]:
