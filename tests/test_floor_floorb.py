@@ -356,6 +356,21 @@ def test_a_temporary_path_that_is_not_provably_the_users_is_stopped(cmd: str) ->
     assert _hits({"cmd": cmd}, tmpdir="/tmp/u1000"), cmd
 
 
+@pytest.mark.parametrize("cmd", ['tmp=$(mktemp -d -t ci-XXXX); trap \'rm -rf "$tmp"\' EXIT; make',
+                                 'd=$(mktemp -d) && bash -c "rm -rf $d"', 'd=$(mktemp -d); eval \'rm -rf "$d"\''])
+def test_a_script_run_later_in_the_same_shell_sees_the_fresh_variable(cmd: str) -> None:
+    assert _hits({"cmd": cmd}, tmpdir="/tmp/u1000") == [], cmd
+
+
+@pytest.mark.parametrize("cmd", ['trap \'rm -rf "$tmp"\' EXIT; tmp=$(mktemp -d)',
+                                 'd=$(mktemp -d); trap \'d=/etc; rm -rf "$d"\' EXIT',
+                                 'd=$(mktemp -d); trap \'rm -rf "${d%/*}"\' EXIT',
+                                 'd=$(mktemp -d); sh -c \'rm -rf "$d"\'', 'd=$(mktemp -d); ssh host "rm -rf $d"',
+                                 'true || d=$(mktemp -d); trap \'rm -rf "$d"\' EXIT'])
+def test_a_nested_script_that_cannot_see_the_fresh_variable_is_stopped(cmd: str) -> None:
+    assert _hits({"cmd": cmd}, tmpdir="/tmp/u1000"), cmd
+
+
 def test_a_call_whose_other_command_sets_tmpdir_proves_nothing() -> None:
     assert _hits({"commands": ["export TMPDIR=/", 'rm -rf "$TMPDIR/etc"']}, tmpdir="/tmp/u1000")
     assert _hits({"commands": ["mktemp() { echo /; }", 'rm -rf "$(mktemp -d)"']}, tmpdir="/tmp/u1000")

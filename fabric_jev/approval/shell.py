@@ -98,7 +98,14 @@ def _parse_cached(command: str, home: str, cwd: str, tmpdir: str | None) -> Scri
 def _nested_parser(known: Known) -> Any:
     def nested(text: str, depth: int, outer: Simple) -> Script:
         # After a cd (or `env -C`), $PWD in a nested script is that folder, not the working directory.
-        return _parse(text, known if not outer.dirs else replace(known, cwd=""), depth, outer)
+        inner = known if not outer.dirs else replace(known, cwd="")
+        program = basename(outer.program)
+        if inner.fresh and program not in ("trap", "eval") and (
+                program in ("ssh", "rsh") or any(w.literal and w.text == text for w in outer.words)):
+            # sh -c '… "$d"': another process, whose $d is not this script's (it is not exported);
+            # ssh host "rm -rf $d": that path on another machine.
+            inner = replace(inner, fresh=frozenset())
+        return _parse(text, inner, depth, outer)
     return nested
 
 
@@ -127,7 +134,8 @@ def _parse(command: str, known: Known, depth: int, outer: Simple | None) -> Scri
     source = command.encode("utf-8", "surrogatepass")
     tree = _parser().parse(source)
     walker = _Walker(source, known, depth, outer)
-    walker.fresh = _fresh.fresh_names(tree.root_node, walker.text, known)
+    walker.spans = _fresh.fresh_names(tree.root_node, walker.text, known)
+    walker.fresh = frozenset(walker.spans)
     segments, operators = walker.shape(tree.root_node)
     walker.collect(tree.root_node)
     if tree.root_node.has_error:
@@ -150,8 +158,9 @@ class _Walker:
         #: The folders named by a cd so far (None: one cannot be known).
         self.dirs: tuple[str, ...] | None = outer.dirs if outer is not None else ()
         self.nested = _nested_parser(known)
-        #: Variables that provably hold a path mktemp made (`shell_fresh`).
+        #: Variables that provably hold a path mktemp made (`shell_fresh`), and where in the text.
         self.fresh: frozenset[str] = frozenset()
+        self.spans: dict[str, tuple[int, int]] = {}
 
     def text(self, node: Any) -> str:
         return self.source[node.start_byte:node.end_byte].decode("utf-8", "replace")
@@ -392,7 +401,11 @@ class _Walker:
         simple = replace(simple, stdin=self._stdin(node) or (outer.stdin if outer else ""),
                          dirs=self.dirs, within=self._within(node) or (outer.within if outer else ""),
                          fed=outer.fed if outer else "")
-        for command in effective(simple, self.known, self.depth, self.nested, self.opaque):
+        nested = self.nested
+        inherited = frozenset(n for n, (after, end) in self.spans.items() if after <= node.start_byte < end)
+        if inherited:  # a script in this command sees the variables assigned before it
+            nested = _nested_parser(replace(self.known, fresh=inherited))
+        for command in effective(simple, self.known, self.depth, nested, self.opaque):
             self.commands.append(command)
             self._chdir(command)
 

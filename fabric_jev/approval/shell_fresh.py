@@ -17,6 +17,9 @@ reads them as known only where that is provable:
   or first in an ``&&`` chain, and used only plainly (``"$d"``, ``${d}``) after
   it, is fresh too. Any other mention (``read d``, ``${d%/*}``, a second
   assignment, an assignment that may not run) makes it unknown;
+- a script nested in a later command (``trap 'rm -rf "$d"' EXIT``,
+  ``bash -c "rm -rf $d"``) sees such a variable too, unless it mentions it
+  otherwise;
 - none of this holds in a script that redefines commands (a function or an
   alias named like ``mktemp``, ``hash``, a changed ``PATH``). Pure code.
 """
@@ -77,10 +80,12 @@ def substitution_is_fresh(node: Any, text: Callable[[Any], str]) -> bool:
     return node.type == "command_substitution" and raw.startswith("$(") and is_mktemp(raw[2:-1])
 
 
-def fresh_names(root: Any, text: Callable[[Any], str], known: Known) -> frozenset[str]:
-    """The variables of a script that provably hold a path mktemp made (module doc)."""
+def fresh_names(root: Any, text: Callable[[Any], str], known: Known) -> dict[str, tuple[int, int]]:
+    """The variables of a script that provably hold a path mktemp made (module doc), each with
+    the span of text after its assignment where it does; those of an enclosing script
+    (`Known.fresh`) hold in all of it unless this script mentions them otherwise."""
     if known.tmpdir is None:
-        return frozenset()
+        return {}
     assignments: dict[str, list[Any]] = {}
     names: dict[str, list[Any]] = {}
     words: set[str] = set()
@@ -97,7 +102,11 @@ def fresh_names(root: Any, text: Callable[[Any], str], known: Known) -> frozense
         elif kind == "word":
             words.add(text(node).split("=", 1)[0].rstrip("+"))
         stack.extend(node.children)
-    found = set()
+    found: dict[str, tuple[int, int]] = {}
+    for name in known.fresh:
+        uses = [n.parent for n in names.get(name, ())]
+        if name not in assignments and name not in words and all(_plain_use(u, name, text) for u in uses):
+            found[name] = (0, root.end_byte)
     for name, assigned in assignments.items():
         if len(assigned) != 1 or name in words or not _from_mktemp(assigned[0], text):
             continue
@@ -108,8 +117,8 @@ def fresh_names(root: Any, text: Callable[[Any], str], known: Known) -> frozense
         uses = [n.parent for n in names.get(name, ()) if not _same(n.parent, assigned[0])]
         if all(_plain_use(use, name, text) and use.start_byte >= after and scope[0] <= use.start_byte < scope[1]
                for use in uses):
-            found.add(name)
-    return frozenset(found)
+            found[name] = scope
+    return found
 
 
 def _from_mktemp(assignment: Any, text: Callable[[Any], str]) -> bool:

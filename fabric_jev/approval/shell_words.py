@@ -118,6 +118,9 @@ class Known:
     home: str = ""
     cwd: str = ""
     tmpdir: str | None = None
+    #: Variables of an enclosing script that hold a path mktemp made (`shell_fresh`), for a
+    #: script nested in it (``trap 'rm -rf "$d"' EXIT``).
+    fresh: frozenset[str] = frozenset()
 
 
 def basename(program: str | None) -> str | None:
