@@ -8,7 +8,10 @@ the same things:
 - a token comes from a file (`read_token_file`), never from argv (which `ps` shows) — a regular
   file of at most 4 KiB, one line, that no other user can read;
 - a presented token is compared in constant time (`bearer_matches`), after the scheme, which
-  is case-insensitive (RFC 9110 §11.1).
+  is case-insensitive (RFC 9110 §11.1);
+- a request carries a credential only in exactly one `Authorization` header
+  (`authorization_of`): with two, which one a layer reads would decide who the client is, so
+  such a request carries none and is answered 401.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import hmac
 import ipaddress
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from ._files import open_regular
@@ -74,6 +78,18 @@ def read_token_file(path: str | Path) -> str:
     if len(token) < MIN_TOKEN_CHARS:
         raise refuse(f"the token is shorter than {MIN_TOKEN_CHARS} characters")
     return token
+
+
+def authorization_of(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """The value of the request's one `Authorization` header (ASGI raw headers); None when it has
+    none or more than one (RFC 9110 §11.6.2 allows one credential: every layer must agree on it)."""
+    found: str | None = None
+    for name, value in headers:
+        if name.lower() == b"authorization":
+            if found is not None:
+                return None
+            found = value.decode("latin-1")
+    return found
 
 
 def bearer_matches(authorization: str | None, token: str) -> bool:

@@ -477,7 +477,7 @@ PAIR_PROGRAM = """
 return await tools.call({ref: 'deploy.write', args: {
   env: [{name: 'DB_PASSWORD', value: 'pairSecret-1'}, {name: 'DB_USER', value: 'app'}],
   headers: [{key: 'Authorization', value: 'Token pairSecret-2'}],
-  params: [['API_TOKEN', 'pairSecret-3']],
+  pairs: [['API_TOKEN', 'pairSecret-3']],
   ssm: {Name: '/prod/db/password', Value: 'pairSecret-4'},
   cmd: 'mongo -u admin -p pairSecret-5 && echo pairSecret-6 | sudo -S true'}});
 """

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fabric_jev._bearer import bearer_matches, is_loopback, read_token_file, require_token
+from fabric_jev._bearer import authorization_of, bearer_matches, is_loopback, read_token_file, require_token
 from fabric_jev.errors import ConfigError
 
 TOKEN = "s3cret-token-0123456789"
@@ -78,3 +78,15 @@ def test_anything_but_the_token_is_refused(header: str | None) -> None:
 @given(st.text(max_size=64))
 def test_no_other_credential_matches(presented: str) -> None:
     assert bearer_matches(f"Bearer {presented}", TOKEN) == (presented.strip(" ") == TOKEN)
+
+
+@given(st.lists(st.sampled_from([b"Authorization", b"authorization", b"AUTHORIZATION"]), min_size=2, max_size=4),
+       st.lists(st.text(min_size=1, max_size=20).map(lambda t: t.encode("utf-8")), min_size=4, max_size=4),
+       st.sampled_from([b"accept", b"x-authorization", b"content-type"]))
+def test_more_than_one_authorization_header_carries_no_credential(names: list[bytes], values: list[bytes],
+                                                                  other: bytes) -> None:
+    # Which of two headers a layer reads must not decide who the client is: none is read.
+    headers = [(other, b"x"), *((n, v) for n, v in zip(names, values, strict=False))]
+    assert authorization_of(headers) is None
+    assert authorization_of([(other, b"x"), (names[0], values[0])]) == values[0].decode("latin-1")
+    assert authorization_of([(other, b"Bearer t")]) is None

@@ -122,8 +122,12 @@ async def test_a_missing_or_wrong_token_gets_a_bare_401(tmp_path: Path) -> None:
             answers = [await http.post(url, json=body, headers={**headers, **extra}) for extra in (
                 {}, {"Authorization": "Bearer wrong-token-of-enough-length"}, {"Authorization": f"Basic {TOKEN}"},
                 {"Authorization": f"Bearer {TOKEN}x"})]
+            # Two Authorization headers, the right one first: a request carries one credential.
+            answers.append(await http.post(url, json=body, headers=[
+                *headers.items(), ("Authorization", f"Bearer {TOKEN}"),
+                ("Authorization", "Bearer wrong-token-of-enough-length")]))
             good = await http.post(url, json=body, headers={**headers, "Authorization": f"Bearer {TOKEN}"})
-    assert [a.status_code for a in answers] == [401] * 4
+    assert [a.status_code for a in answers] == [401] * 5
     assert {a.content for a in answers} == {b""}  # nothing that tells a wrong token from a missing one
     assert {a.headers.get("www-authenticate") for a in answers} == {"Bearer"}
     assert good.status_code == 200
@@ -307,3 +311,38 @@ async def test_a_queued_run_asks_its_own_client_not_the_one_that_freed_its_slot(
             ended = structured(await b.call_tool("jev_wait", {"id": spawned["id"]}))
     assert finished["a"]["result"] == 0.75 and ended["state"] == "completed" and ended["result"] == 0.75
     assert asked == ["a", "b"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("refusal", ["port", "tls", "programs"])
+async def test_an_evaluator_given_is_closed_when_serving_is_refused(tmp_path: Path, refusal: str) -> None:
+    import socket
+
+    from fabric_jev import HostConfig
+    from fabric_jev.errors import ConfigError, ProgramInvalid
+    from fabric_jev.mcp.over_http import serve_http
+    from fabric_jev.testing import ScriptedEvaluator
+
+    evaluator = ScriptedEvaluator({})
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1] if refusal == "port" else 0
+        with pytest.raises(ProgramInvalid if refusal == "programs" else ConfigError):
+            await serve_http(HostConfig(), evaluator, host="127.0.0.1", port=port, token=None, client_runs=1,
+                             ssl_keyfile=str(tmp_path / "key.pem") if refusal == "tls" else None,
+                             programs=str(tmp_path / "absent") if refusal == "programs" else None)
+    assert evaluator.closed  # the host would have closed it; refused before the host, it is closed too
+
+
+@pytest.mark.anyio
+async def test_an_evaluator_given_to_stdio_is_closed_when_serving_is_refused(tmp_path: Path) -> None:
+    from fabric_jev import HostConfig
+    from fabric_jev.errors import ProgramInvalid
+    from fabric_jev.mcp.server import serve_stdio
+    from fabric_jev.testing import ScriptedEvaluator
+
+    evaluator = ScriptedEvaluator({})
+    with pytest.raises(ProgramInvalid):
+        await serve_stdio(HostConfig(), evaluator, programs=str(tmp_path / "absent"))
+    assert evaluator.closed

@@ -74,9 +74,15 @@ def test_a_missing_or_wrong_token_gets_the_same_401(tmp_path: Path) -> None:
             httpx.post(url + "/v1/systemone", json=QUESTION, headers={"Authorization": "Bearer " + TOKEN[:-1] + "x"}),
             httpx.post(url + "/v1/systemone", json=QUESTION, headers={"Authorization": "Basic " + TOKEN}),
             httpx.get(url + "/v1/models", headers={"Authorization": "Bearer"}),
+            # Two credentials, one of them right, in either order: the per-client limit and the
+            # key check must not read different ones, so the request carries none.
+            httpx.post(url + "/v1/systemone", json=QUESTION,
+                       headers=[("Authorization", "Bearer wrong-0123456789abcdef"), ("Authorization", "Bearer " + TOKEN)]),
+            httpx.post(url + "/v1/systemone", json=QUESTION,
+                       headers=[("Authorization", "Bearer " + TOKEN), ("Authorization", "Bearer wrong-0123456789abcdef")]),
         ]
         ok = httpx.post(url + "/v1/systemone", json=QUESTION, headers={"Authorization": "bearer " + TOKEN})
-    assert [r.status_code for r in refused] == [401] * 4
+    assert [r.status_code for r in refused] == [401] * 6
     # One body whatever was wrong, in the spec's error shape: nothing tells a guesser what to change.
     assert len({r.content for r in refused}) == 1
     assert refused[0].json()["detail"]["error_type"] == "authentication_error"

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +53,14 @@ class Switch(Sampler):
     which shares this process's provider, makes no span."""
 
     on = False
+    #: Told each span's name as it starts (a test's hook into the moment a span begins).
+    starting: Callable[[str], None] | None = None
 
     def should_sample(self, parent_context: Context | None, trace_id: int, name: str,
                       kind: SpanKind | None = None, attributes: Any = None, links: Any = None,
                       trace_state: Any = None) -> SamplingResult:
+        if Switch.on and Switch.starting is not None:
+            Switch.starting(name)
         return SamplingResult(Decision.RECORD_AND_SAMPLE if Switch.on else Decision.DROP, attributes)
 
     def get_description(self) -> str:
@@ -82,7 +86,7 @@ def spans() -> Iterator[InMemorySpanExporter]:
     try:
         yield EXPORTER
     finally:
-        Switch.on = False
+        Switch.on, Switch.starting = False, None
         EXPORTER.clear()
 
 
@@ -434,3 +438,17 @@ async def test_a_failing_status_does_not_fail_a_traced_run(spans: InMemorySpanEx
     assert env.state == "completed" and env.error is None and env.result == 0.25
     evaluate = next(s for s in spans.get_finished_spans() if s.name.startswith("evaluate"))
     assert evaluate.attributes is not None and evaluate.attributes["gen_ai.request.model"] == "unknown"
+
+
+async def test_a_launch_cancelled_by_its_caller_ends_its_span_cancelled(spans: InMemorySpanExporter) -> None:
+    # Cancelled as its run's span starts: the launch, taking a worker, sees it. A cancelled run is no error.
+    async with JevHost() as host:
+        with anyio.CancelScope() as scope:
+            Switch.starting = lambda name: scope.cancel() if name.startswith("invoke_workflow") else None
+            await host.run(program("return 1", name="cancelled"), None)
+        assert scope.cancelled_caught
+    named = by_name(spans.get_finished_spans())
+    assert set(named) == {"invoke_workflow cancelled"}  # ended, not left open
+    run = named["invoke_workflow cancelled"]
+    assert run.attributes is not None and run.attributes["fabric_jev.run.state"] == "cancelled"
+    assert run.status.status_code is StatusCode.UNSET and "error.type" not in run.attributes

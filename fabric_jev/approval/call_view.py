@@ -10,8 +10,10 @@ are the user's (`fabric_jev.approval.places`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from . import paths as _paths
@@ -27,6 +29,17 @@ URL_KEYS = ("url", "uri", "href", "endpoint")
 SQL_KEYS = ("sql", "query", "statement")
 _NESTS = ("params", "args", "arguments", "input")
 FACETS = {"cmd": COMMAND_KEYS, "path": PATH_KEYS, "url": URL_KEYS, "sql": SQL_KEYS}
+
+
+def key_name(key: str) -> str:
+    """A key as rules and the floor compare it: case and ``-``/``_`` ignored (``CMD``,
+    ``Command-Line``, ``file-path``)."""
+    return key.replace("-", "").replace("_", "").lower()
+
+
+@lru_cache(maxsize=64)
+def _names(keys: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(key_name(k) for k in keys)
 
 
 @dataclass(slots=True)
@@ -106,19 +119,20 @@ class CallView:
     _cache: dict[Any, Any] = field(default_factory=dict)
 
     def values(self, keys: Sequence[str]) -> list[object]:
-        """The values of `keys`, at the top level and one level inside params/args/arguments/input."""
+        """The values of `keys`, at the top level and one level inside params/args/arguments/input,
+        keys compared as `key_name` does (``Path``, ``file-path``, ``SQL``)."""
         args = self.arguments
         if not isinstance(args, dict):  # JSON arguments: objects are dicts
             return []
         cached: list[Any] | None = self._cache.get(id(keys))  # keys are the module's constant tuples
         if cached is not None:
             return cached
-        present = args.keys() & keys
-        out = [args[k] for k in keys if k in present] if present else []
-        for nest in _NESTS:
-            inner = args.get(nest)
-            if isinstance(inner, dict) and (found := inner.keys() & keys):
-                out.extend(inner[k] for k in keys if k in found)
+        wanted = _names(tuple(keys))
+        nests = _names(_NESTS)
+        out = [value for k, value in args.items() if key_name(str(k)) in wanted]
+        for k, inner in args.items():
+            if isinstance(inner, dict) and key_name(str(k)) in nests:
+                out.extend(value for name, value in inner.items() if key_name(str(name)) in wanted)
         self._cache[id(keys)] = out
         return out
 
@@ -137,8 +151,10 @@ class CallView:
             for value in self.values(COMMAND_KEYS):
                 if isinstance(value, str):
                     out.append(_shell.parse(value, self.context.known))
-                elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-                    out.append(_shell.parse_argv(list(value), self.context.known))
+                elif isinstance(value, list) and value and all(isinstance(v, str | int | float) for v in value):
+                    # numbers and booleans in an argv are their JSON text (`["rm", "-rf", 1, "~"]`)
+                    out.append(_shell.parse_argv([v if isinstance(v, str) else json.dumps(v) for v in value],
+                                                 self.context.known))
             self._cache["scripts"] = out
         result: list[_shell.Script] = self._cache["scripts"]
         return result

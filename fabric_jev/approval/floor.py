@@ -21,7 +21,7 @@ from typing import Any
 from . import floor_checks as _checks
 from . import floor_closed as _closed
 from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS, CallView
-from .floor_reading import WRITE_PATH_KEYS, FloorParams, catalogue, ref_words, scripts
+from .floor_reading import WRITE_PATH_KEYS, FloorParams, catalogue, ref_words, scripts, strings_under
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,7 @@ def floor_hits(view: CallView) -> list[FloorEntry]:
 
 def _has_facets(view: CallView) -> bool:
     return bool(scripts(view) or view.values(PATH_KEYS) or view.values(SQL_KEYS) or view.values(URL_KEYS)
-                or (view.risk == "write" and view.values(WRITE_PATH_KEYS))
+                or (view.risk == "write" and strings_under(view, WRITE_PATH_KEYS))
                 or _interpreters() & ref_words(view.ref))
 
 

@@ -26,6 +26,7 @@ from .floor_reading import (
     operands,
     paths_named,
     scripts,
+    strings_under,
     writes,
 )
 from .places import expansions, in_places, outside, word_paths
@@ -275,7 +276,7 @@ def write_outside_tree(view: CallView, params: FloorParams) -> bool:
                 and any(outside(view, command, value) for value in _link_targets(command)):
             return True
     if view.risk == "write":
-        for value in view.strings(WRITE_PATH_KEYS):
+        for value in strings_under(view, WRITE_PATH_KEYS):  # at any depth (`options.path`)
             if not in_places(view, word_paths(view, None, value)):
                 return True
     return False
@@ -308,7 +309,7 @@ def system_writes(view: CallView, params: FloorParams) -> bool:
         if any(t.text == ANYWHERE or system(word_paths(view, command, t.value)) for t in writes(command)):
             return True
     if view.risk == "write":
-        return any(system(word_paths(view, None, value)) for value in view.strings(WRITE_PATH_KEYS))
+        return any(system(word_paths(view, None, value)) for value in strings_under(view, WRITE_PATH_KEYS))
     if view.risk == "execute":
         # A program run on a path it is given (`{program: "truncate -s0", path: "/etc/passwd"}`);
         # the folder it runs in is not one: its relative paths are read against it instead.

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from . import floor_folders as _folders
 from . import shell as _shell
-from .call_view import PATH_KEYS
+from .call_view import PATH_KEYS, key_name
 from .shell_fresh import SETS_TMPDIR
 from .shell_runners import RUNNERS
 from .shell_words import Simple, Word
@@ -96,6 +97,10 @@ INPUT_KEYS = ("stdin", "input", "stdin_text", "stdin_data", "input_text", "input
 #: more names a capability may give them (``fs.rm(target: "/etc")``).
 WRITE_PATH_KEYS = (*PATH_KEYS, "target", "location", "output", "out", "outfile", "outFile", "output_path",
                    "outputPath", "folder", "dst", "root", "into", "dir_path", "dirPath", "dest_path", "destPath")
+#: Keys whose string is the data a write capability writes or sends: JSON text there is a document
+#: (a tsconfig.json listing "/etc/passwd"), not more arguments, so its keys are no places written.
+DATA_KEYS = ("content", "contents", "data", "text", "body", "new_content", "newContent", "new_text", "newText",
+             "new_string", "newString", "old_string", "oldString", "patch", "diff")
 #: What a program writes when its input says where (tar -P): anywhere, system files included.
 ANYWHERE = "<where its input says>"
 #: Arguments read at most this deep, and at most this many distinct strings parsed from one call:
@@ -135,15 +140,11 @@ def scripts(view: CallView) -> list[Read]:
     return cached
 
 
-def key_name(key: str) -> str:
-    """A key as the floor compares it: case and ``-``/``_`` ignored (``CMD``, ``Command-Line``)."""
-    return key.replace("-", "").replace("_", "").lower()
-
-
 _COMMAND = frozenset(key_name(k) for k in COMMAND_KEYS)
 _PROGRAM = frozenset(key_name(k) for k in PROGRAM_KEYS)
 _ARGUMENTS = frozenset(key_name(k) for k in ARGUMENT_KEYS)
 _INPUT = frozenset(key_name(k) for k in INPUT_KEYS)
+_DATA = frozenset(key_name(k) for k in DATA_KEYS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +155,8 @@ class _Job:
     value: str | tuple[str, ...]
     keyed: bool
     fed: bool = False
+    #: Set when what the call holds there cannot be read: an opaque read, for this reason.
+    unread: str = ""
 
 
 def _opaque(reason: str) -> Read:
@@ -163,25 +166,27 @@ def _opaque(reason: str) -> Read:
 def _read(view: CallView) -> Iterator[Read]:
     """Parse what `_walk` finds, command keys first, at most MAX_STRINGS distinct strings: past
     that, or past MAX_DEPTH, what was not read is an opaque read (the floor asks)."""
-    keyed, other, too_deep = _walk(view.arguments, is_shell_capability(view.ref))
+    shell = is_shell_capability(view.ref)
+    keyed, other, too_deep = _walk(view.arguments, shell, runs=shell or view.risk == "execute")
+    texts = [" ".join(j.value) if isinstance(j.value, tuple) else j.value for j in (*keyed, *other)]
     here = _folders.pwd(view)
-    if here and len(keyed) + len(other) > 1 and any(
-            _MAY_CHANGE_FOLDER.search(" ".join(j.value) if isinstance(j.value, tuple) else j.value)
-            for j in (*keyed, *other)):
+    if here and len(texts) > 1 and any(_MAY_CHANGE_FOLDER.search(t) for t in texts):
         here = ""  # a cd in one command of the call: $PWD in the others is not known
     tmpdir = view.context.tmpdir
-    if tmpdir is not None and any(SETS_TMPDIR.search(" ".join(j.value) if isinstance(j.value, tuple) else j.value)
-                                  for j in (*keyed, *other)):
+    if tmpdir is not None and any(SETS_TMPDIR.search(t) for t in texts):
         tmpdir = None  # one command of the call sets TMPDIR or redefines mktemp: not the host's
     known = _shell.Known(view.context.home, here, tmpdir)
     seen: set[_Job] = set()
     for job in (*keyed, *other):
-        if job in seen or (isinstance(job.value, str) and not job.value.strip()):
+        if job in seen or (isinstance(job.value, str) and not job.value.strip() and not job.unread):
             continue
         seen.add(job)
         if len(seen) > MAX_STRINGS:
             yield _opaque(f"more than {MAX_STRINGS} strings")
             break
+        if job.unread:
+            yield _opaque(job.unread)
+            continue
         script = _shell.parse(job.value, known) if isinstance(job.value, str) \
             else _shell.parse_argv(list(job.value), known)
         if job.fed:  # the call's input is to the program what a here-string is
@@ -190,6 +195,8 @@ def _read(view: CallView) -> Iterator[Read]:
         yield Read(script, job.keyed)
     if too_deep:
         yield _opaque(f"arguments nested deeper than {MAX_DEPTH}")
+    if view.risk == "write" and _strings_under(view, WRITE_PATH_KEYS)[1]:
+        yield _opaque(f"more than {MAX_STRINGS} places written")
 
 
 #: Text that may change folder (read over the raw text: a false alarm only asks more).
@@ -219,45 +226,62 @@ def shared_dirs(view: CallView) -> tuple[str, ...] | None:
     return result
 
 
-def _walk(arguments: Any, wide: bool) -> tuple[list[_Job], list[_Job], bool]:
+def _walk(arguments: Any, wide: bool, *, runs: bool = True) -> tuple[list[_Job], list[_Job], bool]:
     """Every string the floor reads as a command: those under a command key (or paired with a
     program) first, then, under a shell capability, every other one; and whether a part of the
-    arguments lies deeper than MAX_DEPTH (it is not walked, and so cannot be cleared)."""
+    arguments lies deeper than MAX_DEPTH (it is not walked, and so cannot be cleared).
+
+    JSON text inside a string that cannot be read (too long, too deep) is an opaque read only
+    when the capability `runs` things (a shell capability or risk execute): a file written or a
+    body posted is data, and a large or deep JSON document in it is routine."""
     keyed: list[_Job] = []
     other: list[_Job] = []
     too_deep = False
-    stack: list[tuple[Any, str, int]] = [(arguments, "", 0)]
+    # (value, its key, depth, whether it came from JSON text inside a string)
+    stack: list[tuple[Any, str, int, bool]] = [(arguments, "", 0, False)]
     while stack:
-        value, key, depth = stack.pop()
+        value, key, depth, text = stack.pop()
         name = key_name(key)
         command_key = name in _COMMAND
         if isinstance(value, str):
             if command_key or wide:
                 (keyed if command_key else other).append(_Job(value, command_key))
-            decoded = json_inside(value)
+            decoded, unread = _json_text(value)
+            if unread and runs:
+                keyed.append(_Job("", True, unread=unread))
             if decoded:  # {"payload": "{\"cmd\": …}"}
                 if depth >= MAX_DEPTH:
-                    too_deep = True
+                    too_deep = too_deep or runs
                 else:
-                    stack.append((decoded, key, depth + 1))
-        elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+                    stack.append((decoded, key, depth + 1, True))
+        elif isinstance(value, list) and value and all(_scalar(v) for v in value):
+            # An argv may hold numbers and booleans: they are their JSON text (`["rm", "-rf", 1, "~"]`).
             if command_key or wide:
-                (keyed if command_key else other).append(_Job(tuple(value), command_key and name != "commands"))
+                (keyed if command_key else other).append(_Job(tuple(_text(v) for v in value),
+                                                              command_key and name != "commands"))
+            items = [item for item in value if isinstance(item, str)]
             if name == "commands" or wide:
-                (keyed if name == "commands" else other).extend(_Job(item, name == "commands") for item in value)
-            if depth >= MAX_DEPTH:
-                too_deep = too_deep or any(json_inside(item) for item in value)
-            else:
-                stack.extend((decoded, key, depth + 1) for item in reversed(value)
-                             if (decoded := json_inside(item)))
+                (keyed if name == "commands" else other).extend(_Job(item, name == "commands") for item in items)
+            for item in reversed(items):
+                decoded, unread = _json_text(item)
+                if unread and runs:
+                    keyed.append(_Job("", True, unread=unread))
+                if decoded and depth >= MAX_DEPTH:
+                    too_deep = too_deep or runs
+                elif decoded:
+                    stack.append((decoded, key, depth + 1, True))
         elif isinstance(value, list | dict) and value:
+            if isinstance(value, list) and command_key and name != "commands":
+                # An argv with a null or an object in it: what runs depends on how the capability
+                # spells them, which the floor cannot know.
+                keyed.append(_Job("", True, unread="a command list holding a null, a list or an object"))
             if depth >= MAX_DEPTH:
-                too_deep = True
+                too_deep = too_deep or runs or not text
             elif isinstance(value, list):
-                stack.extend((item, key, depth + 1) for item in reversed(value))
+                stack.extend((item, key, depth + 1, text) for item in reversed(value))
             else:
                 keyed.extend(_program_and_arguments(value, wide))
-                stack.extend((item, str(k), depth + 1) for k, item in reversed(list(value.items())))
+                stack.extend((item, str(k), depth + 1, text) for k, item in reversed(list(value.items())))
     return keyed, other, too_deep
 
 
@@ -267,59 +291,119 @@ def _program_and_arguments(value: dict[Any, Any], wide: bool) -> Iterator[_Job]:
     capability, any string beside them is read as the program)."""
     names = {str(k): key_name(str(k)) for k in value}
     fed = any(names[str(k)] in _INPUT and v not in (None, False, "", [], {}) for k, v in value.items())
-    found = False
+    # Every argument key beside the program, read together in their order (`args` + `flags`).
+    parts: list[tuple[str, ...] | str] = []
+    used: set[str] = set()
+    unread = False
     for args_key, args in value.items():
         if names[str(args_key)] not in _ARGUMENTS:
             continue
-        if isinstance(args, list) and all(isinstance(a, str | int | float) for a in args):
-            words: tuple[str, ...] | str = tuple(str(a) for a in args)
+        if isinstance(args, list) and all(_scalar(a) for a in args):
+            parts.append(tuple(_text(a) for a in args))
         elif isinstance(args, str):
-            words = args
+            parts.append(args)
+        elif isinstance(args, list) and not all(isinstance(a, dict) for a in args):
+            unread = True  # a null, or words and objects together: no argv the floor can know
         else:
+            continue  # named parameters ({tool: "search", params: [{q: "x"}]}): walked for what they hold
+        used.add(str(args_key))
+    programs: list[tuple[str, ...] | str] = []
+    for key, program in value.items():
+        if str(key) in used or names[str(key)] in _INPUT or not (wide or names[str(key)] in _PROGRAM):
             continue
-        for key, program in value.items():
-            if isinstance(program, str) and key != args_key and names[str(key)] not in _INPUT \
-                    and (wide or names[str(key)] in _PROGRAM) and program.strip():
-                found = True
-                yield _Job((program, *words) if isinstance(words, tuple) else f"{program} {words}", True, fed)
-    if fed and not found:
-        for key, program in value.items():
-            if isinstance(program, str) and (wide or names[str(key)] in _PROGRAM) and names[str(key)] not in _INPUT:
-                yield _Job(program, True, fed=True)
+        if isinstance(program, str) and program.strip():
+            programs.append(program)
+        elif isinstance(program, list) and program and all(_scalar(p) for p in program):
+            programs.append(tuple(_text(p) for p in program))  # {cmd: ["python3"], stdin: "…"}
+    for program in programs:
+        if unread:
+            yield _Job("", True, unread="arguments holding a null, a list or an object")
+        elif parts and all(isinstance(part, tuple) for part in parts):
+            head = (program,) if isinstance(program, str) else program
+            yield _Job((*head, *(word for part in parts for word in part)), True, fed)
+        elif parts:
+            yield _Job(" ".join(part if isinstance(part, str) else shlex.join(part)
+                                for part in (program, *parts)), True, fed)
+        elif fed:
+            yield _Job(program, True, fed=True)
+    if fed and not programs:  # the whole command under a command key: {argv: ["sh", "-s"], input: "…"}
+        for key, command in value.items():
+            if names[str(key)] not in _COMMAND:
+                continue
+            if isinstance(command, str) and command.strip():
+                yield _Job(command, True, fed=True)
+            elif isinstance(command, list) and command and all(_scalar(c) for c in command):
+                yield _Job(tuple(_text(c) for c in command), True, fed=True)
+
+
+def _scalar(value: object) -> bool:
+    """A string, a number or a boolean: what an argv may hold."""
+    return isinstance(value, str | int | float)
+
+
+def _text(value: str | float) -> str:
+    """A word of an argv: a string as it is, a number or a boolean as its JSON text."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def json_inside(value: str) -> dict[str, Any] | list[Any] | None:
     """The object or array a string holds as JSON text, or None: the floor reads inside it as
     it reads the arguments themselves."""
+    return _json_text(value)[0]
+
+
+def _json_text(value: str) -> tuple[dict[str, Any] | list[Any] | None, str]:
+    """`json_inside`, and why text that may be JSON was not read: longer than MAX_JSON_CHARS or
+    nested past what the decoder reads (an opaque read for the floor, never a skip)."""
     text = value.strip()
-    if len(text) > MAX_JSON_CHARS or (text[:1], text[-1:]) not in (("{", "}"), ("[", "]")):
-        return None
+    if (text[:1], text[-1:]) not in (("{", "}"), ("[", "]")):
+        return None, ""
+    if len(text) > MAX_JSON_CHARS:
+        return None, f"JSON text longer than {MAX_JSON_CHARS} characters"
     try:
         decoded = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return decoded if isinstance(decoded, dict | list) else None
+    except RecursionError:
+        return None, "JSON text nested too deep to read"
+    except ValueError:
+        return None, ""
+    return (decoded if isinstance(decoded, dict | list) else None), ""
 
 
 def strings_under(view: CallView, keys: Sequence[str]) -> list[str]:
     """Every string held under one of `keys` at any depth of the arguments (lists of strings
     included, JSON text read inside), at most MAX_STRINGS."""
+    return _strings_under(view, tuple(keys))[0]
+
+
+def _strings_under(view: CallView, keys: tuple[str, ...]) -> tuple[list[str], bool]:
+    """`strings_under`, and whether more strings were left unread past MAX_STRINGS (cached)."""
+    found: tuple[list[str], bool] | None = view._cache.get(("strings under", keys))
+    if found is not None:
+        return found
     wanted = frozenset(key_name(k) for k in keys)
+    # A document written is read inside only where the capability runs things.
+    data = frozenset() if view.risk == "execute" or is_shell_capability(view.ref) else _DATA
     out: list[str] = []
-    stack: list[tuple[Any, bool, int]] = [(view.arguments, False, 0)]
-    while stack and len(out) < MAX_STRINGS:  # what lies deeper is an opaque read of `scripts`
-        value, under, depth = stack.pop()
+    stack: list[tuple[Any, bool, int, str]] = [(view.arguments, False, 0, "")]
+    more = False
+    while stack:  # what lies deeper is an opaque read of `scripts`
+        if len(out) >= MAX_STRINGS:
+            more = any(under or not isinstance(value, str) for value, under, _, _ in stack)
+            break
+        value, under, depth, name = stack.pop()
         if isinstance(value, str):
             if under and value.strip():
                 out.append(value)
-            decoded = json_inside(value)
+            decoded = None if name in data else json_inside(value)
             if decoded is not None and depth < MAX_DEPTH:
-                stack.append((decoded, under, depth + 1))
+                stack.append((decoded, under, depth + 1, name))
         elif isinstance(value, list) and depth < MAX_DEPTH:
-            stack.extend((item, under, depth + 1) for item in value)
+            stack.extend((item, under, depth + 1, name) for item in value)
         elif isinstance(value, dict) and depth < MAX_DEPTH:
-            stack.extend((item, under or key_name(str(k)) in wanted, depth + 1) for k, item in value.items())
-    return out
+            stack.extend((item, under or key_name(str(k)) in wanted, depth + 1, key_name(str(k)))
+                         for k, item in value.items())
+    found = view._cache[("strings under", keys)] = (out, more)
+    return found
 
 
 def ref_words(ref: str) -> set[str]:

@@ -64,6 +64,8 @@ HARMLESS_TARGETS = frozenset({"/dev/null"})
 _STRUCTURE = frozenset({"program", "list", "pipeline", "redirected_statement", "negated_command"})
 _OPERATORS = frozenset({";", "&&", "||", "|", "|&", "&"})
 _REDIRECTS = frozenset({"file_redirect", "herestring_redirect", "heredoc_redirect"})
+#: Redirections after which the grammar may read the command's own words (`_spilled`).
+_SPILLING = frozenset({"file_redirect", "heredoc_redirect"})
 #: Files that stand for a descriptor the command inherits (its input is not a file one can read).
 _INPUT_FILES = ("/dev/stdin", "/dev/fd/", "/proc/self/fd/", "/dev/tcp/", "/dev/udp/")
 #: Commands that change the folder later commands run in.
@@ -257,7 +259,7 @@ class _Walker:
     def _with_statement_redirects(self, simple: Simple, statement: Any, body: Any) -> Simple:
         """The command with the redirections written after it, and the words the grammar read
         as more targets of one (`rm >/dev/null -rf /` is `rm -rf /` to bash)."""
-        spilled = [self.word(d) for c in statement.children if c is not body and c.type == "file_redirect"
+        spilled = [self.word(d) for c in statement.children if c is not body and c.type in _SPILLING
                    for d in _spilled(c)]
         return replace(simple, words=simple.words + tuple(spilled),
                        redirects=simple.redirects + self._statement_redirects(statement, body))
@@ -380,7 +382,7 @@ class _Walker:
             body = node.child_by_field_name("body")
             if body is None or body.type != "command":
                 redirects = self._statement_redirects(node, body)
-                if any(_spilled(c) for c in node.children if c.type == "file_redirect"):
+                if any(_spilled(c) for c in node.children if c.type in _SPILLING):
                     # Words bash hands to the last command of the group or list, read as targets.
                     self.opaque.append("a redirection the parser read on past its target")
                 return Simple((), (), redirects) if redirects else None
@@ -472,9 +474,21 @@ _ENDS_TEST = re.compile(rb"&&|\|\||[|&;\n]")
 _ENDS_DOUBLE_TEST = re.compile(rb"(?<![&|])[&;](?![&|])")
 
 
+#: Children of a here-document's redirection that are words of the command (the grammar also puts
+#: there the pipeline or list that follows, read as commands of their own).
+_WORDS = frozenset({"word", "string", "raw_string", "ansi_c_string", "translated_string", "number", "concatenation",
+                    "simple_expansion", "expansion", "command_substitution", "process_substitution",
+                    "arithmetic_expansion", "brace_expression"})
+
+
 def _spilled(redirect: Any) -> list[Any]:
     """The words after a redirection's target that the grammar reads as more targets: bash ends
-    the target at the first word, the rest are the command's arguments."""
+    the target at the first word, the rest are the command's arguments. After a here-document's
+    delimiter every word is one (``rm <<EOF -rf ~`` runs ``rm -rf ~``), also those after a file
+    redirection written there."""
+    if redirect.type == "heredoc_redirect":
+        return [d for c in redirect.children if c.type in _WORDS or c.type == "file_redirect"
+                for d in (_spilled(c) if c.type == "file_redirect" else [c])]
     found = [c for c in redirect.children if c.is_named and c.type != "file_descriptor"]
     return found[1:] if redirect.type == "file_redirect" else []
 

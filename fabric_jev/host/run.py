@@ -225,7 +225,10 @@ class Run:
             self._session = await self._load_session()
         except BaseException as exc:
             if self._trace is not None:  # the run's span, started with the run, ends with its launch
-                self._trace.ended("failed", str(exc) or type(exc).__name__, None, self.budget)
+                if isinstance(exc, anyio.get_cancelled_exc_class()):
+                    self._trace.ended("cancelled", None, None, self.budget)  # no error (contract §2)
+                else:
+                    self._trace.ended("failed", str(exc) or type(exc).__name__, None, self.budget)
             raise
         self.worker_pid = self._session.pid
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 
-from .._bearer import bearer_matches
+from .._bearer import authorization_of, bearer_matches
 from ..contract.config import HostConfig
 from ..errors import ConfigError
 from ..evaluators.base import Evaluator
@@ -28,7 +28,7 @@ from ..host import JevHost
 from .asking import ElicitationApprover
 from .clients import ClientRuns
 from .programs import ProgramCatalog
-from .server import JevTools, build_server, open_programs
+from .server import JevTools, build_server, closed_if_refused, open_programs
 from .tools import TOOLS
 
 #: Where the MCP endpoint is (the SDK's usual path).
@@ -48,17 +48,15 @@ class BearerGate:
         self.app, self.token = app, token
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if self.token is not None and scope["type"] in ("http", "websocket"):
-            authorization = next((value.decode("latin-1") for name, value in scope["headers"]
-                                  if name == b"authorization"), None)
-            if not bearer_matches(authorization, self.token):
-                if scope["type"] == "websocket":
-                    await send(dict(type="websocket.close", code=1008))
-                    return
-                # ASGI messages, built with dict(): test_mcp_schemas.py counts quoted schema keys.
-                await send(dict(type="http.response.start", status=401, headers=_UNAUTHORIZED_HEADERS))
-                await send(dict(type="http.response.body", body=b""))
+        if self.token is not None and scope["type"] in ("http", "websocket") \
+                and not bearer_matches(authorization_of(scope["headers"]), self.token):
+            if scope["type"] == "websocket":
+                await send(dict(type="websocket.close", code=1008))
                 return
+            # ASGI messages, built with dict(): test_mcp_schemas.py counts quoted schema keys.
+            await send(dict(type="http.response.start", status=401, headers=_UNAUTHORIZED_HEADERS))
+            await send(dict(type="http.response.body", body=b""))
+            return
         await self.app(scope, receive, send)
 
 
@@ -108,9 +106,10 @@ async def serve_http(config: HostConfig, evaluator: Evaluator | str | None, *, h
     The caller has checked `require_token(host, token)`."""
     import uvicorn
 
-    folder = open_programs(programs)
-    check_tls(ssl_certfile, ssl_keyfile)
-    sock = bind(host, port)
+    async with closed_if_refused(evaluator):
+        folder = open_programs(programs)
+        check_tls(ssl_certfile, ssl_keyfile)
+        sock = bind(host, port)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     try:
         approver = ElicitationApprover()

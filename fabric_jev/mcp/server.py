@@ -411,13 +411,27 @@ def open_programs(programs: str | None) -> ProgramFolder:
     return folder
 
 
+@contextlib.asynccontextmanager
+async def closed_if_refused(evaluator: Evaluator | str | None) -> AsyncIterator[None]:
+    """What a server checks before its host starts: refused there, the evaluator it was given is
+    closed here (the host would have closed it: a cassette is written, a model server stopped)."""
+    try:
+        yield
+    except BaseException:
+        if evaluator is not None and not isinstance(evaluator, str):
+            with anyio.CancelScope(shield=True):
+                await evaluator.aclose()
+        raise
+
+
 async def serve_stdio(config: HostConfig, evaluator: Evaluator | str | None, *, programs: str | None = None,
                       connectors: Callable[[JevHost, HostConfig], object] | None = None,
                       program_tools: bool = False) -> None:
     """Serve MCP on standard input/output until the client closes it; runs end with the server."""
     from mcp.server.stdio import stdio_server
 
-    folder = open_programs(programs)
+    async with closed_if_refused(evaluator):
+        folder = open_programs(programs)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     # An `ask` becomes an elicitation to the client's user (a refusal if the client cannot be asked).
     approver = ElicitationApprover()

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from .._bearer import authorization_of
 from .handler import JevServer, Response, error
 
 Scope = MutableMapping[str, Any]
@@ -50,6 +51,12 @@ class JevApp:
             return error(400, "request_header_too_large",
                          f"Request line and headers exceed {limits.max_header_bytes} bytes"), True
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if self.server.keys and "authorization" in headers:
+            # One credential or none: with two headers, the dict keeps the last, the per-client
+            # limit would read another (_bearer.authorization_of).
+            authorization = authorization_of(scope["headers"])
+            if authorization is None:
+                del headers["authorization"]
         query = scope.get("query_string", b"").decode("latin-1")
         path = scope["path"] + (f"?{query}" if query else "")
         refused = self.server.refusal(scope["method"], path, headers)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from .._bearer import bearer_matches
+from .._bearer import authorization_of, bearer_matches
 from .asgi import JevApp, Receive, Scope, Send
 from .handler import error
 
@@ -25,11 +25,7 @@ def client_of(scope: Scope, keys: Sequence[str]) -> str | None:
     """Who sent the request of `scope`: `token:I` (the I-th key, never the key itself), or
     `peer:ADDRESS` without keys; None for a request that carries none of the keys."""
     if keys:
-        authorization = None
-        for name, value in scope.get("headers", ()):
-            if name.lower() == b"authorization":
-                authorization = value.decode("latin-1")
-                break
+        authorization = authorization_of(scope.get("headers", ()))
         # Every key is compared, so the time does not tell which matched.
         matches = [bearer_matches(authorization, key) for key in keys]
         return f"token:{matches.index(True)}" if True in matches else None
