@@ -203,29 +203,6 @@ def _read(view: CallView) -> Iterator[Read]:
 _MAY_CHANGE_FOLDER = re.compile(r"\b(?:cd|pushd|popd|chdir)\b")
 
 
-def shared_dirs(view: CallView) -> tuple[str, ...] | None:
-    """The folders a cd in one of the call's several commands names (``{commands: ["cd /",
-    "rm -rf *"]}``): the others may run there. None when one cannot be known."""
-    cached = view._cache.get("floor shared dirs", False)
-    if cached is not False:
-        found: tuple[str, ...] | None = cached
-        return found
-    reads = scripts(view)
-    dirs: list[str] | None = []
-    if len(reads) > 1:
-        for read in reads:
-            for command in read.script.commands:
-                changes, target = _shell.folder_change(command)
-                if changes and (target is None or dirs is None or len(dirs) >= 16):
-                    dirs = None
-                elif changes and dirs is not None and target:
-                    dirs.append(target)
-            if dirs is None:
-                break
-    result = view._cache["floor shared dirs"] = None if dirs is None else tuple(dict.fromkeys(dirs))
-    return result
-
-
 def _walk(arguments: Any, wide: bool, *, runs: bool = True) -> tuple[list[_Job], list[_Job], bool]:
     """Every string the floor reads as a command: those under a command key (or paired with a
     program) first, then, under a shell capability, every other one; and whether a part of the

@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from . import floor_folders as _folders
-from . import floor_reading as _reading
 from . import paths as _paths
 from .shell_fresh import FRESH
 from .shell_words import Simple
@@ -108,7 +107,7 @@ def bases(view: CallView, command: Simple) -> list[str] | None:
     every folder an earlier cd names (read against the folders before it); None when one cannot
     be known."""
     starts = _folders.start_folders(view)
-    shared = _reading.shared_dirs(view)
+    shared = _folders.shared_dirs(view)
     if command.dirs is None or starts is None or shared is None:
         return None
     context = view.context
