@@ -58,6 +58,9 @@ FAMILIES = {
     "past-the-reading-limits": None,
     "program-fed-its-input": "program-from-input",
     "redirect-swallows-arguments": None,
+    "folder-beside-the-command": None,  # floorb: the cwd/workdir/dir argument, cd -, popd
+    "runner-runs-a-command": None,  # uv run, poetry run, pnpm exec, nix shell -c, …
+    "command-in-an-option": None,  # tar --to-command, ssh -o ProxyCommand, sed's e, …
 }
 
 

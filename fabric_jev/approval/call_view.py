@@ -59,6 +59,8 @@ class RuleContext:
     owner: Callable[[str], int | None] | None = None
     #: The user the host runs as.
     uid: int | None = None
+    #: $TMPDIR as the call's shell inherits it: "" when unset, None when unknown (`shell_fresh`).
+    tmpdir: str | None = None
 
     @classmethod
     def here(cls, cwd: str, home: str, origins: frozenset[str] = frozenset()) -> RuleContext:
@@ -67,7 +69,9 @@ class RuleContext:
         import os
         import os.path
 
-        return cls(cwd, home, origins, os.path.realpath, temporary_roots(), owner_of, os.getuid())
+        tmpdir = os.environ.get("TMPDIR")
+        known_tmpdir = "" if tmpdir is None else os.path.normpath(tmpdir) if tmpdir.startswith("/") else None
+        return cls(cwd, home, origins, os.path.realpath, temporary_roots(), owner_of, os.getuid(), known_tmpdir)
 
     @property
     def where(self) -> _paths.Where:
@@ -75,7 +79,7 @@ class RuleContext:
 
     @property
     def known(self) -> _shell.Known:
-        return _shell.Known(self.home, self.cwd)
+        return _shell.Known(self.home, self.cwd, self.tmpdir)
 
 
 def temporary_roots() -> tuple[str, ...]:

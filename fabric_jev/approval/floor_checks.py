@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from . import paths as _paths
 from . import shell as _shell
 from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS
+from .floor_folders import FOLDER_KEYS
 from .floor_reading import (
     ANYWHERE,
     WRITE_PATH_KEYS,
@@ -40,6 +41,7 @@ _NOT_A_WORD = re.compile(r"[\s\"':=;]")
 if TYPE_CHECKING:
     from .call_view import CallView
 
+_FOLDERS = frozenset(k.replace("_", "").lower() for k in FOLDER_KEYS)
 #: A mode (777, u+w, a-x,g+s) is an operand of chmod, not a path.
 _MODE = re.compile(r"[0-7]{3,4}|(?:[ugoa]*[+=-][rwxXst]*)(?:,[ugoa]*[+=-][rwxXst]*)*")
 
@@ -308,7 +310,16 @@ def system_writes(view: CallView, params: FloorParams) -> bool:
             return True
     if view.risk == "write":
         return any(system(word_paths(view, None, value)) for value in strings_under(view, WRITE_PATH_KEYS))
+    if view.risk == "execute":
+        # A program run on a path it is given (`{program: "truncate -s0", path: "/etc/passwd"}`);
+        # the folder it runs in is not one: its relative paths are read against it instead.
+        return any(system(word_paths(view, None, value)) for value in view.strings(_EXECUTE_PATH_KEYS))
     return False
+
+
+#: The paths an execute capability is given, besides the folder it runs in and what it reads from.
+_EXECUTE_PATH_KEYS = tuple(k for k in WRITE_PATH_KEYS if k.replace("_", "").lower() not in _FOLDERS
+                           and k not in ("src", "source", "from"))
 
 
 def _crontab_changes(command: _shell.Simple) -> bool:

@@ -31,8 +31,11 @@ from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from . import floor_folders as _folders
 from . import shell as _shell
 from .call_view import PATH_KEYS, key_name
+from .shell_fresh import SETS_TMPDIR
+from .shell_runners import RUNNERS
 from .shell_words import Simple, Word
 
 if TYPE_CHECKING:
@@ -163,9 +166,16 @@ def _opaque(reason: str) -> Read:
 def _read(view: CallView) -> Iterator[Read]:
     """Parse what `_walk` finds, command keys first, at most MAX_STRINGS distinct strings: past
     that, or past MAX_DEPTH, what was not read is an opaque read (the floor asks)."""
-    known = view.context.known
     shell = is_shell_capability(view.ref)
     keyed, other, too_deep = _walk(view.arguments, shell, runs=shell or view.risk == "execute")
+    texts = [" ".join(j.value) if isinstance(j.value, tuple) else j.value for j in (*keyed, *other)]
+    here = _folders.pwd(view)
+    if here and len(texts) > 1 and any(_MAY_CHANGE_FOLDER.search(t) for t in texts):
+        here = ""  # a cd in one command of the call: $PWD in the others is not known
+    tmpdir = view.context.tmpdir
+    if tmpdir is not None and any(SETS_TMPDIR.search(t) for t in texts):
+        tmpdir = None  # one command of the call sets TMPDIR or redefines mktemp: not the host's
+    known = _shell.Known(view.context.home, here, tmpdir)
     seen: set[_Job] = set()
     for job in (*keyed, *other):
         if job in seen or (isinstance(job.value, str) and not job.value.strip() and not job.unread):
@@ -187,6 +197,10 @@ def _read(view: CallView) -> Iterator[Read]:
         yield _opaque(f"arguments nested deeper than {MAX_DEPTH}")
     if view.risk == "write" and _strings_under(view, WRITE_PATH_KEYS)[1]:
         yield _opaque(f"more than {MAX_STRINGS} places written")
+
+
+#: Text that may change folder (read over the raw text: a false alarm only asks more).
+_MAY_CHANGE_FOLDER = re.compile(r"\b(?:cd|pushd|popd|chdir)\b")
 
 
 def _walk(arguments: Any, wide: bool, *, runs: bool = True) -> tuple[list[_Job], list[_Job], bool]:
@@ -412,7 +426,8 @@ def reads_as_command(text: str) -> bool:
 def _program_names() -> tuple[str, ...]:
     """Every program the catalogue names, the shells and the wrappers, and the test command."""
     data = catalogue()
-    names = {"[", "[[", "test", "eval", "exec", "source", ".", *data["writers"], *_shell.SHELLS, *_shell.WRAPPERS}
+    names = {"[", "[[", "test", "eval", "exec", "source", ".", *data["writers"], *_shell.SHELLS, *_shell.WRAPPERS,
+             *RUNNERS}
     for entry in data["entries"]:
         params = entry.get("params", {})
         for key in ("programs", "always", "downloaders", "interpreters", "readers", "shell_programs", "network",
@@ -497,6 +512,8 @@ def writes(command: Simple) -> Iterator[Word]:
             and not has_flag(command, "", spec.get("anywhere_unless", ())):
         yield Word(ANYWHERE, False, None)  # tar -P, cpio -i: member names may be absolute
     found = operands(command)
+    if spec.get("script_options"):
+        found = _files_of_a_script_program(command, found, spec["script_options"])
     which = spec.get("operands", "")
     if which == "all":
         yield from found
@@ -504,13 +521,43 @@ def writes(command: Simple) -> Iterator[Word]:
         yield found[-1]
     elif which == "first" and found:
         yield found[0]
-    yield from option_values(command, spec.get("options", ()))
+    named_folder = list(option_values(command, spec.get("options", ())))
+    yield from named_folder
+    if not named_folder and spec.get("into_folder") and _extracts(command, spec["into_folder"]):
+        yield Word(".")  # tar -xf a.tar, unzip a.zip: into the folder it runs in
     for key in spec.get("keys", ()):  # dd of=FILE
         for word in command.words[1:]:
             if word.literal and word.text.startswith(key + "="):
                 yield Word(word.text[len(key) + 1:])
             elif not word.literal and word.text.startswith(key + "="):
                 yield Word(word.text, False, None)
+
+
+def _extracts(command: Simple, when: Mapping[str, Any]) -> bool:
+    """Whether an archiver extracts (tar -x, also `tar xf`; unzip unless it lists; 7z x)."""
+    words = command.words[1:]
+    if "subcommands" in when:
+        return bool(words) and words[0].text in when["subcommands"]
+    if "short" in when:
+        first = words[0].text if words and words[0].literal else ""
+        old_style = first.isalpha() and any(ch in first for ch in when["short"])
+        return old_style or has_flag(command, when["short"], when.get("long", ()))
+    return not has_flag(command, when.get("unless_short", ""), when.get("unless", ()))
+
+
+def _files_of_a_script_program(command: Simple, found: list[Word], script_options: Sequence[str]) -> list[Word]:
+    """A program's operands without its script (sed: the values of -e/-f, or else the first
+    operand): `sed -i '/^$/d' notes.txt` writes notes.txt, not a file named `/^$/d`."""
+    values = list(option_values(command, script_options))
+    if not values:  # the script is the first operand (also after a cluster: sed -ne '…' FILE)
+        return found[1:] if found and not command.fed else found
+    out = list(found)
+    for value in values:
+        for i, word in enumerate(out):
+            if word == value or (word.literal and word.text == value.text):
+                del out[i]
+                break
+    return out
 
 
 def paths_named(command: Simple) -> Iterator[str | None]:

@@ -26,7 +26,9 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from . import floor_folders as _folders
 from . import paths as _paths
+from .shell_fresh import FRESH
 from .shell_words import Simple
 
 if TYPE_CHECKING:
@@ -101,13 +103,16 @@ def _sequence(body: str) -> list[str] | None:
 
 
 def bases(view: CallView, command: Simple) -> list[str] | None:
-    """The folders the command may run in: the working directory and every folder an earlier cd
-    names (read against the folders before it); None when one cannot be known."""
-    if command.dirs is None:
+    """The folders the command may run in: the folders the call starts in (`floor_folders`) and
+    every folder an earlier cd names (read against the folders before it); None when one cannot
+    be known."""
+    starts = _folders.start_folders(view)
+    shared = _folders.shared_dirs(view)
+    if command.dirs is None or starts is None or shared is None:
         return None
     context = view.context
-    found = [context.cwd]
-    for target in command.dirs:
+    found = list(starts)
+    for target in (*shared, *command.dirs):
         grown = []
         for base in found:
             folder = _paths.normalise(target, _paths.Where(base, context.home))
@@ -124,12 +129,12 @@ def word_paths(view: CallView, command: Simple | None, value: str | None) -> lis
     """Every (lexical, real) path a word may name, or None when it cannot be known."""
     if value is None:
         return None
-    if value == "":
-        return []  # an empty word names no file (sed -i '' on macOS)
+    if value == "" or value.rstrip("/") == FRESH:
+        return []  # an empty word names no file (sed -i '' on macOS); mktemp's new one none that was there
     texts = expansions(value)
     if texts is None:
         return None
-    folders = [view.context.cwd] if command is None else bases(view, command)
+    folders = _folders.start_folders(view) if command is None else bases(view, command)
     if folders is None:
         return None
     out: list[tuple[str, str]] = []

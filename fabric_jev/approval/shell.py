@@ -33,6 +33,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
+from . import shell_fresh as _fresh
 from .shell_words import Known, Redirect, Script, Simple, Word, basename, quote
 from .shell_wrappers import MAX_NESTING, SHELLS, WRAPPERS, effective
 
@@ -68,7 +69,7 @@ _SPILLING = frozenset({"file_redirect", "heredoc_redirect"})
 #: Files that stand for a descriptor the command inherits (its input is not a file one can read).
 _INPUT_FILES = ("/dev/stdin", "/dev/fd/", "/proc/self/fd/", "/dev/tcp/", "/dev/udp/")
 #: Commands that change the folder later commands run in.
-_CHDIR = frozenset({"cd", "pushd", "chdir"})
+_CHDIR = frozenset({"cd", "pushd", "popd", "chdir"})
 #: A script that may change folder: $PWD and $(pwd) in it are not the working directory. Read
 #: over the raw text on purpose: a false alarm only makes $PWD unknown (more is asked, never less).
 _MAY_CHANGE_FOLDER = re.compile(r"\b(?:cd|pushd|popd|chdir)\b")
@@ -78,7 +79,7 @@ NOWHERE = Known()
 
 def parse(command: str, known: Known = NOWHERE) -> Script:
     """The command as a Script (cached: the same command is parsed once)."""
-    return _parse_cached(command, known.home, known.cwd)
+    return _parse_cached(command, known.home, known.cwd, known.tmpdir)
 
 
 def parse_argv(argv: list[str], known: Known = NOWHERE) -> Script:
@@ -92,14 +93,21 @@ def parse_argv(argv: list[str], known: Known = NOWHERE) -> Script:
 
 
 @lru_cache(maxsize=2048)
-def _parse_cached(command: str, home: str, cwd: str) -> Script:
-    return _parse(command, Known(home, cwd), 0, None)
+def _parse_cached(command: str, home: str, cwd: str, tmpdir: str | None) -> Script:
+    return _parse(command, Known(home, cwd, tmpdir), 0, None)
 
 
 def _nested_parser(known: Known) -> Any:
     def nested(text: str, depth: int, outer: Simple) -> Script:
         # After a cd (or `env -C`), $PWD in a nested script is that folder, not the working directory.
-        return _parse(text, known if not outer.dirs else Known(known.home, ""), depth, outer)
+        inner = known if not outer.dirs else replace(known, cwd="")
+        program = basename(outer.program)
+        if inner.fresh and program not in ("trap", "eval") and (
+                program in ("ssh", "rsh") or any(w.literal and w.text == text for w in outer.words)):
+            # sh -c '… "$d"': another process, whose $d is not this script's (it is not exported);
+            # ssh host "rm -rf $d": that path on another machine.
+            inner = replace(inner, fresh=frozenset())
+        return _parse(text, inner, depth, outer)
     return nested
 
 
@@ -122,10 +130,14 @@ def _parse(command: str, known: Known, depth: int, outer: Simple | None) -> Scri
     if len(command) > MAX_COMMAND_CHARS or "\x00" in command:
         return Script(command, plain=False, unusual=("too long to read",), opaque=("too long to read",))
     if known.cwd and _MAY_CHANGE_FOLDER.search(command):
-        known = Known(known.home, "")
+        known = replace(known, cwd="")
+    if known.tmpdir is not None and _fresh.SETS_TMPDIR.search(command):
+        known = replace(known, tmpdir=None)  # TMPDIR=/ … "$TMPDIR/x": not the host's
     source = command.encode("utf-8", "surrogatepass")
     tree = _parser().parse(source)
     walker = _Walker(source, known, depth, outer)
+    walker.spans = _fresh.fresh_names(tree.root_node, walker.text, known)
+    walker.fresh = frozenset(walker.spans)
     segments, operators = walker.shape(tree.root_node)
     walker.collect(tree.root_node)
     if tree.root_node.has_error:
@@ -148,6 +160,9 @@ class _Walker:
         #: The folders named by a cd so far (None: one cannot be known).
         self.dirs: tuple[str, ...] | None = outer.dirs if outer is not None else ()
         self.nested = _nested_parser(known)
+        #: Variables that provably hold a path mktemp made (`shell_fresh`), and where in the text.
+        self.fresh: frozenset[str] = frozenset()
+        self.spans: dict[str, tuple[int, int]] = {}
 
     def text(self, node: Any) -> str:
         return self.source[node.start_byte:node.end_byte].decode("utf-8", "replace")
@@ -264,9 +279,12 @@ class _Walker:
             expanded = None
         if literal:
             expanded = text
+        elif expanded is not None and _fresh.FRESH in expanded and expanded.rstrip("/") != _fresh.FRESH:
+            expanded = None  # "$(mktemp -d)/..": only the new path itself is known to be new
         return Word(text, literal, expanded)
 
-    def _pieces(self, node: Any, parts: list[tuple[str, str | None]], *, top: bool = False) -> bool:
+    def _pieces(self, node: Any, parts: list[tuple[str, str | None]], *, top: bool = False,
+                quoted: bool = False) -> bool:
         """Append (text, expanded) pieces of a word; False when something in it is dynamic."""
         kind = node.type
         raw = self.text(node)
@@ -299,17 +317,22 @@ class _Walker:
             if not inner:
                 parts.append(("", ""))
             for child in inner:
-                ok = self._pieces(child, parts) and ok
+                ok = self._pieces(child, parts, quoted=True) and ok
             return ok
         if kind == "concatenation":
             ok = True
             for i, child in enumerate(node.children):
-                ok = self._pieces(child, parts, top=top and i == 0) and ok
+                ok = self._pieces(child, parts, top=top and i == 0, quoted=quoted) and ok
             return ok
         if kind in ("simple_expansion", "expansion"):
             name = next((self.text(c) for c in node.children if c.type == "variable_name"), "")
             plain_form = raw in (f"${name}", f"${{{name}}}")
             known = {"HOME": self.known.home, "PWD": self.known.cwd}.get(name) if plain_form else None
+            one_word = quoted or _fresh.unquoted_ok(self.known)
+            if name == "TMPDIR" and one_word:
+                known = _fresh.tmpdir_value(raw, self.known)
+            elif plain_form and name in self.fresh and one_word:
+                known = _fresh.FRESH
             parts.append((raw, known or None))
             return False
         if kind in ("command_substitution", "process_substitution"):
@@ -318,6 +341,9 @@ class _Walker:
             inner_text = raw[2:-1] if raw.startswith("$(") else raw[1:-1]
             pwd = self.known.cwd if kind == "command_substitution" and inner_text.strip() in (
                 "pwd", "pwd -L", "pwd -P") else ""
+            if kind == "command_substitution" and self.known.tmpdir is not None \
+                    and (quoted or _fresh.unquoted_ok(self.known)) and _fresh.substitution_is_fresh(node, self.text):
+                pwd = _fresh.FRESH
             parts.append((raw, pwd or None))
             return False
         parts.append((raw, None))
@@ -377,7 +403,11 @@ class _Walker:
         simple = replace(simple, stdin=self._stdin(node) or (outer.stdin if outer else ""),
                          dirs=self.dirs, within=self._within(node) or (outer.within if outer else ""),
                          fed=outer.fed if outer else "")
-        for command in effective(simple, self.known, self.depth, self.nested, self.opaque):
+        nested = self.nested
+        inherited = frozenset(n for n, (after, end) in self.spans.items() if after <= node.start_byte < end)
+        if inherited:  # a script in this command sees the variables assigned before it
+            nested = _nested_parser(replace(self.known, fresh=inherited))
+        for command in effective(simple, self.known, self.depth, nested, self.opaque):
             self.commands.append(command)
             self._chdir(command)
 
@@ -414,18 +444,25 @@ class _Walker:
 
     def _chdir(self, command: Simple) -> None:
         """A cd, pushd or chdir adds its folder to those later commands may run in."""
-        if basename(command.program) not in _CHDIR or self.dirs is None:
-            return
-        operands = [w for w in command.words[1:] if not (w.literal and w.text.startswith("-") and w.text != "-")]
-        if not operands:
-            target: str | None = "~"
-        elif operands[0].literal and (operands[0].text == "-" or operands[0].text[:1] == "+"):
-            target = None if operands[0].text[:1] == "+" else ""  # cd - goes back where it was
-        else:
-            target = operands[0].value
-        if target == "":
+        changes, target = folder_change(command)
+        if not changes or self.dirs is None:
             return
         self.dirs = None if target is None or len(self.dirs) >= 16 else (*self.dirs, target)
+
+
+def folder_change(command: Simple) -> tuple[bool, str | None]:
+    """(whether the command changes folder, the folder as written or None when it cannot be
+    known): ``cd -``, ``popd``, ``pushd`` alone and ``pushd +1`` go back to a folder of the stack
+    the floor does not know, and ``cd`` alone to the home folder (unknown without one)."""
+    name = basename(command.program)
+    if name not in _CHDIR:
+        return False, None
+    operands = [w for w in command.words[1:] if not (w.literal and w.text.startswith("-") and w.text != "-")]
+    if name == "popd" or not operands:
+        return True, "~" if name in ("cd", "chdir") and not operands else None
+    if operands[0].literal and operands[0].text[:1] in ("-", "+"):
+        return True, None
+    return True, operands[0].value
 
 
 #: Parts of a test whose text cannot end it: quoted, expanded or substituted (masked before reading).

@@ -112,10 +112,15 @@ class Script:
 
 @dataclass(frozen=True, slots=True)
 class Known:
-    """What the parser may expand: the home folder and the working directory."""
+    """What the parser may expand: the home folder, the working directory and ``$TMPDIR`` (""
+    when it is not set: ``${TMPDIR:-/tmp}`` is then ``/tmp``; None when it cannot be known)."""
 
     home: str = ""
     cwd: str = ""
+    tmpdir: str | None = None
+    #: Variables of an enclosing script that hold a path mktemp made (`shell_fresh`), for a
+    #: script nested in it (``trap 'rm -rf "$d"' EXIT``).
+    fresh: frozenset[str] = frozenset()
 
 
 def basename(program: str | None) -> str | None:

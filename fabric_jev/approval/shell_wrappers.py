@@ -8,7 +8,10 @@
 yields each of these commands, so deny rules and the floor read every one
 (``/bin/rm`` is ``rm`` to them). Assignments whose value is a command that
 another program runs (``GIT_SSH_COMMAND='…' git fetch``) are read as scripts
-too. Pure code.
+too. Runners behind a subcommand (``uv run``, ``pnpm exec``: `shell_runners`) and
+commands carried in an option (``tar --to-command=…``, ``ssh -o ProxyCommand=…``:
+`shell_carriers`) are read the same way. After an option a wrapper's table does not
+know, every later word is read as a possible start of the command. Pure code.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
+from .shell_carriers import carried
+from .shell_runners import MAX_STARTS, RUNNERS, runner_commands
 from .shell_words import Known, Script, Simple, Word, basename
 
 #: How deep `bash -c "…"` / `eval` strings are parsed inside one another; deeper is opaque.
@@ -136,9 +141,16 @@ def effective(simple: Simple, known: Known, depth: int, nested: Nested, opaque: 
             variable, _, value = assignment.partition("=")
             if variable in COMMAND_VARIABLES and value:
                 yield from _script(_unquote(value), depth, current, nested, opaque)
+            elif variable == "GIT_CONFIG_PARAMETERS" or variable.startswith("GIT_CONFIG_VALUE_"):
+                opaque.append("git settings given in the environment")  # core.sshCommand among them
         if not words or not words[0].literal:
             return
         name = basename(words[0].text) or ""
+        for held in carried(name, words):  # tar --to-command='…', ssh -o ProxyCommand=…, sed 'e …'
+            if held is None:
+                opaque.append(f"a command {name} runs from its options or script, not readable here")
+            else:
+                yield from _script(held, depth, current, nested, opaque)
         if name == "git":
             yield from _git_config_commands(words, depth, current, nested, opaque)
             return
@@ -171,6 +183,14 @@ def effective(simple: Simple, known: Known, depth: int, nested: Nested, opaque: 
             current = replace(current, words=(applet, *words[found + 1:]), assignments=(), via=name)
             yield current
             continue
+        if name in RUNNERS:
+            ran = _runner(name, words, current, known, depth, nested, opaque)
+            if isinstance(ran, Simple):
+                current = ran
+                yield current
+                continue
+            yield from ran
+            return
         takes_value = WRAPPERS.get(name)
         if takes_value is None:
             return
@@ -204,7 +224,49 @@ def effective(simple: Simple, known: Known, depth: int, nested: Nested, opaque: 
         fed = name if name in _FEEDERS else current.fed
         current = replace(current, words=tuple(rest_words), assignments=tuple(assignments), dirs=dirs, fed=fed,
                           via=name)
+        if _unsure(words[:i], takes_value):
+            # `systemd-run --on-calendar daily rm -rf ~`: an option the table does not know may have
+            # taken the next word; each later word may start the command too.
+            yield from _runner_reads(name, words, [], None, [
+                replace(current, words=tuple(rest_words[k:])) for k in range(1, len(rest_words))
+                if not (rest_words[k].literal and rest_words[k].text.startswith("-"))][:MAX_STARTS],
+                current, known, depth, nested, opaque)
         yield current
+
+
+def _runner(name: str, words: list[Word], current: Simple, known: Known, depth: int, nested: Nested,
+            opaque: list[str]) -> Simple | Iterator[Simple]:
+    """The command a runner runs (`shell_runners`): one Simple when its start is known, else
+    every possible command (and its scripts), each read by `effective` again."""
+    unwrapped = runner_commands(name, words)
+    if unwrapped is None:
+        return iter(())
+    dirs = current.dirs
+    for folder in unwrapped.folders:
+        dirs = None if dirs is None or folder is None else (*dirs, folder)
+    candidates = [replace(current, words=tuple(words[k:]), assignments=(), dirs=dirs, via=name)
+                  for k in unwrapped.starts]
+    if unwrapped.exact and len(candidates) == 1 and not unwrapped.scripts and unwrapped.joined_from is None:
+        return candidates[0]
+    return _runner_reads(name, words, unwrapped.scripts, unwrapped.joined_from, candidates,
+                         replace(current, dirs=dirs), known, depth, nested, opaque)
+
+
+def _runner_reads(name: str, words: list[Word], scripts: list[str | None], joined_from: int | None,
+                  candidates: list[Simple], current: Simple, known: Known, depth: int, nested: Nested,
+                  opaque: list[str]) -> Iterator[Simple]:
+    for held in scripts:
+        if held is None:
+            opaque.append(f"the script {name} runs is only known at run time")
+        else:
+            yield from _script(held, depth, current, nested, opaque)
+    if joined_from is not None:
+        yield from _script(" ".join(_script_text(w) for w in words[joined_from:]), depth, current, nested, opaque)
+    if candidates and depth >= MAX_NESTING:
+        opaque.append(f"runners nested deeper than {MAX_NESTING}")
+        return
+    for candidate in candidates:
+        yield from effective(candidate, known, depth + 1, nested, opaque)
 
 
 #: Wrappers' options that change the folder the command runs in.
@@ -252,6 +314,12 @@ def _options(name: str, words: list[Word], takes_value: frozenset[str],
     return i, assignments, dirs
 
 
+def _unsure(words: list[Word], takes_value: frozenset[str]) -> bool:
+    """Whether a long option the table does not know, written without `=`, is among `words`."""
+    return any(w.literal and w.text.startswith("--") and len(w.text) > 2 and "=" not in w.text
+               and w.text not in takes_value for w in words[1:])
+
+
 def _script_option(name: str, words: list[Word]) -> tuple[int, str | None] | None:
     """(where the words after it start, the script) of `su -c '…'`, `env -S '…'`, `flock F -c '…'`."""
     options = SCRIPT_OPTIONS.get(name)
@@ -280,6 +348,9 @@ def _git_config_commands(words: list[Word], depth: int, outer: Simple, nested: N
                 continue
             key, _, value = setting.value.partition("=")
             key = key.lower()
+            if key == "core.hookspath":
+                opaque.append("git hooks from a folder the floor does not read")
+                continue
             if value and (key in GIT_COMMAND_SETTINGS or (key.startswith("alias.") and value.startswith("!"))):
                 yield from _script(value.removeprefix("!"), depth, outer, nested, opaque)
 
