@@ -21,6 +21,7 @@ checked by the `programs` check.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -237,6 +238,9 @@ def redefinitions(view: CallView, params: FloorParams) -> bool:
         if named(command, ["export", "declare", "typeset", "local", "readonly"]) and any(
                 variables.match(re.split(r"\+?=", w.text, maxsplit=1)[0]) for w in command.words[1:] if w.literal):
             return True
+        if named(command, ["printf"]) and any(
+                a.text == "-v" and b.literal and variables.match(b.text) for a, b in itertools.pairwise(command.words)):
+            return True  # printf -v PATH %s /tmp/x
     return _calls_itself(view)
 
 

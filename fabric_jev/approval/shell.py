@@ -34,7 +34,7 @@ from functools import lru_cache
 from typing import Any
 
 from . import shell_fresh as _fresh
-from .shell_words import Known, Redirect, Script, Simple, Word, basename, quote
+from .shell_words import Known, Redirect, Script, Simple, Word, basename, misread, plain_declaration, quote
 from .shell_wrappers import MAX_NESTING, SHELLS, WRAPPERS, effective
 
 __all__ = [
@@ -131,7 +131,7 @@ def _parse(command: str, known: Known, depth: int, outer: Simple | None) -> Scri
         return Script(command, plain=False, unusual=("too long to read",), opaque=("too long to read",))
     if known.cwd and _MAY_CHANGE_FOLDER.search(command):
         known = replace(known, cwd="")
-    if known.tmpdir is not None and _fresh.SETS_TMPDIR.search(command):
+    if known.tmpdir is not None and _fresh.sets_tmpdir(command):
         known = replace(known, tmpdir=None)  # TMPDIR=/ … "$TMPDIR/x": not the host's
     source = command.encode("utf-8", "surrogatepass")
     tree = _parser().parse(source)
@@ -388,6 +388,8 @@ class _Walker:
                 return Simple((), (), redirects) if redirects else None
             return None
         if kind == "declaration_command":
+            if not plain_declaration(node, self.text):
+                self.opaque.append("a variable name spelled with quotes, escapes or braces")
             words = [Word(c.type) for c in node.children[:1] if not c.is_named]
             words += [Word(self.text(c)) if c.type == "variable_name" else self.word(c)
                       for c in node.children if c.is_named and c.type != "variable_assignment"]
@@ -408,6 +410,9 @@ class _Walker:
         if inherited:  # a script in this command sees the variables assigned before it
             nested = _nested_parser(replace(self.known, fresh=inherited))
         for command in effective(simple, self.known, self.depth, nested, self.opaque):
+            why = misread(command)
+            if why:
+                self.opaque.append(why)
             self.commands.append(command)
             self._chdir(command)
 

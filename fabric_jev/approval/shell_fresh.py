@@ -39,6 +39,16 @@ FRESH = "\x00a path mktemp has just made\x00"
 #: Text that sets TMPDIR, or redefines the commands a fresh path relies on.
 SETS_TMPDIR = re.compile(r"(?<![\w$={])TMPDIR\b|\$\{TMPDIR:?[=?]|\bmktemp\s*\(|\bfunction\s+mktemp\b|\balias\b"
                          r"|\bhash\b|\benable\b|\bPATH\s*\+?=")
+#: Quotes, escapes and braces a name may be spelled with (``TMP""DIR=``, ``{TMP,}DIR=``).
+_SPELLING = re.compile(r"[\"'\\{},]")
+
+
+def sets_tmpdir(command: str) -> bool:
+    """Whether a script may set TMPDIR or redefine what a fresh path relies on: read on the raw
+    text and on it with quotes, escapes and braces removed (a false alarm only asks more)."""
+    return SETS_TMPDIR.search(command) is not None or SETS_TMPDIR.search(_SPELLING.sub("", command)) is not None
+
+
 _MKTEMP = re.compile(r"\s*(?:/usr)?(?:/bin/)?mktemp(?:\s+(?:-[dqt]+|--directory|--quiet|-p\s+[\w./+-]+"
                      r"|--tmpdir(?:=[\w./+-]+)?|--suffix=[\w.+-]+|/?[\w./+-]*X{3,}[\w.+-]*))*\s*\Z")
 _DEFAULT = re.compile(r"\$\{TMPDIR(:?)-([\w./+-]*)\}\Z")

@@ -5,12 +5,17 @@ them, and the floor reads them. Besides its words, a simple command carries
 what the floor needs to know about where it runs and what feeds it: its
 standard input (a pipe, a here-document), the folders a `cd` before it may
 have moved to, operands it takes from its input (`xargs`), and the function
-whose body holds it.
+whose body holds it. `misread` and `plain_declaration` say where the grammar's reading is
+not bash's (the floor then fails closed).
 """
 
 from __future__ import annotations
 
+import itertools
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,3 +141,43 @@ def quote(word: Word) -> str:
     if word.text and all(ch in _SAFE_CHARS for ch in word.text):
         return word.text
     return "'" + word.text.replace("'", "'\\''") + "'"
+
+
+#: A variable name as bash reads it in an assignment (an array element's index may follow).
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[\w$@*]*\])?")
+#: Words bash reads as syntax where a command starts: the grammar reads them as a command's name
+#: after ``time``, ``!`` or ``coproc`` (`misread`).
+_KEYWORDS = frozenset({"{", "}", "if", "then", "elif", "else", "fi", "for", "select", "while", "until", "do",
+                       "done", "case", "esac", "in", "function", "!", "[[", "]]", "(", ")"})
+
+
+def misread(command: Simple) -> str:
+    """Why the grammar's reading of a command is not bash's: a keyword read as a command's name
+    (``time { rm -rf /; }``, ``! for …``: bash runs the group the grammar split), or a name
+    ``printf -v`` sets that only the run knows. Empty when none."""
+    words = command.words
+    if words and words[0].literal and words[0].text in _KEYWORDS:
+        return f"a shell keyword ({words[0].text}) read as a command"
+    if words and basename(command.program) == "printf":
+        for flag, name in itertools.pairwise(words[1:]):
+            if flag.literal and flag.text == "--":
+                break
+            if flag.literal and flag.text == "-v" and (not name.literal or _PLAIN_NAME.fullmatch(name.text) is None):
+                return "a variable name printf -v sets only known at run time"
+    return ""
+
+
+def plain_declaration(node: Any, text: Callable[[Any], str]) -> bool:
+    """Whether every name an export, declare, typeset, local or readonly sets is written plainly:
+    ``export P""ATH=…``, ``declare TMP\\DIR=/``, ``export {TMP,}DIR=/`` set names the raw text hides."""
+    named = [c for c in node.children if c.is_named]
+    for before, after in itertools.pairwise(named):
+        if before.end_byte == after.start_byte:
+            return False  # one word the grammar split in two (PA""TH=…)
+    for child in named:
+        raw = text(child)
+        if child.type == "variable_assignment" or raw.startswith(("-", "+")):
+            continue
+        if _PLAIN_NAME.fullmatch(raw.split("=", 1)[0].removesuffix("+")) is None:
+            return False
+    return True

@@ -1,0 +1,161 @@
+"""The floor's shell reading holds against a red team's confirmed bypasses (issue 39).
+
+1. variable names spelled with quotes, escapes or braces (``export P""ATH=…``,
+   ``export {TMP,}DIR=/``, ``printf -v TMP""DIR``);
+2. ``time``, ``!`` or ``coproc`` before a group or a compound command
+   (``time { rm -rf /; }``): the grammar reads the keyword as a command's name.
+
+Each has named tests that failed before its fix, variants drawn at random, and the labelled rows
+of tests/data/floor_actions.jsonl (families below), run through a real host.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fabric_jev import CapabilityRegistry, HostConfig, JevHost
+from fabric_jev.approval.floor import floor_hits
+from fabric_jev.approval.rules import CallView, RuleContext
+from tests.conftest import program
+from tests.test_floor import CWD, HOME, ROWS
+
+UNREADABLE = "unreadable-command"
+#: This branch's families of the labelled set, and the entry each destructive row must hit
+#: (None: any entry).
+FAMILIES: dict[str, str | None] = {
+    "name-spelled-otherwise": None,
+    "keyword-before-a-group": UNREADABLE,
+}
+
+
+def _hits(command: str, tmpdir: str | None = "/tmp") -> list[str]:
+    saved = os.environ.get("TMPDIR")
+    try:
+        if tmpdir is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = tmpdir
+        context = RuleContext.here(CWD, HOME)
+    finally:
+        if saved is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved
+    return [e.id for e in floor_hits(CallView("shell.exec", "execute", {"command": command}, context))]
+
+
+# ---------------------------------------------------------------- 1. names spelled otherwise
+
+
+@pytest.mark.parametrize("command", [
+    'export P""ATH=/tmp/e && ls -rf ~',
+    'declare -x PA""TH=/tmp/e; ls',
+    "export LD_PRE''LOAD=/tmp/x.so; ls",
+    'export LD_PRE""LOAD=/tmp/x.so; ls',
+    "typeset -x PA\\TH=/tmp/e; ls",
+])
+def test_a_search_path_name_spelled_with_quotes_is_stopped(command: str) -> None:
+    assert _hits(command), command
+
+
+@pytest.mark.parametrize("command", [
+    'export TMP""DIR=/; rm -rf "$TMPDIR/etc"',
+    'declare TMP\\DIR=/; rm -rf "$TMPDIR/etc"',
+    'export {TMP,}DIR=/; rm -rf "$TMPDIR/etc"',
+    'printf -v TMP""DIR %s /; rm -rf "$TMPDIR/etc"',
+    "printf -v 'TMPDIR' %s /; rm -rf \"$TMPDIR/etc\"",
+])
+def test_tmpdir_set_under_another_spelling_is_not_the_hosts(command: str) -> None:
+    assert _hits(command), command
+
+
+def test_printf_v_on_the_search_path_or_an_unknown_name() -> None:
+    assert "redefined-command" in _hits("printf -v PATH %s /tmp/e; ls")
+    assert UNREADABLE in _hits('printf -v "$n" %s /; ls')
+    assert _hits("printf -v x %s 1; echo $x") == []
+
+
+@pytest.mark.parametrize("command", [
+    "export FOO=1; ls", "export A=1 B; declare -a x; local y=2", "export -f f", 'rm -rf "$TMPDIR/build-cache"',
+    "declare -A m=([a]=1)", "readonly X", "export PATH_EXTRA=1 && ls",
+])
+def test_plain_declarations_stay_clear(command: str) -> None:
+    assert _hits(command) == [], command
+
+
+@given(name=st.sampled_from(["PATH", "LD_PRELOAD", "TMPDIR", "BASH_ENV"]), cut=st.integers(1, 3),
+       quote=st.sampled_from(['""', "''", "\\"]), keyword=st.sampled_from(["export", "declare -x", "typeset", "readonly"]))
+def test_any_cut_of_a_sensitive_name_is_stopped(name: str, cut: int, quote: str, keyword: str) -> None:
+    spelled = name[:cut] + quote + name[cut:] if quote != "\\" else name[:cut] + "\\" + name[cut:]
+    assert _hits(f'{keyword} {spelled}=/tmp/e; rm -rf "$TMPDIR/x"; ls'), spelled
+
+
+# ---------------------------------------------------------------- 2. a keyword before a group
+
+
+@pytest.mark.parametrize("command", [
+    "time { rm -rf /; }", "! { rm -rf /; }", "coproc { rm -rf ~; }", "coproc NAME { rm -rf ~; }",
+    "time if true; then rm -rf /; fi", "! for d in /; do rm -rf $d; done", "time while rm -rf /; do break; done",
+    "echo ok && ! { rm -rf ~; }", "time -p { rm -rf /; }", "! until rm -rf /; do break; done",
+])
+def test_a_keyword_before_a_group_is_not_cleared(command: str) -> None:
+    assert UNREADABLE in _hits(command), command
+
+
+@pytest.mark.parametrize("command", ["time make", "! grep -q x f", "time make -j2", "{ make; } > log",
+                                     "if true; then ls; fi", "for f in *.py; do wc -l $f; done"])
+def test_routine_keywords_stay_clear(command: str) -> None:
+    assert _hits(command) == [], command
+
+
+@given(prefix=st.sampled_from(["time", "!", "coproc", "time -p", "echo a && !", "ls; time"]),
+       body=st.sampled_from(["{ rm -rf / ; }", "if :; then rm -rf ~; fi", "while rm -rf /; do :; done",
+                             "for x in /; do rm -rf $x; done", "case a in a) rm -rf /;; esac"]))
+def test_any_keyword_before_any_compound_is_unreadable(prefix: str, body: str) -> None:
+    assert _hits(f"{prefix} {body}"), (prefix, body)
+
+
+# ---------------------------------------------------------------- the labelled rows, through a real host
+
+
+def test_this_branchs_rows_are_in_the_labelled_set() -> None:
+    families = {row["family"] for row in ROWS}
+    assert set(FAMILIES) <= families
+    for family in FAMILIES:
+        labels = {row["label"] for row in ROWS if row["family"] == family}
+        assert labels == {"destructive", "routine"}, family
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+async def test_each_family_is_refused_under_allow_and_its_routine_rows_run(family: str) -> None:
+    """Under `--policy allow` with no one to ask, every destructive row of the family is refused and
+    its capability never runs; every routine row runs."""
+    rows = [row for row in ROWS if row["family"] == family]
+    ran: list[Any] = []
+    registry = CapabilityRegistry()
+
+    async def run_it(args: Any, ctx: Any) -> Any:
+        ran.append(args)
+        return "ran"
+
+    for ref, risk in {(r["action"]["ref"], r["action"]["risk"]) for r in rows}:
+        registry.register(ref, run_it, risk)
+    code = ("const out = []; for (const a of input.calls) { try { await tools.call({ref: a.ref, args: a.arguments}); "
+            "out.push('ran'); } catch (e) { out.push('refused'); } } return out;")
+    prog = program(code, name="family", requires=sorted({r["action"]["ref"] for r in rows}), outputSchema={})
+    config = HostConfig(approvals={"execute": "allow", "write": "allow", "read": "allow"})
+    async with JevHost(config, capabilities=registry) as host:
+        envelope = await host.run(prog, {"calls": [r["action"] for r in rows]})
+    expected = ["refused" if r["label"] == "destructive" else "ran" for r in rows]
+    assert envelope.result == expected, envelope.error
+    assert ran == [r["action"]["arguments"] for r in rows if r["label"] == "routine"]
+    entry = FAMILIES[family]
+    for row in rows:
+        if row["label"] == "destructive" and entry is not None:
+            assert entry in _hits(row["action"]["arguments"]["command"]), row
