@@ -3,7 +3,10 @@
 1. variable names spelled with quotes, escapes or braces (``export P""ATH=…``,
    ``export {TMP,}DIR=/``, ``printf -v TMP""DIR``);
 2. ``time``, ``!`` or ``coproc`` before a group or a compound command
-   (``time { rm -rf /; }``): the grammar reads the keyword as a command's name.
+   (``time { rm -rf /; }``): the grammar reads the keyword as a command's name;
+3. ``env -`` (``env -i``) and ``env -S`` with its script attached (``env -S'rm -rf /'``);
+4. find's leading options (``find -L ~ -delete``) and fd's ``-x``/``-X`` run on what fd finds
+   (``fd . / -X rm -rf``).
 
 Each has named tests that failed before its fix, variants drawn at random, and the labelled rows
 of tests/data/floor_actions.jsonl (families below), run through a real host.
@@ -30,6 +33,8 @@ UNREADABLE = "unreadable-command"
 FAMILIES: dict[str, str | None] = {
     "name-spelled-otherwise": None,
     "keyword-before-a-group": UNREADABLE,
+    "env-dash-and-attached-script": None,
+    "find-leading-options-fd-exec": None,
 }
 
 
@@ -118,6 +123,68 @@ def test_routine_keywords_stay_clear(command: str) -> None:
                              "for x in /; do rm -rf $x; done", "case a in a) rm -rf /;; esac"]))
 def test_any_keyword_before_any_compound_is_unreadable(prefix: str, body: str) -> None:
     assert _hits(f"{prefix} {body}"), (prefix, body)
+
+
+# ---------------------------------------------------------------- 3. env - and env -S'…'
+
+
+@pytest.mark.parametrize("command", [
+    "env - rm -rf ~", "env - sh -c 'rm -rf /'", "env -S'rm -rf /'", "env -iS'rm -rf ~'", "env - -S'rm -rf /'",
+    "env - X=1 rm -rf /", "su -lc'rm -rf /' root",
+])
+def test_env_dash_and_an_attached_script_are_read(command: str) -> None:
+    assert "recursive-delete-outside-tree" in _hits(command), command
+
+
+@pytest.mark.parametrize("command", ["env - ls", "env -S'ls -l'", "env - PYTHONPATH=src pytest -q", "env -u FOO ls"])
+def test_routine_env_stays_clear(command: str) -> None:
+    assert _hits(command) == [], command
+
+
+@given(flags=st.lists(st.sampled_from(["-", "-i", "-0", "X=1", "-u A", "--ignore-environment"]), max_size=3),
+       target=st.sampled_from(["/", "~", "/etc", "$HOME"]), attached=st.booleans())
+def test_env_before_a_delete_is_read_however_written(flags: list[str], target: str, attached: bool) -> None:
+    tail = f"-S'rm -rf {target}'" if attached else f"rm -rf {target}"
+    assert _hits(" ".join(["env", *flags, tail])), (flags, tail)
+
+
+# ---------------------------------------------------------------- 4. find's leading options, fd -x/-X
+
+
+@pytest.mark.parametrize("command", [
+    "find -L ~ -delete", "find -H / -delete", "find -O3 / -delete", "find -P -O1 ~ -delete", "find -D tree / -delete",
+    "find -L / -exec rm -rf {} +",
+])
+def test_find_with_leading_options_is_read_at_its_start_folders(command: str) -> None:
+    assert "find-delete-outside-tree" in _hits(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "fd . / -X rm -rf", "fd . ~ --exec rm -rf", "fd . / -x rm -rf {//}", "fd -t d . ~ -x rm -rf {} \\;",
+    "fd --search-path / -X rm -rf", "fd . / --exec=rm -rf",
+])
+def test_fd_runs_its_command_on_what_it_finds_under_each_folder(command: str) -> None:
+    assert "recursive-delete-outside-tree" in _hits(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "find -L . -name '*.py'", "find -L . -name '*.pyc' -delete", "fd -e py -x wc -l", "fd . src -X rm -rf",
+    "fd -e py -x mv {} {.}.bak", "fd -H -t f . -x cat",
+])
+def test_routine_find_and_fd_stay_clear(command: str) -> None:
+    assert _hits(command) == [], command
+
+
+@given(options=st.lists(st.sampled_from(["-H", "-L", "-P", "-O2", "-D stat"]), min_size=1, max_size=3),
+       start=st.sampled_from(["/", "~", "/etc", ".."]))
+def test_find_after_any_leading_options_is_read(options: list[str], start: str) -> None:
+    assert "find-delete-outside-tree" in _hits(" ".join(["find", *options, start, "-delete"])), options
+
+
+@given(flag=st.sampled_from(["-x", "-X", "--exec", "--exec-batch"]), folder=st.sampled_from(["/", "~", "/etc"]),
+       placeholder=st.sampled_from(["", " {}", " {//}"]), before=st.sampled_from(["", "-H ", "-t f ", "-e log "]))
+def test_fd_exec_under_any_folder_is_read(flag: str, folder: str, placeholder: str, before: str) -> None:
+    assert _hits(f"fd {before}. {folder} {flag} rm -rf{placeholder}"), (flag, folder, placeholder)
 
 
 # ---------------------------------------------------------------- the labelled rows, through a real host

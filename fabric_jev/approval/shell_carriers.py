@@ -87,11 +87,8 @@ def carried(name: str, words: Sequence[Word]) -> Iterator[str | None]:
     if name in _EDITORS:  # ex -c '!rm -rf /'; other ex code cannot be read
         for value in _option_values(words, ("--cmd",), ("-c",), prefixes=False):
             yield value[1:] if value is not None and value.startswith("!") else None
-    if name in ("fd", "fdfind"):  # fd -x CMD …: the words after it, up to `;`
-        for i, word in enumerate(words):
-            if word.literal and word.text in ("-x", "--exec", "-X", "--exec-batch"):
-                after = [text_of(w) for w in words[i + 1:]]
-                yield " ".join(after[:after.index(";")] if ";" in after else after) or None
+    if name in ("fd", "fdfind"):
+        yield from _fd_commands(words)
     if name == "socat":
         for word in words[1:]:
             text = text_of(word)
@@ -100,6 +97,59 @@ def carried(name: str, words: Sequence[Word]) -> Iterator[str | None]:
                 yield rest.split(",", 1)[0]
                 if "," in rest:
                     yield rest
+
+
+#: fd's options that take a value (`--search-path` names a folder it searches).
+_FD_VALUES = frozenset({"-e", "--extension", "-t", "--type", "-E", "--exclude", "-d", "--max-depth", "--min-depth",
+                        "--exact-depth", "-j", "--threads", "-S", "--size", "--changed-within", "--changed-before",
+                        "-o", "--owner", "-c", "--color", "--base-directory", "--path-separator", "--ignore-file",
+                        "--max-results", "--batch-size", "--search-path", "--format"})
+#: What fd puts the path it found in: itself, its name, its folder, without its extension.
+_FD_PLACEHOLDER = re.compile(r"\{(?:/?/?\.?)\}")
+_FD_EXEC = ("-x", "--exec", "-X", "--exec-batch")
+
+
+def _fd_commands(words: Sequence[Word]) -> Iterator[str | None]:
+    """fd -x CMD …: the words after it, up to `;`, run on what fd finds under each folder it
+    searches; a `{}` (or none: fd adds the path) is read as a path under that folder."""
+    operands: list[Word] = []
+    folders: list[Word] = []
+    actions: list[list[str]] = []
+    i = 1
+    while i < len(words):
+        word = words[i]
+        text = word.text if word.literal else ""
+        if text in _FD_EXEC or any(text.startswith(f"{o}=") for o in _FD_EXEC[1::2]):
+            after = [text.split("=", 1)[1]] if "=" in text else []
+            after += [text_of(w) for w in words[i + 1:]]
+            end = after.index(";") if ";" in after else len(after)
+            actions.append(after[:end])
+            i += end + (1 if "=" in text else 2)
+            continue
+        if text == "--search-path" and i + 1 < len(words):
+            folders.append(words[i + 1])
+        if text in _FD_VALUES:
+            i += 2
+            continue
+        if not (text.startswith("-") and len(text) > 1):
+            operands.append(word)
+        i += 1
+    folders += operands[1:] or ([] if folders else [Word(".")])
+    for action in actions:
+        if not action:
+            yield None
+            continue
+        for folder in folders[:8]:
+            if folder.value is None:
+                yield None
+                continue
+            path = _quoted(folder.value.rstrip("/") + "/{}")
+            found = [_FD_PLACEHOLDER.sub(path.replace("\\", "\\\\"), a) for a in action]
+            yield " ".join(found if found != action else [*found, path])
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
 
 
 def text_of(word: Word) -> str:

@@ -16,6 +16,7 @@ know, every later word is read as a possible start of the command. Pure code.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
@@ -163,6 +164,10 @@ def effective(simple: Simple, known: Known, depth: int, nested: Nested, opaque: 
             yield from _shell_string(name, words, depth, current, nested, opaque)
             return
         if name == "find":
+            start = _find_start(words)
+            if start > 1:  # find -L ~ -delete: read as find ~ -delete
+                words = [words[0], *words[start:]]
+                yield replace(current, words=tuple(words))
             yield from _find_actions(words, depth, current, nested, opaque)
             return
         if name == "trap":
@@ -284,6 +289,9 @@ def _options(name: str, words: list[Word], takes_value: frozenset[str],
         w = words[i].value or ""
         if w == "--":
             return i + 1, assignments, dirs
+        if name == "env" and w == "-":  # env - is env -i
+            i += 1
+            continue
         if name == "env" and "=" in w and not w.startswith("-"):
             assignments.append(w)
             i += 1
@@ -333,6 +341,9 @@ def _script_option(name: str, words: list[Word]) -> tuple[int, str | None] | Non
         if w in options or (not w.startswith("--") and w.startswith("-") and len(w) > 2 and "-" + w[-1] in options):
             script = words[i + 1] if i + 1 < len(words) else None
             return i + 2, None if script is None else _script_text(script)
+        at = next((k for k in range(1, len(w)) if "-" + w[k] in options), 0) if w[:1] == "-" != w[1:2] else 0
+        if at:  # the script attached to its flag: env -S'rm -rf /', su -lc'…'
+            return i + 1, w[at + 1:]
         if w == "--" and name != "flock":
             return None
     return None
@@ -424,6 +435,15 @@ def _find_actions(words: list[Word], depth: int, outer: Simple, nested: Nested,
                                      nested, opaque)
         else:
             i += 1
+
+
+def _find_start(words: list[Word]) -> int:
+    """Where find's start folders begin, after its leading options (-H, -L, -P, -O3, -D opts)."""
+    i = 1
+    while i < len(words) and words[i].literal and (words[i].text in ("-H", "-L", "-P", "-D")
+                                                   or re.fullmatch(r"-O\d*|-[HLP]+", words[i].text)):
+        i += 2 if words[i].text == "-D" else 1
+    return i
 
 
 def _found_under(word: Word, start: Word) -> Word:
