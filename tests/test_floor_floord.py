@@ -6,7 +6,9 @@
    (``time { rm -rf /; }``): the grammar reads the keyword as a command's name;
 3. ``env -`` (``env -i``) and ``env -S`` with its script attached (``env -S'rm -rf /'``);
 4. find's leading options (``find -L ~ -delete``) and fd's ``-x``/``-X`` run on what fd finds
-   (``fd . / -X rm -rf``).
+   (``fd . / -X rm -rf``);
+5. ``$(…)`` and backticks in an unquoted here-document's body (bash runs them), and an explicit
+   ``0<<<``/``0<`` as the program's input.
 
 Each has named tests that failed before its fix, variants drawn at random, and the labelled rows
 of tests/data/floor_actions.jsonl (families below), run through a real host.
@@ -35,6 +37,7 @@ FAMILIES: dict[str, str | None] = {
     "keyword-before-a-group": UNREADABLE,
     "env-dash-and-attached-script": None,
     "find-leading-options-fd-exec": None,
+    "heredoc-body-substitution": None,
 }
 
 
@@ -185,6 +188,42 @@ def test_find_after_any_leading_options_is_read(options: list[str], start: str) 
        placeholder=st.sampled_from(["", " {}", " {//}"]), before=st.sampled_from(["", "-H ", "-t f ", "-e log "]))
 def test_fd_exec_under_any_folder_is_read(flag: str, folder: str, placeholder: str, before: str) -> None:
     assert _hits(f"fd {before}. {folder} {flag} rm -rf{placeholder}"), (flag, folder, placeholder)
+
+
+# ---------------------------------------------------------------- 5. substitutions in a here-document's body
+
+
+@pytest.mark.parametrize("command", [
+    "cat <<EOF\n`rm -rf /`\nEOF", "cat <<-EOF\n\t$(rm -rf ~)\n\tEOF", "cat <<EOF\nx `rm -rf ~` y\nEOF",
+    "cat > notes.txt <<EOF\n$(rm -rf /) and `date`\nEOF", "cat <<-END\n\t`rm -rf ~`\n\tEND",
+])
+def test_a_substitution_in_an_unquoted_heredoc_is_read(command: str) -> None:
+    assert "recursive-delete-outside-tree" in _hits(command), command
+
+
+def test_a_substitution_that_does_not_close_is_unreadable() -> None:
+    assert UNREADABLE in _hits("cat <<-EOF\n\t$(rm -rf ~\n\tEOF")
+
+
+@pytest.mark.parametrize("command", ["bash 0<<<'rm -rf /'", "sh 0<<<\"rm -rf ~\"", "bash 0< /dev/stdin"])
+def test_an_explicit_descriptor_0_is_the_programs_input(command: str) -> None:
+    assert "program-from-input" in _hits(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "cat <<'EOF'\n`date`\nEOF", "cat <<\"EOF\"\n$(rm -rf ~)\nEOF", "cat <<\\EOF\n`rm -rf /`\nEOF",
+    "cat <<EOF\nbuilt `date` by $(whoami), $((1 + 2))\nEOF", "cat 0<notes.txt", "echo 0 > count",
+])
+def test_literal_heredocs_and_routine_bodies_stay_clear(command: str) -> None:
+    assert _hits(command) == [], command
+
+
+@given(dash=st.booleans(), tick=st.booleans(), target=st.sampled_from(["/", "~", "/etc", "$HOME"]),
+       text=st.sampled_from(["", "note: ", "a $USER b "]))
+def test_any_substitution_in_any_unquoted_body_is_read(dash: bool, tick: bool, target: str, text: str) -> None:
+    inner = f"`rm -rf {target}`" if tick else f"$(rm -rf {target})"
+    tab = "\t" if dash else ""
+    assert _hits(f"cat <<{'-' if dash else ''}EOF\n{tab}{text}{inner}\n{tab}EOF"), (dash, inner)
 
 
 # ---------------------------------------------------------------- the labelled rows, through a real host

@@ -34,7 +34,20 @@ from functools import lru_cache
 from typing import Any
 
 from . import shell_fresh as _fresh
-from .shell_words import Known, Redirect, Script, Simple, Word, basename, misread, plain_declaration, quote
+from .shell_words import (
+    Known,
+    Redirect,
+    Script,
+    Simple,
+    Word,
+    basename,
+    misread,
+    plain_declaration,
+    quote,
+    substitutions,
+    unescape,
+    unescape_dq,
+)
 from .shell_wrappers import MAX_NESTING, SHELLS, WRAPPERS, effective
 
 __all__ = [
@@ -229,6 +242,8 @@ class _Walker:
             elif kind in _REDIRECTS:
                 redirects.extend(self.redirects(child))
                 words.extend(self.word(d) for d in _spilled(child))
+            elif kind == "number" and _descriptor(child):
+                continue  # bash 0<<<'…': the grammar reads the 0 of `0<` as a word
             elif child.is_named and kind != "comment":
                 words.append(self.word(child))
         return Simple(tuple(words), tuple(assignments), tuple(redirects))
@@ -296,15 +311,15 @@ class _Walker:
             if top and raw.startswith("~"):
                 user, slash, rest = raw[1:].partition("/")
                 if not user and self.known.home:
-                    parts.append((raw, self.known.home + slash + _unescape(rest)))
+                    parts.append((raw, self.known.home + slash + unescape(rest)))
                 else:
                     parts.append((raw, None))
                 return False
-            value = _unescape(raw)
+            value = unescape(raw)
             parts.append((value, value))
             return True
         if kind in ("number", "string_content"):
-            value = _unescape_dq(raw) if kind == "string_content" else raw
+            value = unescape_dq(raw) if kind == "string_content" else raw
             parts.append((value, value))
             return True
         if kind == "raw_string":
@@ -360,6 +375,8 @@ class _Walker:
             if node.type == "test_command" and _test_reads_on(self.source, node):
                 # Fail closed: what the test swallowed are commands bash runs (`[ -d / ] && rm -rf ~ ]`).
                 self.opaque.append("a test [ … ] the parser read past its end")
+            if node.type == "heredoc_body":
+                self._heredoc_substitutions(node)
             found = self._statement(node)
             if found is not None:
                 if len(self.commands) >= MAX_COMMANDS:
@@ -367,6 +384,29 @@ class _Walker:
                     return
                 self._add(found, node)
             stack.extend(reversed(node.children))
+
+    def _heredoc_substitutions(self, body: Any) -> None:
+        """The commands of ``$(…)`` and backticks in an unquoted here-document's body that the
+        grammar left as text (backticks, ``<<-``): bash runs them before the command."""
+        start = next((c for c in body.parent.children if c.type == "heredoc_start"), None) if body.parent else None
+        if start is None or any(q in self.text(start) for q in "'\"\\"):
+            return  # <<'EOF': the body is literal
+        parsed = [(c.start_byte - body.start_byte, c.end_byte - body.start_byte) for c in body.children
+                  if c.type == "command_substitution"]
+        raw = self.text(body)
+        for a, b in parsed:  # read by the grammar already (collect walks them)
+            raw = raw[:a] + " " * (b - a) + raw[b:]
+        inner = substitutions(raw)
+        if inner is None:
+            self.opaque.append("a here-document whose substitutions cannot be read")
+            return
+        for text in inner:
+            if self.depth >= MAX_NESTING:
+                self.opaque.append(f"scripts nested deeper than {MAX_NESTING}")
+                return
+            script = self.nested(text, self.depth + 1, Simple((), dirs=self.dirs))
+            self.opaque.extend(script.opaque)
+            self.commands.extend(script.commands)
 
     def _statement(self, node: Any) -> Simple | None:
         """The simple command a node stands for: a command, a redirection with no command (or
@@ -486,6 +526,14 @@ _WORDS = frozenset({"word", "string", "raw_string", "ansi_c_string", "translated
                     "arithmetic_expansion", "brace_expression"})
 
 
+def _descriptor(number: Any) -> bool:
+    """Whether a number the grammar read as a word is a redirection's descriptor (``0<``)."""
+    after = number.next_sibling
+    if after is None and number.parent is not None and number.parent.type == "command":
+        after = number.parent.next_sibling
+    return after is not None and after.type in _REDIRECTS and after.start_byte == number.end_byte
+
+
 def _spilled(redirect: Any) -> list[Any]:
     """The words after a redirection's target that the grammar reads as more targets: bash ends
     the target at the first word, the rest are the command's arguments. After a here-document's
@@ -525,38 +573,6 @@ def _test_reads_on(source: bytes, node: Any) -> bool:
         return True
     # A line break inside [[ … ]] is bash's only after && or || (or an opening parenthesis).
     return re.search(rb"(?<![&|(\s])[ \t]*\n", masked) is not None
-
-
-def _unescape(raw: str) -> str:
-    if "\\" not in raw:
-        return raw
-    out = []
-    chars = iter(raw)
-    for ch in chars:
-        if ch == "\\":
-            nxt = next(chars, "")
-            if nxt != "\n":
-                out.append(nxt)
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _unescape_dq(raw: str) -> str:
-    if "\\" not in raw:
-        return raw
-    out = []
-    i = 0
-    while i < len(raw):
-        ch = raw[i]
-        if ch == "\\" and i + 1 < len(raw) and raw[i + 1] in '$`"\\\n':
-            if raw[i + 1] != "\n":
-                out.append(raw[i + 1])
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
 
 
 _DESCRIPTIONS = {

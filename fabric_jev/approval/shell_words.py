@@ -181,3 +181,70 @@ def plain_declaration(node: Any, text: Callable[[Any], str]) -> bool:
         if _PLAIN_NAME.fullmatch(raw.split("=", 1)[0].removesuffix("+")) is None:
             return False
     return True
+
+
+def substitutions(text: str) -> list[str] | None:
+    """The scripts of the ``$(…)`` and backticks in a here-document body's text, None when one
+    does not close (the body is then not read)."""
+    found: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "`":
+            end = text.find("`", i + 1)
+            while end > 0 and text[end - 1] == "\\":
+                end = text.find("`", end + 1)
+            if end < 0:
+                return None
+            found.append(text[i + 1:end].replace("\\`", "`"))
+            i = end + 1
+            continue
+        if text.startswith("$(", i) and not text.startswith("$((", i):
+            depth, j = 1, i + 2
+            while j < len(text) and depth:
+                depth += {"(": 1, ")": -1}.get(text[j], 0)
+                j += 1
+            if depth:
+                return None
+            found.append(text[i + 2:j - 1])
+            i = j
+            continue
+        i += 1
+    return found
+
+
+def unescape(raw: str) -> str:
+    """An unquoted word's text with its backslashes removed (a backslash-newline joins lines)."""
+    if "\\" not in raw:
+        return raw
+    out = []
+    chars = iter(raw)
+    for ch in chars:
+        if ch == "\\":
+            nxt = next(chars, "")
+            if nxt != "\n":
+                out.append(nxt)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def unescape_dq(raw: str) -> str:
+    """A double-quoted string's text with the backslashes bash removes there removed."""
+    if "\\" not in raw:
+        return raw
+    out = []
+    i = 0
+    while i < len(raw):
+        ch = raw[i]
+        if ch == "\\" and i + 1 < len(raw) and raw[i + 1] in '$`"\\\n':
+            if raw[i + 1] != "\n":
+                out.append(raw[i + 1])
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
