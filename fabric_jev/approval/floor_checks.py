@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from . import paths as _paths
 from . import shell as _shell
 from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS
+from .floor_closed import runs_module, saves_download
 from .floor_folders import FOLDER_KEYS
 from .floor_reading import (
     ANYWHERE,
@@ -114,7 +115,9 @@ def programs(view: CallView, params: FloorParams) -> bool:
 def download_and_run(view: CallView, params: FloorParams) -> bool:
     for read in scripts(view):
         found = read.script.commands
-        if any(named(c, params["downloaders"]) for c in found) and any(named(c, params["interpreters"]) for c in found):
+        if any(named(c, params["downloaders"]) for c in found) and any(
+                named(c, params["interpreters"]) and not (runs_module(c) and not saves_download(
+                    found, params["downloaders"])) for c in found):
             return True
     return False
 

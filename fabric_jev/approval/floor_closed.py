@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import shell as _shell
@@ -150,9 +150,70 @@ def _operands(command: _shell.Simple, takes_value: frozenset[str]) -> list[_shel
     return out
 
 
+#: Modules that run what they read from their input (a console, a debugger): the input is the program.
+_INPUT_MODULES = frozenset({"code", "pdb", "asyncio", "IPython", "ipython", "bpython", "ptpython", "idlelib",
+                            "runpy", "xonsh", "ipdb", "pudb", "jupyter_console"})
+
+
+def runs_module(command: _shell.Simple) -> str | None:
+    """The module a python runs when it is its program (``python3 -m json.tool``): None for a
+    script, inline code, its input, or a module that runs what it reads (a console, a debugger)."""
+    module = module_of(command)
+    return module if module and module.split(".", 1)[0] not in _INPUT_MODULES else None
+
+
+def saves_download(found: Sequence[_shell.Simple], downloaders: Sequence[str]) -> bool:
+    """Whether a downloader among `found` may write a file (``curl -o``, ``wget`` without ``-O -``,
+    ``curl … > json.py``): a module a later python runs may then be the download."""
+    for command in found:
+        if not named(command, downloaders):
+            continue
+        texts = [w.text if w.literal else "\x00" for w in command.words[1:]]
+        if "\x00" in texts or any(writes(command)):
+            return True
+        wget = _shell.basename(command.program) == "wget"
+        if wget and not any(t in ("-O-", "-qO-", "--output-document=-") or (t == "-" and p in ("-O", "-qO"))
+                            for p, t in itertools.pairwise(["", *texts])):
+            return True
+        if not wget and any(t.startswith(("-o", "-O", "--output", "--remote-name", "-J")) or
+                            (_CLUSTER.fullmatch(t) and ("o" in t or "O" in t)) for t in texts):
+            return True
+    return False
+
+
+def module_of(command: _shell.Simple) -> str | None:
+    """The module a python runs (``-m json.tool``, ``-mjson.tool``, ``-Im json.tool``), or None."""
+    if not (_shell.basename(command.program or "") or "").startswith(("python", "py", "pypy")):
+        return None
+    words = command.words[1:]
+    i = 0
+    while i < len(words):
+        text = words[i].text if words[i].literal else ""
+        if text.startswith("--") and text != "--":
+            i += 1
+            continue
+        if not text.startswith("-") or text in ("-", "--"):
+            return None  # a script, its input, or a word only known at run time
+        for k, letter in enumerate(text[1:], start=2):
+            if letter == "c":
+                return None
+            if letter == "m":
+                given = words[i + 1].value if i + 1 < len(words) else None
+                return text[k:] or given or None
+            if letter in "WXQ":  # -W error, -Werror, -X dev: its value
+                i += 0 if text[k:] else 1
+                break
+        i += 1
+    return None
+
+
 def _from_input(command: _shell.Simple, spec: Mapping[str, Any]) -> str | None:
     """Why the program is read from somewhere the floor cannot see, or None."""
-    if _inline(command, spec) or any(w.literal and w.text in spec.get("stop", ()) for w in command.words[1:]):
+    module = module_of(command)
+    if module is not None:  # python -m json.tool reads data; python -m code reads a program
+        return None if runs_module(command) or command.stdin not in _UNREAD_INPUT else command.stdin
+    if _inline(command, spec) or any(
+            w.literal and w.text in spec.get("stop", ()) and w.text != "-m" for w in command.words[1:]):
         return None  # inline code (its own entry) or a module (python -m json.tool)
     found = _operands(command, frozenset(spec.get("takes_value", ())))
     first = found[0] if found else None
