@@ -9,6 +9,8 @@
    (``fd . / -X rm -rf``);
 5. ``$(…)`` and backticks in an unquoted here-document's body (bash runs them), and an explicit
    ``0<<<``/``0<`` as the program's input;
+6. ssh's options after the host, ``--``, ``-P tag``, and commands it reads from its input when
+   given none; ``taskset MASK``; ``fish --command``, ``nu``, ``xonsh``, ``elvish`` as shells;
 7. a false alarm: ``curl … | python3 -m json.tool`` runs the module, not its input (``python3 -``,
    no script, a console module like ``-m code``, or a module a downloader may have saved stay
    stopped).
@@ -42,6 +44,7 @@ FAMILIES: dict[str, str | None] = {
     "find-leading-options-fd-exec": None,
     "heredoc-body-substitution": None,
     "python-module-on-a-download": None,
+    "remote-and-other-shells": None,
 }
 
 
@@ -228,6 +231,39 @@ def test_any_substitution_in_any_unquoted_body_is_read(dash: bool, tick: bool, t
     inner = f"`rm -rf {target}`" if tick else f"$(rm -rf {target})"
     tab = "\t" if dash else ""
     assert _hits(f"cat <<{'-' if dash else ''}EOF\n{tab}{text}{inner}\n{tab}EOF"), (dash, inner)
+
+
+# ---------------------------------------------------------------- 6. ssh, taskset, other shells
+
+
+@pytest.mark.parametrize("command", [
+    "ssh host -- rm -rf /", "ssh host -n rm -rf /", "ssh -P tag host rm -rf /", "ssh -p 22 host -t -- rm -rf ~",
+    "taskset 0x1 rm -rf /", "taskset -c 0,1 rm -rf /", "fish --command='rm -rf /'", "fish --command 'rm -rf ~'",
+    "nu -c 'rm -rf /'", "xonsh -c 'rm -rf /'", "elvish -c 'rm -rf /'",
+])
+def test_the_remote_or_wrapped_command_is_read(command: str) -> None:
+    assert "recursive-delete-outside-tree" in _hits(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "ssh host <<EOF\nrm -rf /\nEOF", "echo 'rm -rf /' | ssh host", "echo hi | ssh host", "ssh -T host <<<'rm -rf ~'",
+])
+def test_ssh_with_no_command_runs_its_input(command: str) -> None:
+    assert "program-from-input" in _hits(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "ssh host uptime", "ssh host", "ssh -N -L 8080:localhost:80 host", "ssh -t host htop", "ssh host -- ls -la",
+    "taskset -c 0 make", "taskset 0x3 make -j2", "fish -c 'ls'", "nu -c 'ls'",
+])
+def test_routine_remote_and_other_shells_stay_clear(command: str) -> None:
+    assert _hits(command) == [], command
+
+
+@given(before=st.sampled_from(["", "-p 22 ", "-P tag ", "-o BatchMode=yes ", "-4 "]),
+       after=st.sampled_from(["", "-n ", "-t ", "-- ", "-T -- "]), target=st.sampled_from(["/", "~", "/etc"]))
+def test_ssh_options_around_the_host_never_hide_the_command(before: str, after: str, target: str) -> None:
+    assert _hits(f"ssh {before}host {after}rm -rf {target}"), (before, after)
 
 
 # ---------------------------------------------------------------- 7. python -m on a download

@@ -29,7 +29,7 @@ MAX_NESTING = 4
 
 #: Shells whose `-c STRING` is a script of its own.
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "hush", "fish", "yash", "posh", "tcsh",
-                    "csh", "rbash", "lksh", "oksh", "loksh"})
+                    "csh", "rbash", "lksh", "oksh", "loksh", "nu", "xonsh", "elvish"})
 #: Wrappers that run the command after their options: name → options that take a value.
 WRAPPERS: dict[str, frozenset[str]] = {
     "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group",
@@ -121,7 +121,7 @@ GIT_COMMAND_SETTINGS = frozenset({"core.pager", "core.editor", "core.sshcommand"
 #: Remote shells: name → options that take a value; the words after the host are a command.
 REMOTE_SHELLS: dict[str, frozenset[str]] = {
     "ssh": frozenset({"-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p",
-                      "-Q", "-R", "-S", "-W", "-w", "-B"}),
+                      "-P", "-Q", "-R", "-S", "-W", "-w", "-B"}),
     "rsh": frozenset({"-l"}),
 }
 
@@ -156,9 +156,11 @@ def effective(simple: Simple, known: Known, depth: int, nested: Nested, opaque: 
             yield from _git_config_commands(words, depth, current, nested, opaque)
             return
         if name in REMOTE_SHELLS:
-            remote = _after_options(words, REMOTE_SHELLS[name])[1:]  # after the host
+            host, remote = _remote(words, REMOTE_SHELLS[name])
             if remote:  # what it runs over there is read as if it ran here
                 yield from _script(" ".join(_script_text(w) for w in remote), depth, current, nested, opaque)
+            elif host and name == "ssh":  # no command: the remote shell runs what ssh reads from its input
+                yield replace(current, words=(Word("sh"),), assignments=(), via=name)
             return
         if name in SHELLS or name == "eval":
             yield from _shell_string(name, words, depth, current, nested, opaque)
@@ -214,7 +216,9 @@ def effective(simple: Simple, known: Known, depth: int, nested: Nested, opaque: 
             yield replace(current, words=(Word("sh"),), assignments=(), via=name)
             return
         i, assignments, dirs = _options(name, words, takes_value, current.dirs)
-        if name in _LEADING_OPERAND:
+        if name in _LEADING_OPERAND or (name == "taskset" and not any(  # taskset MASK cmd; -c LIST cmd
+                w.literal and (w.text.startswith("--cpu-list") or (w.text[:1] == "-" != w.text[1:2] and "c" in w.text))
+                for w in words[1:i])):
             i += 1
         rest_words = words[i:]
         if name == "parallel":
@@ -366,6 +370,26 @@ def _git_config_commands(words: list[Word], depth: int, outer: Simple, nested: N
                 yield from _script(value.removeprefix("!"), depth, outer, nested, opaque)
 
 
+def _remote(words: list[Word], takes_value: frozenset[str]) -> tuple[Word | None, list[Word]]:
+    """A remote shell's host and the command after it; options may follow the host too
+    (``ssh host -n rm -rf /``), and ``--`` ends them."""
+    host: Word | None = None
+    i = 1
+    while i < len(words):
+        w = words[i].value or ""
+        if w == "--":
+            rest = words[i + 1:]
+            return (host, rest) if host is not None else (rest[0] if rest else None, rest[1:])
+        if w.startswith("-") and len(w) > 1:
+            i += 2 if w in takes_value else 1
+            continue
+        if host is not None:
+            return host, words[i:]
+        host = words[i]
+        i += 1
+    return host, []
+
+
 def _after_options(words: list[Word], takes_value: frozenset[str]) -> list[Word]:
     i = 1
     while i < len(words):
@@ -387,8 +411,12 @@ def _shell_string(name: str, words: list[Word], depth: int, outer: Simple, neste
         script_words = []
         for i, w in enumerate(words[1:], start=1):
             value = w.value or ""
-            if value.startswith("-") and not value.startswith("--") and "c" in value[1:]:
+            if (value.startswith("-") and not value.startswith("--") and "c" in value[1:]) or value in (
+                    "--command", "--commands"):
                 script_words = _command_string(words, i + 1)
+                break
+            if value.startswith(("--command=", "--commands=")):  # fish --command='…'
+                script_words = [Word(value.split("=", 1)[1])]
                 break
     if script_words:
         # A string with an expansion in it is still read: what it would run is what deny rules and
