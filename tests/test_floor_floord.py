@@ -89,6 +89,12 @@ def test_tmpdir_set_under_another_spelling_is_not_the_hosts(command: str) -> Non
     assert _hits(command), command
 
 
+@pytest.mark.parametrize("command", ['export "PATH=/tmp/e:$PATH"; ls', "export 'LD_PRELOAD=/x.so'; ls",
+                                     'declare -x "LD_PRELOAD=$X"; ls'])
+def test_a_whole_quoted_assignment_to_the_search_path_is_read(command: str) -> None:
+    assert "redefined-command" in _hits(command), command
+
+
 def test_printf_v_on_the_search_path_or_an_unknown_name() -> None:
     assert "redefined-command" in _hits("printf -v PATH %s /tmp/e; ls")
     assert UNREADABLE in _hits('printf -v "$n" %s /; ls')
@@ -97,7 +103,7 @@ def test_printf_v_on_the_search_path_or_an_unknown_name() -> None:
 
 @pytest.mark.parametrize("command", [
     "export FOO=1; ls", "export A=1 B; declare -a x; local y=2", "export -f f", 'rm -rf "$TMPDIR/build-cache"',
-    "declare -A m=([a]=1)", "readonly X", "export PATH_EXTRA=1 && ls",
+    "declare -A m=([a]=1)", "readonly X", "export PATH_EXTRA=1 && ls", 'export "FOO=1"', 'export FOO="$PATH"',
 ])
 def test_plain_declarations_stay_clear(command: str) -> None:
     assert _hits(command) == [], command

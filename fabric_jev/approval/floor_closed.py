@@ -297,7 +297,8 @@ def redefinitions(view: CallView, params: FloorParams) -> bool:
             if variables.match(name):
                 return True
         if named(command, ["export", "declare", "typeset", "local", "readonly"]) and any(
-                variables.match(re.split(r"\+?=", w.text, maxsplit=1)[0]) for w in command.words[1:] if w.literal):
+                variables.match(re.split(r"\+?=", w.text if w.literal else w.text.lstrip("\"'$"), maxsplit=1)[0])
+                for w in command.words[1:]):  # export "PATH=/x:$PATH": its source, unquoted
             return True
         if named(command, ["printf"]) and any(
                 a.text == "-v" and b.literal and variables.match(b.text) for a, b in itertools.pairwise(command.words)):

@@ -178,6 +178,8 @@ def plain_declaration(node: Any, text: Callable[[Any], str]) -> bool:
         raw = text(child)
         if child.type == "variable_assignment" or raw.startswith(("-", "+")):
             continue
+        if child.type in ("string", "raw_string") and len(raw) > 1:
+            raw = raw[1:-1]  # export "PATH=$HOME/bin": the whole word quoted, its name plain
         if _PLAIN_NAME.fullmatch(raw.split("=", 1)[0].removesuffix("+")) is None:
             return False
     return True
