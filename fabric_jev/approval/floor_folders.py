@@ -25,7 +25,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import paths as _paths
-from .shell import folder_change
 
 if TYPE_CHECKING:
     from .call_view import CallView
@@ -89,28 +88,3 @@ def pwd(view: CallView) -> str:
     """What ``$PWD`` is in the call's commands: its one start folder, "" when there are several."""
     folders = start_folders(view)
     return folders[0] if folders is not None and len(folders) == 1 else ""
-
-
-def shared_dirs(view: CallView) -> tuple[str, ...] | None:
-    """The folders a cd in one of the call's several commands names (``{commands: ["cd /",
-    "rm -rf *"]}``): the others may run there. None when one cannot be known."""
-    cached = view._cache.get("floor shared dirs", False)
-    if cached is not False:
-        found: tuple[str, ...] | None = cached
-        return found
-    from .floor_reading import scripts  # floor_reading reads the call with start_folders
-
-    reads = scripts(view)
-    dirs: list[str] | None = []
-    if len(reads) > 1:
-        for read in reads:
-            for command in read.script.commands:
-                changes, target = folder_change(command)
-                if changes and (target is None or dirs is None or len(dirs) >= 16):
-                    dirs = None
-                elif changes and dirs is not None and target:
-                    dirs.append(target)
-            if dirs is None:
-                break
-    result = view._cache["floor shared dirs"] = None if dirs is None else tuple(dict.fromkeys(dirs))
-    return result

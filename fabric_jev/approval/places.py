@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 
 from . import floor_folders as _folders
 from . import paths as _paths
+from .floor_reading import scripts
+from .shell import folder_change
 from .shell_fresh import FRESH
 from .shell_words import Simple
 
@@ -107,7 +109,7 @@ def bases(view: CallView, command: Simple) -> list[str] | None:
     every folder an earlier cd names (read against the folders before it); None when one cannot
     be known."""
     starts = _folders.start_folders(view)
-    shared = _folders.shared_dirs(view)
+    shared = shared_dirs(view)
     if command.dirs is None or starts is None or shared is None:
         return None
     context = view.context
@@ -192,3 +194,26 @@ def own_temporary(view: CallView, path: str) -> bool:
 def outside(view: CallView, command: Simple | None, word_value: str | None, *, strict: bool = False) -> bool:
     """A word read as a path may lie outside the tree and the user's temporary folders."""
     return not in_places(view, word_paths(view, command, word_value), strict=strict)
+
+
+def shared_dirs(view: CallView) -> tuple[str, ...] | None:
+    """The folders a cd in one of the call's several commands names (``{commands: ["cd /",
+    "rm -rf *"]}``): the others may run there. None when one cannot be known."""
+    cached = view._cache.get("floor shared dirs", False)
+    if cached is not False:
+        found: tuple[str, ...] | None = cached
+        return found
+    reads = scripts(view)
+    dirs: list[str] | None = []
+    if len(reads) > 1:
+        for read in reads:
+            for command in read.script.commands:
+                changes, target = folder_change(command)
+                if changes and (target is None or dirs is None or len(dirs) >= 16):
+                    dirs = None
+                elif changes and dirs is not None and target:
+                    dirs.append(target)
+            if dirs is None:
+                break
+    result = view._cache["floor shared dirs"] = None if dirs is None else tuple(dict.fromkeys(dirs))
+    return result
