@@ -167,7 +167,10 @@ def _read(view: CallView) -> Iterator[Read]:
     """Parse what `_walk` finds, command keys first, at most MAX_STRINGS distinct strings: past
     that, or past MAX_DEPTH, what was not read is an opaque read (the floor asks)."""
     shell = is_shell_capability(view.ref)
-    keyed, other, too_deep = _walk(view.arguments, shell, runs=shell or view.risk == "execute")
+    runs = shell or view.risk == "execute"
+    keyed, other, too_deep = _walk(view.arguments, shell, runs=runs)
+    env = _folders.environment(view.arguments) if runs or keyed else _folders.Environment()
+    other.extend(_Job(value, False) for value in env.values)  # {env: {X: "rm -rf ~"}}: read as commands too
     texts = [" ".join(j.value) if isinstance(j.value, tuple) else j.value for j in (*keyed, *other)]
     here = _folders.pwd(view)
     if here and len(texts) > 1 and any(_MAY_CHANGE_FOLDER.search(t) for t in texts):
@@ -175,6 +178,7 @@ def _read(view: CallView) -> Iterator[Read]:
     tmpdir = view.context.tmpdir
     if tmpdir is not None and any(SETS_TMPDIR.search(t) for t in texts):
         tmpdir = None  # one command of the call sets TMPDIR or redefines mktemp: not the host's
+    tmpdir = env.tmpdir or tmpdir if env.tmpdir is not None else None  # {env: {TMPDIR: "/"}}
     known = _shell.Known(view.context.home, here, tmpdir)
     seen: set[_Job] = set()
     for job in (*keyed, *other):
@@ -195,6 +199,9 @@ def _read(view: CallView) -> Iterator[Read]:
         yield Read(script, job.keyed)
     if too_deep:
         yield _opaque(f"arguments nested deeper than {MAX_DEPTH}")
+    yield from (_opaque(f"the call sets {name} for its command") for name in env.risky)
+    if env.unread:
+        yield _opaque("an environment object the floor cannot read")
     if view.risk == "write" and _strings_under(view, WRITE_PATH_KEYS)[1]:
         yield _opaque(f"more than {MAX_STRINGS} places written")
 
