@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from . import paths as _paths
 from . import shell as _shell
 from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS
-from .floor_folders import FOLDER_KEYS
+from .floor_folders import FOLDER_KEYS, MAYBE_FOLDER_KEYS
 from .floor_reading import (
     ANYWHERE,
     WRITE_PATH_KEYS,
@@ -276,10 +276,17 @@ def write_outside_tree(view: CallView, params: FloorParams) -> bool:
                 and any(outside(view, command, value) for value in _link_targets(command)):
             return True
     if view.risk == "write":
-        for value in strings_under(view, WRITE_PATH_KEYS):  # at any depth (`options.path`)
-            if not in_places(view, word_paths(view, None, value)):
+        # At any depth (`options.path`); the working tree itself only as the folder a call runs
+        # in: `fs.delete {path: <the tree>}` is `rm -rf <the tree>`.
+        folders = set(strings_under(view, _RUNS_IN_KEYS))
+        for value in strings_under(view, WRITE_PATH_KEYS):
+            if not in_places(view, word_paths(view, None, value), strict=value not in folders):
                 return True
     return False
+
+
+#: Keys that name the folder a write capability works in, not a place it writes.
+_RUNS_IN_KEYS = tuple(k for k in (*FOLDER_KEYS, *MAYBE_FOLDER_KEYS) if k not in ("dir", "directory", "folder"))
 
 
 def _link_targets(command: _shell.Simple) -> Iterator[str | None]:

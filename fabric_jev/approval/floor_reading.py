@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from . import floor_folders as _folders
 from . import shell as _shell
-from .call_view import PATH_KEYS, key_name
+from .call_view import PATH_KEYS, key_name, key_words, names_a_place
 from .shell_fresh import SETS_TMPDIR
 from .shell_runners import RUNNERS
 from .shell_words import Simple, Word
@@ -365,6 +365,7 @@ def _strings_under(view: CallView, keys: tuple[str, ...]) -> tuple[list[str], bo
     if found is not None:
         return found
     wanted = frozenset(key_name(k) for k in keys)
+    by_words = keys == WRITE_PATH_KEYS  # and any key whose words say it names a place (`folderPath`)
     # A document written is read inside only where the capability runs things.
     data = frozenset() if view.risk == "execute" or is_shell_capability(view.ref) else _DATA
     out: list[str] = []
@@ -384,16 +385,17 @@ def _strings_under(view: CallView, keys: tuple[str, ...]) -> tuple[list[str], bo
         elif isinstance(value, list) and depth < MAX_DEPTH:
             stack.extend((item, under, depth + 1, name) for item in value)
         elif isinstance(value, dict) and depth < MAX_DEPTH:
-            stack.extend((item, under or key_name(str(k)) in wanted, depth + 1, key_name(str(k)))
-                         for k, item in value.items())
+            for k, item in value.items():
+                name = key_name(str(k))
+                place = name in wanted or (by_words and name not in _DATA and names_a_place(str(k)))
+                stack.append((item, under or place, depth + 1, name))
     found = view._cache[("strings under", keys)] = (out, more)
     return found
 
 
 def ref_words(ref: str) -> set[str]:
     """The words of a capability ref: ``sandbox.runPython`` → sandbox, run, python."""
-    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", ref).lower()
-    return set(re.split(r"[^a-z0-9]+", words)) - {""}
+    return set(key_words(ref))
 
 
 def commands(view: CallView) -> Iterator[Simple]:
