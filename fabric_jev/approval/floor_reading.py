@@ -90,7 +90,11 @@ COMMAND_KEYS = ("cmd", "command", "commandLine", "command_line", "script", "shel
                 "commands", "cmdline", "shell")
 #: Keys that name a program whose arguments sit beside it under one of ARGUMENT_KEYS.
 PROGRAM_KEYS = ("program", "executable", "exe", "binary", "bin", "command", "cmd", "file", "tool")
-ARGUMENT_KEYS = ("args", "argv", "arguments", "params", "parameters", "options", "flags", "argList", "arg_list")
+ARGUMENT_KEYS = ("args", "argv", "arguments", "params", "parameters", "options", "flags", "argList", "arg_list", "arg",
+                 "argument", "cmdArgs", "cmd_args", "commandArgs", "command_args")
+#: Keys that hold a command when their string reads as one (`reads_as_command`): `{run: "rm -rf /"}`,
+#: a CI step's `run`; under any capability (a parse error there counts only when it reads so).
+SOFT_COMMAND_KEYS = ("run", "exec", "execute", "entrypoint", "entry_point", "runCommand", "run_command")
 #: Keys whose value a call hands the program on its standard input.
 INPUT_KEYS = ("stdin", "input", "stdin_text", "stdin_data", "input_text", "input_data")
 #: Under a write capability, the keys the floor reads as places written: the rules' path keys and
@@ -144,6 +148,7 @@ _COMMAND = frozenset(key_name(k) for k in COMMAND_KEYS)
 _PROGRAM = frozenset(key_name(k) for k in PROGRAM_KEYS)
 _ARGUMENTS = frozenset(key_name(k) for k in ARGUMENT_KEYS)
 _INPUT = frozenset(key_name(k) for k in INPUT_KEYS)
+_SOFT = frozenset(key_name(k) for k in SOFT_COMMAND_KEYS)
 _DATA = frozenset(key_name(k) for k in DATA_KEYS)
 
 
@@ -227,9 +232,11 @@ def _walk(arguments: Any, wide: bool, *, runs: bool = True) -> tuple[list[_Job],
         value, key, depth, text = stack.pop()
         name = key_name(key)
         command_key = name in _COMMAND
+        soft = name in _SOFT and not command_key
         if isinstance(value, str):
-            if command_key or wide:
-                (keyed if command_key else other).append(_Job(value, command_key))
+            if command_key or wide or soft:
+                (keyed if command_key or soft else other).append(
+                    _Job(value, command_key or (soft and reads_as_command(value))))
             decoded, unread = _json_text(value)
             if unread and runs:
                 keyed.append(_Job("", True, unread=unread))
@@ -240,9 +247,10 @@ def _walk(arguments: Any, wide: bool, *, runs: bool = True) -> tuple[list[_Job],
                     stack.append((decoded, key, depth + 1, True))
         elif isinstance(value, list) and value and all(_scalar(v) for v in value):
             # An argv may hold numbers and booleans: they are their JSON text (`["rm", "-rf", 1, "~"]`).
-            if command_key or wide:
-                (keyed if command_key else other).append(_Job(tuple(_text(v) for v in value),
-                                                              command_key and name != "commands"))
+            if command_key or wide or soft:
+                argv = tuple(_text(v) for v in value)
+                (keyed if command_key or soft else other).append(
+                    _Job(argv, (command_key and name != "commands") or (soft and reads_as_command(argv[0]))))
             items = [item for item in value if isinstance(item, str)]
             if name == "commands" or wide:
                 (keyed if name == "commands" else other).extend(_Job(item, name == "commands") for item in items)
