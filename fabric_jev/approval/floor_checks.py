@@ -167,8 +167,46 @@ def git_discard(view: CallView, params: FloorParams) -> bool:
     return False
 
 
+#: The SQL keys whose text is SQL whatever it reads like; under the others (`query`) a text is SQL
+#: only where it reads as a statement (`reads_as_sql`).
+_ALWAYS_SQL = tuple(k for k in SQL_KEYS if k != "query")
+_QUERY = ("query",)
+_IDENT = r"[\w.\"`\[\]$]+"
+_IDENTS = rf"{_IDENT}(?:\s*,\s*{_IDENT})*"
+_END = r"\s*(?:;.*)?\Z"
+#: A statement's verb at its start (after comments and whitespace).
+_VERB = re.compile(r"(?i)(?:select|insert|update|delete|drop|truncate|alter|create|with|merge|replace|upsert|grant"
+                   r"|revoke|exec|execute|call|pragma|vacuum|copy|begin|commit|rollback)\b")
+#: A destructive statement spelled out in full (lower-case prose that only starts with the verb, as
+#: "drop table users migration", is none of them).
+_STATEMENT = re.compile(
+    r"(?is)(?:drop\s+(?:temporary\s+)?(?:table|database|schema|index|view|materialized\s+view|sequence|type"
+    rf"|function|procedure|trigger|user|role|collection|keyspace)\s+(?:if\s+exists\s+)?{_IDENTS}"
+    rf"(?:\s+(?:cascade|restrict|purge))?{_END}"
+    rf"|truncate\s+(?:table\s+)?(?:only\s+)?{_IDENTS}(?:\s+(?:restart|continue)\s+identity)?"
+    rf"(?:\s+(?:cascade|restrict))?{_END}"
+    rf"|delete\s+from\s+{_IDENT}(?:\s+as\s+{_IDENT})?(?:\s+(?:where|using|returning|limit|order)\b.*|{_END})"
+    rf"|update\s+{_IDENT}(?:\s+(?:as\s+)?{_IDENT})?\s+set\s+{_IDENT}\s*=.*"
+    rf"|alter\s+table\s+(?:if\s+exists\s+)?(?:only\s+)?{_IDENT}\s+.*\bdrop\b.*)")
+_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*", re.DOTALL)
+
+
+def reads_as_sql(text: str) -> bool:
+    """Whether a `query` text is a SQL statement, not prose that mentions its words: it starts
+    with a verb and ends a statement with `;`, spells its first two words in capitals
+    (``DROP TABLE users``) or is a destructive statement in full (``delete from x where …``)."""
+    comments = _COMMENTS.match(text)
+    body = text[comments.end() if comments else 0:]
+    if not _VERB.match(body):
+        return False
+    words = body.split(None, 2)
+    upper = len(words) > 1 and all(w.isupper() for w in words[:2])
+    return ";" in body or upper or _STATEMENT.match(body.strip()) is not None
+
+
 def _sql_texts(view: CallView, params: FloorParams) -> Iterator[str]:
-    yield from view.strings(SQL_KEYS)
+    yield from view.strings(_ALWAYS_SQL)
+    yield from (text for text in view.strings(_QUERY) if reads_as_sql(text))
     programs: Mapping[str, list[str]] = params["shell_programs"]
     for command in commands(view):
         name = _shell.basename(command.program)
