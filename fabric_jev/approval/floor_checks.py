@@ -29,7 +29,7 @@ from .floor_reading import (
     strings_under,
     writes,
 )
-from .places import expansions, in_places, outside, word_paths
+from .places import expansions, in_places, inside_folder, outside, word_paths
 
 #: A program name that is a glob (`[` alone is the test command).
 _GLOB = re.compile(r"[*?]|\[.+\]")
@@ -305,8 +305,10 @@ def write_outside_tree(view: CallView, params: FloorParams) -> bool:
     ignored = set(params["ignored_targets"])
     found = list(commands(view))
     for command in found:
+        destination = _destination_folder(command)
         for target in writes(command):
-            if target.value not in ignored and outside(view, command, target.value):
+            values = inside_folder(view, target.value, destination[1]) if target is destination[0] else [target.value]
+            if target.value not in ignored and any(outside(view, command, value) for value in values):
                 return True
         # A link out of the tree, made in a call that does more: what comes after it may write
         # through the link, and the floor read the path before the link was there.
@@ -325,6 +327,19 @@ def write_outside_tree(view: CallView, params: FloorParams) -> bool:
 
 #: Keys that name the folder a write capability works in, not a place it writes.
 _RUNS_IN_KEYS = tuple(k for k in (*FOLDER_KEYS, *MAYBE_FOLDER_KEYS) if k not in ("dir", "directory", "folder"))
+
+
+def _destination_folder(command: _shell.Simple) -> tuple[_shell.Word | None, list[str | None]]:
+    """The last operand of cp/mv/install/ln and the sources before it, when it may be a folder
+    the sources go into (no -t or -T)."""
+    found = operands(command)
+    if not named(command, _COPIES) or len(found) < 2 or has_flag(command, "tT", ("--target-directory",
+                                                                                 "--no-target-directory")):
+        return None, []
+    return found[-1], [w.value for w in found[:-1]]
+
+
+_COPIES = ("cp", "mv", "install", "ln")
 
 
 def _link_targets(command: _shell.Simple) -> Iterator[str | None]:

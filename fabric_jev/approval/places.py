@@ -192,3 +192,21 @@ def own_temporary(view: CallView, path: str) -> bool:
 def outside(view: CallView, command: Simple | None, word_value: str | None, *, strict: bool = False) -> bool:
     """A word read as a path may lie outside the tree and the user's temporary folders."""
     return not in_places(view, word_paths(view, command, word_value), strict=strict)
+
+
+def inside_folder(view: CallView, folder: str | None, sources: Sequence[str | None]) -> list[str | None]:
+    """What a copy or move writes when its destination is a folder (``cp f.txt /tmp/``, also a
+    temporary root named without its slash): the file of each source's name inside it. Anything
+    else, or a source whose name cannot be known, is the destination as written."""
+    if folder is None or not sources:
+        return [folder]
+    root = folder.rstrip("/")
+    if not folder.endswith("/") and root not in {r.rstrip("/") for r in view.context.temporary}:
+        return [folder]
+    out: list[str | None] = []
+    for source in sources:
+        name = (source or "").rstrip("/").rsplit("/", 1)[-1]
+        if not name or name in (".", "..") or _GLOB & set(name) or "{" in name or "$" in name:
+            return [folder]
+        out.append(root + "/" + name)
+    return out
