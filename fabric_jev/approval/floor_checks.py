@@ -307,8 +307,10 @@ def write_outside_tree(view: CallView, params: FloorParams) -> bool:
     for command in found:
         destination = _destination_folder(command)
         for target in writes(command):
-            values = inside_folder(view, target.value, destination[1]) if target is destination[0] else [target.value]
-            if target.value not in ignored and any(outside(view, command, value) for value in values):
+            if target.value in ignored or not outside(view, command, target.value):
+                continue
+            if target is not destination[0] or any(outside(view, command, value)
+                                                   for value in inside_folder(view, target.value, destination[1])):
                 return True
         # A link out of the tree, made in a call that does more: what comes after it may write
         # through the link, and the floor read the path before the link was there.
