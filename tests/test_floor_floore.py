@@ -69,6 +69,12 @@ def test_a_risky_variable_is_an_opaque_read_named_in_the_reason() -> None:
     assert found.values == ("/", "$(id)")
 
 
+def test_a_variable_named_beside_a_value_from_elsewhere_is_still_read() -> None:
+    found = environment({"env": [{"name": "LD_PRELOAD", "valueFrom": {"secretKeyRef": {"name": "x"}}}]})
+    assert found.risky == ("LD_PRELOAD",)
+    assert environment({"env": "PATH=/tmp/bin"}).risky == ("PATH",)
+
+
 def test_tmpdir_given_in_the_environment_replaces_the_hosts() -> None:
     assert environment({"env": {"TMPDIR": "/var//x/"}}).tmpdir == "/var/x"
     assert environment({"env": {"TMPDIR": "$X"}}).tmpdir is None
@@ -80,6 +86,7 @@ def test_tmpdir_given_in_the_environment_replaces_the_hosts() -> None:
     {"cmd": "pytest -q", "env": {"CI": "1", "LANG": "C.UTF-8"}},
     {"command": "make", "environment": [{"name": "DEBUG", "value": "1"}]},
     {"cmd": "cargo build", "env": ["RUST_LOG=debug"]},
+    {"cmd": "make deploy", "env": "production"},
 ])
 def test_routine_environments_are_not_stopped(arguments: Any) -> None:
     assert _hits(arguments) == []

@@ -190,12 +190,12 @@ def _pairs(value: Any) -> list[tuple[str, str]] | None:
     if value in (None, "", [], {}):
         return []
     if isinstance(value, dict):
-        if {"name", "value"} <= set(value) and isinstance(value["name"], str):
-            return [(value["name"], _env_text(value["value"]))]
+        if isinstance(value.get("name"), str):  # {name, value} (or valueFrom: the name is what counts)
+            return [(value["name"], _env_text(value.get("value")))]
         return [(str(k), _env_text(v)) for k, v in value.items()]
     if isinstance(value, str):
-        return [(part.partition("=")[0], part.partition("=")[2]) for part in value.split() if "=" in part] \
-            if "=" in value else None
+        # "K=V L=W"; a string without `=` names an environment ("production"), no variables.
+        return [(part.partition("=")[0], part.partition("=")[2]) for part in value.split() if "=" in part]
     if isinstance(value, list):
         out: list[tuple[str, str]] = []
         for item in value:
