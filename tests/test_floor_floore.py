@@ -122,6 +122,7 @@ def test_variants_a_risky_variable_in_any_shape_is_stopped(name: str, key: str, 
     ("fs.delete", {"oldPath": "/etc", "newPath": "/tmp/etc"}),
     ("fs.move", {"oldPath": "/etc", "newPath": "/tmp/etc"}),
     ("fs.move", {"src_uri": "/etc/passwd", "to": "./x"}),
+    ("fs.delete", {"fileUri": "file:///etc"}),
 ])
 def test_a_system_place_under_a_key_named_by_its_words_is_stopped(ref: str, arguments: Any) -> None:
     assert "write-outside-tree" in _hits(arguments, ref, "write")

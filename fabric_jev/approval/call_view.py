@@ -42,7 +42,7 @@ def key_name(key: str) -> str:
 #: first words that make a key one (`oldName`, `src_uri`).
 _PLACE_ENDS = ("path", "paths", "pathname", "pathnames", "file", "files", "filename", "filenames", "dir", "dirs",
                "directory", "directories", "folder", "folders", "target", "targets", "dest", "dests", "destination",
-               "destinations", "dst", "location", "locations")
+               "destinations", "dst", "location", "locations", "uri", "uris")
 _PLACE_STARTS = frozenset({"old", "new", "src", "dst", "source", "dest"})
 
 
