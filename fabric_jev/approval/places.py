@@ -217,3 +217,21 @@ def shared_dirs(view: CallView) -> tuple[str, ...] | None:
                 break
     result = view._cache["floor shared dirs"] = None if dirs is None else tuple(dict.fromkeys(dirs))
     return result
+
+
+def inside_folder(view: CallView, folder: str | None, sources: Sequence[str | None]) -> list[str | None]:
+    """What a copy or move writes when its destination is a folder (``cp f.txt /tmp/``, also a
+    temporary root named without its slash): the file of each source's name inside it. Anything
+    else, or a source whose name cannot be known, is the destination as written."""
+    if folder is None or not sources:
+        return [folder]
+    root = folder.rstrip("/")
+    if not folder.endswith("/") and root not in {r.rstrip("/") for r in view.context.temporary}:
+        return [folder]
+    out: list[str | None] = []
+    for source in sources:
+        name = (source or "").rstrip("/").rsplit("/", 1)[-1]
+        if not name or name in (".", "..") or _GLOB & set(name) or "{" in name or "$" in name:
+            return [folder]
+        out.append(root + "/" + name)
+    return out
