@@ -11,6 +11,7 @@ are the user's (`fabric_jev.approval.places`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -35,6 +36,27 @@ def key_name(key: str) -> str:
     """A key as rules and the floor compare it: case and ``-``/``_`` ignored (``CMD``,
     ``Command-Line``, ``file-path``)."""
     return key.replace("-", "").replace("_", "").lower()
+
+
+#: The last word of a key that names a place written (`folderPath`, `file_paths`, `targets`), and the
+#: first words that make a key one (`oldName`, `src_uri`).
+_PLACE_ENDS = ("path", "paths", "pathname", "pathnames", "file", "files", "filename", "filenames", "dir", "dirs",
+               "directory", "directories", "folder", "folders", "target", "targets", "dest", "dests", "destination",
+               "destinations", "dst", "location", "locations", "uri", "uris")
+_PLACE_STARTS = frozenset({"old", "new", "src", "dst", "source", "dest"})
+
+
+def names_a_place(key: str) -> bool:
+    """Whether a key's words say it names a place (a key of data written is read apart)."""
+    name = key_name(key)
+    words = key_words(key)
+    return name.endswith(_PLACE_ENDS) or bool(words and words[0] in _PLACE_STARTS)
+
+
+def key_words(key: str) -> list[str]:
+    """The words of a key or a ref: ``sandbox.runPython`` → sandbox, run, python."""
+    return [w for w in re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", key).lower()) if w]
+
 
 
 @lru_cache(maxsize=64)

@@ -16,7 +16,7 @@ from . import paths as _paths
 from . import shell as _shell
 from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS
 from .floor_closed import runs_module, saves_download
-from .floor_folders import FOLDER_KEYS
+from .floor_folders import FOLDER_KEYS, MAYBE_FOLDER_KEYS
 from .floor_reading import (
     ANYWHERE,
     WRITE_PATH_KEYS,
@@ -26,11 +26,12 @@ from .floor_reading import (
     named,
     operands,
     paths_named,
+    ref_words,
     scripts,
     strings_under,
     writes,
 )
-from .places import expansions, in_places, outside, word_paths
+from .places import expansions, in_places, inside_folder, outside, word_paths
 
 #: A program name that is a glob (`[` alone is the test command).
 _GLOB = re.compile(r"[*?]|\[.+\]")
@@ -170,8 +171,54 @@ def git_discard(view: CallView, params: FloorParams) -> bool:
     return False
 
 
+#: The SQL keys whose text is SQL whatever it reads like; under the others (`query`) a text is SQL
+#: only where it reads as a statement (`reads_as_sql`).
+_ALWAYS_SQL = tuple(k for k in SQL_KEYS if k != "query")
+_QUERY = ("query",)
+_IDENT = r"[\w.\"`\[\]$]+"
+_IDENTS = rf"{_IDENT}(?:\s*,\s*{_IDENT})*"
+_END = r"\s*(?:;.*)?\Z"
+#: A statement's verb at its start (after comments and whitespace).
+_VERB = re.compile(r"(?i)(?:select|insert|update|delete|drop|truncate|alter|create|with|merge|replace|upsert|grant"
+                   r"|revoke|exec|execute|call|pragma|vacuum|copy|begin|commit|rollback)\b")
+#: A destructive statement spelled out in full (lower-case prose that only starts with the verb, as
+#: "drop table users migration", is none of them).
+_STATEMENT = re.compile(
+    r"(?is)(?:drop\s+(?:temporary\s+)?(?:table|database|schema|index|view|materialized\s+view|sequence|type"
+    rf"|function|procedure|trigger|user|role|collection|keyspace)\s+(?:if\s+exists\s+)?{_IDENTS}"
+    rf"(?:\s+(?:cascade|restrict|purge))?{_END}"
+    rf"|truncate\s+(?:table\s+)?(?:only\s+)?{_IDENTS}(?:\s+(?:restart|continue)\s+identity)?"
+    rf"(?:\s+(?:cascade|restrict))?{_END}"
+    rf"|delete\s+from\s+{_IDENT}(?:\s+as\s+{_IDENT})?(?:\s+(?:where|using|returning|limit|order)\b.*|{_END})"
+    rf"|update\s+{_IDENT}(?:\s+(?:as\s+)?{_IDENT})?\s+set\s+{_IDENT}\s*=.*"
+    rf"|alter\s+table\s+(?:if\s+exists\s+)?(?:only\s+)?{_IDENT}\s+.*\bdrop\b.*)")
+_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*", re.DOTALL)
+
+
+def reads_as_sql(text: str) -> bool:
+    """Whether a `query` text is a SQL statement, not prose that mentions its words: it starts
+    with a verb and ends a statement with `;`, spells its first two words in capitals
+    (``DROP TABLE users``) or is a destructive statement in full (``delete from x where …``)."""
+    comments = _COMMENTS.match(text)
+    body = text[comments.end() if comments else 0:]
+    if not _VERB.match(body):
+        return False
+    words = body.split(None, 2)
+    upper = len(words) > 1 and all(w.isupper() for w in words[:2])
+    return ";" in body or upper or _STATEMENT.match(body.strip()) is not None
+
+
+#: Words of a capability's ref that name a database: there a `query` is SQL whatever it reads like
+#: (``db.query(query: "delete from users u")``); elsewhere (``docs.search``) it must read as SQL.
+_DATABASE_WORDS = frozenset({"db", "sql", "database", "databases", "postgres", "postgresql", "pg", "psql", "mysql",
+                             "mariadb", "sqlite", "mssql", "oracle", "duckdb", "bigquery", "snowflake", "redshift",
+                             "clickhouse", "warehouse", "table", "tables", "supabase", "neon", "prisma"})
+
+
 def _sql_texts(view: CallView, params: FloorParams) -> Iterator[str]:
-    yield from view.strings(SQL_KEYS)
+    yield from view.strings(_ALWAYS_SQL)
+    database = view.risk != "read" or bool(_DATABASE_WORDS & ref_words(view.ref))
+    yield from (text for text in view.strings(_QUERY) if database or reads_as_sql(text))
     programs: Mapping[str, list[str]] = params["shell_programs"]
     for command in commands(view):
         name = _shell.basename(command.program)
@@ -270,8 +317,12 @@ def write_outside_tree(view: CallView, params: FloorParams) -> bool:
     ignored = set(params["ignored_targets"])
     found = list(commands(view))
     for command in found:
+        destination = _destination_folder(command)
         for target in writes(command):
-            if target.value not in ignored and outside(view, command, target.value):
+            if target.value in ignored or not outside(view, command, target.value):
+                continue
+            if target is not destination[0] or any(outside(view, command, value)
+                                                   for value in inside_folder(view, target.value, destination[1])):
                 return True
         # A link out of the tree, made in a call that does more: what comes after it may write
         # through the link, and the floor read the path before the link was there.
@@ -279,10 +330,30 @@ def write_outside_tree(view: CallView, params: FloorParams) -> bool:
                 and any(outside(view, command, value) for value in _link_targets(command)):
             return True
     if view.risk == "write":
-        for value in strings_under(view, WRITE_PATH_KEYS):  # at any depth (`options.path`)
-            if not in_places(view, word_paths(view, None, value)):
+        # At any depth (`options.path`); the working tree itself only as the folder a call runs
+        # in: `fs.delete {path: <the tree>}` is `rm -rf <the tree>`.
+        folders = set(strings_under(view, _RUNS_IN_KEYS))
+        for value in strings_under(view, WRITE_PATH_KEYS):
+            if not in_places(view, word_paths(view, None, value), strict=value not in folders):
                 return True
     return False
+
+
+#: Keys that name the folder a write capability works in, not a place it writes.
+_RUNS_IN_KEYS = tuple(k for k in (*FOLDER_KEYS, *MAYBE_FOLDER_KEYS) if k not in ("dir", "directory", "folder"))
+
+
+def _destination_folder(command: _shell.Simple) -> tuple[_shell.Word | None, list[str | None]]:
+    """The last operand of cp/mv/install/ln and the sources before it, when it may be a folder
+    the sources go into (no -t or -T)."""
+    found = operands(command)
+    if not named(command, _COPIES) or len(found) < 2 or has_flag(command, "tT", ("--target-directory",
+                                                                                 "--no-target-directory")):
+        return None, []
+    return found[-1], [w.value for w in found[:-1]]
+
+
+_COPIES = ("cp", "mv", "install", "ln")
 
 
 def _link_targets(command: _shell.Simple) -> Iterator[str | None]:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from . import floor_folders as _folders
 from . import shell as _shell
-from .call_view import PATH_KEYS, key_name
+from .call_view import PATH_KEYS, key_name, key_words, names_a_place
 from .shell_fresh import SETS_TMPDIR
 from .shell_runners import RUNNERS
 from .shell_words import Simple, Word
@@ -90,7 +90,11 @@ COMMAND_KEYS = ("cmd", "command", "commandLine", "command_line", "script", "shel
                 "commands", "cmdline", "shell")
 #: Keys that name a program whose arguments sit beside it under one of ARGUMENT_KEYS.
 PROGRAM_KEYS = ("program", "executable", "exe", "binary", "bin", "command", "cmd", "file", "tool")
-ARGUMENT_KEYS = ("args", "argv", "arguments", "params", "parameters", "options", "flags", "argList", "arg_list")
+ARGUMENT_KEYS = ("args", "argv", "arguments", "params", "parameters", "options", "flags", "argList", "arg_list", "arg",
+                 "argument", "cmdArgs", "cmd_args", "commandArgs", "command_args")
+#: Keys that hold a command when their string reads as one (`reads_as_command`): `{run: "rm -rf /"}`,
+#: a CI step's `run`; under any capability (a parse error there counts only when it reads so).
+SOFT_COMMAND_KEYS = ("run", "exec", "execute", "entrypoint", "entry_point", "runCommand", "run_command")
 #: Keys whose value a call hands the program on its standard input.
 INPUT_KEYS = ("stdin", "input", "stdin_text", "stdin_data", "input_text", "input_data")
 #: Under a write capability, the keys the floor reads as places written: the rules' path keys and
@@ -144,6 +148,7 @@ _COMMAND = frozenset(key_name(k) for k in COMMAND_KEYS)
 _PROGRAM = frozenset(key_name(k) for k in PROGRAM_KEYS)
 _ARGUMENTS = frozenset(key_name(k) for k in ARGUMENT_KEYS)
 _INPUT = frozenset(key_name(k) for k in INPUT_KEYS)
+_SOFT = frozenset(key_name(k) for k in SOFT_COMMAND_KEYS)
 _DATA = frozenset(key_name(k) for k in DATA_KEYS)
 
 
@@ -167,7 +172,10 @@ def _read(view: CallView) -> Iterator[Read]:
     """Parse what `_walk` finds, command keys first, at most MAX_STRINGS distinct strings: past
     that, or past MAX_DEPTH, what was not read is an opaque read (the floor asks)."""
     shell = is_shell_capability(view.ref)
-    keyed, other, too_deep = _walk(view.arguments, shell, runs=shell or view.risk == "execute")
+    runs = shell or view.risk == "execute"
+    keyed, other, too_deep = _walk(view.arguments, shell, runs=runs)
+    env = _folders.environment(view.arguments) if runs or keyed else _folders.Environment()
+    other.extend(_Job(value, False) for value in env.values)  # {env: {X: "rm -rf ~"}}: read as commands too
     texts = [" ".join(j.value) if isinstance(j.value, tuple) else j.value for j in (*keyed, *other)]
     here = _folders.pwd(view)
     if here and len(texts) > 1 and any(_MAY_CHANGE_FOLDER.search(t) for t in texts):
@@ -175,6 +183,7 @@ def _read(view: CallView) -> Iterator[Read]:
     tmpdir = view.context.tmpdir
     if tmpdir is not None and any(SETS_TMPDIR.search(t) for t in texts):
         tmpdir = None  # one command of the call sets TMPDIR or redefines mktemp: not the host's
+    tmpdir = env.tmpdir or tmpdir if env.tmpdir is not None else None  # {env: {TMPDIR: "/"}}
     known = _shell.Known(view.context.home, here, tmpdir)
     seen: set[_Job] = set()
     for job in (*keyed, *other):
@@ -195,6 +204,9 @@ def _read(view: CallView) -> Iterator[Read]:
         yield Read(script, job.keyed)
     if too_deep:
         yield _opaque(f"arguments nested deeper than {MAX_DEPTH}")
+    yield from (_opaque(f"the call sets {name} for its command") for name in env.risky)
+    if env.unread:
+        yield _opaque("an environment object the floor cannot read")
     if view.risk == "write" and _strings_under(view, WRITE_PATH_KEYS)[1]:
         yield _opaque(f"more than {MAX_STRINGS} places written")
 
@@ -220,9 +232,11 @@ def _walk(arguments: Any, wide: bool, *, runs: bool = True) -> tuple[list[_Job],
         value, key, depth, text = stack.pop()
         name = key_name(key)
         command_key = name in _COMMAND
+        soft = name in _SOFT and not command_key
         if isinstance(value, str):
-            if command_key or wide:
-                (keyed if command_key else other).append(_Job(value, command_key))
+            if command_key or wide or soft:
+                (keyed if command_key or soft else other).append(
+                    _Job(value, command_key or (soft and reads_as_command(value))))
             decoded, unread = _json_text(value)
             if unread and runs:
                 keyed.append(_Job("", True, unread=unread))
@@ -233,9 +247,10 @@ def _walk(arguments: Any, wide: bool, *, runs: bool = True) -> tuple[list[_Job],
                     stack.append((decoded, key, depth + 1, True))
         elif isinstance(value, list) and value and all(_scalar(v) for v in value):
             # An argv may hold numbers and booleans: they are their JSON text (`["rm", "-rf", 1, "~"]`).
-            if command_key or wide:
-                (keyed if command_key else other).append(_Job(tuple(_text(v) for v in value),
-                                                              command_key and name != "commands"))
+            if command_key or wide or soft:
+                argv = tuple(_text(v) for v in value)
+                (keyed if command_key or soft else other).append(
+                    _Job(argv, (command_key and name != "commands") or (soft and reads_as_command(argv[0]))))
             items = [item for item in value if isinstance(item, str)]
             if name == "commands" or wide:
                 (keyed if name == "commands" else other).extend(_Job(item, name == "commands") for item in items)
@@ -358,6 +373,7 @@ def _strings_under(view: CallView, keys: tuple[str, ...]) -> tuple[list[str], bo
     if found is not None:
         return found
     wanted = frozenset(key_name(k) for k in keys)
+    by_words = keys == WRITE_PATH_KEYS  # and any key whose words say it names a place (`folderPath`)
     # A document written is read inside only where the capability runs things.
     data = frozenset() if view.risk == "execute" or is_shell_capability(view.ref) else _DATA
     out: list[str] = []
@@ -377,16 +393,17 @@ def _strings_under(view: CallView, keys: tuple[str, ...]) -> tuple[list[str], bo
         elif isinstance(value, list) and depth < MAX_DEPTH:
             stack.extend((item, under, depth + 1, name) for item in value)
         elif isinstance(value, dict) and depth < MAX_DEPTH:
-            stack.extend((item, under or key_name(str(k)) in wanted, depth + 1, key_name(str(k)))
-                         for k, item in value.items())
+            for k, item in value.items():
+                name = key_name(str(k))
+                place = name in wanted or (by_words and name not in _DATA and names_a_place(str(k)))
+                stack.append((item, under or place, depth + 1, name))
     found = view._cache[("strings under", keys)] = (out, more)
     return found
 
 
 def ref_words(ref: str) -> set[str]:
     """The words of a capability ref: ``sandbox.runPython`` → sandbox, run, python."""
-    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", ref).lower()
-    return set(re.split(r"[^a-z0-9]+", words)) - {""}
+    return set(key_words(ref))
 
 
 def commands(view: CallView) -> Iterator[Simple]:

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 
 from . import floor_folders as _folders
 from . import paths as _paths
+from .floor_reading import scripts
+from .shell import folder_change
 from .shell_fresh import FRESH
 from .shell_words import Simple
 
@@ -107,7 +109,7 @@ def bases(view: CallView, command: Simple) -> list[str] | None:
     every folder an earlier cd names (read against the folders before it); None when one cannot
     be known."""
     starts = _folders.start_folders(view)
-    shared = _folders.shared_dirs(view)
+    shared = shared_dirs(view)
     if command.dirs is None or starts is None or shared is None:
         return None
     context = view.context
@@ -192,3 +194,44 @@ def own_temporary(view: CallView, path: str) -> bool:
 def outside(view: CallView, command: Simple | None, word_value: str | None, *, strict: bool = False) -> bool:
     """A word read as a path may lie outside the tree and the user's temporary folders."""
     return not in_places(view, word_paths(view, command, word_value), strict=strict)
+
+
+def shared_dirs(view: CallView) -> tuple[str, ...] | None:
+    """The folders a cd in one of the call's several commands names (``{commands: ["cd /",
+    "rm -rf *"]}``): the others may run there. None when one cannot be known."""
+    cached = view._cache.get("floor shared dirs", False)
+    if cached is not False:
+        found: tuple[str, ...] | None = cached
+        return found
+    reads = scripts(view)
+    dirs: list[str] | None = []
+    if len(reads) > 1:
+        for read in reads:
+            for command in read.script.commands:
+                changes, target = folder_change(command)
+                if changes and (target is None or dirs is None or len(dirs) >= 16):
+                    dirs = None
+                elif changes and dirs is not None and target:
+                    dirs.append(target)
+            if dirs is None:
+                break
+    result = view._cache["floor shared dirs"] = None if dirs is None else tuple(dict.fromkeys(dirs))
+    return result
+
+
+def inside_folder(view: CallView, folder: str | None, sources: Sequence[str | None]) -> list[str | None]:
+    """What a copy or move writes when its destination is a folder (``cp f.txt /tmp/``, also a
+    temporary root named without its slash): the file of each source's name inside it. Anything
+    else, or a source whose name cannot be known, is the destination as written."""
+    if folder is None or not sources:
+        return [folder]
+    root = folder.rstrip("/")
+    if not folder.endswith("/") and root not in {r.rstrip("/") for r in view.context.temporary}:
+        return [folder]
+    out: list[str | None] = []
+    for source in sources:
+        name = (source or "").rstrip("/").rsplit("/", 1)[-1]
+        if not name or name in (".", "..") or _GLOB & set(name) or "{" in name or "$" in name:
+            return [folder]
+        out.append(root + "/" + name)
+    return out

@@ -29,9 +29,12 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .shell_words import Known
+
+if TYPE_CHECKING:
+    from tree_sitter import Node  # the grammar's tree, parsed by shell.py
 
 #: What a word made fresh by mktemp expands to: not a path (the NUL makes every path reading
 #: refuse it), so only the places that know it read it as a new path.
@@ -85,12 +88,12 @@ def unquoted_ok(known: Known) -> bool:
     return known.tmpdir is not None and _UNSAFE.search(known.tmpdir) is None
 
 
-def substitution_is_fresh(node: Any, text: Callable[[Any], str]) -> bool:
+def substitution_is_fresh(node: Node, text: Callable[[Node], str]) -> bool:
     raw = text(node)
     return node.type == "command_substitution" and raw.startswith("$(") and is_mktemp(raw[2:-1])
 
 
-def fresh_names(root: Any, text: Callable[[Any], str], known: Known) -> dict[str, tuple[int, int]]:
+def fresh_names(root: Node, text: Callable[[Node], str], known: Known) -> dict[str, tuple[int, int]]:
     """The variables of a script that provably hold a path mktemp made (module doc), each with
     the span of text after its assignment where it does; those of an enclosing script
     (`Known.fresh`) hold in all of it unless this script mentions them otherwise."""
@@ -104,9 +107,9 @@ def fresh_names(root: Any, text: Callable[[Any], str], known: Known) -> dict[str
         node = stack.pop()
         kind = node.type
         if kind == "variable_assignment":
-            name = next((c for c in node.children if c.type == "variable_name"), None)
-            if name is not None:
-                assignments.setdefault(text(name), []).append(node)
+            named = next((c for c in node.children if c.type == "variable_name"), None)
+            if named is not None:
+                assignments.setdefault(text(named), []).append(node)
         elif kind == "variable_name":
             names.setdefault(text(node), []).append(node)
         elif kind == "word":
