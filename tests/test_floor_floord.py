@@ -10,7 +10,7 @@
 5. ``$(…)`` and backticks in an unquoted here-document's body (bash runs them), and an explicit
    ``0<<<``/``0<`` as the program's input;
 6. ssh's options after the host, ``--``, ``-P tag``, and commands it reads from its input when
-   given none; ``taskset MASK``; ``fish --command``, ``nu``, ``xonsh``, ``elvish`` as shells;
+   given none; ``taskset MASK``; ``screen -dmS NAME``; ``fish --command``, ``nu``, ``xonsh``, ``elvish`` as shells;
 7. a false alarm: ``curl … | python3 -m json.tool`` runs the module, not its input (``python3 -``,
    no script, a console module like ``-m code``, or a module a downloader may have saved stay
    stopped).
@@ -245,7 +245,8 @@ def test_any_substitution_in_any_unquoted_body_is_read(dash: bool, tick: bool, t
 @pytest.mark.parametrize("command", [
     "ssh host -- rm -rf /", "ssh host -n rm -rf /", "ssh -P tag host rm -rf /", "ssh -p 22 host -t -- rm -rf ~",
     "taskset 0x1 rm -rf /", "taskset -c 0,1 rm -rf /", "fish --command='rm -rf /'", "fish --command 'rm -rf ~'",
-    "nu -c 'rm -rf /'", "xonsh -c 'rm -rf /'", "elvish -c 'rm -rf /'",
+    "nu -c 'rm -rf /'", "xonsh -c 'rm -rf /'", "elvish -c 'rm -rf /'", "screen -dmS x sh -c 'rm -rf /'",
+    "screen -DmS job rm -rf ~",
 ])
 def test_the_remote_or_wrapped_command_is_read(command: str) -> None:
     assert "recursive-delete-outside-tree" in _hits(command), command
@@ -260,7 +261,7 @@ def test_ssh_with_no_command_runs_its_input(command: str) -> None:
 
 @pytest.mark.parametrize("command", [
     "ssh host uptime", "ssh host", "ssh -N -L 8080:localhost:80 host", "ssh -t host htop", "ssh host -- ls -la",
-    "taskset -c 0 make", "taskset 0x3 make -j2", "fish -c 'ls'", "nu -c 'ls'",
+    "taskset -c 0 make", "taskset 0x3 make -j2", "fish -c 'ls'", "nu -c 'ls'", "screen -dmS build make",
 ])
 def test_routine_remote_and_other_shells_stay_clear(command: str) -> None:
     assert _hits(command) == [], command

@@ -156,7 +156,7 @@ RUNNERS: dict[str, Runner] = {
     "tmux": _r("new-session new new-window neww split-window splitw respawn-pane respawnp respawn-window respawnw "
                "run-shell run", "-s -n -c -t -x -y -F -e -l -f -A", "-d -P -b -h -v -k -D -E -X", joined=True,
                chdir="-c"),
-    "screen": _r("", "-S -c -e -h -p -t -L -Logfile -s", "-d -m -D -R -r -x -q -A -a -U -dm -dmS -DmS"),
+    "screen": _r("", "-S -c -e -h -p -t -L -Logfile -s -dmS -DmS", "-d -m -D -R -r -x -q -A -a -U -dm"),
     "scl": _r("enable", "", "", leading=1, joined=True),
     "coproc": _r(),
     "pipx": _r("run", "--spec --python --pip-args --index-url",
