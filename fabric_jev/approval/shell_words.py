@@ -15,7 +15,10 @@ import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tree_sitter import Node  # the grammar's tree, parsed by shell.py
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +170,7 @@ def misread(command: Simple) -> str:
     return ""
 
 
-def plain_declaration(node: Any, text: Callable[[Any], str]) -> bool:
+def plain_declaration(node: Node, text: Callable[[Node], str]) -> bool:
     """Whether every name an export, declare, typeset, local or readonly sets is written plainly:
     ``export P""ATH=…``, ``declare TMP\\DIR=/``, ``export {TMP,}DIR=/`` set names the raw text hides."""
     named = [c for c in node.children if c.is_named]
