@@ -92,6 +92,7 @@ _CHECKS: dict[str, Callable[[CallView, FloorParams], bool]] = {
     "input-operands": _closed.input_operands,
     "container-host": _closed.container_host,
     "unreadable": _closed.unreadable,
-    "database-client-commands": _databases.client_commands,
+    "database-client-commands": lambda view, params: _databases.client_commands(
+        view, params, lambda inner: bool(floor_hits(inner))),
     "database-tools": _databases.database_tools,
 }

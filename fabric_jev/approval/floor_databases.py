@@ -13,14 +13,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, cast
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import cast
 
 from . import shell as _shell
+from .call_view import CallView
 from .floor_reading import FloorParams, commands, named, operands, ref_words
-
-if TYPE_CHECKING:
-    from .call_view import CallView
 
 #: Keys that hold SQL in a capability whose ref names a database (``db.exec {q: …}``).
 DATABASE_SQL_KEYS = ("q", "stmt", "stmts", "statements", "sql_query", "sqlquery", "query_text", "sql_text",
@@ -112,24 +110,21 @@ def _escaped(texts: Sequence[str]) -> Iterator[str | None]:
             yield found.group("cmd").replace("''", "'") if found.group("cmd") is not None else None
 
 
-def _stopped(view: CallView, command: str | None) -> bool:
+def _stopped(view: CallView, command: str | None, stops: Callable[[CallView], bool]) -> bool:
     if command is None or not command.strip():
         return command is None
-    from .call_view import CallView as _View
-    from .floor import floor_hits
-
-    inner = _View("shell.exec", "execute", {"cmd": command}, view.context)
-    return bool(floor_hits(inner))
+    return stops(CallView("shell.exec", "execute", {"cmd": command}, view.context))
 
 
-def client_commands(view: CallView, params: FloorParams) -> bool:
+def client_commands(view: CallView, params: FloorParams, stops: Callable[[CallView], bool]) -> bool:
+    """`stops` is the whole floor (`floor.floor_hits`), run on each command a client runs."""
     sql: Mapping[str, Sequence[str]] = params["shell_programs"]
     clients = list(_clients(view, sql))
     texts = [t for command, flags in clients for t in client_texts(command, flags)]
     texts += [t for t in view.strings(("sql", "query", "statement")) if "program" in t.lower()]
     if _database(view):
         texts += [t for t in view.strings(DATABASE_SQL_KEYS) if "program" in t.lower()]
-    if any(_stopped(view, command) for command in _escaped([t for t in texts if len(t) <= 100_000])):
+    if any(_stopped(view, command, stops) for command in _escaped([t for t in texts if len(t) <= 100_000])):
         return True
     readers: Mapping[str, Sequence[str]] = {**sql, **_param(params, "input_readers")}
     for command in commands(view):
