@@ -67,6 +67,12 @@ def test_the_escaped_command_is_read_as_a_command() -> None:
     assert CLIENT in _hits({"cmd": "psql -c '\\! ls \"unterminated'"})  # unreadable: asked
 
 
+def test_more_escapes_than_the_floor_reads_are_asked() -> None:
+    routine = "\n".join([".shell ls"] * 17)
+    assert _hits({"cmd": f"sqlite3 x.db {shlex.quote(routine)}"}) == [CLIENT]
+    assert _hits({"cmd": f"sqlite3 x.db {shlex.quote(chr(10).join(['.shell ls'] * 16))}"}) == []
+
+
 @given(client=st.sampled_from(["sqlite3 app.db", "psql -c", "mysql -e", "mariadb --execute"]),
        escape=st.sampled_from([".shell", ".system", "\\!", "system"]),
        payload=st.sampled_from(["rm -rf /", "rm -rf ~", "dd if=/dev/zero of=/dev/sda", "chmod -R 777 /"]),

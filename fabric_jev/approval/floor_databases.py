@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import cast
@@ -27,6 +28,8 @@ DATABASE_SQL_KEYS = ("q", "stmt", "stmts", "statements", "sql_query", "sqlquery"
 DATABASE_WORDS = frozenset({"db", "sql", "database", "databases", "postgres", "postgresql", "pg", "psql", "mysql",
                             "mariadb", "sqlite", "mssql", "oracle", "duckdb", "bigquery", "snowflake", "redshift",
                             "clickhouse", "warehouse", "table", "tables", "supabase", "neon", "prisma"})
+#: At most this many commands a client runs are read one by one; more are asked about.
+MAX_ESCAPES = 16
 _UNREAD_INPUT = frozenset({"pipe", "here-document", "here-string", "substitution"})
 
 #: Where a client's text runs a shell command: the group named `cmd` is the command when the
@@ -124,8 +127,9 @@ def client_commands(view: CallView, params: FloorParams, stops: Callable[[CallVi
     texts += [t for t in view.strings(("sql", "query", "statement")) if "program" in t.lower()]
     if _database(view):
         texts += [t for t in view.strings(DATABASE_SQL_KEYS) if "program" in t.lower()]
-    if any(_stopped(view, command, stops) for command in _escaped([t for t in texts if len(t) <= 100_000])):
-        return True
+    escaped = list(itertools.islice(_escaped([t for t in texts if len(t) <= 100_000]), MAX_ESCAPES + 1))
+    if len(escaped) > MAX_ESCAPES or any(_stopped(view, command, stops) for command in escaped):
+        return True  # more commands than the floor reads one by one: asked
     readers: Mapping[str, Sequence[str]] = {**sql, **_param(params, "input_readers")}
     for command in commands(view):
         name = _shell.basename(command.program)
