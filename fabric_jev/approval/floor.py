@@ -20,6 +20,7 @@ from typing import Any
 
 from . import floor_checks as _checks
 from . import floor_closed as _closed
+from . import floor_databases as _databases
 from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS, CallView
 from .floor_reading import WRITE_PATH_KEYS, FloorParams, catalogue, ref_words, scripts, strings_under
 
@@ -61,7 +62,7 @@ def floor_hits(view: CallView) -> list[FloorEntry]:
 def _has_facets(view: CallView) -> bool:
     return bool(scripts(view) or view.values(PATH_KEYS) or view.values(SQL_KEYS) or view.values(URL_KEYS)
                 or (view.risk == "write" and strings_under(view, WRITE_PATH_KEYS))
-                or _interpreters() & ref_words(view.ref))
+                or _databases.has_database_sql(view) or _interpreters() & ref_words(view.ref))
 
 
 @lru_cache(maxsize=1)
@@ -91,4 +92,7 @@ _CHECKS: dict[str, Callable[[CallView, FloorParams], bool]] = {
     "input-operands": _closed.input_operands,
     "container-host": _closed.container_host,
     "unreadable": _closed.unreadable,
+    "database-client-commands": lambda view, params: _databases.client_commands(
+        view, params, lambda inner: bool(floor_hits(inner))),
+    "database-tools": _databases.database_tools,
 }

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from . import floor_databases as _databases
 from . import paths as _paths
 from . import shell as _shell
 from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS
@@ -219,23 +220,7 @@ def _sql_texts(view: CallView, params: FloorParams) -> Iterator[str]:
     yield from view.strings(_ALWAYS_SQL)
     database = view.risk != "read" or bool(_DATABASE_WORDS & ref_words(view.ref))
     yield from (text for text in view.strings(_QUERY) if database or reads_as_sql(text))
-    programs: Mapping[str, list[str]] = params["shell_programs"]
-    for command in commands(view):
-        name = _shell.basename(command.program)
-        if name is None or name not in programs:
-            continue
-        flags = programs[name]
-        words = command.words[1:]
-        for i, word in enumerate(words):
-            value = word.value or ""
-            if value in flags and i + 1 < len(words):
-                yield words[i + 1].value or ""
-            elif any(value.startswith(f + "=") for f in flags if f.startswith("--")):
-                yield value.split("=", 1)[1]
-        if "*" in flags:  # sqlite3 DB "SQL": every operand may be SQL
-            for word in operands(command):
-                if word.value:
-                    yield word.value
+    yield from _databases.sql_texts(view, params)
 
 
 def sql(view: CallView, params: FloorParams) -> bool:
@@ -426,6 +411,9 @@ def kill_or_power(view: CallView, params: FloorParams) -> bool:
         if named(command, params["programs"]):
             return True
         if named(command, ["systemctl"]) and any(w in params["systemctl"] for w in words[1:]):
+            return True
+        if named(command, ["loginctl"]) and any(w in cast("Mapping[str, Sequence[str]]", params)["loginctl"]
+                                                for w in words[1:]):
             return True
         if named(command, ["init", "telinit"]) and any(w in ("0", "6") for w in words[1:]):
             return True
