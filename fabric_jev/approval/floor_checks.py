@@ -27,7 +27,6 @@ from .floor_reading import (
     named,
     operands,
     paths_named,
-    ref_words,
     scripts,
     strings_under,
     writes,
@@ -209,16 +208,11 @@ def reads_as_sql(text: str) -> bool:
     return ";" in body or upper or _STATEMENT.match(body.strip()) is not None
 
 
-#: Words of a capability's ref that name a database: there a `query` is SQL whatever it reads like
-#: (``db.query(query: "delete from users u")``); elsewhere (``docs.search``) it must read as SQL.
-_DATABASE_WORDS = frozenset({"db", "sql", "database", "databases", "postgres", "postgresql", "pg", "psql", "mysql",
-                             "mariadb", "sqlite", "mssql", "oracle", "duckdb", "bigquery", "snowflake", "redshift",
-                             "clickhouse", "warehouse", "table", "tables", "supabase", "neon", "prisma"})
-
-
 def _sql_texts(view: CallView, params: FloorParams) -> Iterator[str]:
     yield from view.strings(_ALWAYS_SQL)
-    database = view.risk != "read" or bool(_DATABASE_WORDS & ref_words(view.ref))
+    # A database's capability (`db.query(query: "delete from users u")`), or one not read-only: a
+    # `query` is SQL whatever it reads like; elsewhere (`docs.search`) it must read as SQL.
+    database = view.risk != "read" or _databases.names_database(view)
     yield from (text for text in view.strings(_QUERY) if database or reads_as_sql(text))
     yield from _databases.sql_texts(view, params)
 

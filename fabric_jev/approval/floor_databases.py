@@ -85,19 +85,20 @@ def _clients(view: CallView, programs: Mapping[str, Sequence[str]]) -> Iterator[
             yield command, list(programs[name])
 
 
-def _database(view: CallView) -> bool:
+def names_database(view: CallView) -> bool:
+    """Whether the capability's ref names a database (``db.exec``, ``postgres.run``)."""
     return bool(DATABASE_WORDS & ref_words(view.ref))
 
 
 def has_database_sql(view: CallView) -> bool:
     """Whether a database capability is given SQL under one of the other keys (``q``, ``stmt``)."""
-    return _database(view) and bool(view.strings(DATABASE_SQL_KEYS))
+    return names_database(view) and bool(view.strings(DATABASE_SQL_KEYS))
 
 
 def sql_texts(view: CallView, params: FloorParams) -> Iterator[str]:
     """The SQL the floor reads beyond the SQL keys: a database capability's other keys and what
     the shell's clients are given."""
-    if _database(view):
+    if names_database(view):
         yield from view.strings(DATABASE_SQL_KEYS)
     for command, flags in _clients(view, params["shell_programs"]):
         yield from client_texts(command, flags)
@@ -125,7 +126,7 @@ def client_commands(view: CallView, params: FloorParams, stops: Callable[[CallVi
     clients = list(_clients(view, sql))
     texts = [t for command, flags in clients for t in client_texts(command, flags)]
     texts += [t for t in view.strings(("sql", "query", "statement")) if "program" in t.lower()]
-    if _database(view):
+    if names_database(view):
         texts += [t for t in view.strings(DATABASE_SQL_KEYS) if "program" in t.lower()]
     escaped = list(itertools.islice(_escaped([t for t in texts if len(t) <= 100_000]), MAX_ESCAPES + 1))
     if len(escaped) > MAX_ESCAPES or any(_stopped(view, command, stops) for command in escaped):
