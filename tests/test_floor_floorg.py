@@ -1,0 +1,169 @@
+"""The floor reads git as git does (issue 39, a red team's round on main).
+
+1. a long option shortened to a unique prefix (``git reset --har``, ``git push --mirr``);
+2. git commands with the effect of the ones the floor asks about (``git branch -df``,
+   ``git checkout -f``, ``git update-ref -d``, ``git read-tree -u``, ``git worktree remove -f``);
+3. git settings whose value is a command (``git -c pager.status='…' status``, textconv, filters).
+
+Each has named tests that failed before its fix, variants drawn at random, and the labelled rows
+of tests/data/floor_actions.jsonl (families below), run through a real host.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fabric_jev import CapabilityRegistry, HostConfig, JevHost
+from fabric_jev.approval.floor import floor_hits
+from fabric_jev.approval.git_settings import runs_command
+from fabric_jev.approval.rules import CallView, RuleContext
+from tests.conftest import program
+from tests.test_floor import CWD, HOME, ROWS
+
+#: This branch's families of the labelled set, and the entry each destructive row must hit
+#: (None: any entry).
+FAMILIES: dict[str, str | None] = {
+    "git-option-prefix": None,
+    "git-discard-by-another-command": "git-discard-work",
+    "git-setting-runs-command": "recursive-delete-outside-tree",
+}
+
+
+def _hits(arguments: Any, ref: str = "shell.exec", risk: str = "execute") -> list[str]:
+    if isinstance(arguments, str):
+        arguments = {"cmd": arguments}
+    return [e.id for e in floor_hits(CallView(ref, risk, arguments, RuleContext.here(CWD, HOME)))]
+
+
+# ---------------------------------------------------------------- 1. long options by unique prefix
+
+
+@pytest.mark.parametrize(("cmd", "entry"), [
+    ("git reset --har HEAD~3", "git-discard-work"), ("git clean --forc -d", "git-discard-work"),
+    ("git push --del origin main", "git-force-push"), ("git push --mirr", "git-force-push"),
+    ("git push --forc", "git-force-push"), ("git push --force-with origin main", "git-force-push"),
+])
+def test_a_shortened_long_option_is_the_option_it_stands_for(cmd: str, entry: str) -> None:
+    assert entry in _hits(cmd)
+
+
+@pytest.mark.parametrize("cmd", ["git push origin main", "git push --follow-tags", "git push --tags",
+                                 "git clean -n", "git clean --dry-run", "git reset --soft HEAD~1"])
+def test_routine_git_options_pass(cmd: str) -> None:
+    assert _hits(cmd) == []
+
+
+@given(st.sampled_from([("push", "--force"), ("push", "--mirror"), ("push", "--delete"), ("reset", "--hard"),
+                        ("clean", "--force"), ("push", "--force-with-lease")]),
+       st.data(), st.sampled_from(["", "-C sub ", "-c color.ui=never "]))
+def test_variants_every_unique_prefix_of_a_destructive_option_asks(pair: tuple[str, str], data: st.DataObject,
+                                                                    globals_: str) -> None:
+    sub, option = pair
+    cut = data.draw(st.integers(min_value=3, max_value=len(option)))
+    assert _hits(f"git {globals_}{sub} {option[:cut]} origin main") != []
+
+
+# ---------------------------------------------------------------- 2. other commands that discard work
+
+
+@pytest.mark.parametrize("cmd", [
+    "git branch -df x", "git branch --delete -f x", "git branch --del --forc x", "git checkout -f main",
+    "git switch --discard-changes main", "git switch -f main", "git checkout HEAD~5 -- src/",
+    "git checkout HEAD~5 src/", "git update-ref -d refs/heads/main", "git read-tree -u --reset HEAD",
+    "git worktree remove --force ../x", "git worktree remove -f ../x", "git checkout -- src/",
+])
+def test_a_command_with_the_effect_of_discarding_work_asks(cmd: str) -> None:
+    assert "git-discard-work" in _hits(cmd)
+
+
+@pytest.mark.parametrize("cmd", [
+    "git branch -d merged", "git checkout main", "git checkout -- README.md", "git checkout -b new origin/main",
+    "git switch -c feature", "git worktree remove ../x", "git read-tree HEAD", "git restore README.md",
+])
+def test_routine_git_commands_pass(cmd: str) -> None:
+    """`git checkout -- FILE` restores named files from the index: routine (docs/approvals.md)."""
+    assert _hits(cmd) == []
+
+
+@given(st.permutations(["-d", "-f", "NAME"]), st.sampled_from(["-d", "--delete", "--del", "--de"]),
+       st.sampled_from(["-f", "--force", "--forc", "--fo"]))
+def test_variants_a_forced_branch_delete_asks_however_spelt(order: list[str], delete: str, force: str) -> None:
+    words = [delete if w == "-d" else force if w == "-f" else "feature" for w in order]
+    assert "git-discard-work" in _hits("git branch " + " ".join(words))
+
+
+# ---------------------------------------------------------------- 3. settings that run a command
+
+
+_SETTINGS = ["pager.status", "core.askpass", "gpg.program", "gpg.ssh.program", "gpg.x509.program", "core.pager",
+             "core.editor", "sequence.editor", "diff.external", "diff.txt.textconv", "diff.pdf.command",
+             "filter.lfs.clean", "filter.lfs.smudge", "filter.lfs.process", "core.fsmonitor",
+             "uploadpack.packObjectsHook", "merge.ours.driver", "credential.https://x.example.helper"]
+
+
+@pytest.mark.parametrize("key", _SETTINGS)
+def test_a_git_setting_that_runs_a_command_is_read_as_one(key: str) -> None:
+    assert "recursive-delete-outside-tree" in _hits(f"git -c {key}='rm -rf ~' status")
+    assert "recursive-delete-outside-tree" in _hits(f"git config {key} 'rm -rf ~'")
+
+
+def test_a_credential_helper_with_a_bang_is_a_command() -> None:
+    assert "recursive-delete-outside-tree" in _hits("git -c credential.helper='!rm -rf ~' fetch")
+
+
+@pytest.mark.parametrize("cmd", ["git -c color.ui=always log", "git -c user.name=ci commit -m x",
+                                 "git -c core.pager=less log", "git -c alias.st=status st"])
+def test_routine_git_settings_pass(cmd: str) -> None:
+    assert _hits(cmd) == []
+
+
+@given(st.sampled_from(_SETTINGS), st.sampled_from(["rm -rf /", "rm -rf ~", "rm -rf /etc"]),
+       st.booleans())
+def test_variants_any_case_of_a_command_setting_runs_its_value(key: str, script: str, upper: bool) -> None:
+    spelt = key.upper() if upper else key
+    assert runs_command(spelt, script)
+    assert _hits(f"git -c {spelt}='{script}' log") != []
+
+
+# ---------------------------------------------------------------- the labelled rows through a real host
+
+
+def test_this_branchs_rows_are_in_the_labelled_set() -> None:
+    for family in FAMILIES:
+        labels = {row["label"] for row in ROWS if row["family"] == family}
+        assert labels == {"destructive", "routine"}, family
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+async def test_each_family_is_refused_under_allow_and_its_routine_rows_run(family: str) -> None:
+    """Under `--policy allow` with no one to ask, every destructive row of the family is refused and
+    its capability never runs; every routine row runs."""
+    rows = [row for row in ROWS if row["family"] == family]
+    ran: list[Any] = []
+    registry = CapabilityRegistry()
+
+    async def run_it(args: Any, ctx: Any) -> Any:
+        ran.append(args)
+        return "ran"
+
+    for ref, risk in {(r["action"]["ref"], r["action"]["risk"]) for r in rows}:
+        registry.register(ref, run_it, risk)
+    code = ("const out = []; for (const a of input.calls) { try { await tools.call({ref: a.ref, args: a.arguments}); "
+            "out.push('ran'); } catch (e) { out.push('refused'); } } return out;")
+    prog = program(code, name="family", requires=sorted({r["action"]["ref"] for r in rows}), outputSchema={})
+    config = HostConfig(approvals={"execute": "allow", "write": "allow", "read": "allow"})
+    async with JevHost(config, capabilities=registry) as host:
+        envelope = await host.run(prog, {"calls": [r["action"] for r in rows]})
+    expected = ["refused" if r["label"] == "destructive" else "ran" for r in rows]
+    assert envelope.result == expected, envelope.error
+    assert ran == [r["action"]["arguments"] for r in rows if r["label"] == "routine"]
+    entry = FAMILIES[family]
+    for row in rows:
+        if row["label"] == "destructive" and entry is not None:
+            args = row["action"]["arguments"]
+            assert entry in _hits(args, row["action"]["ref"], row["action"]["risk"]), args
