@@ -3,7 +3,9 @@
 1. a long option shortened to a unique prefix (``git reset --har``, ``git push --mirr``);
 2. git commands with the effect of the ones the floor asks about (``git branch -df``,
    ``git checkout -f``, ``git update-ref -d``, ``git read-tree -u``, ``git worktree remove -f``);
-3. git settings whose value is a command (``git -c pager.status='…' status``, textconv, filters).
+3. git settings whose value is a command (``git -c pager.status='…' status``, textconv, filters);
+4. a container's host mount attached to ``-v`` (``-v$HOME:/h``, ``-itv/:/h``), and
+   ``docker-compose``/``podman-compose`` as docker.
 
 Each has named tests that failed before its fix, variants drawn at random, and the labelled rows
 of tests/data/floor_actions.jsonl (families below), run through a real host.
@@ -30,6 +32,7 @@ FAMILIES: dict[str, str | None] = {
     "git-option-prefix": None,
     "git-discard-by-another-command": "git-discard-work",
     "git-setting-runs-command": "recursive-delete-outside-tree",
+    "container-mount-spellings": "container-mounts-host",
 }
 
 
@@ -127,6 +130,34 @@ def test_variants_any_case_of_a_command_setting_runs_its_value(key: str, script:
     spelt = key.upper() if upper else key
     assert runs_command(spelt, script)
     assert _hits(f"git -c {spelt}='{script}' log") != []
+
+
+# ---------------------------------------------------------------- 4. container mounts however attached
+
+
+@pytest.mark.parametrize("cmd", [
+    "docker run -v$HOME:/h alpine rm -rf /h", "docker run -v\"$HOME\":/h alpine ls", "docker run --volume=/:/h alpine ls",
+    "docker run --volume=\"$HOME\":/h alpine ls", "docker run --mount type=bind,source=/,target=/h alpine ls",
+    "docker run --mount=\"type=bind,source=$HOME,target=/h\" alpine ls", "docker run -itv/:/h alpine sh",
+    "docker-compose run -v /:/h app", "podman-compose run -v /:/h app", "podman run -v$HOME:/h alpine",
+    "nerdctl run -v /:/h alpine", "docker run -v$DATA:/h alpine",
+])
+def test_a_host_mount_however_attached_asks(cmd: str) -> None:
+    assert "container-mounts-host" in _hits(cmd)
+
+
+@pytest.mark.parametrize("cmd", ["docker run -v \"$PWD\":/src alpine ls", "docker run -v\"$PWD\":/src alpine ls",
+                                 "docker run -itv\"$PWD\"/x:/src alpine ls", "docker-compose run app pytest",
+                                 "docker run -e MODE=v alpine env", "docker run -d nginx"])
+def test_a_mount_of_the_working_tree_passes(cmd: str) -> None:
+    assert _hits(cmd) == []
+
+
+@given(st.sampled_from(["docker", "podman", "nerdctl", "docker-compose"]), st.sampled_from(["", "it", "d", "ti"]),
+       st.sampled_from(["/", "$HOME", "~", "/etc", "\"$HOME\""]), st.booleans())
+def test_variants_a_host_folder_attached_to_v_asks(binary: str, switches: str, source: str, spaced: bool) -> None:
+    volume = f"-{switches}v {source}:/h" if spaced else f"-{switches}v{source}:/h"
+    assert "container-mounts-host" in _hits(f"{binary} run {volume} alpine rm -rf /h")
 
 
 # ---------------------------------------------------------------- the labelled rows through a real host
