@@ -5,7 +5,8 @@
    ``git checkout -f``, ``git update-ref -d``, ``git read-tree -u``, ``git worktree remove -f``);
 3. git settings whose value is a command (``git -c pager.status='…' status``, textconv, filters);
 4. a container's host mount attached to ``-v`` (``-v$HOME:/h``, ``-itv/:/h``), and
-   ``docker-compose``/``podman-compose`` as docker.
+   ``docker-compose``/``podman-compose`` as docker;
+5. rsync removing its sources or deleting at a destination outside the tree or on another host.
 
 Each has named tests that failed before its fix, variants drawn at random, and the labelled rows
 of tests/data/floor_actions.jsonl (families below), run through a real host.
@@ -33,6 +34,7 @@ FAMILIES: dict[str, str | None] = {
     "git-discard-by-another-command": "git-discard-work",
     "git-setting-runs-command": "recursive-delete-outside-tree",
     "container-mount-spellings": "container-mounts-host",
+    "sync-deletes": "sync-deletes",
 }
 
 
@@ -158,6 +160,29 @@ def test_a_mount_of_the_working_tree_passes(cmd: str) -> None:
 def test_variants_a_host_folder_attached_to_v_asks(binary: str, switches: str, source: str, spaced: bool) -> None:
     volume = f"-{switches}v {source}:/h" if spaced else f"-{switches}v{source}:/h"
     assert "container-mounts-host" in _hits(f"{binary} run {volume} alpine rm -rf /h")
+
+
+# ---------------------------------------------------------------- 5. rsync that deletes
+
+
+@pytest.mark.parametrize("cmd", [
+    "rsync -a --remove-source-files ~/ /tmp/x", "rsync -a --delete empty/ host:/", "rsync -a --delete empty/ ~/",
+    "rsync -a --remove-s ~/docs/ backup/", "rsync -a --delete-after empty/ /etc/", "rsync -a --del x/ rsync://h/d/",
+])
+def test_a_sync_that_deletes_outside_the_tree_asks(cmd: str) -> None:
+    assert "sync-deletes" in _hits(cmd)
+
+
+@pytest.mark.parametrize("cmd", ["rsync -a src/ build/", "rsync -a --delete src/ build/", "rsync -a src/ host:/srv/app",
+                                 "rsync -a --remove-source-files out/ /tmp/x", "rsync -av --exclude '*.o' --delete src/ b/"])
+def test_a_sync_inside_the_tree_passes(cmd: str) -> None:
+    assert "sync-deletes" not in _hits(cmd)
+
+
+@given(st.sampled_from(["--delete", "--delete-before", "--delete-after", "--del", "--delete-excluded"]),
+       st.sampled_from(["~/", "/", "/etc/", "host:/", "user@host:~/", "$HOME/"]))
+def test_variants_a_delete_into_another_place_asks(option: str, destination: str) -> None:
+    assert "sync-deletes" in _hits(f"rsync -a {option} empty/ {destination}")
 
 
 # ---------------------------------------------------------------- the labelled rows through a real host
