@@ -6,7 +6,8 @@
 3. git settings whose value is a command (``git -c pager.status='…' status``, textconv, filters);
 4. a container's host mount attached to ``-v`` (``-v$HOME:/h``, ``-itv/:/h``), and
    ``docker-compose``/``podman-compose`` as docker;
-5. rsync removing its sources or deleting at a destination outside the tree or on another host.
+5. rsync removing its sources or deleting at a destination outside the tree or on another host;
+6. a glob that may match a credential path (``cat ~/.ss?/id_rsa``) counts as that path.
 
 Each has named tests that failed before its fix, variants drawn at random, and the labelled rows
 of tests/data/floor_actions.jsonl (families below), run through a real host.
@@ -35,6 +36,7 @@ FAMILIES: dict[str, str | None] = {
     "git-setting-runs-command": "recursive-delete-outside-tree",
     "container-mount-spellings": "container-mounts-host",
     "sync-deletes": "sync-deletes",
+    "credential-glob": "credential-files",
 }
 
 
@@ -183,6 +185,30 @@ def test_a_sync_inside_the_tree_passes(cmd: str) -> None:
        st.sampled_from(["~/", "/", "/etc/", "host:/", "user@host:~/", "$HOME/"]))
 def test_variants_a_delete_into_another_place_asks(option: str, destination: str) -> None:
     assert "sync-deletes" in _hits(f"rsync -a {option} empty/ {destination}")
+
+
+# ---------------------------------------------------------------- 6. credential paths through a glob
+
+
+@pytest.mark.parametrize("cmd", ["cat ~/.ss?/id_rsa", "cat ~/.[s]sh/id_rsa", "cat ~/.*/id_rsa", "cat ~/.ss*",
+                                 "cat /etc/sha*", "cat ~/.aw?/credentials", "cat ~/.*"])
+def test_a_glob_that_may_match_a_credential_path_counts_as_it(cmd: str) -> None:
+    assert "credential-files" in _hits(cmd)
+
+
+@pytest.mark.parametrize("cmd", ["cat ~/.bashrc", "cat src/*.py", "ls *.txt", "grep -n TODO src/*/*.py",
+                                 "cat ~/proj/notes/*.md"])
+def test_a_glob_elsewhere_passes(cmd: str) -> None:
+    assert "credential-files" not in _hits(cmd)
+
+
+@given(st.sampled_from(["~/.ssh/id_rsa", "~/.aws/credentials", "~/.gnupg/pubring.kbx", "~/.netrc"]), st.data())
+def test_variants_any_wildcard_in_a_credential_path_still_asks(path: str, data: st.DataObject) -> None:
+    at = data.draw(st.integers(min_value=3, max_value=len(path) - 1))
+    if path[at] == "/":
+        at -= 1
+    wildcard = data.draw(st.sampled_from(["?", "*", f"[{path[at]}]"]))
+    assert "credential-files" in _hits(f"cat {path[:at]}{wildcard}{path[at + 1:]}")
 
 
 # ---------------------------------------------------------------- the labelled rows through a real host

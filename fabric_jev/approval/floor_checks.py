@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from . import floor_globs as _globs
 from . import paths as _paths
 from . import shell as _shell
 from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS
@@ -224,7 +225,8 @@ def _path_values(view: CallView) -> Iterator[list[tuple[str, str]] | None]:
 
 def paths(view: CallView, params: FloorParams) -> bool:
     matches = _matcher(view, params["patterns"], params)
-    return any(matches(found) for found in _path_values(view))
+    return any(matches(found) for found in _path_values(view)) or _globs.may_match(
+        view, params["patterns"], lambda path: matches([(path, path)]))
 
 
 def secrets_to_network(view: CallView, params: FloorParams) -> bool:
