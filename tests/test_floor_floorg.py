@@ -7,7 +7,8 @@
 4. a container's host mount attached to ``-v`` (``-v$HOME:/h``, ``-itv/:/h``), and
    ``docker-compose``/``podman-compose`` as docker;
 5. rsync removing its sources or deleting at a destination outside the tree or on another host;
-6. a glob that may match a credential path (``cat ~/.ss?/id_rsa``) counts as that path.
+6. a glob that may match a credential path (``cat ~/.ss?/id_rsa``) counts as that path;
+7. a write to git's hooks or config (a later routine git command runs them) is a floor entry.
 
 Each has named tests that failed before its fix, variants drawn at random, and the labelled rows
 of tests/data/floor_actions.jsonl (families below), run through a real host.
@@ -37,6 +38,7 @@ FAMILIES: dict[str, str | None] = {
     "container-mount-spellings": "container-mounts-host",
     "sync-deletes": "sync-deletes",
     "credential-glob": "credential-files",
+    "write-git-hooks-or-config": "git-hooks-and-config",
 }
 
 
@@ -209,6 +211,36 @@ def test_variants_any_wildcard_in_a_credential_path_still_asks(path: str, data: 
         at -= 1
     wildcard = data.draw(st.sampled_from(["?", "*", f"[{path[at]}]"]))
     assert "credential-files" in _hits(f"cat {path[:at]}{wildcard}{path[at + 1:]}")
+
+
+# ---------------------------------------------------------------- 7. writing git's hooks or config
+
+
+@pytest.mark.parametrize(("arguments", "ref", "risk"), [
+    ({"path": ".git/hooks/pre-commit", "content": "rm -rf ~"}, "fs.write", "write"),
+    ({"path": ".git/config", "content": "[core]"}, "fs.write", "write"),
+    ({"path": "./.git/hooks/post-checkout", "content": "x"}, "fs.write", "write"),
+    ({"cmd": "printf x > .git/hooks/pre-push"}, "shell.exec", "execute"),
+    ({"cmd": "echo x >> .git/config"}, "shell.exec", "execute"),
+    ({"cmd": "tee .git/hooks/pre-commit < hook.sh"}, "shell.exec", "execute"),
+])
+def test_a_write_to_git_hooks_or_config_asks(arguments: Any, ref: str, risk: str) -> None:
+    assert "git-hooks-and-config" in _hits(arguments, ref, risk)
+
+
+@pytest.mark.parametrize(("arguments", "ref", "risk"), [
+    ({"path": "src/hooks.py", "content": "x"}, "fs.write", "write"),
+    ({"path": "docs/git/config.md", "content": "x"}, "fs.write", "write"),
+    ({"cmd": "cat .git/config"}, "shell.exec", "execute"), ({"cmd": "git status"}, "shell.exec", "execute"),
+])
+def test_other_writes_and_reads_of_git_pass(arguments: Any, ref: str, risk: str) -> None:
+    assert "git-hooks-and-config" not in _hits(arguments, ref, risk)
+
+
+@given(st.sampled_from(["pre-commit", "pre-push", "post-checkout", "post-merge", "commit-msg"]),
+       st.sampled_from([">", ">>"]), st.sampled_from(["", "./"]))
+def test_variants_any_hook_written_by_a_redirection_asks(hook: str, operator: str, prefix: str) -> None:
+    assert "git-hooks-and-config" in _hits(f"echo 'rm -rf ~' {operator} {prefix}.git/hooks/{hook}")
 
 
 # ---------------------------------------------------------------- the labelled rows through a real host

@@ -328,7 +328,7 @@ def _link_targets(command: _shell.Simple) -> Iterator[str | None]:
 def system_writes(view: CallView, params: FloorParams) -> bool:
     system = _matcher(view, params["paths"], params)
     for command in commands(view):
-        if named(command, params["programs"]):
+        if params["programs"] and named(command, params["programs"]):  # (an empty list names no program)
             return True
         if named(command, ["crontab"]) and _crontab_changes(command):
             return True
