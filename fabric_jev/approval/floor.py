@@ -21,6 +21,8 @@ from typing import Any
 from . import floor_checks as _checks
 from . import floor_closed as _closed
 from . import floor_databases as _databases
+from . import floor_git as _git
+from . import floor_sync as _sync
 from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS, CallView
 from .floor_reading import WRITE_PATH_KEYS, FloorParams, catalogue, ref_words, scripts, strings_under
 
@@ -77,8 +79,9 @@ _CHECKS: dict[str, Callable[[CallView, FloorParams], bool]] = {
     "device-write": _checks.device_write,
     "programs": _checks.programs,
     "download-and-run": _checks.download_and_run,
-    "git": _checks.git,
-    "git-discard": _checks.git_discard,
+    "git": _git.force_push,
+    "git-discard": _git.discard,
+    "sync-deletes": _sync.sync_deletes,
     "sql": _checks.sql,
     "paths": _checks.paths,
     "secrets-to-network": _checks.secrets_to_network,

@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
 
 from . import floor_databases as _databases
+from . import floor_globs as _globs
 from . import paths as _paths
 from . import shell as _shell
 from .call_view import PATH_KEYS, SQL_KEYS, URL_KEYS
@@ -123,54 +124,6 @@ def download_and_run(view: CallView, params: FloorParams) -> bool:
     return False
 
 
-def _git_args(command: _shell.Simple) -> list[str] | None:
-    """A git command's words after its global options (git -C DIR push → [push, ...])."""
-    if not named(command, ["git"]):
-        return None
-    words = [w.value or "" for w in command.words[1:]]
-    i = 0
-    while i < len(words) and words[i].startswith("-"):
-        i += 2 if words[i] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") else 1
-    return words[i:]
-
-
-def git(view: CallView, params: FloorParams) -> bool:
-    options = re.compile("|".join(".*".join(re.escape(p) for p in o.split("*")) for o in params["options"]) + r"\Z")
-    for command in commands(view):
-        args = _git_args(command)
-        if not args or args[0] != params["subcommand"]:
-            continue
-        for word in args[1:]:
-            if word.startswith("--") and options.match(word):
-                return True
-            if word.startswith("-") and not word.startswith("--") and any(ch in word[1:] for ch in params["short"]):
-                return True
-            if not word.startswith("-") and any(word.startswith(p) for p in params["refspec_prefixes"]):
-                return True
-    return False
-
-
-def git_discard(view: CallView, params: FloorParams) -> bool:
-    for command in commands(view):
-        args = _git_args(command)
-        if not args:
-            continue
-        sub, rest = args[0], args[1:]
-        if sub == "reset" and "--hard" in rest:
-            return True
-        if sub == "clean" and any((w.startswith("-") and not w.startswith("--") and "f" in w) or w == "--force"
-                                  for w in rest):
-            return True
-        if sub == "branch" and any(w in ("-D", "--delete") or (w.startswith("-") and "D" in w) for w in rest) \
-                and ("-D" in rest or "--force" in rest or any(w.startswith("-") and "D" in w for w in rest)):
-            return True
-        if (sub == "restore" and ("." in rest or "--worktree" in rest)) or (sub == "checkout" and "." in rest):
-            return True
-        if sub == "stash" and rest[:1] in (["clear"], ["drop"]):
-            return True
-    return False
-
-
 #: The SQL keys whose text is SQL whatever it reads like; under the others (`query`) a text is SQL
 #: only where it reads as a statement (`reads_as_sql`).
 _ALWAYS_SQL = tuple(k for k in SQL_KEYS if k != "query")
@@ -251,7 +204,8 @@ def _path_values(view: CallView) -> Iterator[list[tuple[str, str]] | None]:
 
 def paths(view: CallView, params: FloorParams) -> bool:
     matches = _matcher(view, params["patterns"], params)
-    return any(matches(found) for found in _path_values(view))
+    return any(matches(found) for found in _path_values(view)) or _globs.may_match(
+        view, params["patterns"], lambda path: matches([(path, path)]))
 
 
 def secrets_to_network(view: CallView, params: FloorParams) -> bool:
@@ -353,7 +307,7 @@ def _link_targets(command: _shell.Simple) -> Iterator[str | None]:
 def system_writes(view: CallView, params: FloorParams) -> bool:
     system = _matcher(view, params["paths"], params)
     for command in commands(view):
-        if named(command, params["programs"]):
+        if params["programs"] and named(command, params["programs"]):  # (an empty list names no program)
             return True
         if named(command, ["crontab"]) and _crontab_changes(command):
             return True

@@ -342,7 +342,7 @@ def container_host(view: CallView, params: FloorParams) -> bool:
             return True
         if any(w.value == "host" for w in option_values(command, params["host_namespaces"])):
             return True
-        mounts = [*option_values(command, params["volumes"]), *_clustered(command, "v")]
+        mounts = [*option_values(command, params["volumes"]), *_clustered(command, "v"), *_attached(command)]
         for word in mounts:
             source = _mount_source(word.value)
             if source is False:
@@ -357,6 +357,27 @@ def _clustered(command: _shell.Simple, letter: str) -> list[_shell.Word]:
     words = command.words
     return [words[i + 1] for i, w in enumerate(words[:-1])
             if w.literal and _CLUSTER.fullmatch(w.text) and len(w.text) > 2 and w.text.endswith(letter)]
+
+
+#: A docker short-flag cluster of switches ending in -v with its value attached (-itv/:/h).
+_ATTACHED_VOLUME = re.compile(r"-[ditP]*v(?!-)(.+)")
+
+
+def _attached(command: _shell.Simple) -> list[_shell.Word]:
+    """A volume attached to -v (or --volume=, --mount=) in a word that holds an expansion
+    (-v$HOME:/h), or after switches (-itv/:/h): its value, expanded where it can be."""
+    out = []
+    for w in command.words[1:]:
+        name, eq, _ = w.text.partition("=")
+        cut = len(name) + 1 if eq and name in ("--volume", "--mount") else None
+        match = _ATTACHED_VOLUME.fullmatch(w.text)
+        if cut is None and match and (not w.literal or (len(w.text) > 2 and w.text[1] != "v")):
+            cut = match.start(1)
+        if cut is None or (w.literal and w.text.startswith("--")):
+            continue
+        expanded = w.value[cut:] if w.value is not None and len(w.value) >= cut else None
+        out.append(_shell.Word(w.text[cut:], False, expanded))
+    return out
 
 
 def unreadable(view: CallView, params: FloorParams) -> bool:

@@ -24,6 +24,7 @@ import itertools
 import re
 from collections.abc import Iterator, Sequence
 
+from .git_settings import runs_command
 from .shell_words import Word
 
 #: Per program: long options (shortened spellings accepted) and short ones whose value is a script.
@@ -60,11 +61,6 @@ _EDITORS = frozenset({"vim", "vi", "nvim", "view", "ex", "vimdiff", "gvim", "rvi
 _PAGERS = frozenset({"less", "more", "most"})
 _SED = frozenset({"sed", "gsed"})
 _CLUSTER = re.compile(r"-[A-Za-z]{2,}")
-#: git settings whose value is a command (`git config KEY VALUE` stores one for later runs).
-_GIT_COMMAND_KEYS = frozenset({"core.pager", "core.editor", "core.sshcommand", "core.fsmonitor", "diff.external",
-                               "sequence.editor", "credential.helper", "gpg.program", "core.gitproxy",
-                               "uploadpack.packobjectshook", "pager.log", "pager.diff", "pager.show"})
-
 
 def carried(name: str, words: Sequence[Word]) -> Iterator[str | None]:
     """Each script the command holds in an option or operand (module doc); None for one the floor
@@ -224,14 +220,14 @@ def _git_commands(words: Sequence[Word]) -> Iterator[str | None]:
         for key, value in itertools.pairwise(values):
             name = (key.value or "").lower()
             text = text_of(value)
-            if name in _GIT_COMMAND_KEYS or (name.startswith("alias.") and text.startswith("!")):
+            if runs_command(name, text):
                 yield text.removeprefix("!")
             elif name == "core.hookspath":
                 yield None  # the hooks there are only known to the file system
     for word in words[1:i]:
         text = text_of(word)
-        if text.startswith("--config-env=") and text[13:].split("=", 1)[0].lower() in (*_GIT_COMMAND_KEYS,
-                                                                                        "core.hookspath"):
+        setting = text[13:].split("=", 1)[0].lower()
+        if text.startswith("--config-env=") and (runs_command(setting, "!") or setting == "core.hookspath"):
             yield None  # the command is the value of an environment variable
     if sub == "filter-branch":
         yield from _option_values([Word("git"), *rest], ("--tree-filter", "--index-filter", "--msg-filter",

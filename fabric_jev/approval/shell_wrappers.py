@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
+from .git_settings import runs_command
 from .shell_carriers import carried
 from .shell_runners import MAX_STARTS, RUNNERS, runner_commands
 from .shell_words import Known, Script, Simple, Word, basename
@@ -113,11 +114,6 @@ COMMAND_VARIABLES = frozenset({"GIT_SSH_COMMAND", "GIT_SSH", "GIT_EDITOR", "GIT_
                                "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "PAGER", "MANPAGER", "EDITOR",
                                "VISUAL", "PROMPT_COMMAND", "LESSOPEN", "LESSCLOSE", "BROWSER"})
 
-#: git settings whose value is a command git runs (`git -c core.pager='…' log`); an alias
-#: starting with `!` is one too.
-GIT_COMMAND_SETTINGS = frozenset({"core.pager", "core.editor", "core.sshcommand", "core.fsmonitor",
-                                  "core.hookspath", "diff.external", "sequence.editor", "credential.helper",
-                                  "gpg.program", "pager.log", "pager.diff", "pager.show", "uploadpack.packobjectshook"})
 #: Remote shells: name → options that take a value; the words after the host are a command.
 REMOTE_SHELLS: dict[str, frozenset[str]] = {
     "ssh": frozenset({"-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p",
@@ -366,7 +362,7 @@ def _git_config_commands(words: list[Word], depth: int, outer: Simple, nested: N
             if key == "core.hookspath":
                 opaque.append("git hooks from a folder the floor does not read")
                 continue
-            if value and (key in GIT_COMMAND_SETTINGS or (key.startswith("alias.") and value.startswith("!"))):
+            if value and runs_command(key, value):
                 yield from _script(value.removeprefix("!"), depth, outer, nested, opaque)
 
 
