@@ -197,19 +197,23 @@ async def test_killed_worker_fails_its_run_and_the_host_carries_on(host: JevHost
     assert after.result == 2
 
 
-NORMALIZE_8M = "const s = 'a'.repeat(8 * 1024 * 1024);"
+# A string whose normalization needs more than the 64 MiB limit. Made in one slice, normalized in
+# the next (a timer between them): each stays inside the 100 ms CPU slice on a busy machine
+# (made and normalized in one slice, it came within ~10 ms of the slice, and a loaded machine's
+# suite saw it time out).
+NORMALIZE_PAST_LIMIT = "const s = 'a'.repeat(8 * 1024 * 1024); await new Promise((resolve) => setTimeout(resolve, 0));"
 
 
 async def test_normalize_past_the_memory_limit_fails_with_the_memory_message(host: JevHost) -> None:
     # The engine's normalize failed its allocation without setting an exception:
     # the run ended with the message "[uninitialized]".
-    env = await host.run(program(NORMALIZE_8M + "return s.normalize('NFD').length;"), None)
+    env = await host.run(program(NORMALIZE_PAST_LIMIT + "return s.normalize('NFD').length;"), None)
     assert env.state is RunState.FAILED
     assert env.error == "Jev program exceeded its memory limit (64 MiB)"
 
 
 async def test_normalize_past_the_memory_limit_throws_a_catchable_memory_error(host: JevHost) -> None:
-    env = await host.run(program(NORMALIZE_8M + """
+    env = await host.run(program(NORMALIZE_PAST_LIMIT + """
       let caught;
       try { s.normalize(); } catch (e) { caught = [e instanceof Error, e.name, e.message]; }
       const n = String.prototype.normalize;
