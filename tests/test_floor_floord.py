@@ -22,17 +22,15 @@ of tests/data/floor_actions.jsonl (families below), run through a real host.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fabric_jev import CapabilityRegistry, HostConfig, JevHost
 from fabric_jev.approval.floor import floor_hits
 from fabric_jev.approval.rules import CallView, RuleContext
-from tests.conftest import program
-from tests.test_floor import CWD, HOME, ROWS
+from tests.floor_families import assert_families_have_both_labels, run_family_under_allow
+from tests.test_floor import CWD, HOME
 
 UNREADABLE = "unreadable-command"
 #: This branch's families of the labelled set, and the entry each destructive row must hit
@@ -306,11 +304,7 @@ def test_any_spelling_of_a_data_module_is_not_stopped(flags: list[str], attached
 
 
 def test_this_branchs_rows_are_in_the_labelled_set() -> None:
-    families = {row["family"] for row in ROWS}
-    assert set(FAMILIES) <= families
-    for family in FAMILIES:
-        labels = {row["label"] for row in ROWS if row["family"] == family}
-        assert labels == {"destructive", "routine"}, family
+    assert_families_have_both_labels(FAMILIES)
 
 
 @pytest.mark.anyio
@@ -318,25 +312,7 @@ def test_this_branchs_rows_are_in_the_labelled_set() -> None:
 async def test_each_family_is_refused_under_allow_and_its_routine_rows_run(family: str) -> None:
     """Under `--policy allow` with no one to ask, every destructive row of the family is refused and
     its capability never runs; every routine row runs."""
-    rows = [row for row in ROWS if row["family"] == family]
-    ran: list[Any] = []
-    registry = CapabilityRegistry()
-
-    async def run_it(args: Any, ctx: Any) -> Any:
-        ran.append(args)
-        return "ran"
-
-    for ref, risk in {(r["action"]["ref"], r["action"]["risk"]) for r in rows}:
-        registry.register(ref, run_it, risk)
-    code = ("const out = []; for (const a of input.calls) { try { await tools.call({ref: a.ref, args: a.arguments}); "
-            "out.push('ran'); } catch (e) { out.push('refused'); } } return out;")
-    prog = program(code, name="family", requires=sorted({r["action"]["ref"] for r in rows}), outputSchema={})
-    config = HostConfig(approvals={"execute": "allow", "write": "allow", "read": "allow"})
-    async with JevHost(config, capabilities=registry) as host:
-        envelope = await host.run(prog, {"calls": [r["action"] for r in rows]})
-    expected = ["refused" if r["label"] == "destructive" else "ran" for r in rows]
-    assert envelope.result == expected, envelope.error
-    assert ran == [r["action"]["arguments"] for r in rows if r["label"] == "routine"]
+    rows = await run_family_under_allow(family)
     entry = FAMILIES[family]
     for row in rows:
         if row["label"] == "destructive" and entry is not None:

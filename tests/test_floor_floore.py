@@ -21,12 +21,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fabric_jev import CapabilityRegistry, HostConfig, JevHost
 from fabric_jev.approval.floor import floor_hits
 from fabric_jev.approval.floor_checks import reads_as_sql
 from fabric_jev.approval.floor_folders import environment
 from fabric_jev.approval.rules import CallView, RuleContext
-from tests.conftest import program
+from tests.floor_families import run_family_under_allow
 from tests.test_floor import CWD, HOME, ROWS
 
 UNREADABLE = "unreadable-command"
@@ -278,25 +277,7 @@ def test_this_branchs_rows_are_in_the_labelled_set() -> None:
 async def test_each_family_is_refused_under_allow_and_its_routine_rows_run(family: str) -> None:
     """Under `--policy allow` with no one to ask, every destructive row of the family is refused and
     its capability never runs; every routine row runs."""
-    rows = [row for row in ROWS if row["family"] == family]
-    ran: list[Any] = []
-    registry = CapabilityRegistry()
-
-    async def run_it(args: Any, ctx: Any) -> Any:
-        ran.append(args)
-        return "ran"
-
-    for ref, risk in {(r["action"]["ref"], r["action"]["risk"]) for r in rows}:
-        registry.register(ref, run_it, risk)
-    code = ("const out = []; for (const a of input.calls) { try { await tools.call({ref: a.ref, args: a.arguments}); "
-            "out.push('ran'); } catch (e) { out.push('refused'); } } return out;")
-    prog = program(code, name="family", requires=sorted({r["action"]["ref"] for r in rows}), outputSchema={})
-    config = HostConfig(approvals={"execute": "allow", "write": "allow", "read": "allow"})
-    async with JevHost(config, capabilities=registry) as host:
-        envelope = await host.run(prog, {"calls": [r["action"] for r in rows]})
-    expected = ["refused" if r["label"] == "destructive" else "ran" for r in rows]
-    assert envelope.result == expected, envelope.error
-    assert ran == [r["action"]["arguments"] for r in rows if r["label"] == "routine"]
+    rows = await run_family_under_allow(family)
     entry = FAMILIES[family]
     for row in rows:
         if row["label"] == "destructive" and entry is not None:
